@@ -1,0 +1,30 @@
+# Two commands set a fresh machine up (python3, pip, git and make are all it needs):
+#   make demo   installs into .venv and runs count-recompiles on a committed example dump
+#   make test   installs with the test extra into .venv and runs the test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_DUMP := fixtures/dumps/ragged_batch
+
+.PHONY: demo test bench
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(VENV)/.installed $@
+
+demo: $(VENV)/.installed
+	$(BIN)/xlainspect count-recompiles $(DEMO_DUMP)
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.installed-test
+	$(BIN)/python bench/run.py

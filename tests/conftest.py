@@ -1,0 +1,28 @@
+"""Shared paths: committed fixtures, and the public corpus beside the repository when present."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures"
+DUMPS = FIXTURES / "dumps"
+CORPUS = Path(os.environ.get("XLAINSPECT_CORPUS", REPO.parent / "shared" / "corpus"))
+
+
+def corpus_files(pattern: str) -> list[Path]:
+    """Corpus files matching `pattern`; [] when ../shared/corpus is absent (tests then skip)."""
+    return sorted(CORPUS.glob(pattern)) if CORPUS.is_dir() else []
+
+
+def hlo_fixture_files() -> list[Path]:
+    """Every committed HLO text file under fixtures/dumps (not the buffer-assignment side files)."""
+    side = ("buffer-assignment", "live-range", "memory-usage-report", "basic_compiler_metadata",
+            "execution_options", "target_arguments", "transfer_stats", "hlo_module_config", "tpu_comp_env")
+    return sorted(p for p in DUMPS.rglob("module_*.txt") if not any(s in p.name for s in side))
+
+
+requires_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus not present")

@@ -1,0 +1,55 @@
+"""The typer application, its shared options and the one error boundary.
+
+Exit codes: 0 fine, 1 a failed gate (the command says which budget), 2 a usage or input error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from xlainspect.cli.render import OutputFormat, stderr_console
+from xlainspect.errors import XlaInspectError
+
+app = typer.Typer(
+    name="xlainspect",
+    help="Read XLA dumps (--xla_dump_to) and HLO text: recompilations and why, layouts and padding, "
+    "fusions, copies, collectives, memory.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+EXIT_GATE_FAILED = 1
+EXIT_USAGE = 2
+
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")]
+DumpPath = Annotated[Path, typer.Argument(help="A --xla_dump_to directory, or HLO text files.", show_default=False)]
+
+
+@contextlib.contextmanager
+def user_errors():
+    """Turn input errors into a message on stderr and exit code 2, never a traceback."""
+    try:
+        yield
+    except XlaInspectError as error:
+        stderr_console().print(str(error), markup=False, highlight=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    except (BrokenPipeError, KeyboardInterrupt):
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def main() -> None:
+    import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
+
+    app()
+
+
+@app.callback()
+def _root() -> None:
+    """Read XLA dumps (--xla_dump_to) and HLO text: recompilations and why, layouts and padding, fusions,
+    copies, collectives, memory. Exit codes: 0 ok, 1 a CI gate failed, 2 bad usage or input."""

@@ -1,0 +1,3 @@
+"""Imports every command module so that its @app.command() functions register on `app`."""
+
+from xlainspect.cli import parse_cmd  # noqa: F401

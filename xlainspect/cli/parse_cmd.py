@@ -1,0 +1,31 @@
+"""`xlainspect parse FILE`: check that HLO text parses and summarise its modules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from xlainspect.cli.app import FormatOpt, app, user_errors
+from xlainspect.cli.render import OutputFormat, emit_frame
+
+
+@app.command()
+def parse(
+    files: Annotated[list[Path], typer.Argument(help="HLO text files.", show_default=False)],
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Parse HLO text files with the grammar; list modules, computations and instruction counts."""
+    import pandas as pd
+
+    from xlainspect.hlo.parser import parse_hlo
+    from xlainspect.io import read_text
+
+    with user_errors():
+        rows = []
+        for path in files:
+            for module in parse_hlo(read_text(path), str(path)):
+                rows.append({"file": str(path), "module": module.name, "computations": len(module.computations),
+                             "instructions": module.instruction_count, "entry": module.entry.name})
+        emit_frame(pd.DataFrame(rows, columns=["file", "module", "computations", "instructions", "entry"]), fmt)

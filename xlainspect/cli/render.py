@@ -1,0 +1,81 @@
+"""Output: rich tables for people; JSON, CSV and Markdown for machines and pull requests.
+
+Two consoles, built lazily so tests can replace them: data goes to stdout, everything else
+(progress, notes, errors) to stderr, so `xlainspect ... --format json | jq` always works.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import json
+import sys
+
+import pandas as pd
+from pandas.api.types import is_numeric_dtype
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+
+class OutputFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+@functools.cache
+def stdout_console() -> Console:
+    return Console(soft_wrap=False)
+
+
+@functools.cache
+def stderr_console() -> Console:
+    return Console(stderr=True, soft_wrap=True)
+
+
+def emit_json(document: object) -> None:
+    """Pretty JSON on stdout (plain print: rich would re-wrap or colour it)."""
+    sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+
+
+def emit_frame(frame: pd.DataFrame, fmt: OutputFormat, title: str | None = None) -> None:
+    """A table in the chosen format; JSON here is a list of records."""
+    if fmt is OutputFormat.json:
+        emit_json(json.loads(frame.to_json(orient="records")))
+    elif fmt is OutputFormat.csv:
+        sys.stdout.write(frame.to_csv(index=False))
+    elif fmt is OutputFormat.markdown:
+        sys.stdout.write(markdown_table(frame, title) + "\n")
+    else:
+        stdout_console().print(rich_table(frame, title))
+
+
+def rich_table(frame: pd.DataFrame, title: str | None = None) -> Table:
+    table = Table(title=title, title_justify="left", show_lines=False)
+    for column in frame.columns:
+        table.add_column(str(column), justify="right" if is_numeric_dtype(frame[column]) else "left", overflow="fold")
+    for row in frame.itertuples(index=False):
+        table.add_row(*(Text(_cell(v)) for v in row))  # Text(): HLO must never be read as rich markup
+    return table
+
+
+def markdown_table(frame: pd.DataFrame, title: str | None = None) -> str:
+    """A GitHub-flavoured Markdown table (pandas' own needs the optional tabulate package)."""
+    lines = [f"**{title}**", ""] if title else []
+    lines.append("| " + " | ".join(map(str, frame.columns)) + " |")
+    lines.append("|" + "|".join("---:" if is_numeric_dtype(frame[c]) else "---" for c in frame.columns) + "|")
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |")
+    return "\n".join(lines)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return "" if value is None else str(value)

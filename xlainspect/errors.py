@@ -1,0 +1,70 @@
+"""Errors the user can act on: every one names the place (path, line, column) it comes from.
+
+Only stdlib here, so the model and the layout decoder can raise them without pulling in lark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class XlaInspectError(Exception):
+    """Base of every error that is the input's fault, not the program's (CLI exit code 2)."""
+
+
+@dataclass
+class HloParseError(XlaInspectError):
+    """HLO text (or a shape, or a layout) that does not follow XLA's syntax.
+
+    A plain dataclass (not frozen) because the interpreter assigns `__traceback__` on exceptions.
+    """
+
+    message: str
+    path: str | None = None
+    line: int = 1
+    """1-based line in the original file."""
+    column: int = 1
+    """1-based column in the original file."""
+    source_line: str = ""
+    expected: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    def render(self) -> str:
+        """Compiler-style text: `path:line:col: message`, the source line, and a caret under the column."""
+        where = f"{self.path or '<string>'}:{self.line}:{self.column}"
+        lines = [f"{where}: {self.message}"]
+        if self.source_line:
+            shown = self.source_line.rstrip("\n")
+            caret_at = self.column - 1
+            if len(shown) > 160:  # very long HLO lines: show a window around the column
+                start = max(0, caret_at - 80)
+                shown, caret_at = ("..." if start else "") + shown[start : start + 160], caret_at - start + (3 if start else 0)
+            lines += [shown, " " * caret_at + "^"]
+        if self.expected:
+            lines.append("expected one of: " + ", ".join(self.expected[:10]))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+def error_at(text: str, offset: int, message: str, path: str | None = None, expected: tuple[str, ...] = ()) -> HloParseError:
+    """An HloParseError for a character offset into `text`, with its line, column and source line."""
+    offset = max(0, min(offset, len(text)))
+    line_start = text.rfind("\n", 0, offset) + 1
+    line_end = text.find("\n", offset)
+    source_line = text[line_start : line_end if line_end >= 0 else len(text)]
+    return HloParseError(
+        message=message,
+        path=path,
+        line=text.count("\n", 0, offset) + 1,
+        column=offset - line_start + 1,
+        source_line=source_line,
+        expected=expected,
+    )
+
+
+class DumpError(XlaInspectError):
+    """A path that cannot be analysed: missing, unreadable, or holding no XLA dump files."""

@@ -1,0 +1,163 @@
+"""Decoders for attribute values, which the model keeps as the raw text XLA printed.
+
+Each decoder takes the raw text (or None when the attribute is absent) and returns a plain value;
+they are memoised because dumps repeat the same values many times.
+"""
+
+from __future__ import annotations
+
+import codecs
+import functools
+import json
+import re
+from dataclasses import dataclass
+
+from xlainspect.shape import Shape
+
+#: Attributes whose value names called computations (XLA prints them in kNameOnly mode).
+CALLED_COMPUTATION_ATTRIBUTES = (
+    "calls", "to_apply", "condition", "body", "true_computation", "false_computation",
+    "branch_computations", "select", "scatter", "called_computations", "comparator",
+)
+
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_FIELD = re.compile(r"""([A-Za-z_][\w.\-]*)=("(?:[^"\\]|\\.)*"|\{[^{}]*\}|[^\s,}]*)""")
+
+
+def unquote(text: str) -> str:
+    """A printed string without its quotes, C escapes undone (XLA prints UTF-8 as octal escapes)."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1]
+    if "\\" not in text:
+        return text
+    raw = codecs.escape_decode(text.encode("utf-8"))[0]
+    return raw.decode("utf-8", errors="replace")
+
+
+def strip_comments(text: str) -> str:
+    """Remove `/*index=5*/` annotations that XLA puts inside lists."""
+    return _COMMENT.sub("", text) if "/*" in text else text
+
+
+@functools.lru_cache(maxsize=65536)
+def decode_braced_fields(text: str) -> dict[str, str]:
+    """`{key=value key2="v"}` (space- or comma-separated) -> dict; strings are unquoted."""
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    return {k: unquote(v) if v[:1] in "\"'" else v for k, v in _FIELD.findall(body)}
+
+
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    """`metadata={op_type=... op_name=... source_file=... source_line=...}` (OpMetadata)."""
+
+    op_type: str | None = None
+    op_name: str | None = None
+    source_file: str | None = None
+    source_line: int | None = None
+    stack_frame_id: int | None = None
+
+    @property
+    def source(self) -> str | None:
+        """`file:line`, or None when the metadata names no source."""
+        if not self.source_file:
+            return None
+        return f"{self.source_file}:{self.source_line}" if self.source_line else self.source_file
+
+
+_NO_METADATA = Metadata()
+
+
+@functools.lru_cache(maxsize=65536)
+def decode_metadata(text: str | None) -> Metadata:
+    if not text:
+        return _NO_METADATA
+    fields = decode_braced_fields(text)
+    return Metadata(
+        op_type=fields.get("op_type"),
+        op_name=fields.get("op_name"),
+        source_file=fields.get("source_file"),
+        source_line=_int_or_none(fields.get("source_line")),
+        stack_frame_id=_int_or_none(fields.get("stack_frame_id")),
+    )
+
+
+def _int_or_none(text: str | None) -> int | None:
+    return int(text) if text and text.lstrip("-").isdigit() else None
+
+
+def called_computation_names(attributes: dict[str, str]) -> tuple[str, ...]:
+    """Names of computations referenced by an instruction's attributes, in printed order."""
+    names: list[str] = []
+    for key in CALLED_COMPUTATION_ATTRIBUTES:
+        value = attributes.get(key)
+        if value:
+            names.extend(n.strip().lstrip("%") for n in value.strip("{}").split(",") if n.strip())
+    return tuple(names)
+
+
+@functools.lru_cache(maxsize=4096)
+def decode_int_list(text: str | None) -> tuple[int, ...]:
+    """`{1,0}` or `{}` -> (1, 0) / ()."""
+    if not text:
+        return ()
+    body = strip_comments(text).strip().strip("{}")
+    return tuple(int(v) for v in body.split(",") if v.strip())
+
+
+@functools.lru_cache(maxsize=4096)
+def decode_program_shape(text: str) -> tuple[tuple[Shape, ...], Shape]:
+    """`{(f32[8]{0}, s32[]) -> f32[8]{0}}` (entry_computation_layout) -> (parameter shapes, result)."""
+    from xlainspect.hlo.parser import parse_with
+
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    return parse_with("program_shape", body, "entry_computation_layout")
+
+
+def decode_shape_list(text: str) -> tuple[Shape, ...]:
+    """`{f32[2]{0}, s32[]}` (operand_layout_constraints) -> shapes."""
+    from xlainspect.hlo.parser import parse_with
+
+    return parse_with("shape_list", text.strip().removeprefix("{").removesuffix("}"), "shape list")
+
+
+@dataclass(frozen=True, slots=True)
+class Alias:
+    """One `input_output_alias` entry: output `{i}` may reuse parameter `p` at `{j}` (donation)."""
+
+    output_index: tuple[int, ...]
+    parameter: int
+    parameter_index: tuple[int, ...]
+    kind: str = "may-alias"
+
+
+_ALIAS = re.compile(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}\s*(?:,\s*([\w-]+))?\s*\)")
+
+
+def decode_input_output_alias(text: str | None) -> tuple[Alias, ...]:
+    if not text:
+        return ()
+    return tuple(
+        Alias(_index(out), int(param), _index(param_index), kind or "may-alias")
+        for out, param, param_index, kind in _ALIAS.findall(strip_comments(text))
+    )
+
+
+def _index(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(",") if v.strip())
+
+
+def decode_json(text: str | None) -> dict | None:
+    """A JSON `backend_config` (raw or quoted); None when absent or not JSON (TPU prints protos)."""
+    if not text:
+        return None
+    if text[0] in "\"'":
+        text = unquote(text)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

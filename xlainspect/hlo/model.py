@@ -1,0 +1,188 @@
+"""The typed model of an HLO module: plain objects, no parser objects, XLA's own vocabulary.
+
+Attribute values stay the raw text XLA printed (`attributes["replica_groups"] == "[2,4]<=[8]"`);
+decoders in `xlainspect.hlo.attributes` interpret them on demand, so a newer XLA's attribute
+never breaks a parse. Classes use `__slots__`: a 50 MB module has hundreds of thousands of
+instructions.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from xlainspect.shape import Shape
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from xlainspect.hlo.attributes import Metadata
+
+
+@dataclass(slots=True, eq=False)
+class Instruction:
+    """One `[ROOT] name = shape opcode(operands), attr=value, ...` line."""
+
+    name: str
+    """Without the leading `%`."""
+    opcode: str
+    """An open set: any opcode a newer XLA prints is kept as written."""
+    shape: Shape | None
+    operands: tuple[str, ...]
+    """Operand names; for `parameter` the number, for `constant` the literal text."""
+    attributes: dict[str, str]
+    """Raw attribute text by name, in printed order."""
+    is_root: bool = False
+    line: int = 0
+    """1-based line of the instruction in its file."""
+
+    @property
+    def metadata(self) -> Metadata:
+        from xlainspect.hlo.attributes import decode_metadata
+
+        return decode_metadata(self.attributes.get("metadata"))
+
+    @property
+    def op_name(self) -> str | None:
+        return self.metadata.op_name
+
+    @property
+    def called_computations(self) -> tuple[str, ...]:
+        """Names of the computations this instruction calls (fusion body, to_apply, while body...)."""
+        from xlainspect.hlo.attributes import called_computation_names
+
+        return called_computation_names(self.attributes)
+
+    @property
+    def parameter_number(self) -> int | None:
+        return int(self.operands[0]) if self.opcode == "parameter" and self.operands else None
+
+
+@dataclass(slots=True, eq=False)
+class Computation:
+    """A named list of instructions; the last `ROOT` (or, without one, the last line) is the root."""
+
+    name: str
+    instructions: list[Instruction]
+    is_entry: bool = False
+    parameter_shapes: tuple[tuple[str, Shape], ...] | None = None
+    """The printed program signature `(p0: f32[8]) -> ...` (long text only), names with shapes."""
+    result_shape: Shape | None = None
+    attributes: dict[str, str] = field(default_factory=dict)
+    """Attributes after the closing brace, e.g. `execution_thread`."""
+    line: int = 0
+
+    @property
+    def root(self) -> Instruction | None:
+        roots = [i for i in self.instructions if i.is_root]
+        if roots:
+            return roots[-1]
+        return self.instructions[-1] if self.instructions else None
+
+    @property
+    def parameters(self) -> list[Instruction]:
+        """`parameter` instructions sorted by parameter number."""
+        params = [i for i in self.instructions if i.opcode == "parameter"]
+        return sorted(params, key=lambda i: i.parameter_number or 0)
+
+    def __iter__(self):
+        return iter(self.instructions)
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+
+@dataclass(slots=True, eq=False)
+class StackFrame:
+    """One resolved entry of the module's StackFrames table."""
+
+    file: str
+    function: str
+    line: int
+    column: int = 0
+    parent: int = 0
+
+
+@dataclass(eq=False)
+class Module:
+    """An `HloModule`: header attributes, optional stack-frame table, computations."""
+
+    name: str
+    computations: list[Computation]
+    attributes: dict[str, str] = field(default_factory=dict)
+    """Raw header attributes (`entry_computation_layout`, `input_output_alias`, ...)."""
+    stack_frames: dict[int, StackFrame] = field(default_factory=dict)
+    path: str | None = None
+    line: int = 1
+    has_header: bool = True
+    """False for header-less text (computations only); the name is then `module_<entry>`."""
+
+    @property
+    def entry(self) -> Computation:
+        """The ENTRY computation, or the last one when none is marked (as XLA's parser decides)."""
+        for computation in self.computations:
+            if computation.is_entry:
+                return computation
+        return self.computations[-1]
+
+    @functools.cached_property
+    def computations_by_name(self) -> dict[str, Computation]:
+        return {c.name: c for c in self.computations}
+
+    def instructions(self):
+        """Every instruction of every computation, in printed order."""
+        for computation in self.computations:
+            yield from computation.instructions
+
+    @property
+    def instruction_count(self) -> int:
+        return sum(len(c.instructions) for c in self.computations)
+
+    @property
+    def is_scheduled(self) -> bool:
+        return self.attributes.get("is_scheduled") == "true"
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.attributes.get("num_partitions", "1"))
+
+    @property
+    def replica_count(self) -> int:
+        return int(self.attributes.get("replica_count", "1"))
+
+    @functools.cached_property
+    def entry_computation_layout(self) -> tuple[tuple[Shape, ...], Shape] | None:
+        """`(parameter shapes, result shape)` decoded from the header, or None when absent."""
+        from xlainspect.hlo.attributes import decode_program_shape
+
+        text = self.attributes.get("entry_computation_layout")
+        return decode_program_shape(text) if text else None
+
+    @property
+    def parameter_shapes(self) -> tuple[Shape, ...]:
+        """Entry parameter shapes: from the header layout, else from the entry's parameters."""
+        if self.entry_computation_layout:
+            return self.entry_computation_layout[0]
+        return tuple(p.shape for p in self.entry.parameters if p.shape is not None)
+
+    @property
+    def result_shape(self) -> Shape | None:
+        if self.entry_computation_layout:
+            return self.entry_computation_layout[1]
+        root = self.entry.root
+        return root.shape if root else None
+
+    @functools.cached_property
+    def input_output_alias(self):
+        """Decoded `input_output_alias` entries (output index, parameter, parameter index, kind)."""
+        from xlainspect.hlo.attributes import decode_input_output_alias
+
+        return decode_input_output_alias(self.attributes.get("input_output_alias"))
+
+    @functools.cached_property
+    def graph(self) -> nx.MultiDiGraph:
+        """Instructions as nodes, operand -> user edges, plus the computation call graph."""
+        from xlainspect.graph import module_graph
+
+        return module_graph(self)

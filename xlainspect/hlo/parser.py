@@ -1,0 +1,261 @@
+"""parse_hlo: HLO text -> list[Module], through the Lark grammar `grammars/hlo.lark`.
+
+The grammar is compiled once, lazily, with an embedded transformer: LALR callbacks build the
+model directly, so no parse tree is ever built (Lark's own advice for speed and memory).
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import importlib.resources
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from xlainspect.errors import HloParseError, error_at
+from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
+from xlainspect.shape import Shape, array_shape, tuple_shape
+
+_CHECKOUT_GRAMMAR = Path(__file__).resolve().parents[2] / "grammars" / "hlo.lark"
+
+#: How Lark's terminal names read in an error message.
+_TERMINAL_WORDS = {
+    "NAME": "a name", "ATTR_NAME": "an attribute (key=value)", "ARRAY_SHAPE": "a shape",
+    "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'",
+    "COMMA": "','", "EQUAL": "'='", "INT": "an integer", "PARAM_NAME": "a parameter (name: shape)",
+    "ROOT": "ROOT", "ENTRY": "ENTRY", "HLOMODULE": "HloModule", "BRACED": "a {...} value",
+    "STRING": "a string", "ATOM": "a value", "LITERAL": "a literal", "ARROW": "'->'",
+    "$END": "end of input", "CONSTANT": "constant", "IOTA_GROUPS": "replica groups",
+    "PARENED_VALUE": "a (...) value", "SHAPED_LITERAL": "a shape and literal", "BUFFER_OPEN": "b(",
+}
+
+
+class _TokenError(Exception):
+    """A decode error inside one token; parse_hlo turns it into an HloParseError at the right place."""
+
+    def __init__(self, token: Token, offset: int, message: str) -> None:
+        super().__init__(message)
+        self.token, self.offset, self.message = token, offset, message
+
+
+@v_args(inline=True)
+class _ModelBuilder(Transformer):
+    """LALR callbacks: one method per grammar rule, each returning a model object."""
+
+    def start(self, *items):
+        return list(items)
+
+    def header(self, name: Token, *attributes):
+        return ("header", str(name).rstrip(":"), _attribute_dict(attributes), name.line)
+
+    def stack_frames(self, files, functions, locations, frames):
+        return ("stack_frames", _resolve_stack_frames(files, functions, locations, frames))
+
+    def frame_table(self, *entries):
+        return dict(entries)
+
+    def frame_entry(self, index: Token, value: Token):
+        return (int(index), str(value))
+
+    def computation(self, entry, name: Token, signature, *rest):
+        instructions = [i for r in rest if not isinstance(r, tuple) for i in (r if isinstance(r, list) else (r,))]
+        attributes = _attribute_dict([r for r in rest if isinstance(r, tuple)])
+        params, result = signature if signature else (None, None)
+        return Computation(
+            name=_strip(name), instructions=instructions, is_entry=entry is not None,
+            parameter_shapes=params, result_shape=result, attributes=attributes, line=name.line,
+        )
+
+    def signature(self, *items):
+        *params, result = items
+        return tuple(p for p in params if p is not None), result
+
+    def param(self, name: Token, shape: Shape):
+        return (_strip(name).rstrip(":"), shape)
+
+    def instruction(self, root, name: Token, shape, opcode: Token, operands, *attributes):
+        nested: list[Instruction] = []
+        if opcode.type == "CONSTANT":
+            operands = (str(operands)[1:-1],)
+        elif any(not isinstance(o, str) for o in operands):
+            operands = tuple(_flatten_nested(o, nested) for o in operands)
+        instruction = Instruction(
+            name=_strip(name), opcode=str(opcode), shape=shape, operands=operands,
+            attributes=_attribute_dict(attributes), is_root=root is not None, line=name.line,
+        )
+        return [*nested, instruction] if nested else instruction
+
+    def nested_instruction(self, shape, opcode: Token, operands):
+        """An operand written as an instruction; it gets a name from its opcode and position."""
+        name = Token("NAME", f"{opcode}.{opcode.line}.{opcode.column}", line=opcode.line)
+        return self.instruction(None, name, shape, opcode, operands)
+
+    def operands(self, *operands):
+        return tuple(o for o in operands if o is not None)
+
+    def operand(self, *items):
+        return _strip(items[-1])
+
+    def attribute(self, *items):
+        if len(items) == 1:  # continuation of `calls=%a, %b`
+            return ("", str(items[0]))
+        return (str(items[0])[:-1], items[1])
+
+    def value(self, value):
+        return str(value)
+
+    def shape(self, token: Token) -> Shape:
+        try:
+            return array_shape(str(token))
+        except HloParseError as error:
+            raise _TokenError(token, error.column - 1, error.message) from None
+
+    def tuple_shape(self, *elements) -> Shape:
+        return tuple_shape(tuple(e for e in elements if e is not None))
+
+    def buffer_shape(self, _open, shape: Shape) -> Shape:
+        return shape
+
+    def shape_text(self, shape: Shape) -> Shape:
+        return shape
+
+    def program_shape(self, *items):
+        *params, result = items
+        return tuple(p for p in params if p is not None), result
+
+    def shape_list(self, *shapes):
+        return tuple(s for s in shapes if s is not None)
+
+
+def _flatten_nested(operand, nested: list[Instruction]) -> str:
+    """Hoist a nested-instruction operand (and what it nests) into `nested`; return its name."""
+    if isinstance(operand, str):
+        return operand
+    chain = operand if isinstance(operand, list) else [operand]
+    nested.extend(chain)
+    return chain[-1].name
+
+
+def _strip(name: Token | str) -> str:
+    return str(name).lstrip("%")
+
+
+def _attribute_dict(pairs) -> dict[str, str]:
+    """Attributes in printed order; bare names extend the previous value (`calls=%a, %b`)."""
+    result: dict[str, str] = {}
+    last = None
+    for key, value in pairs:
+        if key:
+            result[key] = value
+            last = key
+        elif last is not None:
+            result[last] += ", " + value
+    return result
+
+
+@functools.cache
+def _lark() -> Lark:
+    options = dict(
+        parser="lalr", lexer="contextual", maybe_placeholders=True, transformer=_ModelBuilder(),
+        start=["start", "shape_text", "program_shape", "shape_list"],
+    )
+    packaged = importlib.resources.files("xlainspect") / "grammars" / "hlo.lark"
+    if packaged.is_file():  # an installed wheel carries the grammar as package data
+        return Lark(packaged.read_text(encoding="utf-8"), **options)
+    return Lark(_CHECKOUT_GRAMMAR.read_text(encoding="utf-8"), **options)  # checkout / editable install
+
+
+def parse_hlo(text: str, path: str | None = None) -> list[Module]:
+    """Parse HLO text (one or more modules, or header-less computations) into the model.
+
+    Raises HloParseError with path, line, column and a caret rendering on bad text.
+    """
+    items = _run(text, "start", path)
+    return _assemble(items, path)
+
+
+def parse_with(start: str, text: str, what: str):
+    """Parse `text` with one of the grammar's extra start symbols (shape_text, program_shape...)."""
+    return _run(text, start, None, what)
+
+
+def _run(text: str, start: str, path: str | None, what: str = "HLO"):
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # the parse allocates millions of objects that all stay alive: skip futile GC passes
+    try:
+        return _lark().parse(text, start=start)
+    except UnexpectedInput as error:
+        raise _syntax_error(error, text, path, what) from None
+    except _TokenError as error:
+        raise error_at(text, error.token.start_pos + error.offset, error.message, path) from None
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _syntax_error(error: UnexpectedInput, text: str, path: str | None, what: str) -> HloParseError:
+    expected = _expected(error)
+    if isinstance(error, UnexpectedToken) and error.token.type == "$END" or isinstance(error, UnexpectedEOF):
+        return error_at(text, len(text.rstrip()), f"{what} text ends too early (truncated?)", path, expected)
+    position = error.token.start_pos if isinstance(error, UnexpectedToken) else error.pos_in_stream
+    char = text[position] if position < len(text) else ""
+    if text.startswith("/*", position):
+        message = "unterminated /* comment"
+    elif char in "{(" and any("value" in e or "literal" in e for e in expected):
+        message = f"unbalanced '{char}': no matching '{'}' if char == '{' else ')'}' (truncated or nested too deep?)"
+    elif isinstance(error, UnexpectedToken):
+        message = f"unexpected {_describe(error.token)}"
+    else:
+        message = f"unexpected character {char!r}"
+    return error_at(text, position, message, path, expected)
+
+
+def _describe(token: Token) -> str:
+    value = str(token)
+    return f"{_TERMINAL_WORDS.get(token.type, token.type)} {value[:40]!r}" if value else token.type
+
+
+def _expected(error: UnexpectedInput) -> tuple[str, ...]:
+    names = getattr(error, "expected", None) or getattr(error, "allowed", None) or ()
+    return tuple(sorted({_TERMINAL_WORDS.get(n, n) for n in names if not n.startswith("__")}))
+
+
+def _assemble(items: list, path: str | None) -> list[Module]:
+    """Group the flat list of headers, stack-frame tables and computations into modules."""
+    modules: list[Module] = []
+    current: Module | None = None
+    for item in items:
+        if isinstance(item, Computation):
+            if current is None:
+                current = Module(name="", computations=[], path=path, line=item.line, has_header=False)
+                modules.append(current)
+            current.computations.append(item)
+        elif item[0] == "header":
+            _, name, attributes, line = item
+            current = Module(name=name, computations=[], attributes=attributes, path=path, line=line)
+            modules.append(current)
+        elif current is not None:
+            current.stack_frames = item[1]
+    for module in modules:
+        if not module.has_header and module.computations:
+            module.name = f"module_{module.entry.name}"
+    return [m for m in modules if m.computations or m.has_header]
+
+
+def _resolve_stack_frames(files, functions, locations, frames) -> dict[int, StackFrame]:
+    """Join the four index tables (files, functions, locations, frames) into frames by id."""
+    from xlainspect.hlo.attributes import decode_braced_fields, unquote
+
+    result = {}
+    for frame_id, text in frames.items():
+        frame = decode_braced_fields(text)
+        location = decode_braced_fields(locations.get(int(frame.get("file_location_id", 0)), "{}"))
+        result[frame_id] = StackFrame(
+            file=unquote(files.get(int(location.get("file_name_id", 0)), '""')),
+            function=unquote(functions.get(int(location.get("function_name_id", 0)), '""')),
+            line=int(location.get("line", 0)), column=int(location.get("column", 0)),
+            parent=int(frame.get("parent_frame_id", 0)),
+        )
+    return result

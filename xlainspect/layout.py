@@ -1,0 +1,267 @@
+"""XLA layouts: decoding `{minor_to_major:fields}` text and XLA's own size arithmetic.
+
+Field letters and their order follow XLA's `Layout::Print` / `HloParser::ParseLayout`
+(`D T L # * E S SC P M`); the decoder accepts them in any order so one decoder covers old and
+new dumps. `array_size_bytes` is `ShapeUtil::ArraySize`: only the first tile pads, `L(n)` rounds
+the element count, `E(n)` sets the bits per element, split configs shrink the split dimension.
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from xlainspect.errors import error_at
+
+#: Bits per element of every primitive type XLA prints (`primitive_util`); sub-byte types still
+#: occupy one byte each unless the layout sets `E(n)`.
+PRIMITIVE_BITS: dict[str, int] = {
+    "pred": 8, "s1": 1, "u1": 1, "s2": 2, "u2": 2, "s4": 4, "u4": 4, "s8": 8, "u8": 8,
+    "s16": 16, "u16": 16, "s32": 32, "u32": 32, "s64": 64, "u64": 64,
+    "f16": 16, "bf16": 16, "f32": 32, "f64": 64, "c64": 64, "c128": 128,
+    "f8e5m2": 8, "f8e4m3": 8, "f8e4m3fn": 8, "f8e4m3b11fnuz": 8, "f8e3m4": 8,
+    "f8e5m2fnuz": 8, "f8e4m3fnuz": 8, "f8e8m0fnu": 8, "f4e2m1fn": 4, "f6e2m3fn": 6, "f6e3m2fn": 6,
+    "token": 0, "opaque": 64,
+}
+
+COMBINE_DIMENSION = -1
+"""A tile dimension printed `*`: merge this physical dimension into the next more-minor one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tile:
+    """One tiling level, `T(8,128)`: extents over the most-minor physical dimensions."""
+
+    dims: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return "(" + ",".join("*" if d == COMBINE_DIMENSION else str(d) for d in self.dims) + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class SplitConfig:
+    """`SC(dim:i,j)`: the physical (major-to-minor) dimension `dimension` is split at the indices."""
+
+    dimension: int
+    split_indices: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """A decoded `xla::Layout`; field names follow `xla/layout.h`."""
+
+    minor_to_major: tuple[int, ...]
+    tiles: tuple[Tile, ...] = ()
+    tail_padding_alignment_in_elements: int = 1
+    index_primitive_type: str | None = None
+    pointer_primitive_type: str | None = None
+    element_size_in_bits: int = 0
+    memory_space: int = 0
+    split_configs: tuple[SplitConfig, ...] = ()
+    physical_shape: str | None = None
+    """`P(...)`: the nested shape text, kept raw (sparse arrays only)."""
+    dynamic_shape_metadata_prefix_bytes: int = 0
+    dim_level_types: tuple[str, ...] = field(default=())
+    """`D(...)` from older printers: `D` dense, `C` compressed, `S` singleton, `H` loose."""
+
+    def __str__(self) -> str:
+        return format_layout(self)
+
+
+_INT_LIST = re.compile(r"\s*(-?\d+(?:\s*,\s*-?\d+)*)?\s*")
+_FIELD = re.compile(r"SC|[DTL#*ESPM]")
+
+
+def decode_layout(text: str) -> Layout:
+    """Decode a layout as XLA prints it, e.g. `{1,0:T(8,128)(2,1)S(1)}`.
+
+    Raises HloParseError whose column points into `text`.
+
+    >>> decode_layout("{1,0:T(8,128)(2,1)}").tiles
+    (Tile(dims=(8, 128)), Tile(dims=(2, 1)))
+    """
+    if not (text.startswith("{") and text.endswith("}")):
+        raise error_at(text, 0 if not text.startswith("{") else len(text), "a layout is written {minor_to_major[:fields]}")
+    body_end = len(text) - 1
+    colon = text.find(":")
+    m2m_end = colon if colon >= 0 else body_end
+    minor_to_major = _ints(text, 1, m2m_end, "minor_to_major")
+    values: dict[str, object] = {"minor_to_major": minor_to_major}
+    pos = m2m_end + 1 if colon >= 0 else body_end
+    while pos < body_end:
+        match = _FIELD.match(text, pos)
+        if not match:
+            raise error_at(text, pos, f"unknown layout field {text[pos]!r} (expected one of D T L # * E S SC P M)")
+        pos = _decode_field(text, match.group(), match.end(), values)
+    return Layout(**values)  # type: ignore[arg-type]
+
+
+def _decode_field(text: str, letter: str, pos: int, values: dict[str, object]) -> int:
+    """Decode one `X(...)` field (repeated groups for T and SC) into `values`; return the end offset."""
+    groups: list[tuple[int, int]] = []
+    while pos < len(text) and text[pos] == "(":
+        close = _matching_paren(text, pos)
+        groups.append((pos + 1, close))
+        pos = close + 1
+        if letter not in ("T", "SC"):
+            break
+    if not groups:
+        raise error_at(text, pos, f"layout field {letter} needs a (...) argument")
+    start, end = groups[0]
+    arg = text[start:end]
+    if letter == "T":
+        values["tiles"] = tuple(Tile(_tile_dims(text, s, e)) for s, e in groups)
+    elif letter == "SC":
+        values["split_configs"] = tuple(_split_config(text, s, e) for s, e in groups)
+    elif letter == "D":
+        values["dim_level_types"] = tuple(t.strip() for t in arg.split(",") if t.strip())
+    elif letter == "P":
+        values["physical_shape"] = arg
+    elif letter in "#*":
+        values["index_primitive_type" if letter == "#" else "pointer_primitive_type"] = arg.strip()
+    else:
+        key = {"L": "tail_padding_alignment_in_elements", "E": "element_size_in_bits", "S": "memory_space",
+               "M": "dynamic_shape_metadata_prefix_bytes"}[letter]
+        (number,) = _ints(text, start, end, f"{letter}(n)") or (None,)
+        if number is None:
+            raise error_at(text, start, f"layout field {letter} needs a number")
+        values[key] = number
+    return pos
+
+
+def _matching_paren(text: str, open_at: int) -> int:
+    depth = 0
+    for i in range(open_at, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i
+    raise error_at(text, open_at, "unclosed '(' in layout")
+
+
+def _ints(text: str, start: int, end: int, what: str) -> tuple[int, ...]:
+    match = _INT_LIST.fullmatch(text, start, end)
+    if not match:
+        raise error_at(text, start, f"{what} must be a list of integers")
+    return tuple(int(v) for v in match.group(1).split(",")) if match.group(1) else ()
+
+
+def _tile_dims(text: str, start: int, end: int) -> tuple[int, ...]:
+    dims = []
+    for piece in text[start:end].split(","):
+        piece = piece.strip()
+        if piece == "*":
+            dims.append(COMBINE_DIMENSION)
+        elif piece.isdigit():
+            dims.append(int(piece))
+        else:
+            raise error_at(text, start, f"tile dimension {piece!r} is not a number or '*'")
+    return tuple(dims)
+
+
+def _split_config(text: str, start: int, end: int) -> SplitConfig:
+    dim, sep, rest = text[start:end].partition(":")
+    if not sep or not dim.strip().isdigit():
+        raise error_at(text, start, "split config is written SC(dimension:index,index...)")
+    return SplitConfig(int(dim), _ints(text, start + len(dim) + 1, end, "split indices"))
+
+
+def format_layout(layout: Layout) -> str:
+    """Print a layout the way XLA's newest `Layout::Print` does (round trip of decode_layout)."""
+    fields = []
+    if layout.dim_level_types:
+        fields.append("D(" + ",".join(layout.dim_level_types) + ")")
+    if layout.tiles:
+        fields.append("T" + "".join(str(t) for t in layout.tiles))
+    if layout.tail_padding_alignment_in_elements != 1:
+        fields.append(f"L({layout.tail_padding_alignment_in_elements})")
+    if layout.index_primitive_type:
+        fields.append(f"#({layout.index_primitive_type})")
+    if layout.pointer_primitive_type:
+        fields.append(f"*({layout.pointer_primitive_type})")
+    if layout.element_size_in_bits:
+        fields.append(f"E({layout.element_size_in_bits})")
+    if layout.memory_space:
+        fields.append(f"S({layout.memory_space})")
+    if layout.split_configs:
+        fields.append("SC" + "".join(f"({c.dimension}:{','.join(map(str, c.split_indices))})" for c in layout.split_configs))
+    if layout.physical_shape is not None:
+        fields.append(f"P({layout.physical_shape})")
+    if layout.dynamic_shape_metadata_prefix_bytes:
+        fields.append(f"M({layout.dynamic_shape_metadata_prefix_bytes})")
+    m2m = ",".join(map(str, layout.minor_to_major))
+    return "{" + m2m + (":" + "".join(fields) if fields else "") + "}"
+
+
+def element_bits(dtype: str, layout: Layout | None = None) -> int:
+    """Bits per element: `E(n)` when the layout sets it, else the storage width (whole bytes)."""
+    if layout is not None and layout.element_size_in_bits:
+        return layout.element_size_in_bits
+    return 8 * math.ceil(PRIMITIVE_BITS.get(dtype, 0) / 8)
+
+
+def max_split_size(dims: tuple[int, ...], layout: Layout, logical_dim: int) -> int:
+    """`LayoutUtil::MaxSplitSize`: the largest piece of a dimension cut by a split config."""
+    size = dims[logical_dim]
+    for config in layout.split_configs:
+        if config.dimension < len(layout.minor_to_major) and _major(layout, config.dimension) == logical_dim:
+            cuts = (0, *config.split_indices, size)
+            size = max(b - a for a, b in zip(cuts, cuts[1:]))
+    return size
+
+
+def _major(layout: Layout, physical: int) -> int:
+    return layout.minor_to_major[len(layout.minor_to_major) - 1 - physical]
+
+
+def physical_dims(dims: tuple[int, ...], layout: Layout | None) -> tuple[int, ...]:
+    """Sizes in physical order, major to minor (the order tiles refer to)."""
+    if layout is None or len(layout.minor_to_major) != len(dims):
+        return dims
+    return tuple(dims[d] for d in reversed(layout.minor_to_major))
+
+
+def array_size_bytes(dtype: str, dims: tuple[int, ...], layout: Layout | None) -> int:
+    """Bytes of a dense array exactly as XLA's `ShapeUtil::ArraySize` computes them.
+
+    >>> from xlainspect.layout import decode_layout
+    >>> array_size_bytes("bf16", (3, 5), decode_layout("{1,0:T(8,128)(2,1)}"))
+    2048
+    """
+    bits = element_bits(dtype, layout)
+    if layout is None or not layout.tiles:
+        return math.ceil(math.prod(dims) * bits / 8)
+    sizes = [max_split_size(dims, layout, d) for d in layout.minor_to_major]  # minor to major
+    tile = _merge_combined(layout.tiles[0].dims, sizes)
+    num_elements = 1
+    for k, extent in enumerate(reversed(tile)):
+        size = sizes[k] if k < len(sizes) else 1
+        num_elements *= _round_up(size, extent)
+    for size in sizes[len(tile):]:
+        num_elements *= size
+    num_elements = _round_up(num_elements, layout.tail_padding_alignment_in_elements)
+    return math.ceil(num_elements * bits / 8)
+
+
+def _merge_combined(tile: tuple[int, ...], sizes: list[int]) -> tuple[int, ...]:
+    """Fold `*` tile dimensions: the physical dim is multiplied into the next more-minor one.
+
+    Mutates `sizes` (minor to major) in place so the caller sees the merged dimensions, and returns
+    the tile with the combined entries set to 1, which then cannot pad.
+    """
+    if COMBINE_DIMENSION not in tile:
+        return tile
+    result = list(tile)
+    for k in range(len(tile) - 1, -1, -1):  # from the major end of the tile
+        minor_index = len(tile) - 1 - k
+        if tile[k] == COMBINE_DIMENSION and minor_index < len(sizes):
+            if minor_index > 0:
+                sizes[minor_index - 1] *= sizes[minor_index]
+            sizes[minor_index] = 1
+            result[k] = 1
+    return tuple(result)
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return value if multiple <= 1 else -(-value // multiple) * multiple
