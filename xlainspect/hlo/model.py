@@ -181,8 +181,15 @@ class Module:
         return decode_input_output_alias(self.attributes.get("input_output_alias"))
 
     @functools.cached_property
-    def graph(self) -> nx.MultiDiGraph:
-        """Instructions as nodes, operand -> user edges, plus the computation call graph."""
+    def graph(self) -> nx.DiGraph:
+        """Instructions as `(computation, name)` nodes with operand -> user edges."""
         from xlainspect.graph import module_graph
 
         return module_graph(self)
+
+    @functools.cached_property
+    def call_graph(self) -> nx.MultiDiGraph:
+        """Computations as nodes; an edge per instruction that calls another computation."""
+        from xlainspect.graph import call_graph
+
+        return call_graph(self)
