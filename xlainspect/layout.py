@@ -253,7 +253,7 @@ def _merge_combined(tile: tuple[int, ...], sizes: list[int]) -> tuple[int, ...]:
     if COMBINE_DIMENSION not in tile:
         return tile
     result = list(tile)
-    for k in range(len(tile) - 1, -1, -1):  # from the major end of the tile
+    for k in range(len(tile)):  # from the major end, so chains of `*` accumulate (TILEDOC example)
         minor_index = len(tile) - 1 - k
         if tile[k] == COMBINE_DIMENSION and minor_index < len(sizes):
             if minor_index > 0:
@@ -261,6 +261,77 @@ def _merge_combined(tile: tuple[int, ...], sizes: list[int]) -> tuple[int, ...]:
             sizes[minor_index] = 1
             result[k] = 1
     return tuple(result)
+
+
+def tpu_array_size_bytes(dtype: str, dims: tuple[int, ...], layout: Layout | None) -> int:
+    """Bytes the TPU backend's size function gives an array (what TPU buffer assignments print).
+
+    Equal to `array_size_bytes` except for untiled scalars outside SMEM (`S(2)`): the TPU compiler
+    places them in a whole (8,128) tile of their element type (`f32[]` 4096 B, `s16[]` 2048 B),
+    measured in the committed tpu_v4/v5e/v6e buffer assignments (reference section 2.4b).
+    """
+    untiled = layout is None or not layout.tiles
+    if untiled and not dims and (layout is None or layout.memory_space != TPU_SMEM):
+        return array_size_bytes(dtype, (8, 128), None)
+    return array_size_bytes(dtype, dims, layout)
+
+
+TPU_SMEM = 2
+"""The TPU compilers' memory-usage reports name color 2 `smem` (it holds the sync flags)."""
+
+#: Names of `S(n)` per platform. TPU names are what the TPU compiler's own memory-usage reports
+#: print in the committed fixtures (`Memory Space: smem (color=2)`...), with xprof's name where they
+#: differ; generic XLA: 1 = fast memory, 5 = host; GPU: collective (1) and temp (2) buffers.
+MEMORY_SPACE_NAMES: dict[str, dict[int, str]] = {
+    "tpu": {0: "HBM (default)", 1: "VMEM", 2: "SMEM (sync flags)", 3: "CMEM (v4 report: hbm)",
+            4: "SMEM (xprof)", 5: "host memory (report: cmem)", 6: "color 6 (xprof: workspace register)"},
+    "gpu": {0: "device memory", 1: "collective memory", 2: "temp buffers"},
+    "cpu": {0: "host memory"},
+}
+_GENERIC_MEMORY_SPACES = {0: "default memory", 1: "fast memory", 5: "host memory"}
+
+
+def memory_space_name(space: int, platform: str | None = None) -> str:
+    """What `S(space)` is called on `platform` ("tpu", "gpu", "cpu"; None: XLA's generic constants)."""
+    names = MEMORY_SPACE_NAMES.get(platform or "", _GENERIC_MEMORY_SPACES)
+    return names.get(space, f"memory space {space}")
+
+
+@dataclass(frozen=True, slots=True)
+class DimPadding:
+    """What the first tile does to one physical dimension (major-to-minor position `physical`)."""
+
+    physical: int
+    logical_dims: tuple[int, ...]
+    """The logical dimension(s) it holds; more than one when `*` tile entries combined them."""
+    size: int
+    tile: int
+    """The tile extent over it; 1 when the tile does not reach this dimension."""
+    padded: int
+
+
+def tile_padding(dims: tuple[int, ...], layout: Layout | None) -> tuple[DimPadding, ...]:
+    """Per physical dimension, major to minor: its size, the first tile's extent, the padded size.
+
+    Uses the same arithmetic as `array_size_bytes` (split configs, combined `*` dimensions), so the
+    product of `padded` is the element count before `L(n)` rounding.
+    """
+    if layout is None or len(layout.minor_to_major) != len(dims):
+        return tuple(DimPadding(i, (i,), d, 1, d) for i, d in enumerate(dims))
+    m2m = layout.minor_to_major
+    sizes = [max_split_size(dims, layout, d) for d in m2m]
+    tile = _merge_combined(layout.tiles[0].dims, sizes) if layout.tiles else ()
+    owners = [[d] for d in m2m]  # minor to major: logical dims held by each physical dim
+    extents = tuple(reversed(layout.tiles[0].dims)) if layout.tiles else ()  # minor to major
+    for k in range(min(len(extents), len(owners)) - 1, 0, -1):  # major first, as _merge_combined
+        if extents[k] == COMBINE_DIMENSION:
+            owners[k - 1] = owners[k] + owners[k - 1]
+            owners[k] = []
+    rows = []
+    for k in range(len(m2m) - 1, -1, -1):
+        extent = tile[len(tile) - 1 - k] if k < len(tile) else 1
+        rows.append(DimPadding(len(m2m) - 1 - k, tuple(owners[k]), sizes[k], extent, _round_up(sizes[k], extent)))
+    return tuple(rows)
 
 
 def _round_up(value: int, multiple: int) -> int:

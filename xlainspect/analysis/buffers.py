@@ -1,0 +1,127 @@
+"""Reader for XLA's `*buffer-assignment.txt`: allocations and the values placed in them.
+
+The format is `BufferAllocation::ToString` (reference section 3.6): an `allocation <i>: size <n>[, ...]:`
+header, then ` value: <id name{index} [(phi)] @color> (size=N,offset=N): <shape with layout>` lines.
+The sizes are the backend's own (its size function, tile padding included), which is what makes
+this file the ground truth for layout tooling and memory tooling alike. The live-range dump that
+follows the allocations is ignored. Stdlib only; the shape text is decoded lazily.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from xlainspect.errors import HloParseError, error_at
+from xlainspect.shape import Shape
+
+_ALLOCATION = re.compile(r"allocation (?P<index>\d+): size (?P<size>\d+)(?P<rest>.*):\s*$")
+_VALUE = re.compile(
+    r"\s+value: <(?P<id>\d+) (?P<instruction>\S+?)(?P<index>\{[\d,]*\})?(?P<phi> \(phi\))?"
+    r"(?: @(?P<color>\d+))?> \(size=(?P<size>\d+),offset=(?P<offset>\d+)\): (?P<shape>.+?)\s*$"
+)
+_COLOR = re.compile(r", color (\d+)")
+_PARAMETER = re.compile(r", parameter (\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class BufferValue:
+    """One HloValue in an allocation: the instruction that defines it, its bytes and its shape."""
+
+    value_id: int
+    instruction: str
+    shape_index: tuple[int, ...]
+    """Index into a tuple-shaped instruction output; () for the whole output."""
+    is_phi: bool
+    color: int | None
+    """Memory space printed as `@n` by newer XLA; None where the version prints none."""
+    size: int
+    offset: int
+    shape_text: str
+    line: int
+
+    @property
+    def shape(self) -> Shape:
+        """The value's shape, decoded with the HLO grammar (tuples included)."""
+        from xlainspect.hlo.parser import parse_with
+
+        return parse_with("shape_text", self.shape_text, "shape")
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """A `BufferAllocation`: one contiguous block and the flags XLA printed for it."""
+
+    index: int
+    size: int
+    color: int
+    parameter: int | None
+    flags: tuple[str, ...]
+    """The header's words such as `thread-local`, `maybe-live-out`, `constant`, `preallocated-temp`."""
+    values: tuple[BufferValue, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class BufferAssignment:
+    path: str | None
+    allocations: tuple[Allocation, ...]
+
+    def values(self) -> tuple[BufferValue, ...]:
+        return tuple(v for a in self.allocations for v in a.values)
+
+
+def read_buffer_assignment(text: str, path: str | None = None) -> BufferAssignment:
+    """Decode the allocations of a buffer-assignment file; stops at the live-range section.
+
+    Raises HloParseError (path, line, column) when the text is not a buffer assignment at all.
+    """
+    allocations: list[Allocation] = []
+    values: list[BufferValue] = []
+    header: re.Match | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if match := _ALLOCATION.match(line):
+            if header is not None:
+                allocations.append(_allocation(header, values))
+            header, values = match, []
+        elif match := _VALUE.match(line):
+            if header is None:
+                raise _error(text, number, path, "a value line before any allocation")
+            values.append(_value(match, number))
+        elif header is None:
+            if line.strip() and not line.startswith("BufferAssignment"):
+                raise _error(text, number, path, "not an XLA buffer assignment (expected 'allocation N: size N')")
+        elif line.strip() and not line.startswith(" "):
+            break  # the live-range section
+    if header is not None:
+        allocations.append(_allocation(header, values))
+    return BufferAssignment(path, tuple(allocations))
+
+
+def _allocation(header: re.Match, values: list[BufferValue]) -> Allocation:
+    rest = header["rest"]
+    color = _COLOR.search(rest)
+    parameter = _PARAMETER.search(rest)
+    words = re.sub(r"\|[^|]*\|", "", rest)  # drop the printed shapes before splitting on commas
+    flags = tuple(w.strip() for w in words.split(",") if w.strip() and not re.match(r"(color|parameter|output shape|shape)\b", w.strip()))
+    return Allocation(int(header["index"]), int(header["size"]), int(color[1]) if color else 0,
+                      int(parameter[1]) if parameter else None, flags, tuple(values))
+
+
+def _value(match: re.Match, line: int) -> BufferValue:
+    index = match["index"]
+    return BufferValue(
+        value_id=int(match["id"]),
+        instruction=match["instruction"],
+        shape_index=tuple(int(i) for i in index[1:-1].split(",") if i) if index else (),
+        is_phi=bool(match["phi"]),
+        color=int(match["color"]) if match["color"] else None,
+        size=int(match["size"]),
+        offset=int(match["offset"]),
+        shape_text=match["shape"],
+        line=line,
+    )
+
+
+def _error(text: str, line: int, path: str | None, message: str) -> HloParseError:
+    offset = sum(len(l) + 1 for l in text.splitlines()[: line - 1])
+    return error_at(text, offset, message, path)
