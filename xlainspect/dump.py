@@ -1,0 +1,446 @@
+"""Dump directories (`--xla_dump_to=DIR`): file names classified, files grouped into one compile each.
+
+XLA names every per-module file `[<ts>.]module_<id>[.<name>][.cl_<CL>].<suffix>` (reference §3.1).
+Everything here works from file names and first lines, so listing a dump of thousands of modules
+costs one directory scan; HLO bodies are parsed only when someone asks for them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xlainspect.errors import DumpError, HloParseError, XlaInspectError
+
+if TYPE_CHECKING:
+    from xlainspect.hlo.model import Module
+
+_MODULE_FILE = re.compile(r"^(?:(?P<ts>\d+)\.)?(?:(?P<prefix>[A-Za-z_][\w-]*)\.)?module_(?P<id>\d{4,})(?:\.(?P<rest>.+))?$")
+_STAGE = (
+    r"(?P<platform>cpu_|sm_\d+\.\d+[af]?_gpu_|gfx[0-9a-z]+_gpu_)?"
+    r"(?P<stage>before_optimizations|after_optimizations_before_buffer_assignment"
+    r"|after_optimizations_after_buffer_assignment|after_optimizations|after_codegen)"
+)
+_MAIN_EXTENSIONS = {
+    ".txt": "hlo",
+    ".txt.gz": "hlo",
+    "-buffer-assignment.txt": "buffer-assignment",
+    "-buffer-assignment-values.txt": "buffer-assignment-values",
+    "-live-range.txt": "live-range",
+    "-memory-usage-report.txt": "memory-usage-report",
+    "-memory-usage-report.pb": "memory-usage-report",
+    "-memory-usage-report.pb.gz": "memory-usage-report",
+    ".hlo.pb": "proto",
+    ".hlo.pb.gz": "proto",
+    ".riegeli": "proto",
+    ".dot": "dot",
+    ".top_level.html": "html",
+    ".html": "html",
+    ".url": "other",
+    ".thunk_sequence.txt": "other",
+    ".fdo_profile": "other",
+    ".config.pbtxt": "other",
+}
+_MAIN = re.compile(
+    rf"^(?:(?P<name>.+)\.)?{_STAGE}"
+    rf"(?P<ext>{'|'.join(re.escape(e) for e in sorted(_MAIN_EXTENSIONS, key=len, reverse=True))})$"
+)
+_PASS = re.compile(
+    r"^(?:(?P<name>.*)\.)?(?P<step>\d{4,})\.(?P<pipeline>.+?)\.after_(?P<after>.+?)\.before_(?P<before>.+?)\.txt$"
+)
+_IN_PASS = re.compile(r"^(?:(?P<name>.*)\.)?(?P<step>\d{4,})\.(?P<pass_name>[^.]+)\.(?P<what>[^.]+)\.txt$")
+_SIDE = re.compile(
+    r"^(?:(?P<name>.+)\.)?(?P<side>debug_options|execution_options\.txt|basic_compiler_metadata\.txt"
+    r"|target_arguments\.txt|transfer_stats\.txt|flagfile|hlo_module_config\.txt|tpu_comp_env\.txt"
+    r"|metadata\.textproto)$"
+)
+_BY_EXTENSION = re.compile(
+    r"^(?:(?P<name>.+?)\.)?(?P<what>.*?)(?P<ext>\.ll|\.o|\.ptx|\.mlir|\.hlo_snapshot\.pb|\.hlo_unoptimized_snapshot\.(?:pb|txt)"
+    r"|\._fusion\.(?:html|pyz))$"
+)
+_EXTENSION_KINDS = {".ll": "llvm-ir", ".o": "object", ".ptx": "ptx", ".mlir": "mlir"}
+_SIDE_KINDS = {"debug_options": "debug_options", "execution_options.txt": "execution_options"}
+_CL_TAG = re.compile(r"^(?P<name>.*?)\.?(?P<cl>cl_\d+)$")
+_FOLDER_FILES = {"module.mlir": "mlir"}
+
+AFTER_STAGES = (
+    "after_optimizations",
+    "after_optimizations_after_buffer_assignment",
+    "after_optimizations_before_buffer_assignment",
+    "after_codegen",
+)
+"""After-optimizations HLO, best first: the module XLA executes is the plain `after_optimizations` one."""
+STAGE_ORDER = ("before_optimizations", "pass", "in_pass", "after_optimizations_before_buffer_assignment",
+               "after_optimizations_after_buffer_assignment", "after_optimizations", "after_codegen")
+_TPU_ONLY = frozenset({"after_codegen", "after_optimizations_before_buffer_assignment",
+                       "after_optimizations_after_buffer_assignment"})
+
+
+@dataclass(frozen=True, slots=True)
+class DumpFile:
+    """One file of a dump, as its name describes it (nothing is read)."""
+
+    path: Path
+    module_id: int | None
+    module_name: str | None
+    """From the file name; None when XLA dropped it (the name would exceed 255 chars)."""
+    platform: str | None
+    """"cpu", "gpu" (CUDA), "rocm", "tpu", or None (before_optimizations, or plain `after_optimizations`)."""
+    stage: str | None
+    """"before_optimizations", one of AFTER_STAGES, "pass" (between passes) or "in_pass"; None for
+    files that are no HLO stage (debug_options, module.mlir, ...)."""
+    kind: str
+    platform_tag: str | None = None
+    """The raw prefix: "cpu", "sm_9.0a", "gfx90a"."""
+    timestamp: int | None = None
+    host: str = ""
+    """The sub-directory (relative to the dump root) the file was found in; "" for the root."""
+    cl: str | None = None
+    """libtpu's `cl_<digits>` tag, stripped from the module name."""
+    step: int | None = None
+    pipeline: str | None = None
+    after_pass: str | None = None
+    before_pass: str | None = None
+
+
+def _platform(tag: str | None) -> tuple[str | None, str | None]:
+    if not tag:
+        return None, None
+    tag = tag.rstrip("_").removesuffix("_gpu")
+    if tag == "cpu":
+        return "cpu", tag
+    return ("rocm" if tag.startswith("gfx") else "gpu"), tag
+
+
+def _split_name(name: str | None) -> tuple[str | None, str | None]:
+    """(module name, cl tag): TPU dumps put `cl_<digits>` between the name and the suffix."""
+    if not name:
+        return None, None
+    match = _CL_TAG.match(name)
+    if match:
+        return match["name"] or None, match["cl"]
+    return name, None
+
+
+def classify(path: Path, host: str = "", folder: DumpFile | None = None) -> DumpFile | None:
+    """What a dump file is, from its name alone; None for files XLA's dumper does not write.
+
+    `folder` is the classified per-module folder (`module_0000.jit_f/`) a file such as
+    `module.mlir` sits in; such files belong to that folder's module.
+    """
+    path = Path(path)
+    if folder is not None:
+        kind = _FOLDER_FILES.get(path.name, "other")
+        return DumpFile(path, folder.module_id, folder.module_name, folder.platform, None, kind,
+                        timestamp=folder.timestamp, host=host, cl=folder.cl)
+    match = _MODULE_FILE.match(path.name)
+    if not match:
+        return None
+    module_id, rest = int(match["id"]), match["rest"] or ""
+    timestamp = int(match["ts"]) if match["ts"] else None
+    common = {"path": path, "module_id": module_id, "timestamp": timestamp, "host": host}
+    if main := _MAIN.match(rest):
+        name, cl = _split_name(main["name"])
+        platform, tag = _platform(main["platform"])
+        if platform is None and (cl or main["stage"] in _TPU_ONLY):
+            platform = "tpu"
+        return DumpFile(module_name=name, platform=platform, stage=main["stage"],
+                        kind=_MAIN_EXTENSIONS[main["ext"]], platform_tag=tag, cl=cl, **common)
+    if step := _PASS.match(rest):
+        name, cl = _split_name(step["name"])
+        return DumpFile(module_name=name, platform=None, stage="pass", kind="hlo", cl=cl, step=int(step["step"]),
+                        pipeline=step["pipeline"], after_pass=step["after"], before_pass=step["before"], **common)
+    if side := _SIDE.match(rest):
+        name, cl = _split_name(side["name"])
+        return DumpFile(module_name=name, platform="tpu" if cl else None, stage=None,
+                        kind=_SIDE_KINDS.get(side["side"], "other"), cl=cl, **common)
+    if by_extension := _BY_EXTENSION.match(rest):
+        name, cl = _split_name(by_extension["name"])
+        return DumpFile(module_name=name, platform=None, stage=None,
+                        kind=_EXTENSION_KINDS.get(by_extension["ext"], "other"), cl=cl, **common)
+    if in_pass := _IN_PASS.match(rest):
+        name, cl = _split_name(in_pass["name"])
+        return DumpFile(module_name=name, platform=None, stage="in_pass", kind="hlo", cl=cl,
+                        step=int(in_pass["step"]), pipeline=in_pass["pass_name"], after_pass=in_pass["what"], **common)
+    name, cl = _split_name(rest)
+    return DumpFile(module_name=name, platform="tpu" if cl else None, stage=None, kind="folder", cl=cl, **common)
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    path: Path
+    reason: str
+
+
+@dataclass(eq=False)
+class DumpModule:
+    """One compile: the files sharing host, timestamp, module id and name."""
+
+    module_id: int | None
+    name: str | None
+    platform: str | None
+    host: str
+    files: list[DumpFile] = field(default_factory=list)
+    timestamp: int | None = None
+    _parsed: dict[str, Module] = field(default_factory=dict, repr=False)
+
+    @property
+    def stages(self) -> list[str]:
+        """HLO stages present, in compile order (before, passes by step, after)."""
+        return sorted({f.stage for f in self.files if f.kind == "hlo" and f.stage}, key=STAGE_ORDER.index)
+
+    @property
+    def platform_tag(self) -> str | None:
+        return next((f.platform_tag for f in self.files if f.platform_tag), None)
+
+    def file(self, kind: str = "hlo", stage: str = "after") -> DumpFile | None:
+        """The file of `kind` at `stage`; "after" is the best after-optimizations one, "before" the input.
+
+        Side files (buffer assignment, memory report) are written for after-optimizations HLO only.
+        """
+        candidates = [f for f in self.files if f.kind == kind]
+        if stage == "before":
+            stage = "before_optimizations"
+        if stage != "after":
+            return next((f for f in candidates if f.stage == stage), None)
+        for wanted in AFTER_STAGES:
+            for candidate in candidates:
+                if candidate.stage == wanted:
+                    return candidate
+        passes = sorted((f for f in candidates if f.stage == "pass"), key=lambda f: f.step or 0)
+        return passes[-1] if passes else None
+
+    def hlo_file(self, stage: str = "after") -> DumpFile | None:
+        """The HLO text at `stage`, falling back to before_optimizations (dumps made with a module filter)."""
+        return self.file("hlo", stage) or self.file("hlo", "before")
+
+    def module(self, stage: str = "after") -> Module:
+        """The parsed HLO module (cached); raises HloParseError or DumpError for a bad file."""
+        if stage not in self._parsed:
+            from xlainspect.hlo.parser import parse_hlo
+            from xlainspect.io import read_text
+
+            dump_file = self.hlo_file(stage)
+            if dump_file is None:
+                raise DumpError(f"module {self.label}: no HLO text file at stage {stage!r}")
+            modules = parse_hlo(read_text(dump_file.path), str(dump_file.path))
+            if not modules or not modules[0].computations:
+                raise DumpError(f"{dump_file.path}: no computations (empty or truncated HLO file)")
+            self._parsed[stage] = modules[0]
+        return self._parsed[stage]
+
+    def header(self, stage: str = "after") -> Module:
+        """The `HloModule` line alone, parsed (a Module without computations): name and signature."""
+        dump_file = self.hlo_file(stage)
+        if dump_file is None:
+            raise DumpError(f"module {self.label}: no HLO text file")
+        return parse_header(first_line(dump_file.path), str(dump_file.path))
+
+    @property
+    def label(self) -> str:
+        """`host/module_0004.jit_f` as a person would look for it in the directory."""
+        where = f"{self.host}/" if self.host else ""
+        number = "????" if self.module_id is None else f"{self.module_id:04d}"
+        return f"{where}module_{number}" + (f".{self.name}" if self.name else "")
+
+
+def first_line(path: Path) -> str:
+    """The first line of an HLO text file (the `HloModule` header) without reading the rest."""
+    from xlainspect.io import read_text
+
+    if path.name.endswith(".gz"):
+        return read_text(path).split("\n", 1)[0]
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.readline()
+    except OSError as error:
+        raise DumpError(f"{path}: cannot read ({error.strerror})") from None
+    if not raw.strip():
+        raise DumpError(f"{path}: empty file")
+    if b"\x00" in raw:
+        raise DumpError(f"{path}: binary file, not HLO text")
+    try:
+        return raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise DumpError(f"{path}: not UTF-8 text") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_header_text(line: str) -> Module:
+    from xlainspect.hlo.parser import parse_hlo
+
+    modules = parse_hlo(line)
+    if not modules or not modules[0].has_header:
+        raise HloParseError("expected an `HloModule <name>, ...` header on the first line", line=1, source_line=line)
+    return modules[0]
+
+
+def parse_header(line: str, path: str | None = None) -> Module:
+    """The header line parsed with the grammar; identical lines (recompiles often share one) parse once."""
+    try:
+        return _parse_header_text(line)
+    except HloParseError as error:
+        error.path = path
+        raise
+
+
+@dataclass
+class Dump:
+    root: Path
+    modules: list[DumpModule]
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+    def functions(self) -> dict[str, list[DumpModule]]:
+        """Modules per function (HloModule name), each list in compile order (host, timestamp, id)."""
+        grouped: dict[str, list[DumpModule]] = {}
+        for module in self.modules:
+            grouped.setdefault(module.name or module.label, []).append(module)
+        return grouped
+
+    def skip(self, path: Path, error: XlaInspectError, strict: bool = False) -> None:
+        """Record a file that cannot be analysed (or raise, in strict mode) and go on with the rest."""
+        if strict:
+            raise error
+        reason = error.render() if isinstance(error, HloParseError) else str(error)
+        self.skipped.append(SkippedFile(path, reason))
+
+
+def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
+    """A dump directory (per-host sub-directories included), one HLO file, or a list of files."""
+    paths = [Path(p) for p in path] if isinstance(path, (list, tuple)) else [Path(path)]
+    files: list[DumpFile] = []
+    loose: list[Path] = []
+    for one in paths:
+        if one.is_dir():
+            files += _scan(one, one, set())
+        elif one.exists():
+            dump_file = classify(one)
+            if dump_file is None or dump_file.kind != "hlo":
+                loose.append(one)
+            else:
+                files.append(dump_file)
+        else:
+            raise DumpError(f"{one}: no such file or directory")
+    modules = _group(files) + [DumpModule(None, None, None, "", [DumpFile(p, None, None, None, "after_optimizations", "hlo")])
+                               for p in loose]
+    if not any(m.hlo_file() for m in modules):
+        where = paths[0] if len(paths) == 1 else ", ".join(map(str, paths))
+        raise DumpError(f"no XLA dump files (module_*.txt: *before_optimizations.txt, *after_optimizations.txt) under {where}")
+    root = paths[0] if len(paths) == 1 and paths[0].is_dir() else Path(os.path.commonpath([p.absolute() for p in paths]))
+    if loose:
+        _name_modules_from_headers(modules, strict)
+    return Dump(root=root, modules=[m for m in modules if m.hlo_file()])
+
+
+def _name_modules_from_headers(modules: list[DumpModule], strict: bool) -> None:
+    """Loose HLO files (not named like a dump file) take the module name from their header."""
+    for module in modules:
+        if module.name is None:
+            try:
+                module.name = module.header().name
+            except XlaInspectError:
+                if strict:
+                    raise
+
+
+def _scan(root: Path, directory: Path, seen: set[tuple[int, int]]) -> list[DumpFile]:
+    """Classify every file under `directory` in one pass per folder (os.scandir, no stat per file)."""
+    try:
+        info = directory.stat()
+    except OSError as error:
+        raise DumpError(f"{directory}: cannot read ({error.strerror})") from None
+    if (info.st_dev, info.st_ino) in seen:
+        raise DumpError(f"{directory}: symbolic link loop")
+    seen.add((info.st_dev, info.st_ino))
+    host = "" if directory == root else directory.relative_to(root).as_posix()
+    files: list[DumpFile] = []
+    try:
+        entries = list(os.scandir(directory))
+    except PermissionError:
+        raise DumpError(f"{directory}: permission denied") from None
+    except OSError as error:
+        raise DumpError(f"{directory}: cannot read ({error.strerror})") from None
+    for entry in entries:
+        if entry.is_dir():
+            folder = classify(Path(entry.path), host)
+            if folder is not None and folder.kind == "folder":
+                files += _folder_files(Path(entry.path), host, folder)
+            else:
+                files += _scan(root, Path(entry.path), seen)
+        else:
+            dump_file = classify(Path(entry.path), host)
+            if dump_file is not None:
+                files.append(dump_file)
+    return files
+
+
+def _folder_files(directory: Path, host: str, folder: DumpFile) -> list[DumpFile]:
+    """The per-module folder (`module_0000.jit_f/`: module.mlir, compile options)."""
+    try:
+        return [classify(Path(e.path), host, folder) for e in os.scandir(directory) if e.is_file()]
+    except OSError:
+        return []
+
+
+def _group(files: list[DumpFile]) -> list[DumpModule]:
+    """Files -> compiles. HLO stage files define the modules; side files (debug_options, the folder,
+    LLVM IR whose kernel name follows the module name) join the module of their host and id whose
+    name prefixes theirs. Timestamped dumps put no timestamp on debug_options and the folder."""
+    by_key: dict[tuple, DumpModule] = {}
+    for dump_file in files:
+        if dump_file.stage is not None:
+            key = (dump_file.host, dump_file.timestamp, dump_file.module_id, dump_file.module_name)
+            module = by_key.get(key)
+            if module is None:
+                module = by_key[key] = DumpModule(dump_file.module_id, dump_file.module_name, None, dump_file.host,
+                                                  timestamp=dump_file.timestamp)
+            module.files.append(dump_file)
+    by_id: dict[tuple, list[DumpModule]] = {}
+    for module in by_key.values():
+        by_id.setdefault((module.host, module.module_id), []).append(module)
+    for dump_file in files:
+        if dump_file.stage is None:
+            owner = _owner(by_id.get((dump_file.host, dump_file.module_id), []), dump_file)
+            if owner is not None:
+                owner.files.append(dump_file)
+    modules = sorted(by_key.values(), key=lambda m: (m.host, m.timestamp or 0, m.module_id or 0, m.name or ""))
+    for module in modules:
+        module.platform = _module_platform(module.files)
+    return modules
+
+
+def _owner(candidates: list[DumpModule], dump_file: DumpFile) -> DumpModule | None:
+    name = dump_file.module_name or ""
+    for module in candidates:
+        if dump_file.timestamp in (None, module.timestamp) and (
+            module.name == dump_file.module_name or name.startswith(f"{module.name}.")
+        ):
+            return module
+    return None
+
+
+def _module_platform(files: list[DumpFile]) -> str | None:
+    platforms = {f.platform for f in files if f.platform}
+    return next(iter(platforms)) if len(platforms) == 1 else (sorted(platforms)[0] if platforms else None)
+
+
+def select_modules(dump: Dump, *, function: str | None = None, module_re: str | None = None,
+                   stage: str = "after", strict: bool = False) -> list[Module]:
+    """Parsed modules of the dump (optionally one function, or names matching a regex); files that do
+    not parse are recorded in `dump.skipped` and left out, unless `strict`."""
+    pattern = re.compile(module_re) if module_re else None
+    parsed = []
+    for dump_module in dump.modules:
+        if function is not None and dump_module.name != function:
+            continue
+        if pattern is not None and not pattern.search(dump_module.name or ""):
+            continue
+        try:
+            parsed.append(dump_module.module(stage))
+        except XlaInspectError as error:
+            dump.skip(dump_module.hlo_file(stage).path, error, strict)
+    return parsed
