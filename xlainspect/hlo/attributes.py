@@ -161,3 +161,87 @@ def decode_json(text: str | None) -> dict | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaGroups:
+    """A decoded `replica_groups=` value (collective device list, reference §1.8).
+
+    `groups` is None when the groups are not spelled out: `{}` (one group of every device, size
+    unknown from the instruction alone) and the mesh-axes form, which is kept as opaque text.
+    """
+
+    form: str
+    """"list" (`{{0,1},{2,3}}`), "empty" (`{}`), "iota" (`[2,4]<=[8]T(1,0)`) or "mesh"."""
+    groups: tuple[tuple[int, ...], ...] | None
+    num_groups: int | None
+    group_size: int | None
+
+
+_IOTA_GROUPS = re.compile(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
+_MESH_GROUPS = re.compile(r"mesh\[(?P<axes>[^\]]*)\]\s*\{(?P<used>[^}]*)\}")
+_MESH_AXIS = re.compile(r"'([^']+)'=(\d+)")
+
+
+@functools.lru_cache(maxsize=4096)
+def decode_replica_groups(text: str | None) -> ReplicaGroups:
+    """Every spelling of `replica_groups`: explicit lists, `{}`, iota (expanded), mesh axes."""
+    body = strip_comments(text or "").replace(" ", "")
+    if body in ("", "{}"):
+        return ReplicaGroups("empty", None, 1, None)
+    if iota := _IOTA_GROUPS.fullmatch(body):
+        groups = _expand_iota(int(iota[1]), int(iota[2]), _index(iota[3]), _index(iota[4] or ""))
+        return ReplicaGroups("iota", groups, len(groups), len(groups[0]))
+    if mesh := _MESH_GROUPS.fullmatch(strip_comments(text or "").strip()):
+        return _mesh_groups(mesh["axes"], mesh["used"])
+    groups = tuple(_index(g) for g in re.findall(r"\{([\d,]*)\}", body))
+    return ReplicaGroups("list", groups, len(groups), len(groups[0]) if groups else None)
+
+
+def _expand_iota(num_groups: int, group_size: int, reshape: tuple[int, ...],
+                 transpose: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """iota(N) reshaped to `reshape`, transposed by `transpose`, read row-major as [G, S]."""
+    transpose = transpose or tuple(range(len(reshape)))
+    strides = [1] * len(reshape)
+    for axis in range(len(reshape) - 2, -1, -1):
+        strides[axis] = strides[axis + 1] * reshape[axis + 1]
+    dims = [reshape[a] for a in transpose]
+    flat: list[int] = []
+    for index in range(num_groups * group_size):
+        value, rest = 0, index
+        for position in range(len(dims) - 1, -1, -1):
+            rest, coordinate = divmod(rest, dims[position])
+            value += coordinate * strides[transpose[position]]
+        flat.append(value)
+    return tuple(tuple(flat[g * group_size:(g + 1) * group_size]) for g in range(num_groups))
+
+
+def _mesh_groups(axes_text: str, used_text: str) -> ReplicaGroups:
+    """`mesh['x'=8,'y'=1] {'x'}`: group size is the product of the used axes (sub-axes: unknown)."""
+    axes = {name: int(size) for name, size in _MESH_AXIS.findall(axes_text)}
+    used = [u.strip().strip("'") for u in used_text.split(",") if u.strip()]
+    if not axes or any(u not in axes for u in used):
+        return ReplicaGroups("mesh", None, None, None)
+    size = functools.reduce(lambda a, b: a * b, (axes[u] for u in used), 1)
+    total = functools.reduce(lambda a, b: a * b, axes.values(), 1)
+    return ReplicaGroups("mesh", None, total // size, size)
+
+
+def decode_source_target_pairs(text: str | None) -> tuple[tuple[int, int], ...]:
+    """`{{0,1},{1,2}}` (collective-permute) -> ((0, 1), (1, 2))."""
+    pairs = re.findall(r"\{\s*(\d+)\s*,\s*(\d+)\s*\}", strip_comments(text or ""))
+    return tuple((int(s), int(t)) for s, t in pairs)
+
+
+def backend_config_kind(text: str | None) -> str | None:
+    """The backend's own fusion kind: `fusion_backend_config.kind` of a JSON backend_config."""
+    config = decode_json(text) or {}
+    fusion_config = config.get("fusion_backend_config")
+    return fusion_config.get("kind") if isinstance(fusion_config, dict) else None
+
+
+def known_trip_count(text: str | None) -> int | None:
+    """`known_trip_count.n` from a `while`'s JSON backend_config (`{"known_trip_count":{"n":"5"}}`)."""
+    trip = (decode_json(text) or {}).get("known_trip_count")
+    value = trip.get("n") if isinstance(trip, dict) else None
+    return int(value) if isinstance(value, (int, str)) and str(value).isdigit() else None

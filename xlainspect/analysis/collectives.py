@@ -1,0 +1,257 @@
+"""Every collective of a module, counted once, with its groups and the bytes each device sends.
+
+Counted once: a sync collective is its own row; an async pair (`all-gather-start`/`-done`, or an
+`async-start` wrapping a collective, sugared or not) is one row named after the start, and the
+collective inside the wrapped computation is not counted again. `send`/`recv` are rows, their
+`-done`s are not.
+
+Bytes: `payload_bytes` is the larger of the operand and result data (logical bytes, no tile
+padding): the full buffer for all-reduce, the gathered result for all-gather, the unscattered
+operand for reduce-scatter. `bytes_per_device` applies the usual ring factors to it with group
+size n: all-reduce 2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n,
+collective-permute, collective-broadcast and send 1, recv 0. `executions` is how often the
+instruction runs per run of the entry computation (the product of `known_trip_count`s of the
+enclosing while loops; None when a loop's count is unknown).
+
+`is_spmd_generated`: True when the collective carries a `channel_id` (it runs across partitions,
+as a partitioned program's collectives do) and its `op_name` does not end in one of jax's
+collective primitives (`psum`, `all_gather`, `ppermute`...). Collectives the user wrote inside
+`shard_map` keep the primitive's name; those the SPMD partitioner inserts carry the op they were
+partitioned from (`reduce_sum`, `dot_general`) or no metadata at all. Without a `channel_id`
+(cross-replica, e.g. pmap) it is False.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from xlainspect.analysis.ops import instruction_index, operand_shapes, users
+from xlainspect.hlo.attributes import decode_replica_groups, decode_source_target_pairs, known_trip_count
+from xlainspect.hlo.model import Computation, Instruction, Module
+
+KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "ragged-all-to-all", "collective-permute",
+         "collective-broadcast", "collective-reduce", "send", "recv")
+
+#: Fraction of the payload each device sends, by kind, as a function of the group size n.
+SEND_FACTORS = {
+    "all-reduce": lambda n: 2 * (n - 1) / n,
+    "all-gather": lambda n: (n - 1) / n,
+    "reduce-scatter": lambda n: (n - 1) / n,
+    "all-to-all": lambda n: (n - 1) / n,
+    "ragged-all-to-all": lambda n: (n - 1) / n,
+    "collective-reduce": lambda n: (n - 1) / n,
+    "collective-permute": lambda n: 1,
+    "collective-broadcast": lambda n: 1,
+    "send": lambda n: 1,
+    "recv": lambda n: 0,
+}
+
+#: Last op_name components of jax's collective primitives (written by the user, not the partitioner).
+JAX_COLLECTIVE_PRIMITIVES = frozenset({
+    "psum", "pmax", "pmin", "pmean", "psum_invariant", "all_gather", "all_gather_invariant", "psum_scatter",
+    "reduce_scatter", "all_to_all", "ragged_all_to_all", "ppermute", "pshuffle", "pbroadcast", "axis_index",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class Collective:
+    module: str
+    computation: str
+    name: str
+    opcode: str
+    kind: str
+    """The collective without `-start`/`-done` (`all-gather` for `all-gather-start`)."""
+    is_async: bool
+    done: str | None
+    """The matching `-done` instruction of an async pair."""
+    dtype: str
+    shape: str
+    payload_bytes: int
+    replica_groups: str | None
+    """Raw text as printed; `group_form` says which spelling it is."""
+    group_form: str | None
+    num_groups: int | None
+    group_size: int | None
+    source_target_pairs: int | None
+    bytes_per_device: int | None
+    channel_id: int | None
+    use_global_device_ids: bool
+    is_spmd_generated: bool
+    executions: int | None
+    bytes_per_step: int | None
+    """`bytes_per_device` times `executions`."""
+    op_name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CollectiveTotal:
+    module: str
+    kind: str
+    count: int
+    payload_bytes: int
+    bytes_per_step: int | None
+
+
+def collectives(module: Module) -> list[Collective]:
+    """Every collective of the module, in printed order (definitions in the module docstring)."""
+    wrapped = _async_wrapped_computations(module)
+    counts = execution_counts(module)
+    rows = []
+    for computation in module.computations:
+        if computation.name in wrapped:
+            continue
+        index = instruction_index(computation)
+        uses = None
+        for instruction in computation.instructions:
+            kind = _kind(module, instruction)
+            if kind is None:
+                continue
+            uses = uses if uses is not None else users(computation)
+            rows.append(_row(module, computation, instruction, kind, index, uses, counts.get(computation.name)))
+    return rows
+
+
+def _kind(module: Module, instruction: Instruction) -> str | None:
+    """The collective an instruction starts or is (None for -done halves and everything else)."""
+    opcode = instruction.opcode
+    if opcode in KINDS:
+        return opcode
+    if opcode == "async-start":
+        body = module.computations_by_name.get(next(iter(instruction.called_computations), ""))
+        root = body.root if body else None
+        return root.opcode if root is not None and root.opcode in KINDS else None
+    if opcode.endswith("-start") and opcode.removesuffix("-start") in KINDS:
+        return opcode.removesuffix("-start")
+    return None
+
+
+def _async_wrapped_computations(module: Module) -> set[str]:
+    return {callee for instruction in module.instructions() if instruction.opcode == "async-start"
+            for callee in instruction.called_computations}
+
+
+def _row(module: Module, computation: Computation, instruction: Instruction, kind: str,
+         index: dict[str, Instruction], uses: dict[str, list[Instruction]], executions: int | None) -> Collective:
+    is_async = instruction.opcode != kind
+    done = _done(instruction, uses) if is_async or kind in ("send", "recv") else None
+    result = done.shape if done is not None and done.shape is not None else instruction.shape
+    operands = operand_shapes(instruction, index)
+    if kind in ("collective-permute", "ragged-all-to-all"):
+        operands = operands[:1]  # the in-place forms add output buffers and offsets
+    operand_bytes = sum(s.logical_bytes for s in operands if s)
+    payload = max(operand_bytes, result.logical_bytes if result else 0)
+    attributes = _collective_attributes(module, instruction)
+    groups_text = attributes.get("replica_groups")
+    groups = decode_replica_groups(groups_text) if kind not in ("collective-permute", "send", "recv") else None
+    channel = attributes.get("channel_id")
+    global_ids = attributes.get("use_global_device_ids") == "true"
+    group_size = _group_size(module, groups, channel is not None, global_ids) if groups else None
+    pairs = decode_source_target_pairs(attributes.get("source_target_pairs")) if kind == "collective-permute" else ()
+    sent = _bytes_sent(kind, payload, group_size)
+    leaves = result.leaves() if result else ()
+    return Collective(
+        module=module.name, computation=computation.name, name=instruction.name, opcode=instruction.opcode,
+        kind=kind, is_async=is_async, done=done.name if done is not None else None,
+        dtype=",".join(dict.fromkeys(s.dtype for s in leaves if s.is_array and s.dtype not in ("u32", "token"))),
+        shape=str(result) if result else "", payload_bytes=payload, replica_groups=groups_text,
+        group_form=groups.form if groups else None, num_groups=groups.num_groups if groups else None,
+        group_size=group_size, source_target_pairs=len(pairs) if kind == "collective-permute" else None,
+        bytes_per_device=sent, channel_id=int(channel) if channel and channel.isdigit() else None,
+        use_global_device_ids=global_ids, is_spmd_generated=_is_spmd_generated(channel, instruction.op_name),
+        executions=executions, bytes_per_step=sent * executions if sent is not None and executions is not None else None,
+        op_name=instruction.op_name,
+    )
+
+
+def _done(start: Instruction, uses: dict[str, list[Instruction]]) -> Instruction | None:
+    """Follow users through `async-update`s to the `-done` that ends this start."""
+    current = start
+    for _ in range(16):
+        following = [u for u in uses.get(current.name, ()) if u.opcode.endswith(("-done", "-update"))]
+        if not following:
+            return None
+        current = following[0]
+        if current.opcode.endswith("-done"):
+            return current
+    return None
+
+
+def _collective_attributes(module: Module, instruction: Instruction) -> dict[str, str]:
+    """The attributes that describe the collective; an unsugared async-start keeps them on the wrapped root."""
+    if instruction.opcode != "async-start":
+        return instruction.attributes
+    body = module.computations_by_name.get(next(iter(instruction.called_computations), ""))
+    root = body.root if body else None
+    return {**(root.attributes if root else {}), **instruction.attributes}
+
+
+def _group_size(module: Module, groups, has_channel: bool, global_ids: bool) -> int | None:
+    """Devices per group; `{}` means all devices of the collective's mode (reference §1.8 group modes)."""
+    if groups.group_size is not None:
+        return groups.group_size
+    if groups.form != "empty":
+        return None
+    if not has_channel:
+        return module.replica_count
+    if global_ids:
+        return module.replica_count * module.num_partitions
+    return module.num_partitions
+
+
+def _bytes_sent(kind: str, payload: int, group_size: int | None) -> int | None:
+    if kind in ("collective-permute", "collective-broadcast", "send", "recv"):
+        return round(payload * SEND_FACTORS[kind](1))
+    if not group_size:
+        return None
+    return round(payload * SEND_FACTORS[kind](group_size))
+
+
+def _is_spmd_generated(channel_id: str | None, op_name: str | None) -> bool:
+    if channel_id is None:
+        return False
+    last = (op_name or "").rsplit("/", 1)[-1]
+    return last not in JAX_COLLECTIVE_PRIMITIVES
+
+
+def execution_counts(module: Module) -> dict[str, int | None]:
+    """Computation -> runs per run of the entry: the product of enclosing known while trip counts.
+
+    A computation called from several places sums its callers; a `while` without a known trip
+    count makes its body and condition (and all they call) None. Conditional branches count as
+    running once (an upper bound).
+    """
+    graph = module.call_graph
+
+    @functools.cache
+    def count(name: str) -> int | None:
+        if name == module.entry.name:
+            return 1
+        total = 0
+        for caller, _, data in graph.in_edges(name, data=True):
+            caller_count = count(caller) if caller != name else None
+            factor = _call_factor(module, caller, data["by"], data["kind"])
+            if caller_count is None or factor is None:
+                return None
+            total += caller_count * factor
+        return total
+
+    return {c.name: count(c.name) for c in module.computations}
+
+
+def _call_factor(module: Module, caller: str, by: str, kind: str) -> int | None:
+    if kind != "while":
+        return 1
+    instruction = next((i for i in module.computations_by_name[caller].instructions if i.name == by), None)
+    return known_trip_count(instruction.attributes.get("backend_config")) if instruction else None
+
+
+def collective_totals(rows: list[Collective]) -> list[CollectiveTotal]:
+    """Count, payload and per-step bytes per module and kind (bytes_per_step None when any is unknown)."""
+    totals: dict[tuple[str, str], list] = {}
+    for row in rows:
+        entry = totals.setdefault((row.module, row.kind), [0, 0, 0])
+        entry[0] += 1
+        entry[1] += row.payload_bytes
+        entry[2] = None if entry[2] is None or row.bytes_per_step is None else entry[2] + row.bytes_per_step
+    return [CollectiveTotal(module, kind, *values) for (module, kind), values in totals.items()]

@@ -1,0 +1,111 @@
+"""Opcode histograms, and the instruction look-ups the other instruction-level analyses share.
+
+`opcode_histogram` counts every instruction of a module, split into those inside fusion bodies
+(`fused`) and the rest (`unfused`: the entry, while bodies, conditional branches, reducer
+regions...). `function_histogram` folds the modules of one function (its recompiled variants)
+into one row per opcode.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from xlainspect.hlo.model import Computation, Instruction, Module
+from xlainspect.shape import Shape
+
+#: Call-graph edge kinds that run a computation as control flow (not as a fusion body or reducer).
+CONTROL_FLOW_CALLERS = frozenset({"while", "conditional", "call", "async-start", "async-update", "async-done"})
+
+
+@dataclass(frozen=True, slots=True)
+class OpCount:
+    module: str
+    opcode: str
+    count: int
+    unfused: int
+    """Instructions outside fusion bodies."""
+    fused: int
+    """Instructions inside fusion bodies (fused computations and what they call)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionOpCount:
+    function: str
+    opcode: str
+    variants: int
+    """Modules of this function that contain the opcode."""
+    total: int
+    min_per_variant: int
+    max_per_variant: int
+
+
+def fused_computations(module: Module) -> set[str]:
+    """Computations run as part of a fusion: fusion bodies and everything they call."""
+    graph = module.call_graph
+    roots = {callee for _, callee, kind in graph.edges(data="kind") if kind == "fusion"}
+    return _reachable(graph, roots, lambda kind: True)
+
+
+def control_flow_computations(module: Module) -> set[str]:
+    """The entry and the computations it runs through while/conditional/call/async (not reducers)."""
+    return _reachable(module.call_graph, {module.entry.name}, lambda kind: kind in CONTROL_FLOW_CALLERS)
+
+
+def _reachable(graph, roots: set[str], follow) -> set[str]:
+    seen, stack = set(roots), list(roots)
+    while stack:
+        for _, callee, kind in graph.out_edges(stack.pop(), data="kind"):
+            if callee not in seen and follow(kind):
+                seen.add(callee)
+                stack.append(callee)
+    return seen
+
+
+def instruction_index(computation: Computation) -> dict[str, Instruction]:
+    """Instructions by name, to resolve operands (long text prints operand names without shapes)."""
+    return {i.name: i for i in computation.instructions}
+
+
+def operand_shapes(instruction: Instruction, index: dict[str, Instruction]) -> list[Shape | None]:
+    """The shape of each operand, read from its defining instruction in the same computation."""
+    if instruction.opcode in ("parameter", "constant"):
+        return []
+    return [index[o].shape if o in index else None for o in instruction.operands]
+
+
+def users(computation: Computation) -> dict[str, list[Instruction]]:
+    """Operand name -> the instructions of the computation that use it, in printed order."""
+    result: dict[str, list[Instruction]] = {}
+    for instruction in computation.instructions:
+        if instruction.opcode not in ("parameter", "constant"):
+            for operand in dict.fromkeys(instruction.operands):
+                result.setdefault(operand, []).append(instruction)
+    return result
+
+
+def opcode_histogram(module: Module) -> list[OpCount]:
+    """One row per opcode of the module, most frequent first."""
+    fused = fused_computations(module)
+    inside: Counter[str] = Counter()
+    outside: Counter[str] = Counter()
+    for computation in module.computations:
+        counter = inside if computation.name in fused else outside
+        counter.update(i.opcode for i in computation.instructions)
+    total = inside + outside
+    return [OpCount(module.name, op, n, outside[op], inside[op])
+            for op, n in sorted(total.items(), key=lambda item: (-item[1], item[0]))]
+
+
+def function_histogram(modules: Iterable[Module]) -> list[FunctionOpCount]:
+    """Per function (module name), each opcode's total and per-variant range over its modules."""
+    per_function: dict[str, list[Counter[str]]] = {}
+    for module in modules:
+        per_function.setdefault(module.name, []).append(Counter(i.opcode for i in module.instructions()))
+    rows = []
+    for function, counters in per_function.items():
+        for opcode in sorted(set().union(*counters)):
+            counts = [c[opcode] for c in counters]
+            rows.append(FunctionOpCount(function, opcode, sum(1 for n in counts if n), sum(counts), min(counts), max(counts)))
+    return rows
