@@ -57,6 +57,10 @@ class _ModelBuilder(Transformer):
         return dict(entries)
 
     def frame_entry(self, index: Token, value: Token):
+        from xlainspect.hlo.attributes import decode_braced_fields
+
+        if value.startswith("{") and not all(v.isdigit() for v in decode_braced_fields(value).values()):
+            raise _TokenError(value, 0, "malformed stack-frame table entry: every field must be an integer")
         return (int(index), str(value))
 
     def computation(self, entry, name: Token, signature, *rest):
@@ -173,7 +177,11 @@ def parse_hlo(text: str, path: str | None = None) -> list[Module]:
     Raises HloParseError with path, line, column and a caret rendering on bad text.
     """
     items = _run(text, "start", path)
-    return _assemble(items, path)
+    modules = _assemble(items, path)
+    for module in modules:
+        if not module.computations:  # XLA's parser needs at least one; a dump cut after its header has none
+            raise error_at(text, len(text.rstrip()), f"HloModule {module.name} has no computations (truncated?)", path)
+    return modules
 
 
 def parse_with(start: str, text: str, what: str):
