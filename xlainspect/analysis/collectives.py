@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from xlainspect.analysis.ops import instruction_index, operand_shapes, users
+from xlainspect.analysis.ops import instruction_index, module_label, operand_shapes, users
 from xlainspect.hlo.attributes import decode_replica_groups, decode_source_target_pairs, known_trip_count
 from xlainspect.hlo.model import Computation, Instruction, Module
 
@@ -151,7 +151,7 @@ def _row(module: Module, computation: Computation, instruction: Instruction, kin
     sent = _bytes_sent(kind, payload, group_size)
     leaves = result.leaves() if result else ()
     return Collective(
-        module=module.name, computation=computation.name, name=instruction.name, opcode=instruction.opcode,
+        module=module_label(module), computation=computation.name, name=instruction.name, opcode=instruction.opcode,
         kind=kind, is_async=is_async, done=done.name if done is not None else None,
         dtype=",".join(dict.fromkeys(s.dtype for s in leaves if s.is_array and s.dtype not in ("u32", "token"))),
         shape=str(result) if result else "", payload_bytes=payload, replica_groups=groups_text,

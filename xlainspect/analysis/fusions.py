@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from xlainspect.analysis.ops import control_flow_computations, instruction_index, operand_shapes
+from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label, operand_shapes
 from xlainspect.hlo.attributes import backend_config_kind
 from xlainspect.hlo.model import Module
 
@@ -76,7 +76,7 @@ def fusions(module: Module) -> list[Fusion]:
             root = body.root if body else None
             shape = instruction.shape
             rows.append(Fusion(
-                module=module.name, computation=computation.name, name=instruction.name,
+                module=module_label(module), computation=computation.name, name=instruction.name,
                 kind=instruction.attributes.get("kind", ""),
                 backend_kind=backend_config_kind(instruction.attributes.get("backend_config")),
                 fused_computation=body_name, root=root.opcode if root else None, ops=ops,

@@ -8,9 +8,11 @@ into one row per opcode.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.shape import Shape
@@ -39,6 +41,15 @@ class FunctionOpCount:
     total: int
     min_per_variant: int
     max_per_variant: int
+
+
+_DUMP_FILE_PREFIX = re.compile(r"^(module_\d+)\.")
+
+
+def module_label(module: Module) -> str:
+    """`module_0029.jit_layouts` for a dump file (recompiles share a name), else the module name."""
+    match = _DUMP_FILE_PREFIX.match(PurePath(module.path).name) if module.path else None
+    return f"{match[1]}.{module.name}" if match else module.name
 
 
 def fused_computations(module: Module) -> set[str]:
@@ -94,7 +105,8 @@ def opcode_histogram(module: Module) -> list[OpCount]:
         counter = inside if computation.name in fused else outside
         counter.update(i.opcode for i in computation.instructions)
     total = inside + outside
-    return [OpCount(module.name, op, n, outside[op], inside[op])
+    label = module_label(module)
+    return [OpCount(label, op, n, outside[op], inside[op])
             for op, n in sorted(total.items(), key=lambda item: (-item[1], item[0]))]
 
 

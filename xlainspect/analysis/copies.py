@@ -1,0 +1,141 @@
+"""Copies and layout changes: what each one moves, from which layout and memory space to which.
+
+Rows: every `copy`; every `copy-start`/`copy-done` pair (one row named after the start); every
+`transpose`; fusions whose fused root is a `copy` or `transpose` (GPU and TPU fuse relayouts);
+and the host-offload custom calls `MoveToHost`/`MoveToDevice`. The source is the operand (its
+shape read from the defining instruction, since long text prints operand names only); the
+destination is the result (`copy-done`'s shape for a pair). `bytes` is the destination's size
+with tile padding (what is written). `layout_only` marks the retiling copies: same dtype, dims and
+memory space, different layout (minor_to_major or tiles).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xlainspect.analysis.ops import instruction_index, module_label, operand_shapes, users
+from xlainspect.hlo.model import Computation, Instruction, Module
+from xlainspect.layout import format_layout, memory_space_name
+from xlainspect.shape import Shape
+
+HOST_OFFLOAD_TARGETS = ("MoveToHost", "MoveToDevice")
+HOST_MEMORY_SPACE = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Copy:
+    module: str
+    computation: str
+    name: str
+    opcode: str
+    kind: str
+    """copy, async copy, transpose, copy fusion, transpose fusion or host offload."""
+    from_shape: str
+    to_shape: str
+    from_layout: str | None
+    to_layout: str | None
+    memory_space_change: str | None
+    """`S(0)->S(5) (host memory)` when the copy crosses memory spaces."""
+    bytes: int
+    layout_only: bool
+    producer: str | None
+    """`name (opcode)` of the operand's defining instruction."""
+    consumers: tuple[str, ...]
+    op_name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CopyTotal:
+    module: str
+    kind: str
+    count: int
+    bytes: int
+    layout_only: int
+    """How many of them only change the layout."""
+
+
+def copies(module: Module, platform: str | None = None) -> list[Copy]:
+    """Every copy and layout-changing op of the module, in printed order (see the module docstring)."""
+    rows = []
+    for computation in module.computations:
+        index = uses = None
+        for instruction in computation.instructions:
+            kind = _kind(module, instruction)
+            if kind is None:
+                continue
+            if index is None:
+                index, uses = instruction_index(computation), users(computation)
+            rows.append(_row(module, computation, instruction, kind, index, uses, platform))
+    return rows
+
+
+def _kind(module: Module, instruction: Instruction) -> str | None:
+    opcode = instruction.opcode
+    if opcode in ("copy", "transpose"):
+        return opcode
+    if opcode == "copy-start":
+        return "async copy"
+    if opcode == "custom-call" and instruction.attributes.get("custom_call_target", "").strip('"') in HOST_OFFLOAD_TARGETS:
+        return "host offload"
+    if opcode == "fusion":
+        body = module.computations_by_name.get(next(iter(instruction.called_computations), ""))
+        root = body.root if body else None
+        if root is not None and root.opcode in ("copy", "transpose"):
+            return f"{root.opcode} fusion"
+    return None
+
+
+def _row(module: Module, computation: Computation, instruction: Instruction, kind: str,
+         index: dict[str, Instruction], uses: dict[str, list[Instruction]], platform: str | None) -> Copy:
+    last = instruction
+    if kind == "async copy":
+        last = next((u for u in uses.get(instruction.name, ()) if u.opcode == "copy-done"), instruction)
+    source = next(iter(operand_shapes(instruction, index)), None)
+    destination = last.shape
+    if last is instruction and kind == "async copy" and destination and destination.is_tuple:
+        destination = destination.tuple_shapes[0]  # copy-start is (destination, source, context)
+    producer = index.get(instruction.operands[0]) if instruction.operands else None
+    return Copy(
+        module=module_label(module), computation=computation.name, name=instruction.name, opcode=instruction.opcode,
+        kind=kind, from_shape=str(source) if source else "", to_shape=str(destination) if destination else "",
+        from_layout=_layout(source), to_layout=_layout(destination),
+        memory_space_change=_memory_space_change(source, destination, platform),
+        bytes=destination.padded_bytes if destination else 0, layout_only=_layout_only(source, destination),
+        producer=f"{producer.name} ({producer.opcode})" if producer else None,
+        consumers=tuple(u.name for u in uses.get(last.name, ())), op_name=instruction.op_name,
+    )
+
+
+def _layout(shape: Shape | None) -> str | None:
+    return format_layout(shape.layout) if shape is not None and shape.layout is not None else None
+
+
+def _space(shape: Shape | None) -> int:
+    return shape.layout.memory_space if shape is not None and shape.layout is not None else 0
+
+
+def _memory_space_change(source: Shape | None, destination: Shape | None, platform: str | None) -> str | None:
+    before, after = _space(source), _space(destination)
+    if before == after:
+        return None
+    return f"S({before})->S({after}) ({memory_space_name(after, platform)})"
+
+
+def _layout_only(source: Shape | None, destination: Shape | None) -> bool:
+    """Same data in the same memory space, laid out differently: a pure relayout (retiling) copy."""
+    if source is None or destination is None or not source.is_array or not destination.is_array:
+        return False
+    if (source.dtype, source.dims, _space(source)) != (destination.dtype, destination.dims, _space(destination)):
+        return False
+    return _layout(source) != _layout(destination)
+
+
+def copy_totals(rows: list[Copy]) -> list[CopyTotal]:
+    """Count, bytes and layout-only count per module and kind."""
+    totals: dict[tuple[str, str], list[int]] = {}
+    for row in rows:
+        entry = totals.setdefault((row.module, row.kind), [0, 0, 0])
+        entry[0] += 1
+        entry[1] += row.bytes
+        entry[2] += row.layout_only
+    return [CopyTotal(module, kind, *values) for (module, kind), values in totals.items()]
