@@ -1,0 +1,257 @@
+"""What a layout costs: one shape explained (`layout`), and the padding ledger of a dump (`layouts`).
+
+Sizes follow XLA's rules (reference section 2): `padded_bytes` is `ShapeUtil::ArraySize`, and on TPU the
+ledger uses the backend's size function (`Shape.backend_bytes("tpu")`), which is what TPU buffer
+assignments print. Where a buffer assignment exists, XLA's own byte count is carried beside ours.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from xlainspect.analysis.buffers import BufferAssignment
+from xlainspect.hlo.model import Module
+from xlainspect.layout import DimPadding, element_bits, memory_space_name, tile_padding
+from xlainspect.shape import Shape
+
+PICTURE_COLUMNS = 32
+"""Widest tile picture, in characters; wider tiles show several columns per character."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayLayout:
+    """One array shape decoded for people: order, tiles, padding and memory space."""
+
+    shape: str
+    dtype: str
+    element_size_bits: int
+    dims: tuple[int, ...]
+    minor_to_major: tuple[int, ...]
+    physical_order: tuple[int, ...]
+    """Logical dimension numbers, major to minor (how the bytes are laid out)."""
+    tiles: tuple[str, ...]
+    tile_steps: tuple[str, ...]
+    padding: tuple[DimPadding, ...]
+    padded_dims: tuple[int, ...]
+    """Physical (major-to-minor) sizes after the first tile pads them."""
+    tail_padding: int
+    memory_space: int
+    memory_space_name: str
+    logical_elements: int
+    padded_elements: int
+    logical_bytes: int
+    padded_bytes: int
+    backend_bytes: int
+    """The platform backend's size (TPU: untiled scalars outside SMEM take an (8,128) tile)."""
+    wasted_bytes: int
+    expansion: float
+    notes: tuple[str, ...]
+    picture: tuple[str, ...]
+
+
+def explain_shape(shape: Shape, platform: str | None = None) -> list[ArrayLayout]:
+    """One ArrayLayout per array leaf of `shape` (a tuple explains each element)."""
+    return [_explain_array(leaf, platform) for leaf in shape.leaves() if leaf.is_array]
+
+
+def _explain_array(shape: Shape, platform: str | None) -> ArrayLayout:
+    layout = shape.layout
+    dims = tuple(max(d, 0) for d in shape.dims)
+    m2m = layout.minor_to_major if layout is not None and layout.minor_to_major else tuple(range(len(dims) - 1, -1, -1))
+    padding = tile_padding(dims, layout)
+    backend = shape.backend_bytes(platform)
+    bits = element_bits(shape.dtype, layout)
+    padded_elements = backend * 8 // bits if bits else 0
+    space = layout.memory_space if layout is not None else 0
+    return ArrayLayout(
+        shape=str(shape), dtype=shape.dtype, element_size_bits=bits, dims=shape.dims, minor_to_major=m2m,
+        physical_order=tuple(reversed(m2m)), tiles=tuple(str(t) for t in layout.tiles) if layout else (),
+        tile_steps=_tile_steps(shape), padding=padding, padded_dims=tuple(p.padded for p in padding),
+        tail_padding=layout.tail_padding_alignment_in_elements if layout else 1,
+        memory_space=space, memory_space_name=memory_space_name(space, platform),
+        logical_elements=shape.num_elements, padded_elements=padded_elements,
+        logical_bytes=shape.logical_bytes, padded_bytes=shape.padded_bytes, backend_bytes=backend,
+        wasted_bytes=backend - shape.logical_bytes, expansion=_expansion(backend, shape.logical_bytes),
+        notes=_notes(shape, padding, platform), picture=tile_picture(padding),
+    )
+
+
+def _expansion(padded: int, logical: int) -> float:
+    return round(padded / logical, 2) if logical else (math.inf if padded else 1.0)
+
+
+def _tile_steps(shape: Shape) -> tuple[str, ...]:
+    """A sentence per tiling level: the first pads, later ones only reorder within it."""
+    layout = shape.layout
+    if layout is None or not layout.tiles:
+        return ()
+    steps = []
+    for level, tile in enumerate(layout.tiles):
+        extents = "x".join("*" if d < 0 else str(d) for d in tile.dims)
+        if level == 0:
+            text = f"T{tile}: pad the {len(tile.dims)} most-minor physical dims to multiples of {extents} and store each {extents} block contiguously"
+            if any(d < 0 for d in tile.dims):
+                text += "; '*' merges that dim into the next more-minor one first"
+        elif len(tile.dims) >= 2 and tile.dims[-1] == 1 and all(d == 1 for d in tile.dims[1:]) and tile.dims[0] > 1:
+            text = (f"T{tile}: inside each tile, interleave {tile.dims[0]} consecutive rows so {tile.dims[0]} "
+                    f"{shape.dtype} values share one {tile.dims[0] * element_bits(shape.dtype, layout)}-bit word (no extra padding)")
+        else:
+            text = f"T{tile}: re-tile the previous level by {extents} on its most-minor dims (XLA counts no extra padding)"
+        steps.append(text)
+    return tuple(steps)
+
+
+def _notes(shape: Shape, padding: tuple[DimPadding, ...], platform: str | None) -> tuple[str, ...]:
+    """Which dims were padded, from what to what, by which tile; and size-rule caveats."""
+    notes = []
+    for dim in padding:
+        if dim.padded != dim.size:
+            held = ",".join(map(str, dim.logical_dims))
+            notes.append(f"dim {held} (physical position {dim.physical}): {dim.size} -> {dim.padded} by tile extent {dim.tile}")
+    layout = shape.layout
+    if layout is not None and layout.tail_padding_alignment_in_elements > 1:
+        notes.append(f"L({layout.tail_padding_alignment_in_elements}): element count rounded up to a multiple of it"
+                     + ("" if layout.tiles else " (ignored by XLA's ArraySize without tiles)"))
+    if layout is not None and layout.split_configs:
+        notes.append("SC(...): padded bytes are those of the largest split piece (XLA's ArraySize), not the whole array")
+    if shape.backend_bytes(platform) != shape.padded_bytes:
+        notes.append(f"{platform} backend: an untiled scalar outside SMEM takes a whole (8,128) tile")
+    return tuple(notes)
+
+
+def tile_picture(padding: tuple[DimPadding, ...]) -> tuple[str, ...]:
+    """The first tile over the two most-minor physical dims: `#` data, `.` padding.
+
+    Empty when there is no 2-D tile to draw. Wide tiles fold several columns into one character.
+    """
+    if len(padding) < 2 or padding[-1].tile <= 1 or padding[-2].tile <= 1:
+        return ()
+    rows_dim, cols_dim = padding[-2], padding[-1]
+    per_char = math.ceil(cols_dim.tile / PICTURE_COLUMNS)
+    width = math.ceil(cols_dim.tile / per_char)
+    data_rows, data_cols = min(rows_dim.size, rows_dim.tile), min(cols_dim.size, cols_dim.tile)
+    data_chars = math.ceil(data_cols / per_char)
+    lines = [f"one {rows_dim.tile}x{cols_dim.tile} tile ({per_char} column(s) per character): "
+             f"rows 0-{data_rows - 1} and columns 0-{data_cols - 1} hold data"]
+    for row in range(rows_dim.tile):
+        lines.append(("#" * data_chars + "." * (width - data_chars)) if row < data_rows else "." * width)
+    return tuple(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerInput:
+    """One after-optimizations module, its function, platform and (if dumped) buffer assignment."""
+
+    module: Module
+    function: str
+    platform: str | None = None
+    buffers: BufferAssignment | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PaddingRow:
+    """One array value: what it holds, what it occupies, and where it comes from."""
+
+    function: str
+    module: str
+    kind: str
+    """"parameter", "instruction" (an unfused instruction's output) or "buffer" (only in the buffer assignment)."""
+    computation: str
+    instruction: str
+    shape_index: str
+    shape: str
+    memory_space: int
+    logical_bytes: int
+    padded_bytes: int
+    wasted_bytes: int
+    expansion: float
+    xla_bytes: int | None
+    """The size XLA wrote into the buffer assignment for this value, when there is one."""
+    op_name: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class PaddingTotal:
+    group: str
+    """The module or function name."""
+    values: int
+    logical_bytes: int
+    padded_bytes: int
+    wasted_bytes: int
+    expansion: float
+
+
+def padding_ledger(inputs: Iterable[LedgerInput]) -> list[PaddingRow]:
+    """Every array value of the modules, ranked by wasted bytes (largest first)."""
+    rows = [row for item in inputs for row in _module_rows(item)]
+    return sorted(rows, key=lambda r: (-r.wasted_bytes, r.function, r.module, r.instruction, r.shape_index))
+
+
+def filter_ledger(rows: list[PaddingRow], *, function: str | None = None, min_expansion: float = 0.0,
+                  top: int | None = None) -> list[PaddingRow]:
+    kept = [r for r in rows if (function is None or r.function == function) and r.expansion >= min_expansion]
+    return kept[:top] if top is not None else kept
+
+
+def ledger_totals(rows: Iterable[PaddingRow], by: str = "module") -> list[PaddingTotal]:
+    """Sums per module or per function (`by`), most wasted first."""
+    sums: dict[str, list[int]] = {}
+    for row in rows:
+        acc = sums.setdefault(getattr(row, by), [0, 0, 0])
+        acc[0] += 1
+        acc[1] += row.logical_bytes
+        acc[2] += row.padded_bytes
+    totals = [PaddingTotal(name, n, logical, padded, padded - logical, _expansion(padded, logical))
+              for name, (n, logical, padded) in sums.items()]
+    return sorted(totals, key=lambda t: (-t.wasted_bytes, t.group))
+
+
+def _module_rows(item: LedgerInput) -> list[PaddingRow]:
+    """Unfused instruction outputs (fusion bodies are not materialized), then buffer-only values."""
+    module = item.module
+    fused = {name for c in module.computations for i in c.instructions if i.opcode == "fusion" for name in i.called_computations}
+    sizes = {(v.instruction, v.shape_index): v.size for v in item.buffers.values()} if item.buffers else {}
+    rows: dict[tuple[str, tuple[int, ...]], PaddingRow] = {}
+    for computation in module.computations:
+        if computation.name in fused:
+            continue
+        for instruction in computation.instructions:
+            if instruction.shape is None:
+                continue
+            kind = "parameter" if computation.is_entry and instruction.opcode == "parameter" else "instruction"
+            for index, leaf in _indexed_leaves(instruction.shape):
+                key = (instruction.name, index)
+                rows[key] = _row(item, kind, computation.name, instruction.name, index, leaf, sizes.get(key),
+                                 instruction.op_name or "", instruction.metadata.source or "")
+    for value in item.buffers.values() if item.buffers else ():
+        key = (value.instruction, value.shape_index)
+        if key not in rows:
+            shape = value.shape
+            if shape.is_array:
+                rows[key] = _row(item, "buffer", "", value.instruction, value.shape_index, shape, value.size, "", "")
+    return list(rows.values())
+
+
+def _indexed_leaves(shape: Shape, prefix: tuple[int, ...] = ()) -> Iterable[tuple[tuple[int, ...], Shape]]:
+    if not shape.is_tuple:
+        if shape.is_array:
+            yield prefix, shape
+        return
+    for i, element in enumerate(shape.tuple_shapes):
+        yield from _indexed_leaves(element, (*prefix, i))
+
+
+def _row(item: LedgerInput, kind: str, computation: str, instruction: str, index: tuple[int, ...], shape: Shape,
+         xla_bytes: int | None, op_name: str, source: str) -> PaddingRow:
+    padded = shape.backend_bytes(item.platform)
+    logical = shape.logical_bytes
+    return PaddingRow(
+        function=item.function, module=item.module.name, kind=kind, computation=computation, instruction=instruction,
+        shape_index="{" + ",".join(map(str, index)) + "}", shape=str(shape),
+        memory_space=shape.layout.memory_space if shape.layout else 0, logical_bytes=logical, padded_bytes=padded,
+        wasted_bytes=padded - logical, expansion=_expansion(padded, logical), xla_bytes=xla_bytes,
+        op_name=op_name, source=source,
+    )

@@ -1,0 +1,125 @@
+"""`xlainspect layout SHAPE` (what one layout costs) and `xlainspect layouts PATH` (the padding ledger)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from xlainspect.cli.app import DumpPath, FormatOpt, app, user_errors
+from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stdout_console, stderr_console
+
+
+class Platform(str, enum.Enum):
+    tpu = "tpu"
+    gpu = "gpu"
+    cpu = "cpu"
+
+
+PlatformOpt = Annotated[Platform | None, typer.Option("--platform", help="Names memory spaces (and, for tpu, "
+                                                      "applies the TPU backend's size rule).")]
+
+
+@app.command()
+def layout(
+    shape: Annotated[str, typer.Argument(help="A shape with layout, e.g. 'bf16[3,5]{1,0:T(8,128)(2,1)}' or "
+                                              "'bf16[3,5]<1,0:T(8,128)(2,1)>'.", show_default=False)],
+    platform: PlatformOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Decode a layout: physical order, tiles, padded dims, logical vs padded bytes, memory space."""
+    from xlainspect.analysis.layouts import explain_shape
+    from xlainspect.shapes_api import parse_shape
+
+    with user_errors():
+        arrays = explain_shape(parse_shape(shape), platform.value if platform else None)
+    if fmt is OutputFormat.json:
+        records = [dataclasses.asdict(a) for a in arrays]
+        emit_json(records[0] if len(records) == 1 else records)
+        return
+    if fmt is not OutputFormat.table:
+        import pandas as pd
+
+        from xlainspect.report import to_frame
+        from xlainspect.analysis.layouts import ArrayLayout
+
+        emit_frame(to_frame(arrays, ArrayLayout).drop(columns=["picture", "padding"]), fmt)
+        return
+    console = stdout_console()
+    for array in arrays:
+        console.print(_describe(array), markup=False, highlight=False)
+
+
+def _describe(a) -> str:
+    lines = [
+        a.shape,
+        f"  element type     {a.dtype}, {a.element_size_bits} bits",
+        f"  logical dims     [{','.join(map(str, a.dims))}]",
+        f"  minor_to_major   {{{','.join(map(str, a.minor_to_major))}}}  physical order (major to minor): "
+        f"dims {','.join(map(str, a.physical_order))}",
+    ]
+    lines += [f"  tile level {i}     {step}" for i, step in enumerate(a.tile_steps)]
+    lines += [
+        f"  padded dims      [{','.join(map(str, a.padded_dims))}] (physical order)",
+        f"  elements         {a.logical_elements:,} logical, {a.padded_elements:,} stored",
+        f"  bytes            {a.logical_bytes:,} of data in {a.backend_bytes:,} bytes: {a.wasted_bytes:,} wasted, {a.expansion}x",
+        f"  memory space     S({a.memory_space}) {a.memory_space_name}",
+    ]
+    lines += [f"  note             {note}" for note in a.notes]
+    lines += ["", *(f"  {line}" for line in a.picture)] if a.picture else []
+    return "\n".join(lines)
+
+
+@app.command()
+def layouts(
+    path: DumpPath,
+    top: Annotated[int | None, typer.Option("--top", help="Show only the N most wasteful values.")] = None,
+    min_expansion: Annotated[float, typer.Option("--min-expansion", help="Only values padded at least X times.")] = 0.0,
+    function: Annotated[str | None, typer.Option("--function", help="Only this function (HloModule name).")] = None,
+    platform: PlatformOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """The padding ledger: every array value of the after-optimizations modules, ranked by wasted bytes."""
+    from xlainspect.analysis.layouts import PaddingRow, PaddingTotal, filter_ledger, ledger_totals, padding_ledger
+    from xlainspect.report import to_frame
+
+    with user_errors():
+        inputs, skipped = ledger_inputs(path, platform.value if platform else None)
+        rows = filter_ledger(padding_ledger(inputs), function=function, min_expansion=min_expansion)
+    for reason in skipped:
+        stderr_console().print(f"skipped: {reason}", markup=False, highlight=False)
+    shown = rows[:top] if top is not None else rows
+    if fmt is OutputFormat.json:
+        emit_json({"values": [dataclasses.asdict(r) for r in shown],
+                   "modules": [dataclasses.asdict(t) for t in ledger_totals(rows, "module")],
+                   "functions": [dataclasses.asdict(t) for t in ledger_totals(rows, "function")]})
+        return
+    emit_frame(to_frame(shown, PaddingRow), fmt, title="padding ledger (most wasted bytes first)")
+    if fmt in (OutputFormat.table, OutputFormat.markdown):
+        emit_frame(to_frame(ledger_totals(rows, "module"), PaddingTotal), fmt, title="per module")
+        emit_frame(to_frame(ledger_totals(rows, "function"), PaddingTotal), fmt, title="per function")
+
+
+def ledger_inputs(path: Path, platform: str | None):
+    """Ledger inputs from a dump directory or HLO file; a module that cannot be read is skipped."""
+    from xlainspect.analysis.buffers import read_buffer_assignment
+    from xlainspect.analysis.layouts import LedgerInput
+    from xlainspect.dump import load_dump
+    from xlainspect.errors import XlaInspectError
+    from xlainspect.io import read_text
+
+    dump = load_dump(path)
+    inputs = []
+    for dump_module in dump.modules:
+        try:
+            module = dump_module.module("after")
+            side = dump_module.file("buffer-assignment", "after")
+            buffers = read_buffer_assignment(read_text(side.path), str(side.path)) if side else None
+        except XlaInspectError as error:
+            dump.skip(dump_module.files[0].path, error)
+            continue
+        inputs.append(LedgerInput(module, dump_module.name or module.name, platform or dump_module.platform, buffers))
+    return inputs, [s.reason for s in dump.skipped]
