@@ -1,3 +1,4 @@
 """Imports every command module so that its @app.command() functions register on `app`."""
 
 from xlainspect.cli import parse_cmd  # noqa: F401
+from xlainspect.cli import layout_cmds  # noqa: F401
