@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import gc
 import importlib.resources
+import re
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
@@ -64,8 +65,8 @@ class _ModelBuilder(Transformer):
         return (int(index), str(value))
 
     def computation(self, entry, name: Token, signature, *rest):
-        instructions = [i for r in rest if not isinstance(r, tuple) for i in (r if isinstance(r, list) else (r,))]
-        attributes = _attribute_dict([r for r in rest if isinstance(r, tuple)])
+        instructions = [i for r in rest if not isinstance(r, (tuple, str)) for i in (r if isinstance(r, list) else (r,))]
+        attributes = _attribute_dict([r for r in rest if isinstance(r, (tuple, str))])
         params, result = signature if signature else (None, None)
         return Computation(
             name=_strip(name), instructions=instructions, is_entry=entry is not None,
@@ -79,22 +80,39 @@ class _ModelBuilder(Transformer):
     def param(self, name: Token, shape: Shape):
         return (_strip(name).rstrip(":"), shape)
 
-    def instruction(self, root, name: Token, shape, opcode: Token, operands, *attributes):
+    def instruction(self, *items):
+        """`DEFINES shape opcode...` (coarse) or `[ROOT] NAME = shape opcode...` (fine-grained)."""
+        first = items[0]
+        if first is not None and first.type == "DEFINES":
+            is_root, name, line = _defines(first)
+            shape, *rest = items[1:]
+        else:
+            is_root, name, line = first is not None, _strip(items[1]), items[1].line
+            shape, *rest = items[2:]
+        opcode = rest[0]
+        if opcode.type == "OPCALL":
+            opcode, operands = _opcall(opcode)
+            attributes = rest[1:]
+        else:
+            operands, attributes = rest[1], rest[2:]
+            if opcode.type == "CONSTANT":
+                operands = (str(operands)[1:-1],)
         nested: list[Instruction] = []
-        if opcode.type == "CONSTANT":
-            operands = (str(operands)[1:-1],)
-        elif any(not isinstance(o, str) for o in operands):
+        if any(not isinstance(o, str) for o in operands):
             operands = tuple(_flatten_nested(o, nested) for o in operands)
         instruction = Instruction(
-            name=_strip(name), opcode=str(opcode), shape=shape, operands=operands,
-            attributes=_attribute_dict(attributes), is_root=root is not None, line=name.line,
+            name=name, opcode=str(opcode), shape=shape, operands=operands,
+            attributes=_attribute_dict(attributes), is_root=is_root, line=line,
         )
         return [*nested, instruction] if nested else instruction
 
-    def nested_instruction(self, shape, opcode: Token, operands):
+    def nested_instruction(self, shape, opcode: Token, operands=None):
         """An operand written as an instruction; it gets a name from its opcode and position."""
-        name = Token("NAME", f"{opcode}.{opcode.line}.{opcode.column}", line=opcode.line)
-        return self.instruction(None, name, shape, opcode, operands)
+        column = opcode.column + len(opcode) - len(opcode.lstrip())
+        text = opcode.strip()
+        name = Token("NAME", f"{text[:text.find('(')] if operands is None else text}.{opcode.line}.{column}", line=opcode.line)
+        return self.instruction(None, name, shape, opcode, operands) if operands is not None else \
+            self.instruction(None, name, shape, opcode)
 
     def operands(self, *operands):
         return tuple(o for o in operands if o is not None)
@@ -133,6 +151,28 @@ class _ModelBuilder(Transformer):
         return tuple(s for s in shapes if s is not None)
 
 
+_DEFINES = re.compile(r"\s*(ROOT\s+)?%?([^\s=]+)")
+#: One operand inside an OPCALL token: an optional `/*index=N*/` and array shape, then the name or
+#: integer (group 1). Scanning left to right never starts inside a shape: matches are contiguous.
+_OPCALL_OPERAND = re.compile(r"(?:/\*index=[0-9]+\*/ *)?(?:[a-z][a-z0-9]*\[[^\]\n]*\]\S* +)?%?([A-Za-z0-9_.\-]+)")
+
+
+def _defines(token: Token) -> tuple[bool, str, int]:
+    """(is_root, name, line) of a DEFINES token; its leading blank lines do not count."""
+    match = _DEFINES.match(token)
+    return match.group(1) is not None, match.group(2), token.line + token.count("\n", 0, match.start(2))
+
+
+def _opcall(token: Token) -> tuple[str, tuple[str, ...]]:
+    """(opcode, operands) of an OPCALL token; `constant(1)` keeps its literal text as the operand."""
+    text = token.lstrip(" ")
+    paren = text.find("(")
+    opcode, inner = text[:paren], text[paren + 1 : -1]
+    if opcode == "constant":
+        return opcode, (inner,)
+    return opcode, tuple(_OPCALL_OPERAND.findall(inner))
+
+
 def _flatten_nested(operand, nested: list[Instruction]) -> str:
     """Hoist a nested-instruction operand (and what it nests) into `nested`; return its name."""
     if isinstance(operand, str):
@@ -147,10 +187,18 @@ def _strip(name: Token | str) -> str:
 
 
 def _attribute_dict(pairs) -> dict[str, str]:
-    """Attributes in printed order; bare names extend the previous value (`calls=%a, %b`)."""
+    """Attributes in printed order; bare names extend the previous value (`calls=%a, %b`).
+
+    `pairs` holds (key, value) tuples from the fine-grained rule and ATTRIBUTE tokens `, key=value`.
+    """
     result: dict[str, str] = {}
     last = None
-    for key, value in pairs:
+    for pair in pairs:
+        if isinstance(pair, str):
+            equals = pair.find("=")
+            key, value = pair[1:equals].strip(), pair[equals + 1 :]
+        else:
+            key, value = pair
         if key:
             result[key] = value
             last = key
@@ -182,6 +230,15 @@ def parse_hlo(text: str, path: str | None = None) -> list[Module]:
         if not module.computations:  # XLA's parser needs at least one; a dump cut after its header has none
             raise error_at(text, len(text.rstrip()), f"HloModule {module.name} has no computations (truncated?)", path)
     return modules
+
+
+def parse_header(line: str, path: str | None = None) -> Module:
+    """The `HloModule name, key=value, ...` line alone, as a Module without computations: the
+    signature of a dumped module (entry_computation_layout, input_output_alias) for one line's cost."""
+    modules = _assemble(_run(line, "start", path), path)
+    if len(modules) != 1 or not modules[0].has_header or modules[0].computations:
+        raise error_at(line, 0, "expected one `HloModule <name>, ...` header line", path)
+    return modules[0]
 
 
 def parse_with(start: str, text: str, what: str):
