@@ -2,5 +2,4 @@
 
 from xlainspect.cli import parse_cmd  # noqa: F401
 from xlainspect.cli import layout_cmds  # noqa: F401
-from xlainspect.cli import graph_cmds  # noqa: F401
 from xlainspect.cli import doctor_cmd  # noqa: F401
