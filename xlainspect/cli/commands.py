@@ -2,4 +2,5 @@
 
 from xlainspect.cli import parse_cmd  # noqa: F401
 from xlainspect.cli import layout_cmds  # noqa: F401
+from xlainspect.cli import graph_cmds  # noqa: F401
 from xlainspect.cli import doctor_cmd  # noqa: F401

@@ -1,0 +1,189 @@
+"""`fusions`, `copies`, `collectives`, `ops` and `graph`: what is inside a module's instructions.
+
+Each command loads a dump directory (or HLO files), picks modules with --function/--module-re at
+--stage, runs one library analysis per module and renders its rows; files that fail to parse are
+named on stderr and skipped.
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from xlainspect.cli.app import FormatOpt, app, user_errors
+from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stderr_console, stdout_console
+
+PathsArg = Annotated[list[Path], typer.Argument(help="A --xla_dump_to directory, or HLO text files.", show_default=False)]
+FunctionOpt = Annotated[str | None, typer.Option("--function", help="Only modules of this function (HloModule name).")]
+ModuleReOpt = Annotated[str | None, typer.Option("--module-re", help="Only modules whose name matches this regex.")]
+
+
+class Stage(str, enum.Enum):
+    before = "before"
+    after = "after"
+
+
+StageOpt = Annotated[Stage, typer.Option("--stage", help="HLO before or after optimizations (after where present).")]
+
+
+def _modules(paths: list[Path], function: str | None, module_re: str | None, stage: Stage):
+    """(module, platform) pairs of the selection; a note on stderr for each file skipped."""
+    from xlainspect.dump import load_dump, select_modules
+
+    dump = load_dump(paths if len(paths) > 1 else paths[0])
+    platforms = {str(f.path): m.platform for m in dump.modules if (f := m.hlo_file(stage.value))}
+    modules = select_modules(dump, function=function, module_re=module_re, stage=stage.value)
+    for skipped in dump.skipped:
+        stderr_console().print(f"note: skipped {skipped.path}: {skipped.reason}", markup=False, highlight=False)
+    return [(m, platforms.get(m.path or "")) for m in modules]
+
+
+#: Columns a table or Markdown page shows (JSON and CSV carry every field).
+TABLE_COLUMNS = {
+    "fusions": ["module", "name", "kind", "backend_kind", "root", "ops", "output_shape", "output_bytes",
+                "operand_bytes", "custom_call_targets", "op_name"],
+    "copies": ["module", "name", "kind", "from_layout", "to_layout", "memory_space_change", "bytes", "layout_only",
+               "producer", "consumers", "op_name"],
+    "collectives": ["module", "name", "kind", "is_async", "dtype", "payload_bytes", "num_groups", "group_size",
+                    "bytes_per_device", "channel_id", "is_spmd_generated", "executions", "bytes_per_step", "op_name"],
+}
+
+
+def _emit(rows: list, row_type: type, totals: list, totals_type: type, key: str, fmt: OutputFormat,
+          extra: dict | None = None) -> None:
+    """JSON `{key: rows, "totals": totals, ...}`; CSV the rows only; table/Markdown rows (fewer columns), totals."""
+    from xlainspect.report import to_frame, to_records
+
+    if fmt is OutputFormat.json:
+        emit_json({key: [_json_record(r) for r in to_records(rows)], "totals": to_records(totals), **(extra or {})})
+        return
+    frame = _flat_frame(rows, row_type)
+    if fmt is OutputFormat.csv:
+        emit_frame(frame, fmt)
+        return
+    emit_frame(frame[TABLE_COLUMNS[key]], fmt, title=key)
+    print()
+    emit_frame(to_frame(totals, totals_type), fmt, title="totals")
+
+
+def _flat_frame(rows: list, row_type: type):
+    """Rows as a frame of printable cells: histograms as `op:n`, tuples joined, None kept (not NaN)."""
+    import pandas as pd
+
+    from xlainspect.report import to_frame
+
+    frame = to_frame(rows, row_type)
+    for column in frame.columns:
+        values = [getattr(r, column) for r in rows]
+        if any(isinstance(v, dict) for v in values):
+            values = [" ".join(f"{k}:{n}" for k, n in v.items()) for v in values]
+        elif any(isinstance(v, tuple) for v in values):
+            values = [", ".join(map(str, v)) for v in values]
+        elif not any(v is None for v in values):
+            continue
+        frame[column] = pd.Series(values, dtype=object, index=frame.index)
+    return frame
+
+
+def _json_record(record: dict) -> dict:
+    """`is_async` is spelled `async` in JSON (a Python keyword cannot be a field name)."""
+    return {("async" if k == "is_async" else k): v for k, v in record.items()}
+
+
+@app.command()
+def fusions(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = None,
+            stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table) -> None:
+    """Every fusion: kind (and backend kind), fused computation, ops inside, bytes, library calls."""
+    from xlainspect.analysis.fusions import Fusion, FusionKindTotal, fusion_kind_totals, fusions, unfused_ops
+    from xlainspect.analysis.ops import module_label
+
+    with user_errors():
+        rows, unfused = [], {}
+        for module, _ in _modules(paths, function, module_re, stage):
+            rows += fusions(module)
+            unfused[module_label(module)] = dict(unfused_ops(module).most_common())
+        _emit(rows, Fusion, fusion_kind_totals(rows), FusionKindTotal, "fusions", fmt, {"unfused_ops": unfused})
+        if fmt in (OutputFormat.table, OutputFormat.markdown):
+            for label, ops in unfused.items():
+                stdout_console().print(f"{label}: {sum(ops.values())} compute ops outside fusions "
+                                       f"{' '.join(f'{k}:{n}' for k, n in ops.items())}", markup=False, highlight=False)
+
+
+@app.command()
+def copies(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = None,
+           stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table,
+           layout_only: Annotated[bool, typer.Option("--layout-only", help="Only copies that just change layout.")] = False,
+           ) -> None:
+    """Every copy, async copy, transpose and relayout fusion: layouts, memory spaces, bytes, producer, consumers."""
+    from xlainspect.analysis.copies import Copy, CopyTotal, copies, copy_totals
+
+    with user_errors():
+        rows = [row for module, platform in _modules(paths, function, module_re, stage)
+                for row in copies(module, platform) if row.layout_only or not layout_only]
+        _emit(rows, Copy, copy_totals(rows), CopyTotal, "copies", fmt)
+
+
+@app.command()
+def collectives(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = None,
+                stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table) -> None:
+    """Every collective once (sync, -start/-done, async-start): groups, payload, bytes per device and per step."""
+    from xlainspect.analysis.collectives import Collective, CollectiveTotal, collective_totals, collectives
+
+    with user_errors():
+        rows = [row for module, _ in _modules(paths, function, module_re, stage) for row in collectives(module)]
+        _emit(rows, Collective, collective_totals(rows), CollectiveTotal, "collectives", fmt)
+
+
+@app.command()
+def ops(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = None,
+        stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table,
+        per_function: Annotated[bool, typer.Option("--per-function", help="Fold each function's variants.")] = False,
+        ) -> None:
+    """Opcode histogram per module (inside and outside fusions), or per function across its variants."""
+    from xlainspect.analysis.ops import FunctionOpCount, OpCount, function_histogram, opcode_histogram
+    from xlainspect.report import to_frame
+
+    with user_errors():
+        modules = [module for module, _ in _modules(paths, function, module_re, stage)]
+        if per_function:
+            emit_frame(to_frame(function_histogram(modules), FunctionOpCount), fmt, title="opcodes per function")
+        else:
+            rows = [row for module in modules for row in opcode_histogram(module)]
+            emit_frame(to_frame(rows, OpCount), fmt, title="opcodes")
+
+
+class GraphFormat(str, enum.Enum):
+    dot = "dot"
+    mermaid = "mermaid"
+    graphml = "graphml"
+
+
+@app.command()
+def graph(file: Annotated[Path, typer.Argument(help="An HLO text file.", show_default=False)],
+          around: Annotated[str, typer.Option("--around", help="Instruction name (computation/name if ambiguous).")],
+          depth: Annotated[int, typer.Option("--depth", min=0, help="Edges to follow, operands and users.")] = 2,
+          fmt: Annotated[GraphFormat, typer.Option("--format", "-f", help="dot, mermaid or graphml.")] = GraphFormat.dot,
+          ) -> None:
+    """The data-flow neighbourhood of one instruction, for Graphviz or a Markdown page."""
+    import sys
+
+    from xlainspect.analysis import neighbourhood as hood
+    from xlainspect.hlo.parser import parse_hlo
+    from xlainspect.io import read_text
+
+    with user_errors():
+        modules = parse_hlo(read_text(file), str(file))
+        module = next((m for m in modules if _has(m, around)), modules[0] if modules else None)
+        if module is None:
+            raise typer.BadParameter(f"{file}: no HLO module")
+        writer = {GraphFormat.dot: hood.to_dot, GraphFormat.mermaid: hood.to_mermaid, GraphFormat.graphml: hood.to_graphml}
+        sys.stdout.write(writer[fmt](hood.neighbourhood(module, around, depth), hood.find_instruction(module, around)))
+
+
+def _has(module, name: str) -> bool:
+    short = name.lstrip("%").rpartition("/")[2]
+    return any(i.name == short for i in module.instructions())
+
