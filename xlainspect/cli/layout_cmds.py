@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from xlainspect.cli.app import DumpPath, FormatOpt, app, user_errors
-from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stdout_console, stderr_console
+from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stderr_console, stdout_console
 
 
 class Platform(str, enum.Enum):
@@ -41,10 +41,8 @@ def layout(
         emit_json(records[0] if len(records) == 1 else records)
         return
     if fmt is not OutputFormat.table:
-        import pandas as pd
-
-        from xlainspect.report import to_frame
         from xlainspect.analysis.layouts import ArrayLayout
+        from xlainspect.report import to_frame
 
         emit_frame(to_frame(arrays, ArrayLayout).drop(columns=["picture", "padding"]), fmt)
         return
