@@ -1,0 +1,129 @@
+"""`doctor`: dump health findings on real fixture dumps and on copies damaged the way real jobs damage them.
+
+Damaged dumps are built in tmp_path from real fixture files only: files deleted (a killed compile),
+truncated (a killed writer), gzip-compressed, or copied from two scenarios into one folder (two
+processes). The two synthetic inputs are labelled where they are made.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
+from tests.conftest import DUMPS
+from xlainspect.analysis.doctor import diagnose
+from xlainspect.cli.app import app
+from xlainspect.errors import DumpError
+
+
+def _copy(scenario: str, target, pattern: str = "module_*"):
+    target.mkdir(exist_ok=True)
+    for path in (DUMPS / scenario).glob(pattern):
+        if path.is_file():
+            shutil.copy(path, target / path.name)
+    return target
+
+
+def _by_check(health):
+    return {f.check: f for f in health.findings}
+
+
+def test_clean_dump_has_no_findings():
+    health = diagnose(DUMPS / "clean_run")
+    assert (health.modules, health.files, health.findings) == (1, 7, ())
+
+
+def test_per_pass_files_are_counted_per_module():
+    health = diagnose(DUMPS / "per_pass_all")
+    (finding,) = health.findings
+    assert (finding.check, finding.severity, finding.count, health.modules) == ("per-pass-files", "info", 21, 1)
+    assert finding.examples[0] == "module_0000.jit_step.0000.async-collective.after_pipeline-start.before_async-collective-replacer.txt"
+    assert "21 between-pass HLO files for 1 module(s)" in finding.explanation
+
+
+def test_killed_compile_leaves_before_without_after(tmp_path):
+    dump = _copy("ragged_batch", tmp_path / "dump")
+    for path in dump.glob("module_0002.jit_train_step.cpu_after_optimizations*"):
+        path.unlink()
+    finding = _by_check(diagnose(dump))["missing-after-optimizations"]
+    assert (finding.severity, finding.count) == ("warning", 1)
+    assert finding.examples == ("module_0002.jit_train_step.before_optimizations.txt",)
+
+
+def test_truncated_and_unreadable_files_are_reported_and_gzip_is_read(tmp_path):
+    dump = _copy("ragged_batch", tmp_path / "dump")
+    after = dump / "module_0000.jit_train_step.cpu_after_optimizations.txt"
+    after.write_bytes(after.read_bytes()[:3000])  # killed mid-write
+    before = dump / "module_0004.jit_eval_step.before_optimizations.txt"
+    before.write_bytes(b"\x1f\x8bnot really gzip")  # a broken compressed copy
+    gz = dump / "module_0006.jit_eval_step.cpu_after_optimizations.txt"
+    (dump / (gz.name + ".gz")).write_bytes(gzip.compress(gz.read_bytes()))
+    gz.unlink()
+    findings = _by_check(diagnose(dump))
+    assert findings["truncated-files"].examples == (after.name,)
+    assert findings["unreadable-files"].examples == (before.name,)
+    assert findings["truncated-files"].severity == findings["unreadable-files"].severity == "error"
+    assert set(findings) == {"truncated-files", "unreadable-files"}  # the .txt.gz module is healthy
+
+
+def test_two_processes_in_one_folder_collide_on_module_ids(tmp_path):
+    dump = _copy("clean_run", tmp_path / "dump")
+    _copy("dtype_change", dump, "module_0000.*")  # a second process: its ids restart at 0000 too
+    finding = _by_check(diagnose(dump))["module-id-collision"]
+    assert (finding.severity, finding.count) == ("error", 1)
+    assert finding.examples[0].startswith("module_0000.")
+
+
+def test_platforms_mixed_in_one_folder(tmp_path):
+    dump = _copy("clean_run", tmp_path / "dump")
+    _copy("tpu_v5e", dump, "module_0219.*")
+    health = diagnose(dump)
+    finding = _by_check(health)["mixed-platforms"]
+    assert (finding.count, health.modules) == (2, 2)
+    assert "cpu, tpu" in finding.explanation
+
+
+def test_dump_cap_read_from_debug_options(tmp_path):
+    dump = _copy("ragged_batch", tmp_path / "dump")
+    options = dump / "module_0000.jit_train_step.debug_options"
+    # Synthetic: the fixtures were made without a cap; XLA writes the flag as a `field: value` line.
+    options.write_text(options.read_text() + "xla_dump_max_hlo_modules: 4\n")
+    finding = _by_check(diagnose(dump))["dump-cap-reached"]
+    assert (finding.severity, finding.count, finding.examples) == ("warning", 4, (options.name,))
+    options.write_text(options.read_text().replace(": 4\n", ": 5\n"))
+    assert "dump-cap-reached" not in _by_check(diagnose(dump))
+
+
+def test_proto_only_dump_is_a_finding_not_an_error(tmp_path):
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    # Synthetic: only the file name matters to this check (no proto fixtures exist); content is opaque bytes.
+    (dump / "module_0000.jit_f.cpu_after_optimizations.hlo.pb").write_bytes(b"\x0a\x05jit_f\x00")
+    health = diagnose(dump)
+    (finding,) = health.findings
+    assert (finding.check, finding.count, health.modules) == ("text-dumps-off", 1, 0)
+
+
+def test_no_dump_is_an_input_error(tmp_path):
+    with pytest.raises(DumpError, match="no XLA dump files"):
+        diagnose(tmp_path)
+    with pytest.raises(DumpError, match="not a directory"):
+        diagnose(tmp_path / "missing")
+
+
+def test_cli_json_and_exit_codes(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(app, ["doctor", str(DUMPS / "per_pass_all"), "--format", "json"])
+    assert result.exit_code == 0
+    document = json.loads(result.stdout)
+    assert (document["modules"], document["findings"][0]["check"], document["findings"][0]["count"]) == (
+        1, "per-pass-files", 21)
+    markdown = runner.invoke(app, ["doctor", str(DUMPS / "clean_run"), "--format", "markdown"])
+    assert markdown.exit_code == 0 and "no findings: the dump looks healthy" in markdown.stdout
+    missing = runner.invoke(app, ["doctor", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "nope" in missing.output and "Traceback" not in missing.output
