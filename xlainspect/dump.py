@@ -271,12 +271,9 @@ def first_line(path: Path) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _parse_header_text(line: str) -> Module:
-    from xlainspect.hlo.parser import parse_hlo
+    from xlainspect.hlo.parser import parse_header as parse_header_line
 
-    modules = parse_hlo(line)
-    if not modules or not modules[0].has_header:
-        raise HloParseError("expected an `HloModule <name>, ...` header on the first line", line=1, source_line=line)
-    return modules[0]
+    return parse_header_line(line)
 
 
 def parse_header(line: str, path: str | None = None) -> Module:

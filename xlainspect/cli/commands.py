@@ -4,3 +4,5 @@ from xlainspect.cli import parse_cmd  # noqa: F401
 from xlainspect.cli import layout_cmds  # noqa: F401
 from xlainspect.cli import graph_cmds  # noqa: F401
 from xlainspect.cli import doctor_cmd  # noqa: F401
+from xlainspect.cli import dump_cmds  # noqa: F401
+from xlainspect.cli import memory_cmd  # noqa: F401

@@ -1,0 +1,303 @@
+"""Why a function was compiled more than once: the variants of one HloModule name, diffed.
+
+Reads the least it can: `HloModule` header lines (entry_computation_layout, input_output_alias)
+for every function compiled more than once, debug_options files, and HLO bodies only where the
+signatures are the same (a static argument, a captured constant, a re-created function object).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from xlainspect.dump import Dump, DumpModule
+from xlainspect.errors import XlaInspectError
+
+CAUSE_KINDS = ("shape", "dtype", "layout", "sharding", "donation", "body", "identical", "flags")
+
+EAGER_OPS = frozenset(
+    "abs acos acosh add all any arange argmax argmin argsort asarray asin asinh atan atan2 atanh broadcast_in_dim "
+    "broadcast_to cbrt ceil clip clamp concatenate conj convert_element_type copy cos cosh cumsum cumprod "
+    "cumulative_sum divide dot dot_general dynamic_slice dynamic_update_slice einsum equal erf exp exp2 expand_dims "
+    "expm1 eye floor full full_like gather greater greater_equal imag integer_pow iota isfinite less less_equal "
+    "log log1p logistic matmul max maximum mean min minimum multiply ne negative not_equal ones ones_like pad "
+    "power prod real reduce_max reduce_min reduce_precision reduce_sum rem reshape rsqrt scatter scatter_add "
+    "select select_n sign sin sinh slice sort split sqrt square squeeze stack stage std subtract sum take tan "
+    "tanh transpose tril triu var where zeros zeros_like "
+    "_argmax _argmin _reduce_max _reduce_min _reduce_sum _reduce_prod _where _mean _var _cumsum _take _multi_slice".split()
+)
+"""jax.numpy / lax functions that eager (un-jitted) code compiles as one-op `jit_<op>` modules
+(`jit_stage` is `jnp.asarray` staging a host array)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """One difference between the compiles of a function; `values` has one entry per compile."""
+
+    kind: str
+    parameter: str | None = None
+    """The entry parameter, by its `op_name` metadata when jax recorded one, else `#<index>`."""
+    index: int | None = None
+    values: tuple = ()
+    dims: tuple[int, ...] = ()
+    """For shape causes: the dimensions (0-based) whose size varies."""
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionCompiles:
+    """The compiles of one function (HloModule name) and what explains them."""
+
+    name: str
+    modules: int
+    module_ids: tuple[int | None, ...]
+    eager: bool
+    causes: tuple[Cause, ...] = ()
+    suggestion: str | None = None
+
+
+def is_eager(name: str) -> bool:
+    """A single-op module compiled by eager jax code (`jit_add`, `jit__reduce_sum`, `jit_convert_element_type`)."""
+    return name.startswith("jit_") and name[4:] in EAGER_OPS
+
+
+def count_recompiles(dump: Dump) -> list[FunctionCompiles]:
+    """Per function, in first-compile order: the number of compiles and, where above one, why."""
+    rows = []
+    for name, modules in dump.functions().items():
+        eager = is_eager(name)
+        causes = _explain(dump, modules) if len(modules) > 1 else ()
+        rows.append(FunctionCompiles(name, len(modules), tuple(m.module_id for m in modules), eager, causes,
+                                     _suggest(name, causes, eager, len(modules))))
+    return rows
+
+
+def _explain(dump: Dump, modules: list[DumpModule]) -> tuple[Cause, ...]:
+    headers = {}
+    for module in modules:
+        try:
+            headers[module] = module.header()
+        except XlaInspectError as error:
+            dump.skip(module.hlo_file().path, error)
+    variants = [m for m in modules if m in headers]
+    if len(variants) < 2:
+        return ()
+    signatures = {m: _signature(headers[m]) for m in variants}
+    causes = _signature_causes(variants, headers, signatures)
+    if causes:
+        causes = _name_parameters(dump, variants[0], causes)
+    causes += _flag_causes(variants)
+    groups: dict[tuple, list[DumpModule]] = {}
+    for module in variants:
+        groups.setdefault(signatures[module], []).append(module)
+    for group in groups.values():
+        if len(group) > 1:
+            causes += _body_causes(dump, group)
+    return tuple(causes)
+
+
+def _signature(header) -> tuple:
+    """What decides a cache hit as the header shows it: parameter shapes with layouts, and donation."""
+    return (tuple(str(s) for s in header.parameter_shapes), header.attributes.get("input_output_alias", ""))
+
+
+def _signature_causes(variants, headers, signatures) -> list[Cause]:
+    shapes = [headers[m].parameter_shapes for m in variants]
+    if len({len(s) for s in shapes}) > 1:
+        return [Cause("shape", "(parameter count)", None, tuple(len(s) for s in shapes),
+                      detail="the number of parameters differs (a different pytree of arguments)")]
+    causes = []
+    for index in range(len(shapes[0])):
+        cause = _parameter_cause(index, [s[index] for s in shapes])
+        if cause is not None:
+            causes.append(cause)
+    if len({signatures[m][1] for m in variants}) > 1:
+        causes += _donation_causes([headers[m] for m in variants])
+    return causes
+
+
+def _parameter_cause(index: int, shapes: list) -> Cause | None:
+    """The first way in which parameter `index` differs between compiles: dtype, dims, then layout."""
+    parameter = f"#{index}"
+    if len({s.dtype for s in shapes}) > 1:
+        return Cause("dtype", parameter, index, tuple(s.dtype for s in shapes))
+    if len({s.dims for s in shapes}) > 1:
+        if len({s.rank for s in shapes}) > 1:
+            return Cause("shape", parameter, index, tuple(s.dims for s in shapes), detail="the rank differs")
+        varying = tuple(d for d in range(shapes[0].rank) if len({s.dims[d] for s in shapes}) > 1)
+        if len(varying) == 1:
+            values = tuple(s.dims[varying[0]] for s in shapes)
+        else:
+            values = tuple(tuple(s.dims[d] for d in varying) for s in shapes)
+        return Cause("shape", parameter, index, values, varying)
+    if len({str(s.layout) for s in shapes}) > 1:
+        values = tuple(str(s).split(s.dtype, 1)[-1] if s.is_array else str(s) for s in shapes)
+        spaces = {s.layout.memory_space if s.layout else 0 for s in shapes}
+        return Cause("layout", parameter, index, values, detail="memory space differs" if len(spaces) > 1 else "")
+    return None
+
+
+def _donation_causes(headers) -> list[Cause]:
+    donated = [{a.parameter for a in h.input_output_alias} for h in headers]
+    causes = []
+    for index in sorted(set().union(*donated) - set.intersection(*donated)):
+        causes.append(Cause("donation", f"#{index}", index, tuple(index in d for d in donated),
+                            detail="donated (input_output_alias) in some compiles only"))
+    return causes
+
+
+def _name_parameters(dump: Dump, module: DumpModule, causes: list[Cause]) -> list[Cause]:
+    """Replace `#i` by the parameter's `op_name` (jax records the argument path there), when the body parses."""
+    try:
+        parameters = {p.parameter_number: p.op_name for p in module.module().entry.parameters}
+    except XlaInspectError as error:
+        dump.skip(module.hlo_file().path, error)
+        return causes
+    return [_renamed(c, parameters.get(c.index)) for c in causes]
+
+
+def _renamed(cause: Cause, op_name: str | None) -> Cause:
+    if cause.index is None or not op_name:
+        return cause
+    return Cause(cause.kind, op_name, cause.index, cause.values, cause.dims, cause.detail)
+
+
+def _flag_causes(variants: list[DumpModule]) -> list[Cause]:
+    """Compiler flags (the non-default debug options XLA writes next to every module) that differ."""
+    options = [_debug_options(m) for m in variants]
+    if any(o is None for o in options) or len({frozenset(o.items()) for o in options}) == 1:
+        return []
+    keys = sorted({k for o in options for k, v in o.items() if any(other.get(k) != v for other in options)})
+    return [Cause("flags", None, None, tuple(tuple(f"{k}={o.get(k, '(default)')}" for k in keys) for o in options),
+                  detail="debug_options differ: " + ", ".join(keys))]
+
+
+def _debug_options(module: DumpModule) -> dict[str, str] | None:
+    dump_file = module.file("debug_options", stage=None)
+    if dump_file is None:
+        return None
+    try:
+        text = dump_file.path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    pairs = (line.partition(":") for line in text.splitlines() if ":" in line)
+    return {k.strip(): v.strip() for k, _, v in pairs if not k.strip().startswith("xla_dump_")}
+
+
+def _body_causes(dump: Dump, group: list[DumpModule]) -> list[Cause]:
+    """Same signature compiled again: a byte-identical module (the jitted function object was re-created)
+    or a different body (a static argument or captured Python value baked in as constants)."""
+    texts = []
+    for module in group:
+        try:
+            texts.append(module.hlo_file().path.read_bytes())
+        except OSError:
+            return []
+    ids = tuple(m.module_id for m in group)
+    if len(set(texts)) == 1:
+        return [Cause("identical", None, None, ids, detail="byte-identical modules: the function object was re-created, "
+                      "so jax's cache missed")]
+    bodies = []
+    for module in group:
+        try:
+            bodies.append(_instruction_lines(module.module("before") if module.file("hlo", "before") else module.module()))
+        except XlaInspectError as error:
+            dump.skip(module.hlo_file().path, error)
+            return []
+    common = bodies[0].copy()
+    for body in bodies[1:]:
+        common &= body
+    differing = [sorted((body - common).elements()) for body in bodies]
+    if not any(differing):
+        return [Cause("identical", None, None, ids, detail="same instructions, only metadata differs: the function "
+                      "object was re-created, so jax's cache missed")]
+    constants = [tuple(line for line in lines if " constant(" in line) for lines in differing]
+    if all(constants):
+        return [Cause("body", None, None, tuple(", ".join(c) for c in constants),
+                      detail="same signature, constants differ: a static argument or Python value baked in")]
+    return [Cause("body", None, None, tuple("; ".join(lines[:3]) + (" ..." if len(lines) > 3 else "") for lines in differing),
+                  detail="same signature, different instructions: a static argument or Python value changes the program")]
+
+
+def _instruction_lines(module) -> Counter:
+    """Instructions without names or metadata, so that only what the program computes is compared."""
+    lines: Counter = Counter()
+    for instruction in module.instructions():
+        attributes = ", ".join(f"{k}={v}" for k, v in sorted(instruction.attributes.items())
+                               if k not in ("metadata", "frontend_attributes") and not k.startswith(("calls", "to_apply",
+                                                                                                      "body", "condition")))
+        operands = f"({', '.join(instruction.operands)})" if instruction.opcode in ("constant", "parameter") else ""
+        lines[f"{instruction.shape} {instruction.opcode}{operands}" + (f", {attributes}" if attributes else "")] += 1
+    return lines
+
+
+def _suggest(name: str, causes: tuple[Cause, ...], eager: bool, count: int) -> str | None:
+    if eager and count >= 1:
+        return "eager op-by-op code: put the loop or step inside one jax.jit function"
+    advice = []
+    for kind in dict.fromkeys(c.kind for c in causes):
+        if kind == "shape":
+            advice += [_bucket_advice(c) for c in causes if c.kind == "shape" and c.dims and len(c.dims) == 1][:1]
+            advice += ["keep the argument pytree (number of parameters) the same"] if any(c.index is None for c in causes if c.kind == "shape") else []
+        else:
+            advice.append(_ADVICE[kind])
+    return "; ".join(a for a in advice if a) or None
+
+
+_ADVICE = {
+    "dtype": "cast the inputs to one dtype before the call",
+    "layout": "pass inputs with one layout and memory space (the same device_put / memory kind every call)",
+    "sharding": "give the inputs the same sharding every call (device_put with one NamedSharding)",
+    "donation": "donate the same arguments on every call (donate_argnums)",
+    "body": "a static argument or captured Python value changes the program: make it a traced argument, or keep "
+            "its values few",
+    "identical": "the jitted function is re-created (e.g. jax.jit(lambda ...) in a loop): create it once and reuse it",
+    "flags": "compiler flags (XLA_FLAGS / compiler options) changed between compiles",
+}
+
+
+def _bucket_advice(cause: Cause) -> str:
+    """Padding buckets computed from the sizes seen: powers of two, and multiples of a round step."""
+    sizes = sorted(set(cause.values))
+    powers = sorted({1 << max(0, math.ceil(math.log2(v))) for v in sizes if v > 0})
+    step = next((s for s in (128, 64, 32, 16, 8) if s <= min(sizes) or s < max(sizes) / 2), 8)
+    multiples = sorted({-(-v // step) * step for v in sizes})
+    where = f"{cause.parameter} dim {cause.dims[0]}"
+    return (f"pad {where} (sizes {', '.join(map(str, sizes))}) to buckets: powers of two {powers} -> {len(powers)} "
+            f"compiles, multiples of {step} {multiples} -> {len(multiples)}, or always {max(sizes)} -> 1 compile")
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """The CI gate: compile budgets per function and in total; a baseline's counts are budgets too."""
+
+    max_per_function: int | None = None
+    per_name: tuple[tuple[str, int], ...] = ()
+    max_total: int | None = None
+    ignore_eager: bool = False
+    baseline: tuple[tuple[str, int], ...] = ()
+
+
+def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]:
+    """One message per function (or total) over its budget; empty when everything is within."""
+    per_name, baseline = dict(budget.per_name), dict(budget.baseline)
+    counted = [r for r in rows if not (budget.ignore_eager and r.eager)]
+    messages = []
+    for row in counted:
+        limits = [(f"--max {row.name}", per_name.get(row.name, budget.max_per_function)), ("baseline", baseline.get(row.name))]
+        if row.name not in per_name and budget.max_per_function is not None:
+            limits[0] = ("--max-per-function", budget.max_per_function)
+        over = [(limit, source) for source, limit in limits if limit is not None and row.modules > limit]
+        if over:
+            limit, source = min(over)
+            messages.append(f"{row.name} compiled {row.modules} times, budget {limit} ({source})")
+    total = sum(r.modules for r in counted)
+    if budget.max_total is not None and total > budget.max_total:
+        messages.append(f"{total} compiles in total, budget {budget.max_total} (--max-total)")
+    return messages
+
+
+def baseline_counts(rows: list[FunctionCompiles]) -> dict:
+    """The document `--update-baseline` writes: compile counts per function."""
+    return {"functions": {r.name: r.modules for r in rows}}

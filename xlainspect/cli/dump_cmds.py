@@ -1,0 +1,179 @@
+"""`xlainspect modules DIR`, `xlainspect count-recompiles DIR` (with a CI gate) and `xlainspect capture -- CMD`."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from xlainspect.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, DumpPath, FormatOpt, app, user_errors
+from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stderr_console
+from xlainspect.errors import XlaInspectError
+
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 2 when a file cannot be read or parsed "
+                                         "(default: skip it with a note).")]
+
+
+@app.command()
+def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, strict: StrictOpt = False) -> None:
+    """List the modules (compiles) of a dump: id, function, platform, stages, instruction count, size."""
+    import pandas as pd
+
+    from xlainspect.dump import load_dump
+
+    with user_errors():
+        dump = load_dump(path, strict=strict)
+        rows = [_module_row(dump, m, strict) for m in dump.modules]
+    columns = ["host", "module_id", "function", "platform", "stages", "instructions", "bytes"]
+    frame = pd.DataFrame(rows, columns=columns)
+    if not any(m.host for m in dump.modules):
+        frame = frame.drop(columns=["host"])
+    emit_frame(frame, fmt, title=f"{len(rows)} modules in {path}")
+    _note_skipped(dump, strict)
+
+
+def _module_row(dump, module, strict: bool) -> dict:
+    hlo = module.hlo_file()
+    try:
+        instructions = module.module().instruction_count
+    except XlaInspectError as error:
+        dump.skip(hlo.path, error, strict)
+        instructions = None
+    return {"host": module.host, "module_id": module.module_id, "function": module.name,
+            "platform": module.platform_tag or module.platform, "stages": ", ".join(s.replace("optimizations", "opt") for s in module.stages),
+            "instructions": instructions, "bytes": hlo.path.stat().st_size}
+
+
+def _note_skipped(dump, strict: bool) -> None:
+    """The files left out, on stderr; with --strict they are an input error (exit 2)."""
+    if not dump.skipped:
+        return
+    console = stderr_console()
+    console.print(f"skipped {len(dump.skipped)} file(s):", markup=False, highlight=False)
+    for skipped in dump.skipped:
+        console.print(f"  {skipped.reason}", markup=False, highlight=False)
+    if strict:
+        raise typer.Exit(EXIT_USAGE)
+
+
+@app.command("count-recompiles")
+def count_recompiles_cmd(
+    path: DumpPath,
+    fmt: FormatOpt = OutputFormat.table,
+    max_per_function: Annotated[int | None, typer.Option("--max-per-function", help="Fail (exit 1) when a function "
+                                                         "compiles more often.")] = None,
+    max_named: Annotated[list[str] | None, typer.Option("--max", help="NAME=N: the budget of one function "
+                                                         "(repeatable; overrides --max-per-function).")] = None,
+    max_total: Annotated[int | None, typer.Option("--max-total", help="Fail when all compiles together exceed N.")] = None,
+    ignore_eager: Annotated[bool, typer.Option("--ignore-eager", help="Leave eager single-op modules "
+                                               "(jit_add, ...) out of the gate and the table.")] = False,
+    baseline: Annotated[Path | None, typer.Option("--baseline", help="JSON of per-function compile counts; "
+                                                  "fail when a function compiles more often than there.")] = None,
+    update_baseline: Annotated[bool, typer.Option("--update-baseline", help="Write the counts to --baseline "
+                                                  "instead of checking them.")] = False,
+    strict: StrictOpt = False,
+) -> None:
+    """Count compiles per function and explain every recompile (shape, dtype, layout, sharding, donation,
+    body, identical module, flags); with budgets it is a CI gate (exit 1 naming each function over it)."""
+    from xlainspect.analysis.recompiles import Budget, baseline_counts, budget_violations, count_recompiles
+    from xlainspect.dump import load_dump
+
+    with user_errors():
+        budget = Budget(max_per_function, _named_budgets(max_named or []), max_total, ignore_eager,
+                        () if update_baseline else _read_baseline(baseline))
+        if update_baseline and baseline is None:
+            raise XlaInspectError("--update-baseline needs --baseline FILE")
+        dump = load_dump(path, strict=strict)
+        rows = count_recompiles(dump)
+    shown = [r for r in rows if not (ignore_eager and r.eager)]
+    violations = budget_violations(rows, budget)
+    if update_baseline:
+        baseline.write_text(json.dumps(baseline_counts(shown), indent=2) + "\n", encoding="utf-8")
+        stderr_console().print(f"wrote {baseline}", markup=False, highlight=False)
+    _emit(shown, dump, violations, fmt)
+    _note_skipped(dump, strict)
+    if violations:
+        for message in violations:
+            stderr_console().print(f"over budget: {message}", markup=False, highlight=False)
+        raise typer.Exit(EXIT_GATE_FAILED)
+
+
+def _named_budgets(items: list[str]) -> tuple[tuple[str, int], ...]:
+    budgets = []
+    for item in items:
+        name, _, count = item.rpartition("=")
+        if not name or not count.isdigit():
+            raise XlaInspectError(f"--max {item}: expected NAME=N, e.g. --max jit_train_step=1")
+        budgets.append((name, int(count)))
+    return tuple(budgets)
+
+
+def _read_baseline(path: Path | None) -> tuple[tuple[str, int], ...]:
+    if path is None:
+        return ()
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return tuple((str(k), int(v)) for k, v in document["functions"].items())
+    except FileNotFoundError:
+        raise XlaInspectError(f"{path}: no such baseline file (create it with --update-baseline)") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise XlaInspectError(f"{path}: not a baseline file ({{\"functions\": {{name: count}}}}): {error}") from None
+
+
+def _emit(rows, dump, violations: list[str], fmt: OutputFormat) -> None:
+    import dataclasses
+
+    if fmt is OutputFormat.json:
+        emit_json({"total_modules": sum(r.modules for r in rows),
+                   "functions": [dataclasses.asdict(r) for r in rows],
+                   "violations": violations,
+                   "skipped": [{"path": str(s.path), "reason": s.reason} for s in dump.skipped]})
+        return
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        [{"function": r.name, "compiles": r.modules, "eager": r.eager,
+          "why": "; ".join(_describe(c) for c in r.causes), "suggestion": r.suggestion or ""} for r in rows],
+        columns=["function", "compiles", "eager", "why", "suggestion"],
+    )
+    recompiled = sum(1 for r in rows if r.modules > 1)
+    emit_frame(frame, fmt, title=f"{sum(r.modules for r in rows)} compiles of {len(rows)} functions, "
+                                 f"{recompiled} compiled more than once")
+
+
+def _describe(cause) -> str:
+    """`shape x dim 0: 100 -> 5` style text for one cause."""
+    values = " -> ".join(map(str, cause.values))
+    if cause.kind == "shape" and cause.dims:
+        return f"shape {cause.parameter} dim {','.join(map(str, cause.dims))}: {values}"
+    if cause.kind in ("shape", "dtype", "layout", "sharding", "donation"):
+        return f"{cause.kind} {cause.parameter}: {values}" + (f" ({cause.detail})" if cause.detail else "")
+    if cause.kind == "identical":
+        return f"identical modules {values}: function re-created"
+    return f"{cause.kind}: {values}" if cause.kind == "body" else f"{cause.kind}: {cause.detail}"
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def capture(
+    command: Annotated[list[str], typer.Argument(help="The program to run, after `--`.", show_default=False)],
+    dump_dir: Annotated[Path | None, typer.Option("--dump-dir", help="Where XLA writes the dump "
+                                                  "(default: a temporary directory).")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Run a program with XLA_FLAGS extended by --xla_dump_to, then print its count-recompiles report.
+    The program's own non-zero exit status is passed on."""
+    from xlainspect.capture import run_with_dump
+
+    with tempfile.TemporaryDirectory(prefix="xlainspect-dump-") as scratch, user_errors():
+        target = dump_dir or Path(scratch)
+        status = run_with_dump(command, target)
+        try:
+            count_recompiles_cmd(target, fmt=fmt, max_per_function=None, max_named=None, max_total=None,
+                                 ignore_eager=False, baseline=None, update_baseline=False, strict=False)
+        except typer.Exit as done:
+            status = status or done.exit_code
+    if status:
+        raise typer.Exit(status)
