@@ -1,0 +1,86 @@
+"""`memory --html FILE`: one self-contained page, the memory-over-time curve of each module as inline SVG.
+
+No server, no external URL: the page is plain HTML with inline CSS, SVG and a few lines of inline JS
+(hover shows the program point, its instruction and the live bytes), so it opens offline. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from xlainspect.analysis.memory import ModuleMemory
+
+_WIDTH, _HEIGHT, _PAD = 900, 260, 50
+
+_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+section{margin-bottom:2.5em}svg{background:#fafafa;border:1px solid #ddd}
+.curve{fill:none;stroke:#1f6feb;stroke-width:1.5}.peak{fill:#d1242f}
+.axis{stroke:#888}.label{font-size:11px;fill:#555}#tip{font-family:monospace;min-height:1.3em}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}
+td.l,th.l{text-align:left}"""
+
+_SCRIPT = """document.querySelectorAll('svg[data-curve]').forEach(function(svg){
+  var d=JSON.parse(svg.dataset.curve),tip=svg.parentNode.querySelector('.tip');
+  svg.addEventListener('mousemove',function(e){
+    var r=svg.getBoundingClientRect(),x=(e.clientX-r.left)*svg.viewBox.baseVal.width/r.width;
+    var t=Math.round((x-d.pad)/d.step);if(t<0||t>=d.bytes.length)return;
+    tip.textContent='point '+t+': '+(d.seq[t]||'(end of program)')+' - '+d.bytes[t].toLocaleString()+' bytes live';});
+});"""
+
+
+def write_memory_html(modules: list[ModuleMemory], path: str | Path) -> None:
+    """Write the page for `modules` (those without live ranges get their totals only)."""
+    body = "\n".join(_section(m) for m in modules)
+    page = (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect memory</title>"
+            f"<style>{_STYLE}</style></head><body><h1>Memory over time</h1>\n{body}\n"
+            f"<script>{_SCRIPT}</script></body></html>\n")
+    Path(path).write_text(page, encoding="utf-8")
+
+
+def _section(memory: ModuleMemory) -> str:
+    title = html.escape(f"{memory.module} ({memory.function})")
+    summary = (f"<p>allocations {memory.total_bytes:,} bytes (XLA: {_or_dash(memory.reported_total_bytes)}); "
+               f"peak {_or_dash(memory.peak_bytes)} bytes at point {_or_dash(memory.peak_time)} "
+               f"{html.escape(memory.peak_instruction or '')}</p>")
+    chart = _chart(memory) if memory.curve else "<p>No live ranges in this dump (no *-live-range.txt).</p>"
+    return f"<section><h2>{title}</h2>{summary}{chart}{_top_table(memory)}</section>"
+
+
+def _chart(memory: ModuleMemory) -> str:
+    curve = memory.curve
+    top = max(curve) or 1
+    step = (_WIDTH - 2 * _PAD) / max(len(curve) - 1, 1)
+    points = " ".join(f"{_PAD + t * step:.1f},{_y(b, top):.1f}" for t, b in enumerate(curve))
+    data = json.dumps({"bytes": list(curve), "seq": list(memory.sequence), "pad": _PAD, "step": step})
+    peak = memory.peak_time or 0
+    return (f"<svg viewBox='0 0 {_WIDTH} {_HEIGHT}' width='{_WIDTH}' height='{_HEIGHT}' data-curve='{html.escape(data)}'>"
+            f"<line class='axis' x1='{_PAD}' y1='{_HEIGHT - _PAD}' x2='{_WIDTH - _PAD}' y2='{_HEIGHT - _PAD}'/>"
+            f"<line class='axis' x1='{_PAD}' y1='{_PAD / 2}' x2='{_PAD}' y2='{_HEIGHT - _PAD}'/>"
+            f"<text class='label' x='2' y='{_y(top, top) + 4:.1f}'>{top:,}</text>"
+            f"<text class='label' x='{_PAD}' y='{_HEIGHT - _PAD + 16}'>0</text>"
+            f"<text class='label' x='{_WIDTH - _PAD}' y='{_HEIGHT - _PAD + 16}'>{len(curve) - 1}</text>"
+            f"<text class='label' x='{_WIDTH / 2}' y='{_HEIGHT - 8}'>program point (live bytes, memory space 0)</text>"
+            f"<polyline class='curve' points='{points}'/>"
+            f"<circle class='peak' cx='{_PAD + peak * step:.1f}' cy='{_y(curve[peak], top):.1f}' r='4'/></svg>"
+            f"<div class='tip'>hover the curve</div>")
+
+
+def _y(value: int, top: int) -> float:
+    return _HEIGHT - _PAD - value / top * (_HEIGHT - 1.5 * _PAD)
+
+
+def _top_table(memory: ModuleMemory) -> str:
+    if not memory.top:
+        return ""
+    head = "<tr><th class='l'>buffer</th><th class='l'>shape</th><th>bytes</th><th>logical</th><th class='l'>kind</th><th class='l'>op_name</th></tr>"
+    rows = "".join(
+        f"<tr><td class='l'>{html.escape(b.name)}</td><td class='l'>{html.escape(b.shape)}</td><td>{b.bytes:,}</td>"
+        f"<td>{b.logical_bytes:,}</td><td class='l'>{b.kind}</td><td class='l'>{html.escape(b.op_name or '')}</td></tr>"
+        for b in memory.top)
+    return f"<h3>Live at the peak</h3><table>{head}{rows}</table>"
+
+
+def _or_dash(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
