@@ -32,6 +32,9 @@ def test_cpu_after_optimizations_module():
     assert {"parameter", "fusion", "tuple"} <= opcodes
     fusion = next(i for i in module.instructions() if i.opcode == "fusion")
     assert fusion.called_computations[0] in module.computations_by_name
+    assert fusion.metadata.source is None and fusion.metadata.stack_frame_id  # jax 0.10.2: frames only
+    file, line = module.source_of(fusion).rsplit(":", 1)
+    assert file == "fixtures/generate.py" and int(line) > 0
 
 
 def test_long_text_instruction_fields():

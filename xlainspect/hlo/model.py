@@ -135,6 +135,17 @@ class Module:
         for computation in self.computations:
             yield from computation.instructions
 
+    def source_of(self, instruction: Instruction) -> str | None:
+        """`file:line` of an instruction: inline metadata, else its innermost stack frame.
+
+        Newer jax prints only `stack_frame_id=N` and the module's StackFrames table holds the place.
+        """
+        metadata = instruction.metadata
+        if metadata.source or metadata.stack_frame_id is None:
+            return metadata.source
+        frame = self.stack_frames.get(metadata.stack_frame_id)
+        return f"{frame.file}:{frame.line}" if frame is not None else None
+
     @property
     def instruction_count(self) -> int:
         return sum(len(c.instructions) for c in self.computations)
