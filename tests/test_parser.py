@@ -30,8 +30,8 @@ def test_cpu_after_optimizations_module():
     assert {f.file for f in module.stack_frames.values()} >= {"fixtures/generate.py"}
     opcodes = {i.opcode for i in module.instructions()}
     assert {"parameter", "fusion", "tuple"} <= opcodes
-    fusion = next(i for i in module.instructions() if i.opcode == "fusion")
-    assert fusion.called_computations[0] in module.computations_by_name
+    fusion = next(i for i in module.instructions() if i.name == "reduce_multiply_fusion")
+    assert fusion.called_computations == ("fused_computation",)
     assert fusion.metadata.source is None and fusion.metadata.stack_frame_id  # jax 0.10.2: frames only
     file, line = module.source_of(fusion).rsplit(":", 1)
     assert file == "fixtures/generate.py" and int(line) > 0
