@@ -1,0 +1,158 @@
+"""CLI error paths end to end: every bad input is one message naming the place, exit 2, no traceback;
+a bad file inside a dump is skipped with a note while the good modules are analysed (exit 0).
+
+Damaged inputs are real fixture files, truncated, gzip-compressed or overwritten with bytes in tmp_path.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
+from tests.conftest import DUMPS, REPO
+from xlainspect.cli.app import app
+
+RAGGED = DUMPS / "ragged_batch"
+AFTER = "module_0000.jit_train_step.cpu_after_optimizations.txt"
+TRUNCATED_AT = 3000  # bytes: mid-attribute on line 58 of the ragged_batch step (`metadata={op_na`)
+
+
+def _run(*args: str):
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result
+
+
+def _registered(command: str) -> bool:
+    return any(c.name == command or (c.name is None and c.callback.__name__ == command.replace("-", "_"))
+               for c in app.registered_commands)
+
+
+@pytest.fixture
+def truncated(tmp_path):
+    path = tmp_path / AFTER
+    path.write_bytes((RAGGED / AFTER).read_bytes()[:TRUNCATED_AT])
+    return path
+
+
+def _mixed_dump(tmp_path, damage: str):
+    """ragged_batch's train step (2 good modules) plus one eval-step file damaged in one way."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for path in RAGGED.glob("module_000[02].jit_train_step.*"):
+        shutil.copy(path, dump / path.name)
+    source = RAGGED / "module_0004.jit_eval_step.cpu_after_optimizations.txt"
+    bad = dump / source.name
+    if damage == "truncated":
+        bad.write_bytes(source.read_bytes()[:TRUNCATED_AT])
+    elif damage == "binary":
+        bad.write_bytes(b"\x08\x01\x12\x00" + os.urandom(64))
+    elif damage == "not-utf8":
+        bad.write_bytes(source.read_bytes()[:500] + b"\xff\xfe" + source.read_bytes()[500:])
+    elif damage == "empty":
+        bad.write_bytes(b"")
+    return dump, bad
+
+
+def test_missing_path_is_one_line(tmp_path):
+    for command in ("parse", "doctor", "ops"):
+        result = _run(command, tmp_path / "no_such_dump")
+        assert result.exit_code == 2
+        (line,) = result.output.strip().splitlines()
+        assert "no_such_dump" in line and "no such file" in line or "not a directory" in line
+
+
+def test_directory_without_dump_files(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a dump\n")
+    for command in ("doctor", "ops"):
+        result = _run(command, tmp_path)
+        assert result.exit_code == 2
+        (line,) = result.output.strip().splitlines()
+        assert f"no XLA dump files (module_*.txt: *before_optimizations.txt, *after_optimizations.txt) under {tmp_path}" in line
+
+
+def test_truncated_file_given_directly_points_at_line_and_column(truncated):
+    result = _run("parse", truncated)
+    assert result.exit_code == 2
+    where, source, caret = result.output.splitlines()[:3]
+    assert where == f"{truncated}:58:59: unbalanced '{{': no matching '}}' (truncated or nested too deep?)"
+    assert source == "  %bitcast.11 = f32[100]{0} bitcast(%param_2.4), metadata={op_na"
+    assert caret == " " * 58 + "^"
+
+
+def test_binary_and_gzip_files_given_directly(tmp_path):
+    binary = tmp_path / "module_0000.jit_f.cpu_after_optimizations.txt"
+    binary.write_bytes(b"\x08\x01\x12\x00" + os.urandom(64))
+    result = _run("parse", binary)
+    assert result.exit_code == 2
+    assert result.output.strip() == f"{binary}: binary file, not HLO text (a .pb proto dump?)"
+    compressed = tmp_path / (AFTER + ".gz")
+    compressed.write_bytes(gzip.compress((RAGGED / AFTER).read_bytes()))
+    result = _run("parse", compressed, "--format", "csv")
+    assert result.exit_code == 0
+    assert f"{compressed},jit_train_step," in result.output
+
+
+@pytest.mark.parametrize("damage", ["truncated", "binary", "not-utf8", "empty"])
+def test_bad_file_in_a_dump_is_skipped_and_the_rest_analysed(tmp_path, damage):
+    dump, bad = _mixed_dump(tmp_path, damage)
+    result = _run("ops", dump, "--format", "csv")
+    assert result.exit_code == 0
+    assert "module_0000.jit_train_step,parameter," in result.stdout
+    assert "module_0002.jit_train_step,parameter," in result.stdout
+    assert "jit_eval_step" not in result.stdout
+    assert f"skipped {bad}" in result.stderr
+
+
+@pytest.mark.parametrize("damage", ["truncated", "binary"])
+def test_count_recompiles_skips_bad_files_and_strict_fails(tmp_path, damage):
+    if not _registered("count-recompiles"):
+        pytest.skip("count-recompiles not registered yet")
+    dump, bad = _mixed_dump(tmp_path, damage)
+    result = _run("count-recompiles", dump, "--format", "csv")
+    assert result.exit_code == 0
+    assert "jit_train_step" in result.stdout
+    assert re.search(r"skipped 1 file", result.stderr), result.stderr
+    assert bad.name in result.stderr
+    strict = _run("count-recompiles", dump, "--strict")
+    assert strict.exit_code == 2
+    assert bad.name in strict.output
+
+
+def test_symlink_loop_is_one_line(tmp_path):
+    dump, _ = _mixed_dump(tmp_path, "none")
+    (dump / "loop").symlink_to(dump)
+    result = _run("ops", dump)
+    assert result.exit_code == 2
+    assert result.output.strip() == f"{dump / 'loop'}: symbolic link loop"
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any folder")
+def test_unreadable_directory_is_one_line(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        result = _run("doctor", locked)
+    finally:
+        locked.chmod(0o755)
+    assert result.exit_code == 2
+    assert "permission denied" in result.output
+
+
+def test_real_interpreter_prints_no_traceback(truncated, tmp_path):
+    """One run outside the in-process runner: the installed entry point with a real stderr."""
+    result = subprocess.run([sys.executable, "-m", "xlainspect", "parse", str(truncated)], cwd=REPO,
+                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"{truncated}:58:59: ") and "Traceback" not in result.stderr
+    assert result.stdout == ""
