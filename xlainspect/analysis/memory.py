@@ -235,9 +235,18 @@ def value_index(assignment: BufferAssignment) -> dict[tuple[str, tuple[int, ...]
 def logical_bytes(value: BufferValue) -> int:
     """Bytes as XLA's live-range peak counts them: data without padding, 8 per tuple element."""
     if value.shape_text.startswith("("):
-        return TUPLE_POINTER_BYTES * len(value.shape.tuple_shapes)
-    shape = array_shape(value.shape_text)
-    return shape.logical_bytes
+        return TUPLE_POINTER_BYTES * _tuple_arity(value.shape_text)
+    return array_shape(value.shape_text).logical_bytes
+
+
+def _tuple_arity(text: str) -> int:
+    """Top-level elements of a printed tuple shape: commas outside any nested bracket, plus one."""
+    depth, commas = 0, 0
+    for char in text:
+        depth += char in "([{"
+        depth -= char in ")]}"
+        commas += char == "," and depth == 1
+    return commas + 1 if text.strip() not in ("()", "") else 0
 
 
 def logical_curve(live: LiveRanges, assignment: BufferAssignment) -> tuple[int, ...]:
