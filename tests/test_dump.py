@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import DUMPS
 from xlainspect.dump import classify, load_dump, select_modules
-from xlainspect.errors import DumpError
+from xlainspect.errors import DumpError, XlaInspectError
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,7 @@ def test_damaged_files_are_skipped(tmp_path):
     assert sorted(s.path.name for s in dump.skipped) == [
         "module_0002.jit_train_step.cpu_after_optimizations.txt", "module_0004.jit_eval_step.cpu_after_optimizations.txt"]
     assert any("binary" in s.reason for s in dump.skipped)
-    with pytest.raises(DumpError):
+    with pytest.raises(XlaInspectError, match="truncated"):
         select_modules(load_dump(tmp_path / "d"), strict=True)
 
 
