@@ -5,8 +5,9 @@ Rows: every `copy`; every `copy-start`/`copy-done` pair (one row named after the
 and the host-offload custom calls `MoveToHost`/`MoveToDevice`. The source is the operand (its
 shape read from the defining instruction, since long text prints operand names only); the
 destination is the result (`copy-done`'s shape for a pair). `bytes` is the destination's size
-with tile padding (what is written). `layout_only` marks the retiling copies: same dtype, dims and
-memory space, different layout (minor_to_major or tiles).
+with tile padding (what is written). `relayout` marks copies that change the physical layout
+(minor_to_major, tiles or element size) of the same dtype and dims, whatever the memory spaces;
+`layout_only` those among them that stay in one memory space: the retiling copies.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from xlainspect.analysis.ops import instruction_index, module_label, operand_shapes, users
 from xlainspect.hlo.model import Computation, Instruction, Module
-from xlainspect.layout import format_layout, memory_space_name
+from xlainspect.layout import Layout, format_layout, memory_space_name
 from xlainspect.shape import Shape
 
 HOST_OFFLOAD_TARGETS = ("MoveToHost", "MoveToDevice")
@@ -37,6 +38,7 @@ class Copy:
     memory_space_change: str | None
     """`S(0)->S(5) (host memory)` when the copy crosses memory spaces."""
     bytes: int
+    relayout: bool
     layout_only: bool
     producer: str | None
     """`name (opcode)` of the operand's defining instruction."""
@@ -50,8 +52,10 @@ class CopyTotal:
     kind: str
     count: int
     bytes: int
+    relayout: int
+    """How many of them change the physical layout."""
     layout_only: int
-    """How many of them only change the layout."""
+    """How many of them only change the layout (no memory space change)."""
 
 
 def copies(module: Module, platform: str | None = None) -> list[Copy]:
@@ -95,12 +99,14 @@ def _row(module: Module, computation: Computation, instruction: Instruction, kin
     if last is instruction and kind == "async copy" and destination and destination.is_tuple:
         destination = destination.tuple_shapes[0]  # copy-start is (destination, source, context)
     producer = index.get(instruction.operands[0]) if instruction.operands else None
+    relayout = _relayout(source, destination)
     return Copy(
         module=module_label(module), computation=computation.name, name=instruction.name, opcode=instruction.opcode,
         kind=kind, from_shape=str(source) if source else "", to_shape=str(destination) if destination else "",
         from_layout=_layout(source), to_layout=_layout(destination),
         memory_space_change=_memory_space_change(source, destination, platform),
-        bytes=destination.padded_bytes if destination else 0, layout_only=_layout_only(source, destination),
+        bytes=destination.padded_bytes if destination else 0, relayout=relayout,
+        layout_only=relayout and _space(source) == _space(destination),
         producer=f"{producer.name} ({producer.opcode})" if producer else None,
         consumers=tuple(u.name for u in uses.get(last.name, ())), op_name=instruction.op_name,
     )
@@ -121,21 +127,26 @@ def _memory_space_change(source: Shape | None, destination: Shape | None, platfo
     return f"S({before})->S({after}) ({memory_space_name(after, platform)})"
 
 
-def _layout_only(source: Shape | None, destination: Shape | None) -> bool:
-    """Same data in the same memory space, laid out differently: a pure relayout (retiling) copy."""
+def _relayout(source: Shape | None, destination: Shape | None) -> bool:
+    """Same dtype and dims, different physical layout (memory space aside)."""
     if source is None or destination is None or not source.is_array or not destination.is_array:
         return False
-    if (source.dtype, source.dims, _space(source)) != (destination.dtype, destination.dims, _space(destination)):
+    if (source.dtype, source.dims) != (destination.dtype, destination.dims):
         return False
-    return _layout(source) != _layout(destination)
+    return _physical(source.layout) != _physical(destination.layout)
+
+
+def _physical(layout: Layout | None) -> tuple | None:
+    return (layout.minor_to_major, layout.tiles, layout.element_size_in_bits) if layout is not None else None
 
 
 def copy_totals(rows: list[Copy]) -> list[CopyTotal]:
-    """Count, bytes and layout-only count per module and kind."""
+    """Count, bytes, relayout and layout-only counts per module and kind."""
     totals: dict[tuple[str, str], list[int]] = {}
     for row in rows:
-        entry = totals.setdefault((row.module, row.kind), [0, 0, 0])
+        entry = totals.setdefault((row.module, row.kind), [0, 0, 0, 0])
         entry[0] += 1
         entry[1] += row.bytes
-        entry[2] += row.layout_only
+        entry[2] += row.relayout
+        entry[3] += row.layout_only
     return [CopyTotal(module, kind, *values) for (module, kind), values in totals.items()]

@@ -45,7 +45,8 @@ def _modules(paths: list[Path], function: str | None, module_re: str | None, sta
 TABLE_COLUMNS = {
     "fusions": ["module", "name", "kind", "backend_kind", "root", "ops", "output_shape", "output_bytes",
                 "operand_bytes", "custom_call_targets", "op_name"],
-    "copies": ["module", "name", "kind", "from_layout", "to_layout", "memory_space_change", "bytes", "layout_only",
+    "copies": ["module", "name", "kind", "from_layout", "to_layout", "memory_space_change", "bytes", "relayout",
+               "layout_only",
                "producer", "consumers", "op_name"],
     "collectives": ["module", "name", "kind", "is_async", "dtype", "payload_bytes", "num_groups", "group_size",
                     "bytes_per_device", "channel_id", "is_spmd_generated", "executions", "bytes_per_step", "op_name"],

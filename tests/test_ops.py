@@ -1,0 +1,30 @@
+"""Opcode histograms per module and per function."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from conftest import DUMPS
+from xlainspect.analysis.ops import function_histogram, module_label, opcode_histogram
+from xlainspect.dump import load_dump, select_modules
+from xlainspect.io import read_text
+
+
+def test_histogram_counts_every_instruction_and_splits_fused():
+    (module,) = select_modules(load_dump(DUMPS / "collectives_cpu"), function="jit_ring_body")
+    rows = {r.opcode: r for r in opcode_histogram(module)}
+    assert sum(r.count for r in rows.values()) == module.instruction_count
+    assert (rows["copy"].count, rows["copy"].unfused, rows["copy"].fused) == (2, 2, 0)
+    assert rows["fusion"].count == read_text(module.path).count(" fusion(")
+    assert rows["multiply"].fused == 1
+    assert {r.module for r in rows.values()} == {"module_0002.jit_ring_body"}
+
+
+def test_function_histogram_folds_variants():
+    modules = select_modules(load_dump(DUMPS / "tpu_v5e"), function="jit_layouts")
+    assert len(modules) == 12
+    rows = {r.opcode: r for r in function_histogram(modules)}
+    copies = [Counter(i.opcode for i in m.instructions())["copy"] for m in modules]
+    assert (rows["copy"].variants, rows["copy"].total) == (12, sum(copies))
+    assert (rows["copy"].min_per_variant, rows["copy"].max_per_variant) == (min(copies), max(copies))
+    assert {module_label(m) for m in modules} >= {"module_0000.jit_layouts", "module_0206.jit_layouts"}
