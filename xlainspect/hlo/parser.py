@@ -81,8 +81,10 @@ class _ModelBuilder(Transformer):
         return (_strip(name).rstrip(":"), shape)
 
     def instruction(self, *items):
-        """`DEFINES shape opcode...` (coarse) or `[ROOT] NAME = shape opcode...` (fine-grained)."""
+        """`INSTRUCTION` (one coarse token), `DEFINES shape opcode...` or `[ROOT] NAME = shape opcode...`."""
         first = items[0]
+        if first is not None and first.type == "INSTRUCTION":
+            return _coarse_instruction(first, items[1:])
         if first is not None and first.type == "DEFINES":
             is_root, name, line = _defines(first)
             shape, *rest = items[1:]
@@ -129,10 +131,10 @@ class _ModelBuilder(Transformer):
         return str(value)
 
     def shape(self, token: Token) -> Shape:
-        try:
-            return array_shape(str(token))
-        except HloParseError as error:
-            raise _TokenError(token, error.column - 1, error.message) from None
+        return _shape_in(token, 0, str(token))
+
+    def coarse_tuple_shape(self, token: Token) -> Shape:
+        return _shape_in(token, 0, str(token))
 
     def tuple_shape(self, *elements) -> Shape:
         return tuple_shape(tuple(e for e in elements if e is not None))
@@ -152,15 +154,83 @@ class _ModelBuilder(Transformer):
 
 
 _DEFINES = re.compile(r"\s*(ROOT\s+)?%?([^\s=]+)")
-#: One operand inside an OPCALL token: an optional `/*index=N*/` and array shape, then the name or
-#: integer (group 1). Scanning left to right never starts inside a shape: matches are contiguous.
-_OPCALL_OPERAND = re.compile(r"(?:/\*index=[0-9]+\*/ *)?(?:[a-z][a-z0-9]*\[[^\]\n]*\]\S* +)?%?([A-Za-z0-9_.\-]+)")
 
 
 def _defines(token: Token) -> tuple[bool, str, int]:
-    """(is_root, name, line) of a DEFINES token; its leading blank lines do not count."""
+    """(is_root, name, line) of a DEFINES or INSTRUCTION token; its leading blank lines do not count."""
     match = _DEFINES.match(token)
     return match.group(1) is not None, match.group(2), token.line + token.count("\n", 0, match.start(2))
+
+
+@functools.cache
+def _instruction_splitters() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    """Regexes that split INSTRUCTION and OPCALL tokens, built from the grammar's own terminals.
+
+    The head regex is the INSTRUCTION terminal without its ATTRIBUTE* tail, in groups; it makes the
+    same choices the lexer made, and the tail is then a contiguous run of ATTRIBUTE matches. The
+    operand regex finds each operand's name or integer (group 1) in an OPCALL's parentheses:
+    scanning left to right, each match starts where an operand starts, never inside a shape.
+    """
+    def terminal(name: str) -> str:
+        return _lark().get_terminal(name).pattern.to_regexp()
+
+    shape = f"(?:{terminal('ARRAY_SHAPE')}|{terminal('TUPLE_SHAPE')})"
+    head = re.compile(f"(?:{terminal('DEFINES')})(?:({shape}) *)?({terminal('OPCALL')})")
+    operand = re.compile(rf"(?:/\*index=[0-9]+\*/ *)?(?:{shape} +)?%?([A-Za-z0-9_.\-]+)")
+    return head, re.compile(terminal("ATTRIBUTE")), operand
+
+
+def _coarse_instruction(token: Token, extra_attributes) -> Instruction:
+    head, attribute, _ = _instruction_splitters()
+    match = head.match(token)
+    is_root, name, line = _defines(token)
+    shape = _shape_in(token, match.start(1), match.group(1)) if match.group(1) else None
+    opcode, operands = _opcall(match.group(2))
+    attributes = attribute.findall(token, match.end())
+    if extra_attributes:
+        attributes.extend(extra_attributes)
+    return Instruction(
+        name=name, opcode=opcode, shape=shape, operands=operands,
+        attributes=_attribute_dict(attributes), is_root=is_root, line=line,
+    )
+
+
+def _shape_in(token: Token, offset: int, text: str) -> Shape:
+    """Decode the shape `text` found at `offset` in `token`; errors point into the token."""
+    try:
+        return decode_tuple_shape(text) if text.startswith("(") else array_shape(text)
+    except HloParseError as error:
+        raise _TokenError(token, offset + error.column - 1, error.message) from None
+
+
+@functools.lru_cache(maxsize=16384)
+def decode_tuple_shape(text: str) -> Shape:
+    """Decode a TUPLE_SHAPE token, `(f32[], /*index=1*/(s32[2]{0}))`; errors point into `text`."""
+    elements = []
+    depth, start = 0, 1
+    for position in range(1, len(text)):
+        char = text[position]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}" and depth:
+            depth -= 1
+        elif depth == 0 and char in ",)":
+            element = text[start:position]
+            if element.strip():
+                elements.append(_tuple_element(text, start, element))
+            start = position + 1
+    return tuple_shape(tuple(elements))
+
+
+def _tuple_element(text: str, offset: int, element: str) -> Shape:
+    body = element.lstrip(" ")
+    if body.startswith("/*"):
+        body = body[body.index("*/") + 2 :].lstrip(" ")
+    at = offset + len(element) - len(body)
+    try:
+        return decode_tuple_shape(body) if body.startswith("(") else array_shape(body)
+    except HloParseError as error:
+        raise error_at(text, at + error.column - 1, error.message) from None
 
 
 def _opcall(token: Token) -> tuple[str, tuple[str, ...]]:
@@ -170,7 +240,7 @@ def _opcall(token: Token) -> tuple[str, tuple[str, ...]]:
     opcode, inner = text[:paren], text[paren + 1 : -1]
     if opcode == "constant":
         return opcode, (inner,)
-    return opcode, tuple(_OPCALL_OPERAND.findall(inner))
+    return opcode, tuple(_instruction_splitters()[2].findall(inner))
 
 
 def _flatten_nested(operand, nested: list[Instruction]) -> str:
