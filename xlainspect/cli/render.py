@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import functools
 import json
+import os
 import sys
 
 import pandas as pd
@@ -25,14 +26,19 @@ class OutputFormat(str, enum.Enum):
     markdown = "markdown"
 
 
+def _color_system() -> str | None:
+    """NO_COLOR (no-color.org) means no escape codes at all; rich alone would still print bold and italic."""
+    return None if os.environ.get("NO_COLOR") else "auto"
+
+
 @functools.cache
 def stdout_console() -> Console:
-    return Console(soft_wrap=False)
+    return Console(soft_wrap=False, color_system=_color_system())
 
 
 @functools.cache
 def stderr_console() -> Console:
-    return Console(stderr=True, soft_wrap=True)
+    return Console(stderr=True, soft_wrap=True, color_system=_color_system())
 
 
 def emit_json(document: object) -> None:
@@ -54,8 +60,10 @@ def emit_frame(frame: pd.DataFrame, fmt: OutputFormat, title: str | None = None)
 
 def rich_table(frame: pd.DataFrame, title: str | None = None) -> Table:
     table = Table(title=title, title_justify="left", show_lines=False)
-    for column in frame.columns:
-        table.add_column(str(column), justify="right" if is_numeric_dtype(frame[column]) else "left", overflow="fold")
+    for index, column in enumerate(frame.columns):
+        # The first column names the row (function, module): keep it whole on narrow terminals.
+        table.add_column(str(column), justify="right" if is_numeric_dtype(frame[column]) else "left", overflow="fold",
+                         no_wrap=index == 0)
     for row in frame.itertuples(index=False):
         table.add_row(*(Text(_cell(v)) for v in row))  # Text(): HLO must never be read as rich markup
     return table
