@@ -48,7 +48,7 @@ def layout(
         return
     console = stdout_console()
     for array in arrays:
-        console.print(_describe(array), markup=False, highlight=False)
+        console.print(_describe(array), markup=False, highlight=False, soft_wrap=True)
 
 
 def _describe(a) -> str:
