@@ -100,3 +100,13 @@ def test_baseline_round_trip(tmp_path):
     assert json.loads(baseline.read_text()) == {"functions": {"jit_train_step": 1}}
     worse = runner.invoke(app, ["count-recompiles", str(DUMPS / "ragged_batch"), "--baseline", str(baseline)])
     assert worse.exit_code == 1 and "budget 1 (baseline)" in worse.stderr
+
+
+def test_sharding_change_across_two_dumps():
+    """Two runs (directories) of jit_forward: x replicated vs sharded on the batch dim; per-device shapes
+    differ after optimization but the global shapes agree, so the cause is the sharding."""
+    dump = load_dump([DUMPS / "diff_sharding_a", DUMPS / "diff_sharding_b"])
+    assert [m.host for m in dump.modules] == ["diff_sharding_a", "diff_sharding_b"]
+    (row,) = count_recompiles(dump)
+    assert [(c.kind, c.parameter, c.values) for c in row.causes] == [
+        ("sharding", "x", ("{replicated}", "{devices=[8,1]<=[8]}"))]

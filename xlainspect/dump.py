@@ -311,9 +311,11 @@ def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
     paths = [Path(p) for p in path] if isinstance(path, (list, tuple)) else [Path(path)]
     files: list[DumpFile] = []
     loose: list[Path] = []
+    directories = [p for p in paths if p.is_dir()]
+    scan_root = Path(os.path.commonpath([d.absolute() for d in directories])) if len(directories) > 1 else None
     for one in paths:
-        if one.is_dir():
-            files += _scan(one, one, set())
+        if one.is_dir():  # several directories: each one's path (from their common parent) is its host
+            files += _scan(scan_root or one, one.absolute() if scan_root else one, set())
         elif one.exists():
             dump_file = classify(one)
             if dump_file is None or dump_file.kind != "hlo":

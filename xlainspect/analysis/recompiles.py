@@ -85,6 +85,8 @@ def _explain(dump: Dump, modules: list[DumpModule]) -> tuple[Cause, ...]:
         return ()
     signatures = {m: _signature(headers[m]) for m in variants}
     causes = _signature_causes(variants, headers, signatures)
+    if any(c.kind == "shape" for c in causes):
+        causes = _sharded_shapes(dump, variants, causes)
     if causes:
         causes = _name_parameters(dump, variants[0], causes)
     causes += _flag_causes(variants)
@@ -136,6 +138,17 @@ def _parameter_cause(index: int, shapes: list) -> Cause | None:
         spaces = {s.layout.memory_space if s.layout else 0 for s in shapes}
         return Cause("layout", parameter, index, values, detail="memory space differs" if len(spaces) > 1 else "")
     return None
+
+
+def _sharded_shapes(dump: Dump, variants: list[DumpModule], causes: list[Cause]) -> list[Cause]:
+    """Per-device shapes that differ while the global (before_optimizations) shapes agree: a sharding change."""
+    try:
+        if len({tuple(s.dims for s in m.header("before").parameter_shapes) for m in variants}) > 1:
+            return causes
+        sharded = _sharding_causes([m.module("before") for m in variants])
+    except XlaInspectError:
+        return causes
+    return [c for c in causes if c.kind != "shape"] + sharded if sharded else causes
 
 
 def _donation_causes(headers) -> list[Cause]:
@@ -198,13 +211,17 @@ def _body_causes(dump: Dump, group: list[DumpModule]) -> list[Cause]:
     if len(set(texts)) == 1:
         return [Cause("identical", None, None, ids, detail="byte-identical modules: the function object was re-created, "
                       "so jax's cache missed")]
-    bodies = []
+    parsed = []
     for module in group:
         try:
-            bodies.append(_instruction_lines(module.module("before") if module.file("hlo", "before") else module.module()))
+            parsed.append(module.module("before") if module.file("hlo", "before") else module.module())
         except XlaInspectError as error:
             dump.skip(module.hlo_file().path, error)
             return []
+    shardings = _sharding_causes(parsed)
+    if shardings:
+        return shardings
+    bodies = [_instruction_lines(m) for m in parsed]
     common = bodies[0].copy()
     for body in bodies[1:]:
         common &= body
@@ -218,6 +235,18 @@ def _body_causes(dump: Dump, group: list[DumpModule]) -> list[Cause]:
                       detail="same signature, constants differ: a static argument or Python value baked in")]
     return [Cause("body", None, None, tuple("; ".join(lines[:3]) + (" ..." if len(lines) > 3 else "") for lines in differing),
                   detail="same signature, different instructions: a static argument or Python value changes the program")]
+
+
+def _sharding_causes(parsed) -> list[Cause]:
+    """Entry parameters whose `sharding={...}` differs (the per-device shapes may still be equal)."""
+    per_module = [{p.parameter_number: (p.op_name, p.attributes.get("sharding", "")) for p in m.entry.parameters}
+                  for m in parsed]
+    causes = []
+    for index in sorted(per_module[0]):
+        seen = [parameters.get(index, (None, ""))[1] for parameters in per_module]
+        if len(set(seen)) > 1:
+            causes.append(Cause("sharding", per_module[0][index][0] or f"#{index}", index, tuple(seen)))
+    return causes
 
 
 def _instruction_lines(module) -> Counter:
