@@ -1,0 +1,296 @@
+"""What XLA did differently between two dumps: per function, metrics, op histograms and signatures.
+
+Functions are matched by HloModule name. A function compiled several times on one side is
+compared as an aggregate: counts and bytes are summed over its modules, `peak_memory` is the
+largest peak of any of them, and `modules` says how many there are. Every number comes from the
+analyses that own it (ops, fusions, copies, collectives, memory, layouts); the signature diff
+uses count-recompiles' causes on the first module of each side, plus the entry parameters'
+and result's shardings, which the `HloModule` header does not print.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from xlainspect.analysis.collectives import collectives
+from xlainspect.analysis.copies import copies
+from xlainspect.analysis.fusions import fusion_kind_totals, fusions
+from xlainspect.analysis.layouts import LedgerInput, ledger_totals, padding_ledger
+from xlainspect.analysis.memory import module_memory
+from xlainspect.analysis.ops import opcode_histogram
+from xlainspect.analysis.recompiles import _renamed, _signature, _signature_causes
+from xlainspect.dump import Dump, DumpModule
+from xlainspect.errors import XlaInspectError
+from xlainspect.hlo.attributes import unquote
+from xlainspect.hlo.model import Module
+
+METRICS = ("modules", "parameter_bytes", "instructions", "fusions", "custom_calls", "copies", "copy_bytes", "collectives",
+           "collective_bytes", "peak_memory", "padding_waste")
+"""Metric names, in report order; the CI thresholds (`--max-increase`) name these."""
+
+STATUSES = ("changed", "unchanged", "only_a", "only_b")
+
+
+@dataclass(frozen=True, slots=True)
+class MetricDelta:
+    name: str
+    a: int | None
+    """None when the side has no such data (e.g. no buffer assignment for peak_memory)."""
+    b: int | None
+    delta: int | None
+    change: float | None
+    """Relative change in percent; None when either side is unknown or `a` is 0."""
+
+
+@dataclass(frozen=True, slots=True)
+class CountDelta:
+    """One opcode, fusion kind or custom-call target: how many on each side."""
+
+    key: str
+    a: int
+    b: int
+    delta: int
+
+
+@dataclass(frozen=True, slots=True)
+class SignatureChange:
+    kind: str
+    """shape, dtype, layout, donation (count-recompiles' cause kinds), sharding or result."""
+    parameter: str
+    """The entry parameter by its op_name (jax's argument path) or `#<index>`, or `(result)`."""
+    a: str
+    b: str
+    detail: str = ""
+    a_bytes: int | None = None
+    """Logical bytes of the parameter (or result) on each side, when it is one array or tuple."""
+    b_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One function on one side: its aggregate metrics and histograms."""
+
+    name: str
+    metrics: dict[str, int | None]
+    ops: Counter
+    fusion_kinds: Counter
+    custom_call_targets: Counter
+    first: Module | None
+    """The first module that parsed (its signature is the one compared)."""
+
+
+@dataclass(frozen=True)
+class FunctionDiff:
+    name: str
+    status: str
+    metrics: tuple[MetricDelta, ...]
+    ops: tuple[CountDelta, ...]
+    """Opcodes whose count differs."""
+    fusion_kinds: tuple[CountDelta, ...]
+    custom_call_targets: tuple[CountDelta, ...]
+    signature: tuple[SignatureChange, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """`--max-increase metric=value`: an absolute increase, or a relative one in percent."""
+
+    metric: str
+    value: float
+    relative: bool
+
+    def __str__(self) -> str:
+        return f"{self.metric}={self.value:g}{'%' if self.relative else ''}"
+
+
+def diff_dumps(a: Dump, b: Dump) -> list[FunctionDiff]:
+    """Every function of either dump: A's in compile order, then those only in B."""
+    functions_a, functions_b = a.functions(), b.functions()
+    rows = []
+    for name in [*functions_a, *(n for n in functions_b if n not in functions_a)]:
+        left = profile(a, name, functions_a[name]) if name in functions_a else None
+        right = profile(b, name, functions_b[name]) if name in functions_b else None
+        rows.append(diff_profiles(name, left, right))
+    return rows
+
+
+def profile(dump: Dump, name: str, modules: list[DumpModule]) -> Profile:
+    """Aggregate metrics of one function's modules; a module that does not parse is skipped in `dump`."""
+    totals: Counter = Counter()
+    ops: Counter = Counter()
+    kinds: Counter = Counter()
+    targets: Counter = Counter()
+    peaks: list[int] = []
+    first = None
+    for dump_module in modules:
+        try:
+            module = dump_module.module()
+        except XlaInspectError as error:
+            dump.skip(dump_module.hlo_file().path, error)
+            continue
+        if first is None:
+            first = module
+        totals.update(module_metrics(module, dump_module))
+        ops.update({row.opcode: row.count for row in opcode_histogram(module)})
+        kinds.update(_fusion_kinds(module))
+        targets.update(_custom_call_targets(module))
+        peak = peak_memory(dump, dump_module)
+        if peak is not None:
+            peaks.append(peak)
+    metrics: dict[str, int | None] = {m: totals[m] for m in METRICS}
+    metrics["modules"] = len(modules)
+    metrics["peak_memory"] = max(peaks) if peaks else None
+    return Profile(name, metrics, ops, kinds, targets, first)
+
+
+def module_metrics(module: Module, dump_module: DumpModule) -> dict[str, int]:
+    """The summed metrics of one module (everything but `modules` and `peak_memory`)."""
+    copy_rows = copies(module, dump_module.platform)
+    collective_rows = collectives(module)
+    return {
+        "parameter_bytes": sum(s.logical_bytes for s in module.parameter_shapes),
+        "instructions": module.instruction_count,
+        "fusions": len(fusions(module)),
+        "custom_calls": sum(1 for i in module.instructions() if i.opcode == "custom-call"),
+        "copies": len(copy_rows),
+        "copy_bytes": sum(r.bytes for r in copy_rows),
+        "collectives": len(collective_rows),
+        "collective_bytes": sum(r.payload_bytes for r in collective_rows),
+        "padding_waste": padding_waste(module, dump_module),
+    }
+
+
+def _fusion_kinds(module: Module) -> Counter:
+    return Counter({t.kind: t.count for t in fusion_kind_totals(fusions(module))})
+
+
+def _custom_call_targets(module: Module) -> Counter:
+    return Counter(unquote(i.attributes.get("custom_call_target", '""')) for i in module.instructions()
+                   if i.opcode == "custom-call")
+
+
+def peak_memory(dump: Dump, dump_module: DumpModule) -> int | None:
+    """memory's peak over the schedule (memory space 0); None without a buffer assignment and live ranges."""
+    try:
+        memory = module_memory(dump_module, top=0)
+    except XlaInspectError as error:
+        dump.skip(dump_module.file(kind="buffer-assignment").path, error)
+        return None
+    return memory.peak_bytes if memory is not None else None
+
+
+def padding_waste(module: Module, dump_module: DumpModule) -> int:
+    """Bytes lost to tile padding: the padding ledger's total for the module."""
+    rows = padding_ledger([LedgerInput(module, dump_module.name or module.name, dump_module.platform)])
+    return sum(t.wasted_bytes for t in ledger_totals(rows))
+
+
+def diff_profiles(name: str, a: Profile | None, b: Profile | None) -> FunctionDiff:
+    if a is None or b is None:
+        status = "only_b" if a is None else "only_a"
+        return FunctionDiff(name, status, _metric_deltas(a, b), (), (), (), ())
+    metrics = _metric_deltas(a, b)
+    ops = _count_deltas(a.ops, b.ops)
+    kinds = _count_deltas(a.fusion_kinds, b.fusion_kinds)
+    targets = _count_deltas(a.custom_call_targets, b.custom_call_targets)
+    signature = signature_changes(a.first, b.first) if a.first is not None and b.first is not None else ()
+    changed = any(m.delta for m in metrics) or ops or kinds or targets or signature
+    return FunctionDiff(name, "changed" if changed else "unchanged", metrics, ops, kinds, targets, signature)
+
+
+def _metric_deltas(a: Profile | None, b: Profile | None) -> tuple[MetricDelta, ...]:
+    rows = []
+    for name in METRICS:
+        left = a.metrics[name] if a is not None else None
+        right = b.metrics[name] if b is not None else None
+        delta = right - left if left is not None and right is not None else None
+        change = 100.0 * delta / left if delta is not None and left else None
+        rows.append(MetricDelta(name, left, right, delta, change))
+    return tuple(rows)
+
+
+def _count_deltas(a: Counter, b: Counter) -> tuple[CountDelta, ...]:
+    """Keys whose count differs, largest change first."""
+    rows = [CountDelta(key, a[key], b[key], b[key] - a[key]) for key in sorted(set(a) | set(b)) if a[key] != b[key]]
+    return tuple(sorted(rows, key=lambda r: (-abs(r.delta), r.key)))
+
+
+def signature_changes(a: Module, b: Module) -> tuple[SignatureChange, ...]:
+    """Entry parameters (count-recompiles' causes: count, dtype, dims, layout, donation), shardings, result."""
+    causes = _signature_causes(["a", "b"], {"a": a, "b": b}, {"a": _signature(a), "b": _signature(b)})
+    names = {p.parameter_number: p.op_name for p in a.entry.parameters}
+    rows = [_from_cause(_renamed(c, names.get(c.index)), a, b) for c in causes]
+    rows += _sharding_changes(a, b, names)
+    if str(a.result_shape) != str(b.result_shape):
+        rows.append(SignatureChange("result", "(result)", str(a.result_shape), str(b.result_shape),
+                                    a_bytes=a.result_shape.logical_bytes, b_bytes=b.result_shape.logical_bytes))
+    return tuple(rows)
+
+
+def _from_cause(cause, a: Module, b: Module) -> SignatureChange:
+    left, right = (_text(v) for v in cause.values)
+    detail = cause.detail or (f"dim {', '.join(map(str, cause.dims))}" if cause.dims else "")
+    if cause.index is None:
+        return SignatureChange(cause.kind, cause.parameter or "", left, right, detail)
+    return SignatureChange(cause.kind, cause.parameter or "", left, right, detail,
+                           a.parameter_shapes[cause.index].logical_bytes, b.parameter_shapes[cause.index].logical_bytes)
+
+
+def _text(value) -> str:
+    if isinstance(value, tuple):
+        return "[" + ",".join(map(str, value)) + "]"
+    return str(value)
+
+
+def _sharding_changes(a: Module, b: Module, names: dict) -> list[SignatureChange]:
+    """`sharding=` of entry parameters (by number) and of the entry root, which the header leaves out."""
+    left = {p.parameter_number: p.attributes.get("sharding", "") for p in a.entry.parameters}
+    right = {p.parameter_number: p.attributes.get("sharding", "") for p in b.entry.parameters}
+    rows = [SignatureChange("sharding", names.get(n) or f"#{n}", left[n] or "(none)", right[n] or "(none)")
+            for n in sorted(set(left) & set(right)) if left[n] != right[n]]
+    root_a, root_b = (m.entry.root.attributes.get("sharding", "") for m in (a, b))
+    if root_a != root_b:
+        rows.append(SignatureChange("sharding", "(result)", root_a or "(none)", root_b or "(none)"))
+    return rows
+
+
+_THRESHOLD = re.compile(r"^(?P<metric>[\w-]+)=(?P<value>\d+(?:\.\d+)?)(?P<percent>%?)$")
+
+
+def parse_threshold(text: str) -> Threshold:
+    """`peak_memory=5%` (relative) or `collective_bytes=0` (absolute); XlaInspectError names the valid metrics."""
+    match = _THRESHOLD.match(text.strip())
+    if match is None:
+        raise XlaInspectError(f"--max-increase {text!r}: expected METRIC=NUMBER or METRIC=NUMBER% "
+                              f"(e.g. peak_memory=5%, collective_bytes=0)")
+    if match["metric"] not in METRICS:
+        raise XlaInspectError(f"--max-increase {text!r}: unknown metric {match['metric']!r}; "
+                              f"valid metrics: {', '.join(METRICS)}")
+    return Threshold(match["metric"], float(match["value"]), bool(match["percent"]))
+
+
+def regressions(rows: list[FunctionDiff], thresholds: list[Threshold]) -> list[str]:
+    """One message per function and metric whose increase from A to B is over its threshold.
+
+    Functions on one side only have nothing to compare and are never regressions. A relative
+    threshold on a metric that was 0 in A fails on any increase.
+    """
+    messages = []
+    for row in rows:
+        metrics = {m.name: m for m in row.metrics}
+        for threshold in thresholds:
+            metric = metrics[threshold.metric]
+            if metric.delta is None or metric.delta <= 0:
+                continue
+            if threshold.relative:
+                over = metric.a == 0 or 100.0 * metric.delta / metric.a > threshold.value
+                amount = f"+{metric.change:.1f}%" if metric.change is not None else "from 0"
+            else:
+                over = metric.delta > threshold.value
+                amount = f"+{metric.delta:,}"
+            if over:
+                messages.append(f"{row.name}: {metric.name} {metric.a:,} -> {metric.b:,} ({amount}), "
+                                f"over --max-increase {threshold}")
+    return messages
