@@ -159,7 +159,8 @@ def _row(module: Module, computation: Computation, instruction: Instruction, kin
         group_size=group_size, source_target_pairs=len(pairs) if kind == "collective-permute" else None,
         bytes_per_device=sent, channel_id=int(channel) if channel and channel.isdigit() else None,
         use_global_device_ids=global_ids, is_spmd_generated=_is_spmd_generated(channel, instruction.op_name),
-        executions=executions, bytes_per_step=sent * executions if sent is not None and executions is not None else None,
+        executions=executions,
+        bytes_per_step=sent * executions if sent is not None and executions is not None else None,
         op_name=instruction.op_name,
     )
 

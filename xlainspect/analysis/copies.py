@@ -79,7 +79,8 @@ def _kind(module: Module, instruction: Instruction) -> str | None:
         return opcode
     if opcode == "copy-start":
         return "async copy"
-    if opcode == "custom-call" and instruction.attributes.get("custom_call_target", "").strip('"') in HOST_OFFLOAD_TARGETS:
+    target = instruction.attributes.get("custom_call_target", "").strip('"')
+    if opcode == "custom-call" and target in HOST_OFFLOAD_TARGETS:
         return "host offload"
     if opcode == "fusion":
         body = module.computations_by_name.get(next(iter(instruction.called_computations), ""))

@@ -119,5 +119,6 @@ def function_histogram(modules: Iterable[Module]) -> list[FunctionOpCount]:
     for function, counters in per_function.items():
         for opcode in sorted(set().union(*counters)):
             counts = [c[opcode] for c in counters]
-            rows.append(FunctionOpCount(function, opcode, sum(1 for n in counts if n), sum(counts), min(counts), max(counts)))
+            variants = sum(1 for n in counts if n)
+            rows.append(FunctionOpCount(function, opcode, variants, sum(counts), min(counts), max(counts)))
     return rows

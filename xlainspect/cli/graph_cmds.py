@@ -16,7 +16,8 @@ import typer
 from xlainspect.cli.app import FormatOpt, app, user_errors
 from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stderr_console, stdout_console
 
-PathsArg = Annotated[list[Path], typer.Argument(help="A --xla_dump_to directory, or HLO text files.", show_default=False)]
+PathsArg = Annotated[list[Path], typer.Argument(help="A --xla_dump_to directory, or HLO text files.",
+                                                 show_default=False)]
 FunctionOpt = Annotated[str | None, typer.Option("--function", help="Only modules of this function (HloModule name).")]
 ModuleReOpt = Annotated[str | None, typer.Option("--module-re", help="Only modules whose name matches this regex.")]
 
@@ -116,7 +117,8 @@ def fusions(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOp
 @app.command()
 def copies(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = None,
            stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table,
-           layout_only: Annotated[bool, typer.Option("--layout-only", help="Only copies that just change layout.")] = False,
+           layout_only: Annotated[bool, typer.Option("--layout-only", help="Only relayouts within one memory space.")]
+           = False,
            ) -> None:
     """Every copy, async copy, transpose and relayout fusion: layouts, memory spaces, bytes, producer, consumers."""
     from xlainspect.analysis.copies import Copy, CopyTotal, copies, copy_totals
@@ -166,7 +168,8 @@ class GraphFormat(str, enum.Enum):
 def graph(file: Annotated[Path, typer.Argument(help="An HLO text file.", show_default=False)],
           around: Annotated[str, typer.Option("--around", help="Instruction name (computation/name if ambiguous).")],
           depth: Annotated[int, typer.Option("--depth", min=0, help="Edges to follow, operands and users.")] = 2,
-          fmt: Annotated[GraphFormat, typer.Option("--format", "-f", help="dot, mermaid or graphml.")] = GraphFormat.dot,
+          fmt: Annotated[GraphFormat, typer.Option("--format", "-f", help="dot, mermaid or graphml.")]
+          = GraphFormat.dot,
           ) -> None:
     """The data-flow neighbourhood of one instruction, for Graphviz or a Markdown page."""
     import sys
@@ -180,7 +183,8 @@ def graph(file: Annotated[Path, typer.Argument(help="An HLO text file.", show_de
         module = next((m for m in modules if _has(m, around)), modules[0] if modules else None)
         if module is None:
             raise typer.BadParameter(f"{file}: no HLO module")
-        writer = {GraphFormat.dot: hood.to_dot, GraphFormat.mermaid: hood.to_mermaid, GraphFormat.graphml: hood.to_graphml}
+        writer = {GraphFormat.dot: hood.to_dot, GraphFormat.mermaid: hood.to_mermaid,
+                  GraphFormat.graphml: hood.to_graphml}
         sys.stdout.write(writer[fmt](hood.neighbourhood(module, around, depth), hood.find_instruction(module, around)))
 
 
