@@ -6,3 +6,4 @@ from xlainspect.cli import graph_cmds  # noqa: F401
 from xlainspect.cli import doctor_cmd  # noqa: F401
 from xlainspect.cli import dump_cmds  # noqa: F401
 from xlainspect.cli import memory_cmd  # noqa: F401
+from xlainspect.cli import diff_cmd  # noqa: F401
