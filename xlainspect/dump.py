@@ -132,7 +132,7 @@ def classify(path: Path, host: str = "", folder: DumpFile | None = None) -> Dump
     `folder` is the classified per-module folder (`module_0000.jit_f/`) a file such as
     `module.mlir` sits in; such files belong to that folder's module.
     """
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)
     if folder is not None:
         kind = _FOLDER_FILES.get(path.name, "other")
         return DumpFile(path, folder.module_id, folder.module_name, folder.platform, None, kind,
@@ -221,13 +221,12 @@ class DumpModule:
     def module(self, stage: str = "after") -> Module:
         """The parsed HLO module (cached); raises HloParseError or DumpError for a bad file."""
         if stage not in self._parsed:
-            from xlainspect.hlo.parser import parse_hlo
-            from xlainspect.io import read_text
+            from xlainspect.cache import parse_file
 
             dump_file = self.hlo_file(stage)
             if dump_file is None:
                 raise DumpError(f"module {self.label}: no HLO text file at stage {stage!r}")
-            modules = parse_hlo(read_text(dump_file.path), str(dump_file.path))
+            modules = parse_file(dump_file.path)
             if not modules or not modules[0].computations:
                 raise DumpError(f"{dump_file.path}: no computations (empty or truncated HLO file)")
             self._parsed[stage] = modules[0]
@@ -364,6 +363,8 @@ def _scan(root: Path, directory: Path, seen: set[tuple[int, int]]) -> list[DumpF
     except OSError as error:
         raise DumpError(f"{directory}: cannot read ({error.strerror})") from None
     for entry in entries:
+        if not _MODULE_FILE.match(entry.name) and not entry.is_dir(follow_symlinks=True):
+            continue  # not a dump file: no Path object, no classification
         if entry.is_dir():
             folder = classify(Path(entry.path), host)
             if folder is not None and folder.kind == "folder":

@@ -33,7 +33,8 @@ EAGER_OPS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Cause:
-    """One difference between the compiles of a function; `values` has one entry per compile."""
+    """One difference between the compiles of a function. `values` has one entry per distinct signature
+    in compile order (for body causes: per compile of one signature; for identical: the module ids)."""
 
     kind: str
     parameter: str | None = None
@@ -84,11 +85,15 @@ def _explain(dump: Dump, modules: list[DumpModule]) -> tuple[Cause, ...]:
     if len(variants) < 2:
         return ()
     signatures = {m: _signature(headers[m]) for m in variants}
-    causes = _signature_causes(variants, headers, signatures)
+    first_of: dict[tuple, DumpModule] = {}
+    for module in variants:
+        first_of.setdefault(signatures[module], module)
+    distinct = list(first_of.values())  # a storm of 1,000 compiles has a few signatures: diff those
+    causes = _signature_causes(distinct, headers, signatures)
     if any(c.kind == "shape" for c in causes):
-        causes = _sharded_shapes(dump, variants, causes)
+        causes = _sharded_shapes(dump, distinct, causes)
     if causes:
-        causes = _name_parameters(dump, variants[0], causes)
+        causes = _name_parameters(dump, distinct[0], causes)
     causes += _flag_causes(variants)
     groups: dict[tuple, list[DumpModule]] = {}
     for module in variants:
