@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,9 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
 DUMPS = FIXTURES / "dumps"
 CORPUS = Path(os.environ.get("XLAINSPECT_CORPUS", REPO.parent / "shared" / "corpus"))
+
+# The parsed-model cache (xlainspect.cache) of a test run goes to a fresh directory, never ~/.cache.
+os.environ["XLAINSPECT_CACHE_DIR"] = tempfile.mkdtemp(prefix="xlainspect-test-cache-")
 
 
 def corpus_files(pattern: str) -> list[Path]:

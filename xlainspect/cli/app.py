@@ -50,6 +50,12 @@ def main() -> None:
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Parse every file again: neither read nor write the parsed-model cache.")] = False,
+) -> None:
     """Read XLA dumps (--xla_dump_to) and HLO text: recompilations and why, layouts and padding, fusions,
     copies, collectives, memory. Exit codes: 0 ok, 1 a CI gate failed, 2 bad usage or input."""
+    if no_cache:
+        from xlainspect.cache import set_enabled
+
+        set_enabled(False)

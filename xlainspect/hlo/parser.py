@@ -283,10 +283,16 @@ def _lark() -> Lark:
         parser="lalr", lexer="contextual", maybe_placeholders=True, transformer=_ModelBuilder(),
         start=["start", "shape_text", "program_shape", "shape_list"],
     )
+    return Lark(grammar_text(), **options)
+
+
+@functools.cache
+def grammar_text() -> str:
+    """The grammar: package data in an installed wheel, `grammars/hlo.lark` in a checkout."""
     packaged = importlib.resources.files("xlainspect") / "grammars" / "hlo.lark"
-    if packaged.is_file():  # an installed wheel carries the grammar as package data
-        return Lark(packaged.read_text(encoding="utf-8"), **options)
-    return Lark(_CHECKOUT_GRAMMAR.read_text(encoding="utf-8"), **options)  # checkout / editable install
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8")
+    return _CHECKOUT_GRAMMAR.read_text(encoding="utf-8")
 
 
 def parse_hlo(text: str, path: str | None = None) -> list[Module]:

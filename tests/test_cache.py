@@ -1,0 +1,117 @@
+"""The parsed-model cache: hits give the same model, edits invalidate, bad entries are misses."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import DUMPS
+from xlainspect import HloParseError
+from xlainspect import cache as cache_module
+from xlainspect.cache import cache_dir, parse_file
+from xlainspect.hlo import parser
+
+AFTER = DUMPS / "clean_run" / "module_0000.jit_train_step.cpu_after_optimizations.txt"
+
+
+@pytest.fixture
+def hlo(tmp_path, monkeypatch):
+    """A private cache directory and a copy of a real after-optimizations module."""
+    monkeypatch.setenv("XLAINSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    copy = tmp_path / "module.txt"
+    shutil.copy(AFTER, copy)
+    return copy
+
+
+def _summary(modules):
+    return [(m.name, m.path, [(c.name, [(i.name, i.opcode, str(i.shape), i.operands, i.attributes, i.line)
+                                        for i in c.instructions]) for c in m.computations]) for m in modules]
+
+
+def _forbid_parsing(monkeypatch):
+    def fail(*_args, **_kwargs):
+        raise AssertionError("parsed although the cache holds this file")
+
+    monkeypatch.setattr(parser, "parse_hlo", fail)
+
+
+def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("XLAINSPECT_CACHE_DIR", str(tmp_path / "x"))
+    assert cache_dir() == tmp_path / "x"
+    monkeypatch.delenv("XLAINSPECT_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "xlainspect"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "xlainspect"
+
+
+def test_a_hit_returns_the_same_model_without_parsing(hlo, monkeypatch):
+    first = parse_file(hlo)
+    assert first[0].name == "jit_train_step" and first[0].instruction_count > 20
+    assert len(list((cache_dir() / "models").glob("*.pickle"))) == 1
+    assert len(list((cache_dir() / "files").glob("*.json"))) == 1
+    _forbid_parsing(monkeypatch)
+    second = parse_file(hlo)
+    assert _summary(second) == _summary(first)
+    assert second[0].entry_computation_layout == first[0].entry_computation_layout
+    assert second[0].path == str(hlo)
+
+
+def test_a_changed_file_is_parsed_again(hlo):
+    (module,) = parse_file(hlo)
+    text = hlo.read_text().replace(f"HloModule {module.name}", "HloModule renamed", 1)
+    hlo.write_text(text)
+    (changed,) = parse_file(hlo)
+    assert changed.name == "renamed"
+    assert len(list((cache_dir() / "models").glob("*.pickle"))) == 2
+
+
+def test_same_content_at_a_new_mtime_is_a_hit(hlo, monkeypatch):
+    parse_file(hlo)
+    stat = hlo.stat()
+    os.utime(hlo, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    _forbid_parsing(monkeypatch)
+    (module,) = parse_file(hlo)  # re-hashed (mtime moved), same digest: still a hit
+    assert module.name == "jit_train_step"
+
+
+def test_a_corrupt_entry_is_a_miss(hlo):
+    parse_file(hlo)
+    (entry,) = (cache_dir() / "models").glob("*.pickle")
+    entry.write_bytes(b"not a pickle")
+    (module,) = parse_file(hlo)
+    assert module.name == "jit_train_step"
+    assert entry.read_bytes() != b"not a pickle"  # rewritten
+
+
+def test_no_cache_neither_reads_nor_writes(hlo, monkeypatch):
+    (module,) = parse_file(hlo, use_cache=False)
+    assert module.name == "jit_train_step"
+    assert not cache_dir().exists()
+    monkeypatch.setattr(cache_module, "_enabled", False)
+    parse_file(hlo)
+    assert not cache_dir().exists()
+
+
+def test_a_bad_file_raises_and_is_not_cached(hlo):
+    hlo.write_text(hlo.read_text()[:300])
+    with pytest.raises(HloParseError) as info:
+        parse_file(hlo)
+    assert info.value.path == str(hlo)
+    assert not list((cache_dir() / "models").glob("*.pickle"))
+
+
+def test_cli_no_cache_option(hlo, monkeypatch):
+    from typer.testing import CliRunner
+
+    import xlainspect.cli.commands  # noqa: F401  (registers the commands)
+    from xlainspect.cli import app
+
+    monkeypatch.setattr(cache_module, "_enabled", True)
+    result = CliRunner().invoke(app, ["--no-cache", "parse", str(hlo), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert '"module": "jit_train_step"' in result.output
+    assert cache_module._enabled is False
