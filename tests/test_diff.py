@@ -1,0 +1,144 @@
+"""`diff`: fixture pairs made by fixtures/generate.py where the change is known, and the CI gate.
+
+diff_batch_*: one linear-model train_step at batch 8 and 16. diff_remat_*: a 2-layer MLP step
+without and with jax.checkpoint on the gelu hidden layer. diff_sharding_*: a forward pass on 8
+CPU devices with x replicated and sharded over its batch dim.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
+from tests.conftest import DUMPS
+from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_threshold, regressions
+from xlainspect.cli.app import app
+from xlainspect.dump import load_dump
+from xlainspect.errors import XlaInspectError
+
+
+def _diff(a: str, b: str):
+    rows = diff_dumps(load_dump(DUMPS / a), load_dump(DUMPS / b))
+    assert len(rows) == 1
+    return rows[0]
+
+
+def _metrics(row) -> dict[str, tuple]:
+    return {m.name: (m.a, m.b, m.delta) for m in row.metrics}
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(app, ["diff", *args])
+
+
+def test_batch_signature_names_parameters_and_dim_and_bytes_double():
+    row = _diff("diff_batch_a", "diff_batch_b")
+    assert row.name == "jit_train_step" and row.status == "changed"
+    changes = {(s.parameter, s.kind): s for s in row.signature}
+    assert set(changes) == {("x", "shape"), ("y", "shape")}
+    x = changes["x", "shape"]
+    assert (x.a, x.b, x.detail) == ("8", "16", "dim 0")
+    assert (x.a_bytes, x.b_bytes) == (256, 512)  # f32[8,8] -> f32[16,8]
+    assert (changes["y", "shape"].a_bytes, changes["y", "shape"].b_bytes) == (32, 64)
+    metrics = _metrics(row)
+    assert metrics["parameter_bytes"] == (324, 612, 288)  # params (32 + 4 bytes) unchanged, x and y double
+    assert metrics["peak_memory"] == (396, 748, 352)
+    assert metrics["instructions"] == (74, 74, 0)
+    assert row.ops == ()  # same program, only the batch differs
+
+
+def test_remat_recomputes_the_hidden_activation():
+    """jax.checkpoint on gelu(x @ w1): the backward pass recomputes gelu's tanh (a second `tanh`, with
+    op_name .../checkpoint/rematted_computation/tanh) instead of keeping the f32[16,32] activation, so
+    the peak drops by exactly that buffer (16*32*4 = 2048 bytes) and one kLoop fusion fewer is needed."""
+    row = _diff("diff_remat_a", "diff_remat_b")
+    assert row.status == "changed" and row.signature == ()
+    ops = {d.key: (d.a, d.b) for d in row.ops}
+    assert ops["tanh"] == (1, 2)
+    assert ops["multiply"] == (22, 25)
+    assert ops["fusion"] == (10, 9)
+    assert {d.key: (d.a, d.b) for d in row.fusion_kinds} == {"kLoop": (7, 6)}
+    metrics = _metrics(row)
+    assert metrics["instructions"] == (104, 107, 3)
+    assert metrics["peak_memory"] == (11268, 9220, -2048)
+    assert metrics["parameter_bytes"][2] == 0
+
+
+def test_sharding_adds_an_all_reduce_and_changes_the_parameter_sharding():
+    row = _diff("diff_sharding_a", "diff_sharding_b")
+    changes = {(s.parameter, s.kind): s for s in row.signature}
+    sharding = changes["x", "sharding"]
+    assert (sharding.a, sharding.b) == ("{replicated}", "{devices=[8,1]<=[8]}")
+    shape = changes["x", "shape"]
+    assert (shape.a, shape.b, shape.a_bytes, shape.b_bytes) == ("64", "8", 4096, 512)  # per-device shard
+    assert ("w", "sharding") not in changes
+    metrics = _metrics(row)
+    assert metrics["collectives"] == (0, 1, 1)
+    assert metrics["collective_bytes"] == (0, 32, 32)  # all-reduce of f32[8]
+    ops = {d.key: (d.a, d.b) for d in row.ops}
+    assert ops["all-reduce"] == (0, 1) and ops["reduce-window"] == (1, 0)
+
+
+def test_a_dump_against_itself_is_unchanged_and_passes_the_gate():
+    row = _diff("diff_remat_a", "diff_remat_a")
+    assert row.status == "unchanged" and row.ops == () and row.signature == ()
+    assert all(m.delta == 0 for m in row.metrics if m.a is not None)
+    result = _cli(str(DUMPS / "diff_remat_a"), str(DUMPS / "diff_remat_a"), "--fail-on-regression")
+    assert result.exit_code == 0, result.output
+
+
+def test_functions_on_one_side_only_are_listed():
+    rows = diff_dumps(load_dump(DUMPS / "diff_remat_a"), load_dump(DUMPS / "diff_sharding_b"))
+    assert [(r.name, r.status) for r in rows] == [("jit_train_step", "only_a"), ("jit_forward", "only_b")]
+    forward = _metrics(rows[1])
+    assert forward["collectives"] == (None, 1, None)
+
+
+def test_json_document_shape():
+    result = _cli(str(DUMPS / "diff_sharding_a"), str(DUMPS / "diff_sharding_b"), "--format", "json")
+    assert result.exit_code == 0, result.output
+    function = json.loads(result.stdout)["functions"][0]
+    assert function["name"] == "jit_forward" and function["status"] == "changed"
+    assert function["metrics"]["collective_bytes"] == {"a": 0, "b": 32, "delta": 32, "change": None}
+    assert function["ops"]["all-reduce"] == {"a": 0, "b": 1, "delta": 1}
+    assert {"kind": "sharding", "parameter": "x", "a": "{replicated}", "b": "{devices=[8,1]<=[8]}", "detail": "",
+            "a_bytes": None, "b_bytes": None} in function["signature"]
+
+
+def test_markdown_has_a_heading_and_metric_table_per_changed_function():
+    result = _cli(str(DUMPS / "diff_batch_a"), str(DUMPS / "diff_batch_b"), "--format", "markdown")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "### jit_train_step" in text
+    assert "| metric | A | B | delta | change % |" in text
+    assert "| peak_memory | 396 | 748 | +352 | +88.9% |" in text
+    assert "| x | shape | 8 | 16 | dim 0; 256 -> 512 bytes |" in text
+
+
+def test_gate_names_each_metric_over_its_threshold():
+    a, b = str(DUMPS / "diff_sharding_a"), str(DUMPS / "diff_sharding_b")
+    result = _cli(a, b, "--fail-on-regression", "--max-increase", "collective_bytes=0", "--max-increase", "fusions=0")
+    assert result.exit_code == 1
+    assert "jit_forward: collective_bytes 0 -> 32 (+32), over --max-increase collective_bytes=0" in result.stderr
+    assert "fusions" not in result.stderr  # 4 -> 3 is a decrease
+    assert _cli(a, b, "--fail-on-regression", "--max-increase", "collective_bytes=32").exit_code == 0
+
+
+def test_relative_and_absolute_thresholds():
+    rows = [_diff("diff_batch_a", "diff_batch_b")]  # peak_memory 396 -> 748 (+88.9%)
+    assert regressions(rows, [parse_threshold("peak_memory=100%")]) == []
+    assert regressions(rows, [parse_threshold("peak_memory=352")]) == []
+    assert regressions(rows, [parse_threshold("peak_memory=50%")]) == [
+        "jit_train_step: peak_memory 396 -> 748 (+88.9%), over --max-increase peak_memory=50%"]
+    assert parse_threshold("copies=10%") == Threshold("copies", 10.0, True)
+
+
+def test_unknown_metric_is_a_usage_error_listing_the_valid_ones():
+    with pytest.raises(XlaInspectError, match="valid metrics: modules, parameter_bytes"):
+        parse_threshold("peak_mem=5%")
+    result = _cli(str(DUMPS / "diff_batch_a"), str(DUMPS / "diff_batch_b"), "--max-increase", "peak_mem=5%")
+    assert result.exit_code == 2
+    assert all(metric in result.stderr for metric in METRICS)
