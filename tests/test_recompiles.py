@@ -110,3 +110,11 @@ def test_sharding_change_across_two_dumps():
     (row,) = count_recompiles(dump)
     assert [(c.kind, c.parameter, c.values) for c in row.causes] == [
         ("sharding", "x", ("{replicated}", "{devices=[8,1]<=[8]}"))]
+
+
+def test_tpu_layouts_one_compile_per_dtype():
+    """libtpu dumps (cl_ tags, ids jumping by 13-29): jit_layouts compiled once per dtype of 12."""
+    row = _rows("tpu_v5e")["jit_layouts"]
+    assert row.modules == 12 and row.module_ids[:3] == (0, 29, 58)
+    dtype = next(c for c in row.causes if c.kind == "dtype")
+    assert dtype.values == ("bf16", "f32", "s8", "s4", "u8", "s32", "f16", "pred", "u4", "s16", "f8e4m3fn", "f8e5m2")

@@ -112,8 +112,12 @@ def _signature(header) -> tuple:
 def _signature_causes(variants, headers, signatures) -> list[Cause]:
     shapes = [headers[m].parameter_shapes for m in variants]
     if len({len(s) for s in shapes}) > 1:
-        return [Cause("shape", "(parameter count)", None, tuple(len(s) for s in shapes),
-                      detail="the number of parameters differs (a different pytree of arguments)")]
+        causes = [Cause("shape", "(parameter count)", None, tuple(len(s) for s in shapes),
+                        detail="the number of parameters differs (a different pytree of arguments)")]
+        dtypes = [",".join(dict.fromkeys(p.dtype for p in s)) for s in shapes]
+        if len(set(dtypes)) > 1:  # parameters cannot be paired by index; their element types still tell
+            causes.append(Cause("dtype", "(all parameters)", None, tuple(dtypes)))
+        return causes
     causes = []
     for index in range(len(shapes[0])):
         cause = _parameter_cause(index, [s[index] for s in shapes])
