@@ -142,3 +142,12 @@ def test_unknown_metric_is_a_usage_error_listing_the_valid_ones():
     result = _cli(str(DUMPS / "diff_batch_a"), str(DUMPS / "diff_batch_b"), "--max-increase", "peak_mem=5%")
     assert result.exit_code == 2
     assert all(metric in result.stderr for metric in METRICS)
+
+
+def test_two_hlo_files_are_diffed_without_side_files():
+    """A lone HLO file has no buffer assignment beside it: peak_memory is unknown (None), not 0."""
+    name = "module_0000.jit_train_step.cpu_after_optimizations.txt"
+    rows = diff_dumps(load_dump(DUMPS / "diff_batch_a" / name), load_dump(DUMPS / "diff_batch_b" / name))
+    assert [(r.name, r.status) for r in rows] == [("jit_train_step", "changed")]
+    assert _metrics(rows[0])["peak_memory"] == (None, None, None)
+    assert [(s.parameter, s.a, s.b) for s in rows[0].signature] == [("x", "8", "16"), ("y", "8", "16")]
