@@ -245,11 +245,13 @@ def _text(value) -> str:
 
 
 def _sharding_changes(a: Module, b: Module, names: dict) -> list[SignatureChange]:
-    """`sharding=` of entry parameters (by number) and of the entry root, which the header leaves out."""
+    """`sharding=` of entry parameters (by number, when both sides have as many) and of the entry root,
+    which the header leaves out."""
     left = {p.parameter_number: p.attributes.get("sharding", "") for p in a.entry.parameters}
     right = {p.parameter_number: p.attributes.get("sharding", "") for p in b.entry.parameters}
+    paired = sorted(left) if left.keys() == right.keys() else []
     rows = [SignatureChange("sharding", names.get(n) or f"#{n}", left[n] or "(none)", right[n] or "(none)")
-            for n in sorted(set(left) & set(right)) if left[n] != right[n]]
+            for n in paired if left[n] != right[n]]
     root_a, root_b = (m.entry.root.attributes.get("sharding", "") for m in (a, b))
     if root_a != root_b:
         rows.append(SignatureChange("sharding", "(result)", root_a or "(none)", root_b or "(none)"))
