@@ -233,11 +233,20 @@ class DumpModule:
         return self._parsed[stage]
 
     def header(self, stage: str = "after") -> Module:
-        """The `HloModule` line alone, parsed (a Module without computations): name and signature."""
-        dump_file = self.hlo_file(stage)
-        if dump_file is None:
-            raise DumpError(f"module {self.label}: no HLO text file")
-        return parse_header(first_line(dump_file.path), str(dump_file.path))
+        """The `HloModule` line alone, parsed (a Module without computations): name and signature.
+
+        Reads the first line and the last few bytes only, so a truncated file (a killed job, a
+        compile still being written) is caught without reading the body. Cached per stage.
+        """
+        key = f"header:{stage}"
+        if key not in self._parsed:
+            dump_file = self.hlo_file(stage)
+            if dump_file is None:
+                raise DumpError(f"module {self.label}: no HLO text file")
+            header = parse_header(first_line(dump_file.path), str(dump_file.path))
+            check_complete(dump_file.path)
+            self._parsed[key] = header
+        return self._parsed[key]
 
     @property
     def label(self) -> str:
@@ -266,6 +275,28 @@ def first_line(path: Path) -> str:
         return raw.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError:
         raise DumpError(f"{path}: not UTF-8 text") from None
+
+
+_TAIL_BYTES = 512
+
+
+def check_complete(path: Path) -> None:
+    """DumpError unless the file's last line closes a computation (`}`), as every complete dump does."""
+    if path.name.endswith(".gz"):
+        return  # reading the tail means decompressing all of it; the full parse checks these
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - _TAIL_BYTES))
+            tail = handle.read()
+    except OSError as error:
+        raise DumpError(f"{path}: cannot read ({error.strerror})") from None
+    last = tail.rstrip().rsplit(b"\n", 1)[-1].strip()
+    if not last.startswith(b"}"):
+        text = last.decode("utf-8", errors="replace")[:80]
+        raise DumpError(f"{path}: truncated: the file ends inside a computation (last line {text!r}); "
+                        "the compile was killed or is still being written")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -67,6 +67,9 @@ def count_recompiles(dump: Dump) -> list[FunctionCompiles]:
     """Per function, in first-compile order: the number of compiles and, where above one, why."""
     rows = []
     for name, modules in dump.functions().items():
+        modules = _readable(dump, modules)
+        if not modules:
+            continue
         eager = is_eager(name)
         causes = _explain(dump, modules) if len(modules) > 1 else ()
         rows.append(FunctionCompiles(name, len(modules), tuple(m.module_id for m in modules), eager, causes,
@@ -74,16 +77,22 @@ def count_recompiles(dump: Dump) -> list[FunctionCompiles]:
     return rows
 
 
-def _explain(dump: Dump, modules: list[DumpModule]) -> tuple[Cause, ...]:
-    headers = {}
+def _readable(dump: Dump, modules: list[DumpModule]) -> list[DumpModule]:
+    """The compiles whose HLO file has a readable header and is complete; the rest go to dump.skipped."""
+    readable = []
     for module in modules:
         try:
-            headers[module] = module.header()
+            module.header()
         except XlaInspectError as error:
             dump.skip(module.hlo_file().path, error)
-    variants = [m for m in modules if m in headers]
-    if len(variants) < 2:
-        return ()
+        else:
+            readable.append(module)
+    return readable
+
+
+def _explain(dump: Dump, modules: list[DumpModule]) -> tuple[Cause, ...]:
+    headers = {m: m.header() for m in modules}  # cached by _readable
+    variants = modules
     signatures = {m: _signature(headers[m]) for m in variants}
     first_of: dict[tuple, DumpModule] = {}
     for module in variants:
