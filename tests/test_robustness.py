@@ -12,7 +12,6 @@ to run more per test, e.g. `XLAINSPECT_FUZZ_EXAMPLES=5000 pytest tests/test_robu
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 

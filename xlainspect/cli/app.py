@@ -29,6 +29,8 @@ EXIT_USAGE = 2
 
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")]
 DumpPath = Annotated[Path, typer.Argument(help="A --xla_dump_to directory, or HLO text files.", show_default=False)]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 2 when a file cannot be read or parsed "
+                                         "(default: skip it with a note on stderr).")]
 
 
 @contextlib.contextmanager
@@ -41,6 +43,19 @@ def user_errors():
         raise typer.Exit(EXIT_USAGE) from None
     except (BrokenPipeError, KeyboardInterrupt):
         raise typer.Exit(EXIT_USAGE) from None
+
+
+def note_skipped(dump, strict: bool = False) -> None:
+    """Name each file a command left out, and why, on stderr; with --strict that is an input error (exit 2)."""
+    if not dump.skipped:
+        return
+    console = stderr_console()
+    console.print(f"skipped {len(dump.skipped)} file(s) that could not be analysed:", markup=False, highlight=False)
+    for skipped in dump.skipped:
+        reason = skipped.reason.replace("\n", "\n    ")
+        console.print(f"  skipped {skipped.path}: {reason}", markup=False, highlight=False)
+    if strict:
+        raise typer.Exit(EXIT_USAGE)
 
 
 def main() -> None:

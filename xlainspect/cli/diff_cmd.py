@@ -10,8 +10,7 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import EXIT_GATE_FAILED, app, user_errors
-from xlainspect.cli.dump_cmds import StrictOpt, _note_skipped
+from xlainspect.cli.app import EXIT_GATE_FAILED, StrictOpt, app, note_skipped, user_errors
 from xlainspect.cli.render import emit_json, stderr_console, stdout_console
 
 
@@ -59,7 +58,7 @@ def diff(
     else:
         _print_tables(rows, _shown(rows, show_all))
     for dump in (dump_a, dump_b):
-        _note_skipped(dump, strict)
+        note_skipped(dump, strict)
     for message in over:
         stderr_console().print(f"regression: {message}", markup=False, highlight=False)
     if fail_on_regression and over:

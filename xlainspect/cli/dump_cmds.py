@@ -9,12 +9,18 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, DumpPath, FormatOpt, app, user_errors
+from xlainspect.cli.app import (
+    EXIT_GATE_FAILED,
+    DumpPath,
+    FormatOpt,
+    StrictOpt,
+    app,
+    note_skipped,
+    user_errors,
+)
 from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stderr_console
 from xlainspect.errors import XlaInspectError
 
-StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 2 when a file cannot be read or parsed "
-                                         "(default: skip it with a note).")]
 
 
 @app.command()
@@ -32,7 +38,7 @@ def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, strict: StrictO
     if not any(m.host for m in dump.modules):
         frame = frame.drop(columns=["host"])
     emit_frame(frame, fmt, title=f"{len(rows)} modules in {path}")
-    _note_skipped(dump, strict)
+    note_skipped(dump, strict)
 
 
 def _module_row(dump, module, strict: bool) -> dict:
@@ -45,18 +51,6 @@ def _module_row(dump, module, strict: bool) -> dict:
     return {"host": module.host, "module_id": module.module_id, "function": module.name,
             "platform": module.platform_tag or module.platform, "stages": ", ".join(s.replace("optimizations", "opt") for s in module.stages),
             "instructions": instructions, "bytes": hlo.path.stat().st_size}
-
-
-def _note_skipped(dump, strict: bool) -> None:
-    """The files left out, on stderr; with --strict they are an input error (exit 2)."""
-    if not dump.skipped:
-        return
-    console = stderr_console()
-    console.print(f"skipped {len(dump.skipped)} file(s):", markup=False, highlight=False)
-    for skipped in dump.skipped:
-        console.print(f"  {skipped.reason}", markup=False, highlight=False)
-    if strict:
-        raise typer.Exit(EXIT_USAGE)
 
 
 @app.command("count-recompiles")
@@ -94,7 +88,7 @@ def count_recompiles_cmd(
         baseline.write_text(json.dumps(baseline_counts(shown), indent=2) + "\n", encoding="utf-8")
         stderr_console().print(f"wrote {baseline}", markup=False, highlight=False)
     _emit(shown, dump, violations, fmt)
-    _note_skipped(dump, strict)
+    note_skipped(dump, strict)
     if violations:
         for message in violations:
             stderr_console().print(f"over budget: {message}", markup=False, highlight=False)

@@ -13,8 +13,8 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import FormatOpt, app, user_errors
-from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stderr_console, stdout_console
+from xlainspect.cli.app import FormatOpt, StrictOpt, app, note_skipped, user_errors
+from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stdout_console
 
 PathsArg = Annotated[list[Path], typer.Argument(help="A --xla_dump_to directory, or HLO text files.",
                                                  show_default=False)]
@@ -30,15 +30,14 @@ class Stage(str, enum.Enum):
 StageOpt = Annotated[Stage, typer.Option("--stage", help="HLO before or after optimizations (after where present).")]
 
 
-def _modules(paths: list[Path], function: str | None, module_re: str | None, stage: Stage):
+def _modules(paths: list[Path], function: str | None, module_re: str | None, stage: Stage, strict: bool):
     """(module, platform) pairs of the selection; a note on stderr for each file skipped."""
     from xlainspect.dump import load_dump, select_modules
 
     dump = load_dump(paths if len(paths) > 1 else paths[0])
     platforms = {str(f.path): m.platform for m in dump.modules if (f := m.hlo_file(stage.value))}
     modules = select_modules(dump, function=function, module_re=module_re, stage=stage.value)
-    for skipped in dump.skipped:
-        stderr_console().print(f"note: skipped {skipped.path}: {skipped.reason}", markup=False, highlight=False)
+    note_skipped(dump, strict)
     return [(m, platforms.get(m.path or "")) for m in modules]
 
 
@@ -97,14 +96,14 @@ def _json_record(record: dict) -> dict:
 
 @app.command()
 def fusions(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = None,
-            stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table) -> None:
+            stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table, strict: StrictOpt = False) -> None:
     """Every fusion: kind (and backend kind), fused computation, ops inside, bytes, library calls."""
     from xlainspect.analysis.fusions import Fusion, FusionKindTotal, fusion_kind_totals, fusions, unfused_ops
     from xlainspect.analysis.ops import module_label
 
     with user_errors():
         rows, unfused = [], {}
-        for module, _ in _modules(paths, function, module_re, stage):
+        for module, _ in _modules(paths, function, module_re, stage, strict):
             rows += fusions(module)
             unfused[module_label(module)] = dict(unfused_ops(module).most_common())
         _emit(rows, Fusion, fusion_kind_totals(rows), FusionKindTotal, "fusions", fmt, {"unfused_ops": unfused})
@@ -116,7 +115,7 @@ def fusions(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOp
 
 @app.command()
 def copies(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = None,
-           stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table,
+           stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table, strict: StrictOpt = False,
            layout_only: Annotated[bool, typer.Option("--layout-only", help="Only relayouts within one memory space.")]
            = False,
            ) -> None:
@@ -124,25 +123,25 @@ def copies(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt
     from xlainspect.analysis.copies import Copy, CopyTotal, copies, copy_totals
 
     with user_errors():
-        rows = [row for module, platform in _modules(paths, function, module_re, stage)
+        rows = [row for module, platform in _modules(paths, function, module_re, stage, strict)
                 for row in copies(module, platform) if row.layout_only or not layout_only]
         _emit(rows, Copy, copy_totals(rows), CopyTotal, "copies", fmt)
 
 
 @app.command()
 def collectives(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = None,
-                stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table) -> None:
+                stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table, strict: StrictOpt = False) -> None:
     """Every collective once (sync, -start/-done, async-start): groups, payload, bytes per device and per step."""
     from xlainspect.analysis.collectives import Collective, CollectiveTotal, collective_totals, collectives
 
     with user_errors():
-        rows = [row for module, _ in _modules(paths, function, module_re, stage) for row in collectives(module)]
+        rows = [row for module, _ in _modules(paths, function, module_re, stage, strict) for row in collectives(module)]
         _emit(rows, Collective, collective_totals(rows), CollectiveTotal, "collectives", fmt)
 
 
 @app.command()
 def ops(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = None,
-        stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table,
+        stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table, strict: StrictOpt = False,
         per_function: Annotated[bool, typer.Option("--per-function", help="Fold each function's variants.")] = False,
         ) -> None:
     """Opcode histogram per module (inside and outside fusions), or per function across its variants."""
@@ -150,7 +149,7 @@ def ops(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = 
     from xlainspect.report import to_frame
 
     with user_errors():
-        modules = [module for module, _ in _modules(paths, function, module_re, stage)]
+        modules = [module for module, _ in _modules(paths, function, module_re, stage, strict)]
         if per_function:
             emit_frame(to_frame(function_histogram(modules), FunctionOpCount), fmt, title="opcodes per function")
         else:

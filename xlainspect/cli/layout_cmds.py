@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import DumpPath, FormatOpt, app, user_errors
-from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stderr_console, stdout_console
+from xlainspect.cli.app import DumpPath, FormatOpt, app, note_skipped, user_errors
+from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stdout_console
 
 
 class Platform(str, enum.Enum):
@@ -85,10 +85,9 @@ def layouts(
     from xlainspect.report import to_frame
 
     with user_errors():
-        inputs, skipped = ledger_inputs(path, platform.value if platform else None)
+        inputs, skipped = ledger_inputs(path, platform.value if platform else None)  # skipped: the Dump
         rows = filter_ledger(padding_ledger(inputs), function=function, min_expansion=min_expansion)
-    for reason in skipped:
-        stderr_console().print(f"skipped: {reason}", markup=False, highlight=False)
+    note_skipped(skipped)
     shown = rows[:top] if top is not None else rows
     if fmt is OutputFormat.json:
         emit_json({"values": [dataclasses.asdict(r) for r in shown],
@@ -120,4 +119,4 @@ def ledger_inputs(path: Path, platform: str | None):
             dump.skip(dump_module.files[0].path, error)
             continue
         inputs.append(LedgerInput(module, dump_module.name or module.name, platform or dump_module.platform, buffers))
-    return inputs, [s.reason for s in dump.skipped]
+    return inputs, dump

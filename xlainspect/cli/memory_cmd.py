@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import DumpPath, FormatOpt, app, user_errors
+from xlainspect.cli.app import DumpPath, FormatOpt, app, note_skipped, user_errors
 from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stderr_console, stdout_console
 
 _SUMMARY = ["module", "function", "total_bytes", "reported_total_bytes", "parameter", "output", "temporary",
@@ -46,8 +46,7 @@ def memory(
                 continue
             if row is not None:
                 rows.append(row)
-    for skipped in dump.skipped:
-        stderr_console().print(f"skipped {skipped.path}: {skipped.reason}", markup=False, highlight=False)
+    note_skipped(dump)
     if not rows:
         stderr_console().print("no *buffer-assignment.txt for the selected modules (XLA writes it with "
                                "--xla_dump_to and text dumps, after optimizations)", markup=False)
