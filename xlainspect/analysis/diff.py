@@ -20,7 +20,7 @@ from xlainspect.analysis.fusions import fusion_kind_totals, fusions
 from xlainspect.analysis.layouts import LedgerInput, ledger_totals, padding_ledger
 from xlainspect.analysis.memory import module_memory
 from xlainspect.analysis.ops import opcode_histogram
-from xlainspect.analysis.recompiles import _renamed, _signature, _signature_causes
+from xlainspect.analysis.recompiles import name_parameters, signature_causes
 from xlainspect.dump import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.attributes import unquote
@@ -219,9 +219,8 @@ def _count_deltas(a: Counter, b: Counter) -> tuple[CountDelta, ...]:
 
 def signature_changes(a: Module, b: Module) -> tuple[SignatureChange, ...]:
     """Entry parameters (count-recompiles' causes: count, dtype, dims, layout, donation), shardings, result."""
-    causes = _signature_causes(["a", "b"], {"a": a, "b": b}, {"a": _signature(a), "b": _signature(b)})
     names = {p.parameter_number: p.op_name for p in a.entry.parameters}
-    rows = [_from_cause(_renamed(c, names.get(c.index)), a, b) for c in causes]
+    rows = [_from_cause(c, a, b) for c in name_parameters(signature_causes([a, b]), names)]
     rows += _sharding_changes(a, b, names)
     if str(a.result_shape) != str(b.result_shape):
         rows.append(SignatureChange("result", "(result)", str(a.result_shape), str(b.result_shape),

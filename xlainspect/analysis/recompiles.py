@@ -10,9 +10,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xlainspect.dump import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
+
+if TYPE_CHECKING:
+    from xlainspect.hlo.model import Module
 
 CAUSE_KINDS = ("shape", "dtype", "layout", "sharding", "donation", "body", "identical", "flags")
 
@@ -98,7 +102,7 @@ def _explain(dump: Dump, modules: list[DumpModule]) -> tuple[Cause, ...]:
     for module in variants:
         first_of.setdefault(signatures[module], module)
     distinct = list(first_of.values())  # a storm of 1,000 compiles has a few signatures: diff those
-    causes = _signature_causes(distinct, headers, signatures)
+    causes = signature_causes([headers[m] for m in distinct])
     if any(c.kind == "shape" for c in causes):
         causes = _sharded_shapes(dump, distinct, causes)
     if causes:
@@ -118,8 +122,9 @@ def _signature(header) -> tuple:
     return (tuple(str(s) for s in header.parameter_shapes), header.attributes.get("input_output_alias", ""))
 
 
-def _signature_causes(variants, headers, signatures) -> list[Cause]:
-    shapes = [headers[m].parameter_shapes for m in variants]
+def signature_causes(headers: list[Module]) -> list[Cause]:
+    """How the entry signatures of header-only modules differ: per parameter, then donation."""
+    shapes = [h.parameter_shapes for h in headers]
     if len({len(s) for s in shapes}) > 1:
         causes = [Cause("shape", "(parameter count)", None, tuple(len(s) for s in shapes),
                         detail="the number of parameters differs (a different pytree of arguments)")]
@@ -132,8 +137,8 @@ def _signature_causes(variants, headers, signatures) -> list[Cause]:
         cause = _parameter_cause(index, [s[index] for s in shapes])
         if cause is not None:
             causes.append(cause)
-    if len({signatures[m][1] for m in variants}) > 1:
-        causes += _donation_causes([headers[m] for m in variants])
+    if len({_signature(h)[1] for h in headers}) > 1:
+        causes += _donation_causes(headers)
     return causes
 
 
@@ -185,7 +190,12 @@ def _name_parameters(dump: Dump, module: DumpModule, causes: list[Cause]) -> lis
     except XlaInspectError as error:
         dump.skip(module.hlo_file().path, error)
         return causes
-    return [_renamed(c, parameters.get(c.index)) for c in causes]
+    return name_parameters(causes, parameters)
+
+
+def name_parameters(causes: list[Cause], op_names: dict[int | None, str | None]) -> list[Cause]:
+    """Causes with `#i` replaced by parameter i's `op_name` (jax records the argument path there)."""
+    return [_renamed(c, op_names.get(c.index)) for c in causes]
 
 
 def _renamed(cause: Cause, op_name: str | None) -> Cause:
