@@ -225,7 +225,7 @@ def _module_rows(item: LedgerInput) -> list[PaddingRow]:
             for index, leaf in _indexed_leaves(instruction.shape):
                 key = (instruction.name, index)
                 rows[key] = _row(item, kind, computation.name, instruction.name, index, leaf, sizes.get(key),
-                                 instruction.op_name or "", instruction.metadata.source or "")
+                                 instruction.op_name or "", item.module.source_of(instruction) or "")
     for value in item.buffers.values() if item.buffers else ():
         key = (value.instruction, value.shape_index)
         if key not in rows:

@@ -301,16 +301,7 @@ def _peak_buffer(value: LiveRange, allocation: Allocation, assigned: BufferValue
         name=f"{value.instruction}{{{index}}}", instruction=value.instruction, shape=assigned.shape_text,
         bytes=assigned.size, logical_bytes=logical_bytes(assigned), allocation=allocation.index,
         offset=assigned.offset, kind=allocation_kind(allocation), live_from=value.start, live_to=value.end,
-        op_name=metadata.op_name if metadata else None, source=_source(metadata, module) if metadata else None)
-
-
-
-def _source(metadata, module) -> str | None:
-    """`file:line` from the metadata, else from its innermost stack frame (newer jax prints only the id)."""
-    if metadata.source or metadata.stack_frame_id is None:
-        return metadata.source
-    frame = module.stack_frames.get(metadata.stack_frame_id)
-    return f"{frame.file}:{frame.line}" if frame is not None else None
+        op_name=metadata.op_name if metadata else None, source=module.source_of(instruction) if metadata else None)
 
 
 @dataclass(frozen=True, slots=True)
