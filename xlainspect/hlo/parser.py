@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import gc
 import importlib.resources
+import multiprocessing
+import os
 import re
 from pathlib import Path
 
@@ -64,14 +66,24 @@ class _ModelBuilder(Transformer):
             raise _TokenError(value, 0, "malformed stack-frame table entry: every field must be an integer")
         return (int(index), str(value))
 
-    def computation(self, entry, name: Token, signature, *rest):
+    def computation(self, *items):
+        """`computation_head instructions } attributes` or `[ENTRY] NAME [signature] { ... }`."""
+        if isinstance(items[0], tuple):
+            is_entry, name, line, signature = items[0]
+            rest = items[1:]
+        else:
+            is_entry, name, line, signature = items[0] is not None, _strip(items[1]), items[1].line, items[2]
+            rest = items[3:]
         instructions = [i for r in rest if not isinstance(r, (tuple, str)) for i in (r if isinstance(r, list) else (r,))]
         attributes = _attribute_dict([r for r in rest if isinstance(r, (tuple, str))])
         params, result = signature if signature else (None, None)
         return Computation(
-            name=_strip(name), instructions=instructions, is_entry=entry is not None,
-            parameter_shapes=params, result_shape=result, attributes=attributes, line=name.line,
+            name=name, instructions=instructions, is_entry=is_entry,
+            parameter_shapes=params, result_shape=result, attributes=attributes, line=line,
         )
+
+    def computation_head(self, token: Token):
+        return _computation_head(token)
 
     def signature(self, *items):
         *params, result = items
@@ -178,6 +190,30 @@ def _instruction_splitters() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
     head = re.compile(f"(?:{terminal('DEFINES')})(?:({shape}) *)?({terminal('OPCALL')})")
     operand = re.compile(rf"(?:/\*index=[0-9]+\*/ *)?(?:{shape} +)?%?([A-Za-z0-9_.\-]+)")
     return head, re.compile(terminal("ATTRIBUTE")), operand
+
+
+@functools.cache
+def _computation_head_splitters() -> tuple[re.Pattern, re.Pattern]:
+    """Regexes that split a COMPUTATION_HEAD token: (ENTRY, name, parameters, result) and each parameter."""
+    def terminal(name: str) -> str:
+        return _lark().get_terminal(name).pattern.to_regexp()
+
+    shape = f"(?:{terminal('ARRAY_SHAPE')}|{terminal('TUPLE_SHAPE')})"
+    head = re.compile(rf"\s*(ENTRY\s+)?({terminal('NAME')})(?: *\((.*)\) *-> *({shape}))? *\{{", re.S)
+    return head, re.compile(rf"({terminal('PARAM_NAME')}) *({shape})")
+
+
+def _computation_head(token: Token):
+    """(is_entry, name, line, signature or None) of a COMPUTATION_HEAD token."""
+    head, parameter = _computation_head_splitters()
+    match = head.match(token)
+    line = token.line + token.count("\n", 0, match.start(2))
+    signature = None
+    if match.group(4) is not None:
+        params = tuple((_strip(p[1]).rstrip(":"), _shape_in(token, p.start(2), p[2]))
+                       for p in parameter.finditer(token, match.start(3), match.end(3)))
+        signature = (params, _shape_in(token, match.start(4), match.group(4)))
+    return match.group(1) is not None, _strip(match.group(2)), line, signature
 
 
 def _coarse_instruction(token: Token, extra_attributes) -> Instruction:
@@ -300,7 +336,9 @@ def parse_hlo(text: str, path: str | None = None) -> list[Module]:
 
     Raises HloParseError with path, line, column and a caret rendering on bad text.
     """
-    items = _run(text, "start", path)
+    items = _run_in_workers(text, path) if len(text) >= PARALLEL_MIN_BYTES else None
+    if items is None:
+        items = _run(text, "start", path)
     modules = _assemble(items, path)
     for module in modules:
         if not module.computations:  # XLA's parser needs at least one; a dump cut after its header has none
@@ -315,6 +353,63 @@ def parse_header(line: str, path: str | None = None) -> Module:
     if len(modules) != 1 or not modules[0].has_header or modules[0].computations:
         raise error_at(line, 0, "expected one `HloModule <name>, ...` header line", path)
     return modules[0]
+
+
+#: Texts from this size on are parsed in worker processes (one per core), a run of whole
+#: computations each; below it, starting the workers costs more than they save.
+PARALLEL_MIN_BYTES = 4 << 20
+
+
+def _run_in_workers(text: str, path: str | None) -> list | None:
+    """The items of `text` parsed in worker processes; None when it cannot be split or a part fails.
+
+    A part that fails is parsed again by the caller with the whole text, so a syntax error is
+    reported exactly as a serial parse reports it. Each part is padded with the newlines before it,
+    so its line numbers (instructions, errors, nested-instruction names) are those of the file.
+    """
+    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    parts = _split_at_computations(text, workers * 3) if workers > 1 else []
+    if len(parts) < 2:
+        return None
+    from concurrent.futures import ProcessPoolExecutor
+
+    _lark()  # built once here; forked workers inherit it
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    jobs = [(text.count("\n", 0, start), text[start:end], path) for start, end in parts]
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # as in _run: unpickled results are millions of long-lived objects
+    try:
+        with ProcessPoolExecutor(min(workers, len(parts)), mp_context=context) as pool:
+            return [item for items in pool.map(_run_part, jobs) for item in items]
+    except HloParseError:
+        return None
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _run_part(job: tuple[int, str, str | None]) -> list:
+    lines_before, part, path = job
+    return _run("\n" * lines_before + part, "start", path)
+
+
+def _split_at_computations(text: str, pieces: int) -> list[tuple[int, int]]:
+    """(start, end) spans of about len/pieces characters, each cut after a `}` line at column 0.
+
+    XLA prints a computation's closing brace alone at column 0, and nothing else there; a cut at a
+    wrong place (a brace inside a multi-line value) makes a part fail, and the caller parses serially.
+    """
+    cuts = [0]
+    for k in range(1, pieces):
+        close = text.find("\n}\n", max(cuts[-1], len(text) * k // pieces))
+        if close < 0:
+            break
+        if close + 3 > cuts[-1]:
+            cuts.append(close + 3)
+    if cuts[-1] < len(text):
+        cuts.append(len(text))
+    return list(zip(cuts, cuts[1:]))
 
 
 def parse_with(start: str, text: str, what: str):
