@@ -1,0 +1,324 @@
+"""xlainspect's benchmark: one command, a table on stdout, every figure in bench/results.json.
+
+    python bench/run.py [--repeat 3] [--skip-big]
+
+It builds its inputs itself under bench/.cache/ (ignored by git) and reuses them on later runs:
+synthetic dumps of 2,000 and 20,000 modules (the committed fixture modules hard-linked under new
+module ids), a 2,000-module dump whose HLO bodies are 10x larger, and one large CPU
+after-optimizations module made with jax (an unrolled transformer training step, >= 40 MB).
+Every figure is the median of --repeat runs in fresh processes, measured in this same run beside
+what it is compared with (XLA's C++ parser from the installed jaxlib on the same file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CACHE = REPO / "bench" / ".cache"
+FIXTURES = REPO / "fixtures" / "dumps"
+#: Long-text CPU fixture dumps whose modules are replicated into the synthetic dumps.
+SOURCE_DUMPS = ("clean_run", "ragged_batch", "eager_flood", "shape_branch", "static_arg", "dtype_change",
+                "recreated_fn", "collectives_cpu")
+BIG_MODULE_MIN_BYTES = 40 << 20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the median is reported)")
+    parser.add_argument("--skip-big", action="store_true", help="leave out the large-module figures")
+    args = parser.parse_args()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    results: list[dict] = []
+    results += startup_figures(args.repeat)
+    results += dump_figures(args.repeat)
+    if not args.skip_big:
+        results += big_module_figures(big_module(), args.repeat)
+    print_table(results)
+    (REPO / "bench" / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+
+
+# ---- measuring
+
+def run_python(code: str, *args: str, env: dict | None = None) -> dict:
+    """Run `code` in a fresh interpreter; it prints one JSON object as its last line."""
+    completed = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True,
+                               env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, check=False)
+    if completed.returncode != 0:
+        raise RuntimeError(completed.stderr[-3000:])
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def wall(command: list[str], repeat: int, env: dict | None = None) -> float:
+    """Median wall time of a command, interpreter start included."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        completed = subprocess.run(command, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+                                   check=False)
+        times.append(time.perf_counter() - start)
+        if completed.returncode not in (0, 1):
+            raise RuntimeError(completed.stderr.decode()[-3000:])
+    return statistics.median(times)
+
+
+def median_of(code: str, repeat: int, *args: str, env: dict | None = None) -> dict:
+    """Run `code` `repeat` times; the run whose time `s` is the median (its other fields come with it)."""
+    runs = sorted((run_python(code, *args, env=env) for _ in range(repeat)), key=lambda r: r["s"] or 0)
+    return runs[len(runs) // 2]
+
+
+def figure(name: str, value: float | None, unit: str, target: str = "", ok: bool | None = None, **extra) -> dict:
+    return {"figure": name, "value": value, "unit": unit, "target": target, "ok": ok, **extra}
+
+
+XLAINSPECT = [sys.executable, "-m", "xlainspect"]
+
+
+# ---- 4. start-up
+
+def startup_figures(repeat: int) -> list[dict]:
+    imported = median_of("""
+        import time, json
+        start = time.perf_counter()
+        import xlainspect
+        print(json.dumps({"s": time.perf_counter() - start}))
+    """, repeat)["s"]
+    helped = wall([*XLAINSPECT, "--help"], repeat)
+    return [figure("import xlainspect", imported, "s", "<= 0.100", imported <= 0.1),
+            figure("xlainspect --help (wall)", helped, "s", "<= 0.4", helped <= 0.4)]
+
+
+# ---- 1. count-recompiles on synthetic dumps
+
+def dump_figures(repeat: int) -> list[dict]:
+    small = synthetic_dump("dump_2000", 2000, enlarge=1)
+    large = synthetic_dump("dump_20000", 20000, enlarge=1)
+    fat = synthetic_dump("dump_2000_x10", 2000, enlarge=10)
+    env = {"XLAINSPECT_CACHE_DIR": str(CACHE / "xlainspect-cache")}
+    t_small = wall([*XLAINSPECT, "count-recompiles", str(small), "--format", "json"], repeat, env)
+    t_large = wall([*XLAINSPECT, "count-recompiles", str(large), "--format", "json"], repeat, env)
+    t_fat = wall([*XLAINSPECT, "count-recompiles", str(fat), "--format", "json"], repeat, env)
+    ratio_bytes = dump_bytes(fat) / dump_bytes(small)
+    return [
+        figure("count-recompiles, 2,000 modules (wall)", t_small, "s", "<= 0.5", t_small <= 0.5),
+        figure("count-recompiles, 20,000 modules (wall)", t_large, "s", f"<= {10 * t_small:.2f} (10x)",
+               t_large <= 10 * t_small),
+        figure(f"count-recompiles, 2,000 modules, {ratio_bytes:.1f}x the bytes (wall)", t_fat, "s",
+               f"<= {1.2 * t_small:.2f} (1.2x)", t_fat <= 1.2 * t_small),
+    ]
+
+
+def dump_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+
+
+def synthetic_dump(name: str, modules: int, enlarge: int) -> Path:
+    """`modules` fixture modules under new ids (hard links; HLO bodies enlarged `enlarge` times)."""
+    folder = CACHE / name
+    done = folder / ".complete"
+    if done.exists():
+        return folder
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    sources = source_modules()
+    enlarged = CACHE / f"{name}.sources"
+    for index in range(modules):
+        group = sources[index % len(sources)]
+        for source in group:
+            suffix = source.name.split(".", 1)[1]
+            if enlarge > 1 and suffix.endswith("optimizations.txt"):
+                source = enlarged_copy(source, enlarge, enlarged)
+            link(source, folder / f"module_{index:04d}.{suffix}")
+    done.touch()
+    return folder
+
+
+def source_modules() -> list[list[Path]]:
+    """The files of each fixture module (module_NNNN.*), from the long-text CPU fixture dumps."""
+    groups: dict[tuple[str, str], list[Path]] = {}
+    for dump in SOURCE_DUMPS:
+        for path in sorted((FIXTURES / dump).glob("module_*.*")):
+            if path.is_file():
+                groups.setdefault((dump, path.name.split(".", 1)[0]), []).append(path)
+    return list(groups.values())
+
+
+def link(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def enlarged_copy(source: Path, factor: int, folder: Path) -> Path:
+    """The module with renamed copies of its non-entry computations until it is `factor` times larger."""
+    target = folder / f"{source.parent.name}.{source.name}"
+    if target.exists():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    text = source.read_text()
+    blocks = re.findall(r"^%[^\n]*\{\n.*?^\}\n", text, flags=re.M | re.S)
+    extra = [b for b in blocks if not b.startswith("ENTRY")]
+    copies = math.ceil((factor - 1) * len(text) / max(1, sum(map(len, extra)))) if extra else 0
+    renamed = [re.sub(r"%([A-Za-z0-9_.\-]+)", rf"%\1.copy{n}", block) for n in range(copies) for block in extra]
+    target.write_text(text + "\n" + "\n".join(renamed))
+    return target
+
+
+# ---- 2. and 3. one large after-optimizations module
+
+GENERATOR = """
+import json, sys, time
+import jax, jax.numpy as jnp
+jax.config.update("jax_platforms", "cpu")
+LAYERS, HEADS, D, S, B = {layers}, {heads}, 64, 32, 2
+
+def layer(p, x):
+    q, k, v = x @ p["wq"], x @ p["wk"], x @ p["wv"]
+    heads = []
+    for h in range(HEADS):  # heads unrolled: many small instructions, as in a big model's step
+        cut = slice(h * (D // HEADS), (h + 1) * (D // HEADS))
+        a = jax.nn.softmax(jnp.einsum("bsd,btd->bst", q[..., cut], k[..., cut]) / 4.0, axis=-1)
+        heads.append(jnp.einsum("bst,btd->bsd", a, v[..., cut]))
+    x = x + jnp.concatenate(heads, -1) @ p["wo"]
+    x = x / (jnp.sqrt(jnp.mean(x * x, -1, keepdims=True)) + 1e-6)
+    return x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
+
+def loss(params, x):
+    for p in params:
+        x = layer(p, x)
+    return jnp.mean(x * x)
+
+def step(params, x):
+    value, grads = jax.value_and_grad(loss)(params, x)
+    return value, jax.tree.map(lambda w, g: w - 1e-3 * g, params, grads)
+
+shapes = {{"wq": (D, D), "wk": (D, D), "wv": (D, D), "wo": (D, D), "w1": (D, 4 * D), "w2": (4 * D, D)}}
+params = [{{n: jnp.zeros(s) for n, s in shapes.items()}} for _ in range(LAYERS)]
+text = jax.jit(step).lower(params, jnp.zeros((B, S, D))).compile().as_text()
+open(sys.argv[1], "w").write(text)
+"""
+
+
+def big_module() -> Path:
+    """A >= 40 MB CPU after-optimizations module: an unrolled transformer training step (made once)."""
+    target = CACHE / "big_after_optimizations.txt"
+    if target.exists() and target.stat().st_size >= BIG_MODULE_MIN_BYTES:
+        return target
+    print(f"generating {target} with jax (once; several minutes)...", file=sys.stderr)
+    script = CACHE / "generate_big.py"
+    script.write_text(GENERATOR.format(layers=72, heads=32))
+    subprocess.run([sys.executable, str(script), str(target)], check=True)
+    return target
+
+
+CPP_PARSE = """
+import json, resource, sys, time
+binding = None
+for name in ("jaxlib._hlo", "jaxlib._jax", "jaxlib.xla_extension", "jaxlib.xla_client"):
+    try:
+        module = __import__(name, fromlist=["_"])
+    except ImportError:
+        continue
+    binding = getattr(module, "hlo_module_from_text", None)
+    if binding:
+        break
+if binding is None:
+    print(json.dumps({"s": None, "where": None})); sys.exit()
+text = open(sys.argv[-1]).read()
+start = time.perf_counter()
+binding(text)
+elapsed = time.perf_counter() - start
+print(json.dumps({"s": elapsed, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "where": binding.__module__ + ".hlo_module_from_text"}))
+"""
+
+GRAMMAR_PARSE = """
+import json, resource, sys, time
+from xlainspect.hlo import parser
+from xlainspect.io import read_text
+if sys.argv[-2] == "1":
+    parser.PARALLEL_MIN_BYTES = float("inf")
+parser._lark()
+text = read_text(sys.argv[-1])
+start = time.perf_counter()
+modules = parser.parse_hlo(text, sys.argv[-1])
+elapsed = time.perf_counter() - start
+instructions = sum(m.instruction_count for m in modules)
+print(json.dumps({"s": elapsed, "instructions": instructions,
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "rss_workers": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
+"""
+
+WARM_ANALYSIS = """
+import json, resource, sys, time
+start = time.perf_counter()
+from xlainspect.cache import parse_file
+from xlainspect.analysis.collectives import collectives
+(module,) = parse_file(sys.argv[-1])
+rows = collectives(module)
+print(json.dumps({"s": time.perf_counter() - start, "rows": len(rows),
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
+
+
+def big_module_figures(path: Path, repeat: int) -> list[dict]:
+    megabytes = path.stat().st_size / 1e6
+    cpp = median_of(CPP_PARSE, repeat, str(path))
+    one = median_of(GRAMMAR_PARSE, repeat, "1", str(path))
+    many = median_of(GRAMMAR_PARSE, repeat, "all", str(path))
+    cache_env = {"XLAINSPECT_CACHE_DIR": str(CACHE / "xlainspect-cache")}
+    median_of(WARM_ANALYSIS, 1, str(path), env=cache_env)  # fills the cache
+    warm = median_of(WARM_ANALYSIS, repeat, str(path), env=cache_env)
+    ops_wall = wall([*XLAINSPECT, "ops", str(path), "--format", "json"], repeat, cache_env | {"XLAINSPECT_NO_CACHE": "1"})
+    cpp_s = cpp["s"]
+    rows = [figure(f"big module: {megabytes:.1f} MB, {one['instructions']:,} instructions", megabytes, "MB")]
+    if cpp_s is None:
+        rows.append(figure("XLA C++ parser (jaxlib)", None, "s", "hlo_module_from_text not found in this jaxlib"))
+    else:
+        rows.append(figure(f"XLA C++ parser ({cpp['where']})", megabytes / cpp_s, "MB/s", f"{cpp_s:.2f} s",
+                           rss=cpp["rss"]))
+    for label, run, target in (("1 process", one, 8.0), (f"{os.cpu_count()} processes", many, 13.0)):
+        speed = megabytes / run["s"]
+        ratio = f", {cpp_s / run['s']:.2f}x C++" if cpp_s else ""
+        rows.append(figure(f"grammar parse, {label}{ratio}", speed, "MB/s", f">= {target} MB/s", speed >= target,
+                           rss=run["rss"], rss_workers=run["rss_workers"]))
+    rss = max(one["rss"], many["rss"])
+    rows.append(figure("peak RSS of a full parse", rss / 2**20, "MiB",
+                       f"<= C++ {cpp['rss'] / 2**20:.0f} MiB" if cpp_s else "", _ok(cpp_s, rss <= cpp.get("rss", 0))))
+    rows.append(figure("warm re-analysis (cached model + collectives, in process)", warm["s"], "s",
+                       f"<= {cpp_s / 5:.2f} (C++ / 5)" if cpp_s else "", _ok(cpp_s, cpp_s and warm["s"] <= cpp_s / 5),
+                       rss=warm["rss"]))
+    rows.append(figure("xlainspect ops, no cache (wall)", ops_wall, "s", f"< {cpp_s:.2f} (C++)" if cpp_s else "",
+                       _ok(cpp_s, cpp_s and ops_wall < cpp_s)))
+    return rows
+
+
+def _ok(reference: float | None, holds) -> bool | None:
+    """A target met or not; None (no verdict) without the C++ figure to compare with."""
+    return None if reference is None else bool(holds)
+
+
+def print_table(results: list[dict]) -> None:
+    width = max(len(r["figure"]) for r in results)
+    print(f"{'figure':<{width}}  {'value':>10}  {'unit':<5}  {'target':<22}  ok")
+    for r in results:
+        value = "-" if r["value"] is None else f"{r['value']:.3f}" if r["value"] < 100 else f"{r['value']:,.0f}"
+        ok = {True: "yes", False: "NO", None: ""}[r["ok"]]
+        print(f"{r['figure']:<{width}}  {value:>10}  {r['unit']:<5}  {r['target']:<22}  {ok}")
+
+
+if __name__ == "__main__":
+    main()
