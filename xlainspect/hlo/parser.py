@@ -68,6 +68,8 @@ class _ModelBuilder(Transformer):
 
     def computation(self, *items):
         """`computation_head instructions } attributes` or `[ENTRY] NAME [signature] { ... }`."""
+        if isinstance(items[0], Token) and items[0].type == "COMPUTATION":
+            return _coarse_computation(items[0], items[1:])
         if isinstance(items[0], tuple):
             is_entry, name, line, signature = items[0]
             rest = items[1:]
@@ -96,7 +98,7 @@ class _ModelBuilder(Transformer):
         """`INSTRUCTION` (one coarse token), `DEFINES shape opcode...` or `[ROOT] NAME = shape opcode...`."""
         first = items[0]
         if first is not None and first.type == "INSTRUCTION":
-            return _coarse_instruction(first, items[1:])
+            return _coarse_instruction(first, 0, len(first), first.line, items[1:])
         if first is not None and first.type == "DEFINES":
             is_root, name, line = _defines(first)
             shape, *rest = items[1:]
@@ -165,69 +167,84 @@ class _ModelBuilder(Transformer):
         return tuple(s for s in shapes if s is not None)
 
 
-_DEFINES = re.compile(r"\s*(ROOT\s+)?%?([^\s=]+)")
-
-
-def _defines(token: Token) -> tuple[bool, str, int]:
-    """(is_root, name, line) of a DEFINES or INSTRUCTION token; its leading blank lines do not count."""
-    match = _DEFINES.match(token)
-    return match.group(1) is not None, match.group(2), token.line + token.count("\n", 0, match.start(2))
-
-
 @functools.cache
-def _instruction_splitters() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    """Regexes that split INSTRUCTION and OPCALL tokens, built from the grammar's own terminals.
+def _splitters() -> dict[str, re.Pattern]:
+    """Regexes that split the coarse tokens, built from the grammar's own terminals.
 
-    The head regex is the INSTRUCTION terminal without its ATTRIBUTE* tail, in groups; it makes the
-    same choices the lexer made, and the tail is then a contiguous run of ATTRIBUTE matches. The
-    operand regex finds each operand's name or integer (group 1) in an OPCALL's parentheses:
-    scanning left to right, each match starts where an operand starts, never inside a shape.
+    `instruction` is the INSTRUCTION terminal, `instruction_head` the same without its ATTRIBUTE*
+    tail and in groups (ROOT, name, shape, OPCALL): it makes the choices the lexer made, and the
+    tail is then a contiguous run of `attribute` matches. `operand` finds each operand's name or
+    integer (group 1) in an OPCALL's parentheses: scanning left to right, each match starts where
+    an operand starts, never inside a shape. `computation_head` (ENTRY, name, parameters, result)
+    and `parameter` split a COMPUTATION_HEAD.
     """
     def terminal(name: str) -> str:
         return _lark().get_terminal(name).pattern.to_regexp()
 
     shape = f"(?:{terminal('ARRAY_SHAPE')}|{terminal('TUPLE_SHAPE')})"
-    head = re.compile(f"(?:{terminal('DEFINES')})(?:({shape}) *)?({terminal('OPCALL')})")
-    operand = re.compile(rf"(?:/\*index=[0-9]+\*/ *)?(?:{shape} +)?%?([A-Za-z0-9_.\-]+)")
-    return head, re.compile(terminal("ATTRIBUTE")), operand
+    defines = r"\s*(ROOT\s+)?%?([A-Za-z_][A-Za-z0-9_.\-]*)\s*=[ \t]*"  # DEFINES, in groups
+    return {
+        "defines": re.compile(defines),
+        "instruction": re.compile(terminal("INSTRUCTION")),
+        "instruction_head": re.compile(f"{defines}(?:({shape}) *)?({terminal('OPCALL')})"),
+        "attribute": re.compile(terminal("ATTRIBUTE")),
+        "operand": re.compile(rf"(?:/\*index=[0-9]+\*/ *)?(?:{shape} +)?%?([A-Za-z0-9_.\-]+)"),
+        "computation_head_end": re.compile(terminal("COMPUTATION_HEAD")),
+        "computation_head": re.compile(rf"\s*(ENTRY\s+)?({terminal('NAME')})(?: *\((.*)\) *-> *({shape}))? *\{{", re.S),
+        "parameter": re.compile(rf"({terminal('PARAM_NAME')}) *({shape})"),
+    }
 
 
-@functools.cache
-def _computation_head_splitters() -> tuple[re.Pattern, re.Pattern]:
-    """Regexes that split a COMPUTATION_HEAD token: (ENTRY, name, parameters, result) and each parameter."""
-    def terminal(name: str) -> str:
-        return _lark().get_terminal(name).pattern.to_regexp()
-
-    shape = f"(?:{terminal('ARRAY_SHAPE')}|{terminal('TUPLE_SHAPE')})"
-    head = re.compile(rf"\s*(ENTRY\s+)?({terminal('NAME')})(?: *\((.*)\) *-> *({shape}))? *\{{", re.S)
-    return head, re.compile(rf"({terminal('PARAM_NAME')}) *({shape})")
+def _defines(token: Token) -> tuple[bool, str, int]:
+    """(is_root, name, line) of a DEFINES token; its leading blank lines do not count."""
+    match = _splitters()["defines"].match(token)
+    return match.group(1) is not None, match.group(2), token.line + token.count("\n", 0, match.start(2))
 
 
-def _computation_head(token: Token):
-    """(is_entry, name, line, signature or None) of a COMPUTATION_HEAD token."""
-    head, parameter = _computation_head_splitters()
-    match = head.match(token)
+def _computation_head(token: Token, end: int | None = None):
+    """(is_entry, name, line, signature or None) of the COMPUTATION_HEAD at the start of `token`."""
+    split = _splitters()
+    match = split["computation_head"].match(token, 0, len(token) if end is None else end)
     line = token.line + token.count("\n", 0, match.start(2))
     signature = None
     if match.group(4) is not None:
         params = tuple((_strip(p[1]).rstrip(":"), _shape_in(token, p.start(2), p[2]))
-                       for p in parameter.finditer(token, match.start(3), match.end(3)))
+                       for p in split["parameter"].finditer(token, match.start(3), match.end(3)))
         signature = (params, _shape_in(token, match.start(4), match.group(4)))
     return match.group(1) is not None, _strip(match.group(2)), line, signature
 
 
-def _coarse_instruction(token: Token, extra_attributes) -> Instruction:
-    head, attribute, _ = _instruction_splitters()
-    match = head.match(token)
-    is_root, name, line = _defines(token)
-    shape = _shape_in(token, match.start(1), match.group(1)) if match.group(1) else None
-    opcode, operands = _opcall(match.group(2))
-    attributes = attribute.findall(token, match.end())
+def _coarse_computation(token: Token, attributes) -> Computation:
+    """A COMPUTATION token: its head, then each INSTRUCTION match in turn, lines counted as we go."""
+    split = _splitters()
+    head_end = split["computation_head_end"].match(token).end()
+    is_entry, name, line, signature = _computation_head(token, head_end)
+    instructions = []
+    position, position_line = head_end, token.line + token.count("\n", 0, head_end)
+    for match in split["instruction"].finditer(token, head_end):
+        position_line += token.count("\n", position, match.start())
+        position = match.start()
+        instructions.append(_coarse_instruction(token, match.start(), match.end(), position_line, ()))
+    params, result = signature if signature else (None, None)
+    return Computation(
+        name=name, instructions=instructions, is_entry=is_entry, parameter_shapes=params,
+        result_shape=result, attributes=_attribute_dict(attributes), line=line,
+    )
+
+
+def _coarse_instruction(token: Token, start: int, end: int, line: int, extra_attributes) -> Instruction:
+    """The INSTRUCTION at token[start:end]; `line` is the line `start` is on."""
+    split = _splitters()
+    match = split["instruction_head"].match(token, start, end)
+    shape = _shape_in(token, match.start(3), match.group(3)) if match.group(3) else None
+    opcode, operands = _opcall(match.group(4))
+    attributes = split["attribute"].findall(token, match.end(), end)
     if extra_attributes:
         attributes.extend(extra_attributes)
     return Instruction(
-        name=name, opcode=opcode, shape=shape, operands=operands,
-        attributes=_attribute_dict(attributes), is_root=is_root, line=line,
+        name=match.group(2), opcode=opcode, shape=shape, operands=operands,
+        attributes=_attribute_dict(attributes), is_root=match.group(1) is not None,
+        line=line + token.count("\n", start, match.start(2)),
     )
 
 
@@ -276,7 +293,7 @@ def _opcall(token: Token) -> tuple[str, tuple[str, ...]]:
     opcode, inner = text[:paren], text[paren + 1 : -1]
     if opcode == "constant":
         return opcode, (inner,)
-    return opcode, tuple(_instruction_splitters()[2].findall(inner))
+    return opcode, tuple(_splitters()["operand"].findall(inner))
 
 
 def _flatten_nested(operand, nested: list[Instruction]) -> str:
