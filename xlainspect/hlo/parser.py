@@ -98,7 +98,7 @@ class _ModelBuilder(Transformer):
         """`INSTRUCTION` (one coarse token), `DEFINES shape opcode...` or `[ROOT] NAME = shape opcode...`."""
         first = items[0]
         if first is not None and first.type == "INSTRUCTION":
-            return _coarse_instruction(first, 0, len(first), first.line, items[1:])
+            return _coarse_instruction(first, items[1:])
         if first is not None and first.type == "DEFINES":
             is_root, name, line = _defines(first)
             shape, *rest = items[1:]
@@ -171,9 +171,9 @@ class _ModelBuilder(Transformer):
 def _splitters() -> dict[str, re.Pattern]:
     """Regexes that split the coarse tokens, built from the grammar's own terminals.
 
-    `instruction` is the INSTRUCTION terminal, `instruction_head` the same without its ATTRIBUTE*
-    tail and in groups (ROOT, name, shape, OPCALL): it makes the choices the lexer made, and the
-    tail is then a contiguous run of `attribute` matches. `operand` finds each operand's name or
+    `instruction_head` is the INSTRUCTION terminal without its ATTRIBUTE* tail, in groups (ROOT,
+    name, shape, OPCALL): it makes the choices the lexer made, and the tail is then a contiguous
+    run of `attribute` matches. `operand` finds each operand's name or
     integer (group 1) in an OPCALL's parentheses: scanning left to right, each match starts where
     an operand starts, never inside a shape. `computation_head` (ENTRY, name, parameters, result)
     and `parameter` split a COMPUTATION_HEAD.
@@ -185,7 +185,6 @@ def _splitters() -> dict[str, re.Pattern]:
     defines = r"\s*(ROOT\s+)?%?([A-Za-z_][A-Za-z0-9_.\-]*)\s*=[ \t]*"  # DEFINES, in groups
     return {
         "defines": re.compile(defines),
-        "instruction": re.compile(terminal("INSTRUCTION")),
         "instruction_head": re.compile(f"{defines}(?:({shape}) *)?({terminal('OPCALL')})"),
         "attribute": re.compile(terminal("ATTRIBUTE")),
         "operand": re.compile(rf"(?:/\*index=[0-9]+\*/ *)?(?:{shape} +)?%?([A-Za-z0-9_.\-]+)"),
@@ -215,16 +214,25 @@ def _computation_head(token: Token, end: int | None = None):
 
 
 def _coarse_computation(token: Token, attributes) -> Computation:
-    """A COMPUTATION token: its head, then each INSTRUCTION match in turn, lines counted as we go."""
+    """A COMPUTATION token: its head, then instruction after instruction, lines counted as we go.
+
+    Each instruction is its head match and then as many ATTRIBUTE matches as follow, the greedy
+    path the lexer's regex took; the instructions end at the closing brace.
+    """
     split = _splitters()
     head_end = split["computation_head_end"].match(token).end()
     is_entry, name, line, signature = _computation_head(token, head_end)
+    instruction_head, attribute = split["instruction_head"], split["attribute"]
     instructions = []
     position, position_line = head_end, token.line + token.count("\n", 0, head_end)
-    for match in split["instruction"].finditer(token, head_end):
-        position_line += token.count("\n", position, match.start())
-        position = match.start()
-        instructions.append(_coarse_instruction(token, match.start(), match.end(), position_line, ()))
+    while match := instruction_head.match(token, position):
+        position_line += token.count("\n", position, match.start(2))
+        position = match.end()
+        pairs = []
+        while value := attribute.match(token, position):
+            pairs.append(value.group())
+            position = value.end()
+        instructions.append(_instruction(token, match, position_line, pairs))
     params, result = signature if signature else (None, None)
     return Computation(
         name=name, instructions=instructions, is_entry=is_entry, parameter_shapes=params,
@@ -232,19 +240,21 @@ def _coarse_computation(token: Token, attributes) -> Computation:
     )
 
 
-def _coarse_instruction(token: Token, start: int, end: int, line: int, extra_attributes) -> Instruction:
-    """The INSTRUCTION at token[start:end]; `line` is the line `start` is on."""
+def _coarse_instruction(token: Token, extra_attributes) -> Instruction:
+    """An INSTRUCTION token (followed by fine-grained attributes, `calls=%a, %b`)."""
     split = _splitters()
-    match = split["instruction_head"].match(token, start, end)
-    shape = _shape_in(token, match.start(3), match.group(3)) if match.group(3) else None
-    opcode, operands = _opcall(match.group(4))
-    attributes = split["attribute"].findall(token, match.end(), end)
-    if extra_attributes:
-        attributes.extend(extra_attributes)
+    match = split["instruction_head"].match(token)
+    pairs = split["attribute"].findall(token, match.end())
+    return _instruction(token, match, token.line + token.count("\n", 0, match.start(2)), pairs + list(extra_attributes))
+
+
+def _instruction(token: Token, head: re.Match, line: int, pairs: list) -> Instruction:
+    """The instruction of an `instruction_head` match in `token` on `line`, with its attributes."""
+    shape = _shape_in(token, head.start(3), head.group(3)) if head.group(3) else None
+    opcode, operands = _opcall(head.group(4))
     return Instruction(
-        name=match.group(2), opcode=opcode, shape=shape, operands=operands,
-        attributes=_attribute_dict(attributes), is_root=match.group(1) is not None,
-        line=line + token.count("\n", start, match.start(2)),
+        name=head.group(2), opcode=opcode, shape=shape, operands=operands,
+        attributes=_attribute_dict(pairs), is_root=head.group(1) is not None, line=line,
     )
 
 
@@ -378,14 +388,16 @@ PARALLEL_MIN_BYTES = 4 << 20
 
 
 def _run_in_workers(text: str, path: str | None) -> list | None:
-    """The items of `text` parsed in worker processes; None when it cannot be split or a part fails.
+    """The items of `text` parsed by this process and worker processes, one part each.
 
-    A part that fails is parsed again by the caller with the whole text, so a syntax error is
-    reported exactly as a serial parse reports it. Each part is padded with the newlines before it,
-    so its line numbers (instructions, errors, nested-instruction names) are those of the file.
+    None when the text cannot be split or a part fails: the caller then parses the whole text, so
+    a syntax error is reported exactly as a serial parse reports it. Each part is padded with the
+    newlines before it, so its line numbers (instructions, errors, nested-instruction names) are
+    those of the file. This process parses the first part itself: a worker's result costs a
+    pickle round trip (about a fifth of its parse) on top.
     """
     workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    parts = _split_at_computations(text, workers * 3) if workers > 1 else []
+    parts = _split_at_computations(text, workers) if workers > 1 else []
     if len(parts) < 2:
         return None
     from concurrent.futures import ProcessPoolExecutor
@@ -397,8 +409,12 @@ def _run_in_workers(text: str, path: str | None) -> list | None:
     gc_was_enabled = gc.isenabled()
     gc.disable()  # as in _run: unpickled results are millions of long-lived objects
     try:
-        with ProcessPoolExecutor(min(workers, len(parts)), mp_context=context) as pool:
-            return [item for items in pool.map(_run_part, jobs) for item in items]
+        with ProcessPoolExecutor(len(jobs) - 1, mp_context=context) as pool:
+            others = pool.map(_run_part, jobs[1:])
+            items = _run_part(jobs[0])
+            for part_items in others:
+                items.extend(part_items)
+        return items
     except HloParseError:
         return None
     finally:
