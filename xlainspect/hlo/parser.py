@@ -410,10 +410,10 @@ def _run_in_workers(text: str, path: str | None) -> list | None:
     gc.disable()  # as in _run: unpickled results are millions of long-lived objects
     try:
         with ProcessPoolExecutor(len(jobs) - 1, mp_context=context) as pool:
-            others = pool.map(_run_part, jobs[1:])
+            others = pool.map(_run_compact_part, jobs[1:])
             items = _run_part(jobs[0])
             for part_items in others:
-                items.extend(part_items)
+                items.extend(_expand(item) for item in part_items)
         return items
     except HloParseError:
         return None
@@ -425,6 +425,28 @@ def _run_in_workers(text: str, path: str | None) -> list | None:
 def _run_part(job: tuple[int, str, str | None]) -> list:
     lines_before, part, path = job
     return _run("\n" * lines_before + part, "start", path)
+
+
+def _run_compact_part(job: tuple[int, str, str | None]) -> list:
+    """A worker's part with its computations as plain tuples: pickling a slotted object calls
+    back into Python for each of hundreds of thousands of instructions, a tuple does not."""
+    return [_compact(item) for item in _run_part(job)]
+
+
+def _compact(item):
+    if not isinstance(item, Computation):
+        return item  # ("header", ...) and ("stack_frames", ...) tuples
+    instructions = [(i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line) for i in item.instructions]
+    return ("computation", item.name, instructions, item.is_entry, item.parameter_shapes, item.result_shape,
+            item.attributes, item.line)
+
+
+def _expand(item):
+    if item[0] != "computation":
+        return item
+    _, name, instructions, is_entry, parameter_shapes, result_shape, attributes, line = item
+    return Computation(name, [Instruction(*fields) for fields in instructions], is_entry, parameter_shapes,
+                       result_shape, attributes, line)
 
 
 def _split_at_computations(text: str, pieces: int) -> list[tuple[int, int]]:

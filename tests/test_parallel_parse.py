@@ -1,0 +1,52 @@
+"""Large texts are parsed in worker processes; the model and the errors must be those of one process."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import DUMPS, corpus_files
+from xlainspect import HloParseError
+from xlainspect.hlo import parser
+
+
+def _summary(modules):
+    return [(m.name, m.attributes, repr(m.stack_frames), m.line,
+             [(c.name, c.is_entry, c.parameter_shapes, c.result_shape, c.attributes, c.line,
+               [(i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line) for i in c.instructions])
+              for c in m.computations]) for m in modules]
+
+
+def _texts():
+    fixture = DUMPS / "clean_run" / "module_0000.jit_train_step.cpu_after_optimizations.txt"
+    texts = [fixture.read_text()]
+    texts += [p.read_text() for p in corpus_files("models/openxla__xla__gemma3_1b_flax_call.hlo")]
+    return texts
+
+
+@pytest.mark.parametrize("index", range(len(_texts())))
+def test_parts_give_the_serial_model(index, monkeypatch):
+    text = _texts()[index]
+    serial = parser.parse_hlo(text, "x.hlo")
+    monkeypatch.setattr(parser, "PARALLEL_MIN_BYTES", 0)
+    assert len(parser._split_at_computations(text, 2)) == 2
+    assert _summary(parser.parse_hlo(text, "x.hlo")) == _summary(serial)
+
+
+def test_an_error_in_a_later_part_is_reported_as_serially(monkeypatch):
+    text = (DUMPS / "clean_run" / "module_0000.jit_train_step.cpu_after_optimizations.txt").read_text()
+    bad = text[: len(text) * 3 // 4] + text[len(text) * 3 // 4 :].replace(" = f32[", " = f33[", 1)
+    with pytest.raises(HloParseError) as serial:
+        parser.parse_hlo(bad, "bad.hlo")
+    monkeypatch.setattr(parser, "PARALLEL_MIN_BYTES", 0)
+    with pytest.raises(HloParseError) as parallel:
+        parser.parse_hlo(bad, "bad.hlo")
+    assert (parallel.value.line, parallel.value.column, parallel.value.message) == \
+        (serial.value.line, serial.value.column, serial.value.message)
+    assert "unknown element type 'f33'" in serial.value.message
+
+
+def test_split_points_follow_computation_ends():
+    text = "HloModule m\n\na {\n  x = f32[] parameter(0)\n}\n\nENTRY e {\n  y = f32[] parameter(0)\n}\n"  # inline snippet
+    parts = parser._split_at_computations(text, 2)
+    assert [text[a:b].count("{") for a, b in parts] == [1, 1]
+    assert text[parts[0][1] - 2 : parts[0][1]] == "}\n"
