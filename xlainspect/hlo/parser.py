@@ -12,6 +12,7 @@ import importlib.resources
 import multiprocessing
 import os
 import re
+from sys import intern
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
@@ -95,10 +96,11 @@ class _ModelBuilder(Transformer):
         return (_strip(name).rstrip(":"), shape)
 
     def instruction(self, *items):
-        """`INSTRUCTION` (one coarse token), `DEFINES shape opcode...` or `[ROOT] NAME = shape opcode...`."""
+        """`INSTRUCTION` (coarse lines), `DEFINES shape opcode...` or `[ROOT] NAME = shape opcode...`."""
         first = items[0]
         if first is not None and first.type == "INSTRUCTION":
-            return _coarse_instruction(first, items[1:])
+            instructions = _coarse_instructions(first, items[1:])
+            return instructions if len(instructions) > 1 else instructions[0]
         if first is not None and first.type == "DEFINES":
             is_root, name, line = _defines(first)
             shape, *rest = items[1:]
@@ -214,25 +216,10 @@ def _computation_head(token: Token, end: int | None = None):
 
 
 def _coarse_computation(token: Token, attributes) -> Computation:
-    """A COMPUTATION token: its head, then instruction after instruction, lines counted as we go.
-
-    Each instruction is its head match and then as many ATTRIBUTE matches as follow, the greedy
-    path the lexer's regex took; the instructions end at the closing brace.
-    """
-    split = _splitters()
-    head_end = split["computation_head_end"].match(token).end()
+    """A COMPUTATION token: its head, then its instruction lines."""
+    head_end = _splitters()["computation_head_end"].match(token).end()
     is_entry, name, line, signature = _computation_head(token, head_end)
-    instruction_head, attribute = split["instruction_head"], split["attribute"]
-    instructions = []
-    position, position_line = head_end, token.line + token.count("\n", 0, head_end)
-    while match := instruction_head.match(token, position):
-        position_line += token.count("\n", position, match.start(2))
-        position = match.end()
-        pairs = []
-        while value := attribute.match(token, position):
-            pairs.append(value.group())
-            position = value.end()
-        instructions.append(_instruction(token, match, position_line, pairs))
+    instructions = _instruction_lines(token, head_end)
     params, result = signature if signature else (None, None)
     return Computation(
         name=name, instructions=instructions, is_entry=is_entry, parameter_shapes=params,
@@ -240,12 +227,35 @@ def _coarse_computation(token: Token, attributes) -> Computation:
     )
 
 
-def _coarse_instruction(token: Token, extra_attributes) -> Instruction:
-    """An INSTRUCTION token (followed by fine-grained attributes, `calls=%a, %b`)."""
+def _coarse_instructions(token: Token, extra_attributes) -> list[Instruction]:
+    """An INSTRUCTION token (a run of lines); fine-grained attributes after it (`calls=%a, %b`)
+    belong to its last line."""
+    instructions = _instruction_lines(token, 0)
+    if extra_attributes:
+        last = instructions[-1]
+        last.attributes = _attribute_dict([*last.attributes.items(), *extra_attributes])
+    return instructions
+
+
+def _instruction_lines(token: Token, position: int) -> list[Instruction]:
+    """The instruction lines of `token` from `position` on, lines counted as we go.
+
+    Each line is an `instruction_head` match and then as many ATTRIBUTE matches as follow: the
+    greedy path the lexer's regex took.
+    """
     split = _splitters()
-    match = split["instruction_head"].match(token)
-    pairs = split["attribute"].findall(token, match.end())
-    return _instruction(token, match, token.line + token.count("\n", 0, match.start(2)), pairs + list(extra_attributes))
+    instruction_head, attribute = split["instruction_head"], split["attribute"]
+    instructions = []
+    line = token.line + token.count("\n", 0, position)
+    while match := instruction_head.match(token, position):
+        line += token.count("\n", position, match.start(2))
+        position = match.end()
+        pairs = []
+        while value := attribute.match(token, position):
+            pairs.append(value.group())
+            position = value.end()
+        instructions.append(_instruction(token, match, line, pairs))
+    return instructions
 
 
 def _instruction(token: Token, head: re.Match, line: int, pairs: list) -> Instruction:
@@ -253,7 +263,7 @@ def _instruction(token: Token, head: re.Match, line: int, pairs: list) -> Instru
     shape = _shape_in(token, head.start(3), head.group(3)) if head.group(3) else None
     opcode, operands = _opcall(head.group(4))
     return Instruction(
-        name=head.group(2), opcode=opcode, shape=shape, operands=operands,
+        name=intern(head.group(2)), opcode=opcode, shape=shape, operands=operands,
         attributes=_attribute_dict(pairs), is_root=head.group(1) is not None, line=line,
     )
 
@@ -297,13 +307,16 @@ def _tuple_element(text: str, offset: int, element: str) -> Shape:
 
 
 def _opcall(token: Token) -> tuple[str, tuple[str, ...]]:
-    """(opcode, operands) of an OPCALL token; `constant(1)` keeps its literal text as the operand."""
+    """(opcode, operands) of an OPCALL token; `constant(1)` keeps its literal text as the operand.
+
+    Operand names are interned, so they share the string of the instruction name they refer to.
+    """
     text = token.lstrip(" ")
     paren = text.find("(")
-    opcode, inner = text[:paren], text[paren + 1 : -1]
+    opcode, inner = intern(text[:paren]), text[paren + 1 : -1]
     if opcode == "constant":
         return opcode, (inner,)
-    return opcode, tuple(_splitters()["operand"].findall(inner))
+    return opcode, tuple(map(intern, _splitters()["operand"].findall(inner)))
 
 
 def _flatten_nested(operand, nested: list[Instruction]) -> str:
@@ -323,6 +336,8 @@ def _attribute_dict(pairs) -> dict[str, str]:
     """Attributes in printed order; bare names extend the previous value (`calls=%a, %b`).
 
     `pairs` holds (key, value) tuples from the fine-grained rule and ATTRIBUTE tokens `, key=value`.
+    Keys and values are interned: a large module repeats the same few thousand of them (kinds,
+    metadata, backend configs) hundreds of thousands of times, and memory is the parse's limit.
     """
     result: dict[str, str] = {}
     last = None
@@ -333,7 +348,7 @@ def _attribute_dict(pairs) -> dict[str, str]:
         else:
             key, value = pair
         if key:
-            result[key] = value
+            result[intern(key)] = intern(value)
             last = key
         elif last is not None:
             result[last] += ", " + value
