@@ -1,0 +1,63 @@
+"""The line-level fast path answers exactly as the grammar, wherever it answers at all."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from tests.conftest import CORPUS, DUMPS, hlo_fixture_files
+from xlainspect import HloParseError, parse_hlo
+from xlainspect.hlo.fastpath import opcode_counts, scan
+from xlainspect.hlo.parser import decode_tuple_shape
+from xlainspect.io import read_text
+from xlainspect.shape import array_shape
+
+
+def _files():
+    corpus = sorted(CORPUS.rglob("*.hlo")) + sorted(CORPUS.rglob("*.txt")) if CORPUS.is_dir() else []
+    return hlo_fixture_files() + [p for p in corpus if "/invalid/" not in str(p)]
+
+
+def _grammar_view(text):
+    modules = parse_hlo(text)
+    return [(c.name, i.name, i.opcode, i.shape, i.is_root, i.line, i.called_computations)
+            for module in modules for c in module.computations for i in c.instructions]
+
+
+def _fast_view(lines):
+    return [(f.computation, f.name, f.opcode, decode_tuple_shape(f.shape) if f.shape.startswith("(") else array_shape(f.shape),
+             f.is_root, f.line, f.called) for f in lines]
+
+
+def test_fast_path_equals_the_grammar_on_every_fixture_and_corpus_module():
+    answered = 0
+    for path in _files():
+        text = read_text(path)
+        lines = scan(text)
+        try:
+            grammar = _grammar_view(text)
+        except HloParseError:
+            assert lines is None, path  # never an answer for text the grammar rejects
+            continue
+        if lines is None:
+            continue
+        answered += 1
+        assert _fast_view(lines) == grammar, path
+    assert answered >= len(hlo_fixture_files()) * 0.9  # it answers for (nearly) every real dump file
+
+
+def test_opcode_counts_of_a_real_module():
+    path = DUMPS / "clean_run" / "module_0000.jit_train_step.cpu_after_optimizations.txt"
+    text = path.read_text()
+    (module,) = parse_hlo(text)
+    assert opcode_counts(scan(text)) == Counter(i.opcode for i in module.instructions())
+    assert opcode_counts(scan(text))["parameter"] == sum(1 for i in module.instructions() if i.opcode == "parameter")
+
+
+def test_unsure_text_is_left_to_the_grammar():
+    # inline snippets (labelled, not dumps): a comment, a continued calls= list, an unclosed computation
+    assert scan("HloModule m\nENTRY e {\n  p = f32[] parameter(0) /* note */\n}\n") is None
+    assert scan("HloModule m\nENTRY e {\n  p = f32[] call(), calls=%a, %b\n}\n") is None
+    assert scan("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n") is None
+    (line,) = scan("HloModule m\nENTRY e {\n  ROOT p = f32[2]{0} parameter(0)\n}\n")
+    assert (line.computation, line.name, line.opcode, line.shape, line.is_root, line.line) == \
+        ("e", "p", "parameter", "f32[2]{0}", True, 3)

@@ -1,0 +1,99 @@
+"""A line-level reader for questions that need only names, shapes and opcodes (opcode histograms,
+instruction counts, which computations an instruction calls).
+
+XLA prints one instruction per line, so one regex match per line answers these questions several
+times faster than the grammar builds the model. The grammar stays the definition of HLO text:
+`scan` returns None for any text it is not sure about (a line inside a computation that is not
+of the plain `[ROOT] name = shape opcode(...)` form, a computation that does not close), and the
+caller then parses with the grammar. `tests/test_fastpath.py` proves that where `scan` answers,
+its answer is the grammar's, on every fixture file and every module of the corpus.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from xlainspect.errors import HloParseError
+from xlainspect.hlo.attributes import CALLED_COMPUTATION_ATTRIBUTES, called_computation_names
+from xlainspect.shape import array_shape
+
+#: `[ENTRY] %name (params) -> shape {` at column 0 (header-less and short text: `name {`).
+_COMPUTATION = re.compile(r"(ENTRY\s+)?%?([A-Za-z_][A-Za-z0-9_.\-]*)\b[^\n]*\{\s*$")
+#: `  [ROOT] %name = shape opcode(`: the shape an array token or a parenthesised tuple.
+_INSTRUCTION = re.compile(
+    r"\s+(ROOT\s+)?%?([A-Za-z_][A-Za-z0-9_.\-]*) = "
+    r"([a-z][a-z0-9]*\[[^\]\n]*\]\S*|\([^\n]*?\)) ([a-z][a-z0-9\-]*)\(")
+#: `calls=%a`, `to_apply=%b`, `branch_computations={%c, %d}`: attributes naming computations.
+_CALLS = re.compile(r", (" + "|".join(CALLED_COMPUTATION_ATTRIBUTES) + r")=(\{[^{}\"]*\}|%?[A-Za-z0-9_.\-]+)")
+#: Lines that would make a line-level reading unsure: comments, strings holding `calls=`-like
+#: text, and `calls=%a, %b` (a list continued after a comma).
+_UNSURE = re.compile(r"/\*(?!index=)|//|\"[^\"\n]*(?:" + "|".join(CALLED_COMPUTATION_ATTRIBUTES) + r")=|=%[A-Za-z0-9_.\-]+, %")
+
+
+#: Lines at column 0 outside computations: the header and the stack-frame table names.
+_OUTSIDE_COMPUTATIONS = ("HloModule ", "FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+
+@dataclass(frozen=True, slots=True)
+class InstructionLine:
+    """What one instruction line says without the grammar: enough for histograms and call graphs."""
+
+    computation: str
+    name: str
+    opcode: str
+    shape: str
+    """The shape as printed (decode with `xlainspect.shape.array_shape` if needed)."""
+    is_root: bool
+    line: int
+    called: tuple[str, ...]
+    """Computations named by calls=, to_apply=, body=, ... in that attribute order."""
+
+
+def scan(text: str) -> list[InstructionLine] | None:
+    """Every instruction of every computation in `text` (one module), or None when a line is not plain."""
+    if text.count("HloModule ") > 1:
+        return None
+    result: list[InstructionLine] = []
+    computation: str | None = None
+    for number, line in enumerate(text.split("\n"), start=1):
+        if computation is None:
+            if not line.strip() or line.startswith(_OUTSIDE_COMPUTATIONS) or line[0].isdigit():
+                continue  # header, stack-frame tables and their entries, blank lines
+            match = _COMPUTATION.match(line)
+            if match is None:
+                return None
+            computation = match.group(2)
+        elif line.startswith("}"):
+            computation = None
+        else:
+            match = _INSTRUCTION.match(line)
+            if match is None or _UNSURE.search(line):
+                return None
+            root, name, shape, opcode = match.groups()
+            if not _valid_shape(shape):
+                return None
+            result.append(InstructionLine(computation, name, opcode, shape, root is not None, number,
+                                          _called(line, match.end())))
+    return result if computation is None else None
+
+
+def _valid_shape(text: str) -> bool:
+    """Whether the grammar's shape decoder accepts the shape (memoised per distinct string)."""
+    from xlainspect.hlo.parser import decode_tuple_shape
+
+    try:
+        decode_tuple_shape(text) if text.startswith("(") else array_shape(text)
+    except HloParseError:
+        return False
+    return True
+
+
+def _called(line: str, start: int) -> tuple[str, ...]:
+    return called_computation_names(dict(_CALLS.findall(line, start)))
+
+
+def opcode_counts(lines: list[InstructionLine]) -> Counter[str]:
+    """Instructions per opcode."""
+    return Counter(line.opcode for line in lines)
