@@ -11,6 +11,7 @@ its answer is the grammar's, on every fixture file and every module of the corpu
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -79,6 +80,7 @@ def scan(text: str) -> list[InstructionLine] | None:
     return result if computation is None else None
 
 
+@functools.lru_cache(maxsize=16384)
 def _valid_shape(text: str) -> bool:
     """Whether the grammar's shape decoder accepts the shape (memoised per distinct string)."""
     from xlainspect.hlo.parser import decode_tuple_shape
@@ -91,7 +93,8 @@ def _valid_shape(text: str) -> bool:
 
 
 def _called(line: str, start: int) -> tuple[str, ...]:
-    return called_computation_names(dict(_CALLS.findall(line, start)))
+    found = _CALLS.findall(line, start)
+    return called_computation_names(dict(found)) if found else ()
 
 
 def opcode_counts(lines: list[InstructionLine]) -> Counter[str]:
