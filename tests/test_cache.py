@@ -115,3 +115,4 @@ def test_cli_no_cache_option(hlo, monkeypatch):
     assert result.exit_code == 0, result.output
     assert '"module": "jit_train_step"' in result.output
     assert cache_module._enabled is False
+
