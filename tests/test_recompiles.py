@@ -118,3 +118,14 @@ def test_tpu_layouts_one_compile_per_dtype():
     assert row.modules == 12 and row.module_ids[:3] == (0, 29, 58)
     dtype = next(c for c in row.causes if c.kind == "dtype")
     assert dtype.values == ("bf16", "f32", "s8", "s4", "u8", "s32", "f16", "pred", "u4", "s16", "f8e4m3fn", "f8e5m2")
+
+
+def test_table_folds_eager_ops_compiled_once_but_csv_keeps_every_function():
+    markdown = runner.invoke(app, ["count-recompiles", str(DUMPS / "eager_flood"), "--format", "markdown"])
+    assert markdown.exit_code == 0
+    lines = [line for line in markdown.stdout.splitlines() if line.startswith("| ")]
+    assert lines[1].startswith("| jit_stage | 2 |")  # recompiled functions first
+    folded = next(line for line in lines if "more eager ops" in line)
+    assert folded.startswith("| 11 more eager ops | 11 | True | compiled once each: jit_add, jit_sin,")
+    csv = runner.invoke(app, ["count-recompiles", str(DUMPS / "eager_flood"), "--format", "csv"])
+    assert len(csv.stdout.strip().splitlines()) == 1 + 15

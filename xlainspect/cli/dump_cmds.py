@@ -128,14 +128,29 @@ def _emit(rows, dump, violations: list[str], fmt: OutputFormat) -> None:
         return
     import pandas as pd
 
-    frame = pd.DataFrame(
-        [{"function": r.name, "compiles": r.modules, "eager": r.eager,
-          "why": "; ".join(_describe(c) for c in r.causes), "suggestion": r.suggestion or ""} for r in rows],
-        columns=["function", "compiles", "eager", "why", "suggestion"],
-    )
-    recompiled = sum(1 for r in rows if r.modules > 1)
-    emit_frame(frame, fmt, title=f"{sum(r.modules for r in rows)} compiles of {len(rows)} functions, "
-                                 f"{recompiled} compiled more than once")
+    table = _for_people(rows) if fmt in (OutputFormat.table, OutputFormat.markdown) else [_table_row(r) for r in rows]
+    frame = pd.DataFrame(table, columns=["function", "compiles", "eager", "why", "suggestion"])
+    total, recompiled = sum(r.modules for r in rows), sum(1 for r in rows if r.modules > 1)
+    emit_frame(frame, fmt, title=f"{total} compile{'s' * (total != 1)} of {len(rows)} function{'s' * (len(rows) != 1)}"
+                                 f", {recompiled} compiled more than once")
+
+
+def _table_row(row) -> dict:
+    return {"function": row.name, "compiles": row.modules, "eager": row.eager,
+            "why": "; ".join(_describe(c) for c in row.causes), "suggestion": row.suggestion or ""}
+
+
+def _for_people(rows: list) -> list[dict]:
+    """Recompiled functions first (most compiles first); eager ops compiled once fold into one row,
+    since an eager flood is one problem with one fix, not dozens."""
+    ranked = sorted(rows, key=lambda r: (r.modules == 1, -r.modules))
+    single_eager = [r for r in ranked if r.eager and r.modules == 1]
+    if len(single_eager) < 2:
+        return [_table_row(r) for r in ranked]
+    folded = {"function": f"{len(single_eager)} more eager ops", "compiles": len(single_eager), "eager": True,
+              "why": "compiled once each: " + ", ".join(r.name for r in single_eager),
+              "suggestion": single_eager[0].suggestion or ""}
+    return [_table_row(r) for r in ranked if r not in single_eager] + [folded]
 
 
 def _describe(cause) -> str:
