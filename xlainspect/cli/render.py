@@ -12,11 +12,14 @@ import json
 import os
 import sys
 
-import pandas as pd
-from pandas.api.types import is_numeric_dtype
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+if TYPE_CHECKING:  # pandas is imported where a table is drawn: `xlainspect --help` must not pay for it
+    import pandas as pd
 
 
 class OutputFormat(str, enum.Enum):
@@ -59,6 +62,8 @@ def emit_frame(frame: pd.DataFrame, fmt: OutputFormat, title: str | None = None)
 
 
 def rich_table(frame: pd.DataFrame, title: str | None = None) -> Table:
+    from pandas.api.types import is_numeric_dtype
+
     table = Table(title=title, title_justify="left", show_lines=False)
     for index, column in enumerate(frame.columns):
         # The first column names the row (function, module): keep it whole on narrow terminals.
@@ -71,6 +76,8 @@ def rich_table(frame: pd.DataFrame, title: str | None = None) -> Table:
 
 def markdown_table(frame: pd.DataFrame, title: str | None = None) -> str:
     """A GitHub-flavoured Markdown table (pandas' own needs the optional tabulate package)."""
+    from pandas.api.types import is_numeric_dtype
+
     lines = [f"**{title}**", ""] if title else []
     lines.append("| " + " | ".join(map(str, frame.columns)) + " |")
     lines.append("|" + "|".join("---:" if is_numeric_dtype(frame[c]) else "---" for c in frame.columns) + "|")
