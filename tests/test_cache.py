@@ -26,8 +26,10 @@ def hlo(tmp_path, monkeypatch):
 
 
 def _summary(modules):
-    return [(m.name, m.path, [(c.name, [(i.name, i.opcode, str(i.shape), i.operands, i.attributes, i.line)
-                                        for i in c.instructions]) for c in m.computations]) for m in modules]
+    return [(m.name, m.path, m.attributes, repr(m.stack_frames), m.line, m.has_header,
+             [(c.name, c.is_entry, c.parameter_shapes, c.result_shape, c.attributes, c.line,
+               [(i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line) for i in c.instructions])
+              for c in m.computations]) for m in modules]
 
 
 def _forbid_parsing(monkeypatch):
@@ -51,7 +53,7 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
 def test_a_hit_returns_the_same_model_without_parsing(hlo, monkeypatch):
     first = parse_file(hlo)
     assert first[0].name == "jit_train_step" and first[0].instruction_count > 20
-    assert len(list((cache_dir() / "models").glob("*.pickle"))) == 1
+    assert len(list((cache_dir() / "models").glob("*.model"))) == 1
     assert len(list((cache_dir() / "files").glob("*.json"))) == 1
     _forbid_parsing(monkeypatch)
     second = parse_file(hlo)
@@ -66,7 +68,7 @@ def test_a_changed_file_is_parsed_again(hlo):
     hlo.write_text(text)
     (changed,) = parse_file(hlo)
     assert changed.name == "renamed"
-    assert len(list((cache_dir() / "models").glob("*.pickle"))) == 2
+    assert len(list((cache_dir() / "models").glob("*.model"))) == 2
 
 
 def test_same_content_at_a_new_mtime_is_a_hit(hlo, monkeypatch):
@@ -80,11 +82,11 @@ def test_same_content_at_a_new_mtime_is_a_hit(hlo, monkeypatch):
 
 def test_a_corrupt_entry_is_a_miss(hlo):
     parse_file(hlo)
-    (entry,) = (cache_dir() / "models").glob("*.pickle")
-    entry.write_bytes(b"not a pickle")
+    (entry,) = (cache_dir() / "models").glob("*.model")
+    entry.write_bytes(b"not a model")
     (module,) = parse_file(hlo)
     assert module.name == "jit_train_step"
-    assert entry.read_bytes() != b"not a pickle"  # rewritten
+    assert entry.read_bytes() != b"not a model"  # rewritten
 
 
 def test_no_cache_neither_reads_nor_writes(hlo, monkeypatch):
@@ -101,7 +103,7 @@ def test_a_bad_file_raises_and_is_not_cached(hlo):
     with pytest.raises(HloParseError) as info:
         parse_file(hlo)
     assert info.value.path == str(hlo)
-    assert not list((cache_dir() / "models").glob("*.pickle"))
+    assert not list((cache_dir() / "models").glob("*.model"))
 
 
 def test_cli_no_cache_option(hlo, monkeypatch):

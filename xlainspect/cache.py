@@ -1,12 +1,12 @@
 """A content-keyed on-disk cache of parsed HLO files, so re-analysing an unchanged dump is cheap.
 
-Parsing a 50 MB after-optimizations module takes seconds; unpickling its model takes a fraction of
+Parsing a 50 MB after-optimizations module takes seconds; loading its model takes a fraction of
 that. Entries live in the user cache directory (`$XLAINSPECT_CACHE_DIR`, else
 `$XDG_CACHE_HOME/xlainspect`, else `~/.cache/xlainspect`):
 
 - `files/<hash of the path>.json` remembers a file's size, mtime and content digest, so an
   unchanged file is not even read again to be hashed;
-- `models/<content digest>.pickle` holds the parsed modules, keyed by the text's digest and by the
+- `models/<content digest>.model` holds the parsed modules, keyed by the text's digest and by the
   parser's own fingerprint (xlainspect version, grammar text, model layout), so an upgrade or a
   grammar change never reads a stale model.
 
@@ -24,14 +24,15 @@ import gc
 import hashlib
 import json
 import os
-import pickle
+import marshal
 import tempfile
 from pathlib import Path
 
-from xlainspect.hlo.model import Module
+from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
+from xlainspect.shape import Shape, array_shape
 
-#: Bump when the pickled model's classes change shape (fields added, renamed, retyped).
-MODEL_FORMAT = 1
+#: Bump when the model's classes change shape (fields added, renamed, retyped).
+MODEL_FORMAT = 2
 
 
 def cache_dir() -> Path:
@@ -70,7 +71,7 @@ def parse_file(path: str | Path, *, use_cache: bool | None = None) -> list[Modul
         digest = None
     if digest is None:
         return parse_hlo(read_text(path), str(path))
-    entry = cache_dir() / "models" / f"{digest}.pickle"
+    entry = cache_dir() / "models" / f"{digest}.model"
     modules = _load(entry)
     if modules is None:
         modules = parse_hlo(read_text(path), str(path))
@@ -116,21 +117,63 @@ def _load(entry: Path) -> list[Module] | None:
     gc_was_enabled = gc.isenabled()
     gc.disable()  # as in the parse: a large model is millions of objects that all stay alive
     try:
-        modules = pickle.loads(data)
+        modules = [_module(record) for record in marshal.loads(data)]
     except Exception:  # a truncated or foreign entry is a miss, never an error
         return None
     finally:
         if gc_was_enabled:
+            gc.freeze()  # the model lives as long as the run: later collections need not scan it again
             gc.enable()
-    return modules if isinstance(modules, list) and all(isinstance(m, Module) for m in modules) else None
+    return modules
 
 
 def _store(entry: Path, modules: list[Module]) -> None:
     try:
-        data = pickle.dumps(modules, protocol=pickle.HIGHEST_PROTOCOL)
-    except (pickle.PicklingError, TypeError, RecursionError):
+        data = marshal.dumps([_record(m) for m in modules])
+    except (ValueError, TypeError):
         return
     _write_atomic(entry, data)
+
+
+# An entry is the model as plain tuples, dicts and strings (shapes as their printed text) written
+# with marshal: loading it is mostly building the objects, several times faster than unpickling
+# slotted objects, which calls back into Python for each of them.
+
+def _record(module: Module) -> tuple:
+    frames = tuple((i, f.file, f.function, f.line, f.column, f.parent) for i, f in module.stack_frames.items())
+    computations = tuple(
+        (c.name, c.is_entry,
+         None if c.parameter_shapes is None else tuple((n, str(s)) for n, s in c.parameter_shapes),
+         None if c.result_shape is None else str(c.result_shape), c.attributes, c.line,
+         tuple((i.name, i.opcode, None if i.shape is None else str(i.shape), i.operands, i.attributes, i.is_root, i.line)
+               for i in c.instructions))
+        for c in module.computations)
+    return (module.name, module.attributes, frames, module.line, module.has_header, computations)
+
+
+def _module(record: tuple) -> Module:
+    name, attributes, frames, line, has_header, computations = record
+    return Module(
+        name=name, attributes=attributes, line=line, has_header=has_header,
+        stack_frames={f[0]: StackFrame(*f[1:]) for f in frames},
+        computations=[_computation(c) for c in computations],
+    )
+
+
+def _computation(record: tuple) -> Computation:
+    name, is_entry, parameters, result, attributes, line, instructions = record
+    return Computation(
+        name, [Instruction(n, o, None if s is None else _shape(s), ops, a, r, ln) for n, o, s, ops, a, r, ln in instructions],
+        is_entry, None if parameters is None else tuple((n, _shape(s)) for n, s in parameters),
+        None if result is None else _shape(result), attributes, line,
+    )
+
+
+@functools.lru_cache(maxsize=16384)
+def _shape(text: str) -> Shape:
+    from xlainspect.hlo.parser import decode_tuple_shape
+
+    return decode_tuple_shape(text) if text.startswith("(") else array_shape(text)
 
 
 def _write_atomic(target: Path, data: bytes) -> None:
