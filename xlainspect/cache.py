@@ -23,8 +23,8 @@ import functools
 import gc
 import hashlib
 import json
-import os
 import marshal
+import os
 import tempfile
 from pathlib import Path
 
@@ -103,7 +103,7 @@ def _content_digest(path: Path) -> str:
 def _parser_fingerprint() -> str:
     """Changes whenever the parse of the same text could change: version, grammar, model format."""
     from xlainspect import __version__
-    from xlainspect.hlo.parser import grammar_text
+    from xlainspect.hlo.tokens import grammar_text
 
     grammar = hashlib.blake2b(grammar_text().encode(), digest_size=8).hexdigest()
     return f"{__version__}-{MODEL_FORMAT}-{grammar}"
@@ -171,7 +171,7 @@ def _computation(record: tuple) -> Computation:
 
 @functools.lru_cache(maxsize=16384)
 def _shape(text: str) -> Shape:
-    from xlainspect.hlo.parser import decode_tuple_shape
+    from xlainspect.hlo.tokens import decode_tuple_shape
 
     return decode_tuple_shape(text) if text.startswith("(") else array_shape(text)
 

@@ -83,7 +83,7 @@ def scan(text: str) -> list[InstructionLine] | None:
 @functools.lru_cache(maxsize=16384)
 def _valid_shape(text: str) -> bool:
     """Whether the grammar's shape decoder accepts the shape (memoised per distinct string)."""
-    from xlainspect.hlo.parser import decode_tuple_shape
+    from xlainspect.hlo.tokens import decode_tuple_shape
 
     try:
         decode_tuple_shape(text) if text.startswith("(") else array_shape(text)

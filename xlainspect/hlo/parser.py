@@ -8,21 +8,18 @@ from __future__ import annotations
 
 import functools
 import gc
-import importlib.resources
 import multiprocessing
 import os
 import re
 from sys import intern
-from pathlib import Path
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from xlainspect.errors import HloParseError, error_at
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
+from xlainspect.hlo.tokens import decode_tuple_shape, grammar_text
 from xlainspect.shape import Shape, array_shape, tuple_shape
-
-_CHECKOUT_GRAMMAR = Path(__file__).resolve().parents[2] / "grammars" / "hlo.lark"
 
 #: How Lark's terminal names read in an error message.
 _TERMINAL_WORDS = {
@@ -125,12 +122,13 @@ class _ModelBuilder(Transformer):
         return [*nested, instruction] if nested else instruction
 
     def nested_instruction(self, shape, opcode: Token, operands=None):
-        """An operand written as an instruction; it gets a name from its opcode and position."""
+        """An operand written as an instruction (`NAME operands` or one OPCALL token); it gets a
+        name from its opcode and position."""
         column = opcode.column + len(opcode) - len(opcode.lstrip())
-        text = opcode.strip()
-        name = Token("NAME", f"{text[:text.find('(')] if operands is None else text}.{opcode.line}.{column}", line=opcode.line)
-        return self.instruction(None, name, shape, opcode, operands) if operands is not None else \
-            self.instruction(None, name, shape, opcode)
+        word = opcode.strip().partition("(")[0]
+        name = Token("NAME", f"{word}.{opcode.line}.{column}", line=opcode.line)
+        rest = (opcode,) if operands is None else (opcode, operands)
+        return self.instruction(None, name, shape, *rest)
 
     def operands(self, *operands):
         return tuple(o for o in operands if o is not None)
@@ -276,36 +274,6 @@ def _shape_in(token: Token, offset: int, text: str) -> Shape:
         raise _TokenError(token, offset + error.column - 1, error.message) from None
 
 
-@functools.lru_cache(maxsize=16384)
-def decode_tuple_shape(text: str) -> Shape:
-    """Decode a TUPLE_SHAPE token, `(f32[], /*index=1*/(s32[2]{0}))`; errors point into `text`."""
-    elements = []
-    depth, start = 0, 1
-    for position in range(1, len(text)):
-        char = text[position]
-        if char in "([{":
-            depth += 1
-        elif char in ")]}" and depth:
-            depth -= 1
-        elif depth == 0 and char in ",)":
-            element = text[start:position]
-            if element.strip():
-                elements.append(_tuple_element(text, start, element))
-            start = position + 1
-    return tuple_shape(tuple(elements))
-
-
-def _tuple_element(text: str, offset: int, element: str) -> Shape:
-    body = element.lstrip(" ")
-    if body.startswith("/*"):
-        body = body[body.index("*/") + 2 :].lstrip(" ")
-    at = offset + len(element) - len(body)
-    try:
-        return decode_tuple_shape(body) if body.startswith("(") else array_shape(body)
-    except HloParseError as error:
-        raise error_at(text, at + error.column - 1, error.message) from None
-
-
 def _opcall(token: Token) -> tuple[str, tuple[str, ...]]:
     """(opcode, operands) of an OPCALL token; `constant(1)` keeps its literal text as the operand.
 
@@ -362,15 +330,6 @@ def _lark() -> Lark:
         start=["start", "shape_text", "program_shape", "shape_list"],
     )
     return Lark(grammar_text(), **options)
-
-
-@functools.cache
-def grammar_text() -> str:
-    """The grammar: package data in an installed wheel, `grammars/hlo.lark` in a checkout."""
-    packaged = importlib.resources.files("xlainspect") / "grammars" / "hlo.lark"
-    if packaged.is_file():
-        return packaged.read_text(encoding="utf-8")
-    return _CHECKOUT_GRAMMAR.read_text(encoding="utf-8")
 
 
 def parse_hlo(text: str, path: str | None = None) -> list[Module]:
