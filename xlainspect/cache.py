@@ -61,24 +61,29 @@ def parse_file(path: str | Path, *, use_cache: bool | None = None) -> list[Modul
     """
     if use_cache is None:
         use_cache = _enabled
-    from xlainspect.hlo.parser import parse_hlo
-    from xlainspect.io import read_text
-
     path = Path(path)
     try:
         digest = _content_digest(path) if use_cache else None
     except OSError:  # missing or unreadable: read_text names the problem
         digest = None
     if digest is None:
-        return parse_hlo(read_text(path), str(path))
+        return _parse(path)
     entry = cache_dir() / "models" / f"{digest}.model"
     modules = _load(entry)
     if modules is None:
-        modules = parse_hlo(read_text(path), str(path))
+        modules = _parse(path)
         _store(entry, modules)
     for module in modules:  # the same text may sit at several paths
         module.path = str(path)
     return modules
+
+
+def _parse(path: Path) -> list[Module]:
+    """The grammar's parse (imported here: a cache hit never loads Lark)."""
+    from xlainspect.hlo.parser import parse_hlo
+    from xlainspect.io import read_text
+
+    return parse_hlo(read_text(path), str(path))
 
 
 def _content_digest(path: Path) -> str:
