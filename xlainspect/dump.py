@@ -243,9 +243,7 @@ class DumpModule:
             dump_file = self.hlo_file(stage)
             if dump_file is None:
                 raise DumpError(f"module {self.label}: no HLO text file")
-            header = parse_header(first_line(dump_file.path), str(dump_file.path))
-            check_complete(dump_file.path)
-            self._parsed[key] = header
+            self._parsed[key] = parse_header(header_line(dump_file.path), str(dump_file.path))
         return self._parsed[key]
 
     @property
@@ -256,47 +254,41 @@ class DumpModule:
         return f"{where}module_{number}" + (f".{self.name}" if self.name else "")
 
 
-def first_line(path: Path) -> str:
-    """The first line of an HLO text file (the `HloModule` header) without reading the rest."""
-    from xlainspect.io import read_text
-
-    if path.name.endswith(".gz"):
-        return read_text(path).split("\n", 1)[0]
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.readline()
-    except OSError as error:
-        raise DumpError(f"{path}: cannot read ({error.strerror})") from None
-    if not raw.strip():
-        raise DumpError(f"{path}: empty file")
-    if b"\x00" in raw:
-        raise DumpError(f"{path}: binary file, not HLO text")
-    try:
-        return raw.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError:
-        raise DumpError(f"{path}: not UTF-8 text") from None
-
-
 _TAIL_BYTES = 512
 
 
-def check_complete(path: Path) -> None:
-    """DumpError unless the file's last line closes a computation (`}`), as every complete dump does."""
-    if path.name.endswith(".gz"):
-        return  # reading the tail means decompressing all of it; the full parse checks these
+def header_line(path: Path) -> str:
+    """The first line of an HLO text file (the `HloModule` header), read with the file's last bytes
+    only: a file whose last line does not close a computation (a killed job, a compile still being
+    written) is a DumpError, caught without reading the body."""
+    from xlainspect.io import read_text
+
+    if path.name.endswith(".gz"):  # reading the tail means decompressing it all: check it all
+        text = read_text(path)
+        first, tail = text.split("\n", 1)[0].encode(), text[-_TAIL_BYTES:].encode()
+    else:
+        try:
+            with open(path, "rb") as handle:
+                first = handle.readline()
+                size = handle.seek(0, os.SEEK_END)
+                handle.seek(max(len(first), size - _TAIL_BYTES))
+                tail = first + handle.read() if size <= len(first) + _TAIL_BYTES else handle.read()
+        except OSError as error:
+            raise DumpError(f"{path}: cannot read ({error.strerror})") from None
+    if not first.strip():
+        raise DumpError(f"{path}: empty file")
+    if b"\x00" in first:
+        raise DumpError(f"{path}: binary file, not HLO text")
     try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - _TAIL_BYTES))
-            tail = handle.read()
-    except OSError as error:
-        raise DumpError(f"{path}: cannot read ({error.strerror})") from None
+        line = first.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise DumpError(f"{path}: not UTF-8 text") from None
     last = tail.rstrip().rsplit(b"\n", 1)[-1].strip()
     if not last.startswith(b"}"):
-        text = last.decode("utf-8", errors="replace")[:80]
-        raise DumpError(f"{path}: truncated: the file ends inside a computation (last line {text!r}); "
+        shown = last.decode("utf-8", errors="replace")[:80]
+        raise DumpError(f"{path}: truncated: the file ends inside a computation (last line {shown!r}); "
                         "the compile was killed or is still being written")
+    return line
 
 
 @functools.lru_cache(maxsize=4096)

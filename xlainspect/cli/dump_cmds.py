@@ -18,7 +18,7 @@ from xlainspect.cli.app import (
     note_skipped,
     user_errors,
 )
-from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stderr_console
+from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, emit_rows, stderr_console
 from xlainspect.errors import XlaInspectError
 
 
@@ -126,12 +126,9 @@ def _emit(rows, dump, violations: list[str], fmt: OutputFormat) -> None:
                    "violations": violations,
                    "skipped": [{"path": str(s.path), "reason": s.reason} for s in dump.skipped]})
         return
-    import pandas as pd
-
     table = _for_people(rows) if fmt in (OutputFormat.table, OutputFormat.markdown) else [_table_row(r) for r in rows]
-    frame = pd.DataFrame(table, columns=["function", "compiles", "eager", "why", "suggestion"])
     total, recompiled = sum(r.modules for r in rows), sum(1 for r in rows if r.modules > 1)
-    emit_frame(frame, fmt, title=f"{total} compile{'s' * (total != 1)} of {len(rows)} function{'s' * (len(rows) != 1)}"
+    emit_rows(table, ["function", "compiles", "eager", "why", "suggestion"], fmt, title=f"{total} compile{'s' * (total != 1)} of {len(rows)} function{'s' * (len(rows) != 1)}"
                                  f", {recompiled} compiled more than once")
 
 

@@ -156,6 +156,9 @@ class _ModelBuilder(Transformer):
     def buffer_shape(self, _open, shape: Shape) -> Shape:
         return shape
 
+    def header_line(self, header):
+        return header
+
     def shape_text(self, shape: Shape) -> Shape:
         return shape
 
@@ -324,9 +327,14 @@ def _attribute_dict(pairs) -> dict[str, str]:
 
 
 @functools.cache
-def _lark() -> Lark:
+def _lark(start: str = "start") -> Lark:
     """The parser, its LALR tables loaded from the user cache directory when an earlier run saved
-    them for this grammar text and Lark version (0.4 s saved at every start); built otherwise."""
+    them for this grammar text and Lark version (0.4 s saved at every start); built otherwise.
+
+    Each start symbol gets its own parser of the same grammar: the automaton for `header_line` or
+    `program_shape` has only those states, so its contextual lexer never compiles the regexes of the
+    computation-sized terminals (what lookahead sets shared with whole modules would cost, 0.2 s).
+    """
     import hashlib
 
     import lark
@@ -334,11 +342,10 @@ def _lark() -> Lark:
     from xlainspect.cache import cache_dir
 
     text = grammar_text()
-    key = hashlib.blake2b(f"{lark.__version__}\n{text}".encode(), digest_size=10).hexdigest()
+    key = hashlib.blake2b(f"{lark.__version__}\n{start}\n{text}".encode(), digest_size=10).hexdigest()
     tables = cache_dir() / f"grammar-{key}.lark"
     options = dict(
-        parser="lalr", lexer="contextual", maybe_placeholders=True, transformer=_ModelBuilder(),
-        start=["start", "shape_text", "program_shape", "shape_list"],
+        parser="lalr", lexer="contextual", maybe_placeholders=True, transformer=_ModelBuilder(), start=start,
     )
     try:
         tables.parent.mkdir(parents=True, exist_ok=True)
@@ -365,7 +372,9 @@ def parse_hlo(text: str, path: str | None = None) -> list[Module]:
 def parse_header(line: str, path: str | None = None) -> Module:
     """The `HloModule name, key=value, ...` line alone, as a Module without computations: the
     signature of a dumped module (entry_computation_layout, input_output_alias) for one line's cost."""
-    modules = _assemble(_run(line, "start", path), path)
+    # Its own start symbol: the lexer states it passes through are small, while `start`'s first
+    # state carries the whole-computation terminal, whose regex alone takes ~0.2 s to compile.
+    modules = _assemble([_run(line, "header_line", path)], path)
     if len(modules) != 1 or not modules[0].has_header or modules[0].computations:
         raise error_at(line, 0, "expected one `HloModule <name>, ...` header line", path)
     return modules[0]
@@ -465,7 +474,7 @@ def _run(text: str, start: str, path: str | None, what: str = "HLO"):
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the parse allocates millions of objects that all stay alive: skip futile GC passes
     try:
-        return _lark().parse(text, start=start)
+        return _lark(start).parse(text)
     except UnexpectedInput as error:
         raise _syntax_error(error, text, path, what) from None
     except _TokenError as error:
