@@ -316,9 +316,9 @@ def big_module_figures(path: Path, repeat: int) -> list[dict]:
                        f"<= {cpp_s / 5:.2f} (C++ / 5)" if cpp_s else "", _ok(cpp_s, cpp_s and warm["s"] <= cpp_s / 5),
                        rss=warm["rss"]))
     rows.append(figure("  then the ops analysis on it (not cached)", warm["analysis_s"], "s", "", None))
-    rows.append(figure("opcode histogram by the line fast path (read + scan, in process)", fast["s"], "s",
-                       f"< {cpp_s:.2f} (C++)" if cpp_s else "", _ok(cpp_s, cpp_s and fast["s"] < cpp_s)))
-    rows.append(figure("xlainspect ops, grammar, no cache (wall)", ops_wall, "s", "", None))
+    rows.append(figure("opcode histogram by the line fast path (read + scan, in process)", fast["s"], "s", "", None))
+    rows.append(figure("xlainspect ops, no cache (wall, start-up included)", ops_wall, "s",
+                       f"< {cpp_s:.2f} (C++)" if cpp_s else "", _ok(cpp_s, cpp_s and ops_wall < cpp_s)))
     return rows
 
 

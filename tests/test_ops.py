@@ -28,3 +28,22 @@ def test_function_histogram_folds_variants():
     assert (rows["copy"].variants, rows["copy"].total) == (12, sum(copies))
     assert (rows["copy"].min_per_variant, rows["copy"].max_per_variant) == (min(copies), max(copies))
     assert {module_label(m) for m in modules} >= {"module_0000.jit_layouts", "module_0206.jit_layouts"}
+
+
+def test_line_histogram_equals_the_grammar_histogram_on_every_fixture_and_corpus_file():
+    from tests.conftest import corpus_files, hlo_fixture_files
+    from xlainspect.analysis.ops import line_histogram, module_label, opcode_histogram
+    from xlainspect.hlo.fastpath import scan
+    from xlainspect.hlo.parser import parse_hlo
+    from xlainspect.io import read_text
+
+    answered = 0
+    for path in hlo_fixture_files() + corpus_files("models/*") + corpus_files("xla_parser_tests_*/valid/*.hlo"):
+        text = read_text(path)
+        lines = scan(text)
+        if lines is None:
+            continue
+        (module,) = parse_hlo(text, str(path))
+        assert line_histogram(module_label(module), lines) == opcode_histogram(module), path
+        answered += 1
+    assert answered > 250

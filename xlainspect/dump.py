@@ -451,17 +451,19 @@ def _module_platform(files: list[DumpFile]) -> str | None:
     return next(iter(platforms)) if len(platforms) == 1 else (sorted(platforms)[0] if platforms else None)
 
 
+def select_dump_modules(dump: Dump, *, function: str | None = None, module_re: str | None = None) -> list[DumpModule]:
+    """The dump's modules of one function, or whose name matches a regex (nothing is parsed)."""
+    pattern = re.compile(module_re) if module_re else None
+    return [m for m in dump.modules
+            if (function is None or m.name == function) and (pattern is None or pattern.search(m.name or ""))]
+
+
 def select_modules(dump: Dump, *, function: str | None = None, module_re: str | None = None,
                    stage: str = "after", strict: bool = False) -> list[Module]:
     """Parsed modules of the dump (optionally one function, or names matching a regex); files that do
     not parse are recorded in `dump.skipped` and left out, unless `strict`."""
-    pattern = re.compile(module_re) if module_re else None
     parsed = []
-    for dump_module in dump.modules:
-        if function is not None and dump_module.name != function:
-            continue
-        if pattern is not None and not pattern.search(dump_module.name or ""):
-            continue
+    for dump_module in select_dump_modules(dump, function=function, module_re=module_re):
         try:
             parsed.append(dump_module.module(stage))
         except XlaInspectError as error:

@@ -13,9 +13,13 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.shape import Shape
+
+if TYPE_CHECKING:
+    from xlainspect.hlo.fastpath import InstructionLine
 
 #: Call-graph edge kinds that run a computation as control flow (not as a fusion body or reducer).
 CONTROL_FLOW_CALLERS = frozenset({"while", "conditional", "call", "async-start", "async-update", "async-done"})
@@ -48,26 +52,44 @@ _DUMP_FILE_PREFIX = re.compile(r"^(module_\d+)\.")
 
 def module_label(module: Module) -> str:
     """`module_0029.jit_layouts` for a dump file (recompiles share a name), else the module name."""
-    match = _DUMP_FILE_PREFIX.match(PurePath(module.path).name) if module.path else None
-    return f"{match[1]}.{module.name}" if match else module.name
+    return file_label(module.path, module.name)
+
+
+def file_label(path: str | None, name: str) -> str:
+    """`module_0029.jit_layouts` when `path` is a dump file, else `name`."""
+    match = _DUMP_FILE_PREFIX.match(PurePath(path).name) if path else None
+    return f"{match[1]}.{name}" if match else name
 
 
 def fused_computations(module: Module) -> set[str]:
     """Computations run as part of a fusion: fusion bodies and everything they call."""
-    graph = module.call_graph
-    roots = {callee for _, callee, kind in graph.edges(data="kind") if kind == "fusion"}
-    return _reachable(graph, roots, lambda kind: True)
+    return _fused(_calls((c.name, i.opcode, i.called_computations) for c in module.computations for i in c))
 
 
 def control_flow_computations(module: Module) -> set[str]:
     """The entry and the computations it runs through while/conditional/call/async (not reducers)."""
-    return _reachable(module.call_graph, {module.entry.name}, lambda kind: kind in CONTROL_FLOW_CALLERS)
+    calls = _calls((c.name, i.opcode, i.called_computations) for c in module.computations for i in c)
+    return _reachable(calls, {module.entry.name}, lambda kind: kind in CONTROL_FLOW_CALLERS)
 
 
-def _reachable(graph, roots: set[str], follow) -> set[str]:
+def _calls(instructions: Iterable[tuple[str, str, tuple[str, ...]]]) -> dict[str, list[tuple[str, str]]]:
+    """Computation -> (callee, calling opcode) for each called computation of each instruction."""
+    calls: dict[str, list[tuple[str, str]]] = {}
+    for computation, opcode, called in instructions:
+        for callee in called:
+            calls.setdefault(computation, []).append((callee, opcode))
+    return calls
+
+
+def _fused(calls: dict[str, list[tuple[str, str]]]) -> set[str]:
+    roots = {callee for edges in calls.values() for callee, kind in edges if kind == "fusion"}
+    return _reachable(calls, roots, lambda kind: True)
+
+
+def _reachable(calls: dict[str, list[tuple[str, str]]], roots: set[str], follow) -> set[str]:
     seen, stack = set(roots), list(roots)
     while stack:
-        for _, callee, kind in graph.out_edges(stack.pop(), data="kind"):
+        for callee, kind in calls.get(stack.pop(), ()):
             if callee not in seen and follow(kind):
                 seen.add(callee)
                 stack.append(callee)
@@ -98,14 +120,25 @@ def users(computation: Computation) -> dict[str, list[Instruction]]:
 
 def opcode_histogram(module: Module) -> list[OpCount]:
     """One row per opcode of the module, most frequent first."""
-    fused = fused_computations(module)
+    counts = Counter((c.name, i.opcode) for c in module.computations for i in c.instructions)
+    calls = _calls((c.name, i.opcode, i.called_computations) for c in module.computations for i in c)
+    return _histogram(module_label(module), counts, calls)
+
+
+def line_histogram(label: str, lines: list[InstructionLine]) -> list[OpCount]:
+    """`opcode_histogram` from the line-level reader (`xlainspect.hlo.fastpath.scan`), no model built."""
+    counts = Counter((line.computation, line.opcode) for line in lines)
+    return _histogram(label, counts, _calls((line.computation, line.opcode, line.called) for line in lines if line.called))
+
+
+def _histogram(label: str, counts: Counter[tuple[str, str]], calls: dict[str, list[tuple[str, str]]]) -> list[OpCount]:
+    """Rows from instruction counts per (computation, opcode) and the call edges."""
+    fused = _fused(calls)
     inside: Counter[str] = Counter()
     outside: Counter[str] = Counter()
-    for computation in module.computations:
-        counter = inside if computation.name in fused else outside
-        counter.update(i.opcode for i in computation.instructions)
+    for (computation, opcode), n in counts.items():
+        (inside if computation in fused else outside)[opcode] += n
     total = inside + outside
-    label = module_label(module)
     return [OpCount(label, op, n, outside[op], inside[op])
             for op, n in sorted(total.items(), key=lambda item: (-item[1], item[0]))]
 
