@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from xlainspect.errors import DumpError, HloParseError, XlaInspectError
@@ -459,13 +460,17 @@ def select_dump_modules(dump: Dump, *, function: str | None = None, module_re: s
 
 
 def select_modules(dump: Dump, *, function: str | None = None, module_re: str | None = None,
-                   stage: str = "after", strict: bool = False) -> list[Module]:
+                   stage: str = "after", strict: bool = False,
+                   advance: Callable[[int], None] | None = None) -> list[Module]:
     """Parsed modules of the dump (optionally one function, or names matching a regex); files that do
-    not parse are recorded in `dump.skipped` and left out, unless `strict`."""
+    not parse are recorded in `dump.skipped` and left out, unless `strict`. `advance(1)` is called
+    after each module (a progress bar's)."""
     parsed = []
     for dump_module in select_dump_modules(dump, function=function, module_re=module_re):
         try:
             parsed.append(dump_module.module(stage))
         except XlaInspectError as error:
             dump.skip(dump_module.hlo_file(stage).path, error, strict)
+        if advance is not None:
+            advance(1)
     return parsed

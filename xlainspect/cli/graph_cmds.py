@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from xlainspect.cli.app import FormatOpt, StrictOpt, app, note_skipped, user_errors
+from xlainspect.cli.progress import progress
 from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, emit_rows, stdout_console
 
 PathsArg = Annotated[list[Path], typer.Argument(help="A --xla_dump_to directory, or HLO text files.",
@@ -37,7 +38,8 @@ def _modules(paths: list[Path], function: str | None, module_re: str | None, sta
 
     dump = load_dump(paths if len(paths) > 1 else paths[0])
     platforms = {str(f.path): m.platform for m in dump.modules if (f := m.hlo_file(stage.value))}
-    modules = select_modules(dump, function=function, module_re=module_re, stage=stage.value)
+    with progress("parsing modules", total=len(dump.modules)) as advance:
+        modules = select_modules(dump, function=function, module_re=module_re, stage=stage.value, advance=advance)
     note_skipped(dump, strict)
     return [(m, platforms.get(m.path or "")) for m in modules]
 
@@ -170,16 +172,19 @@ def _histograms(paths: list[Path], function: str | None, module_re: str | None, 
 
     dump = load_dump(paths if len(paths) > 1 else paths[0])
     rows = []
-    for dump_module in select_dump_modules(dump, function=function, module_re=module_re):
-        hlo = dump_module.hlo_file(stage.value)
-        try:
-            lines = scan(read_text(hlo.path))
-            if lines is not None:
-                rows += line_histogram(file_label(str(hlo.path), dump_module.header(stage.value).name), lines)
-            else:
-                rows += opcode_histogram(dump_module.module(stage.value))
-        except XlaInspectError as error:
-            dump.skip(hlo.path, error)
+    selected = select_dump_modules(dump, function=function, module_re=module_re)
+    with progress("reading modules", total=len(selected)) as advance:
+        for dump_module in selected:
+            hlo = dump_module.hlo_file(stage.value)
+            try:
+                lines = scan(read_text(hlo.path))
+                if lines is not None:
+                    rows += line_histogram(file_label(str(hlo.path), dump_module.header(stage.value).name), lines)
+                else:
+                    rows += opcode_histogram(dump_module.module(stage.value))
+            except XlaInspectError as error:
+                dump.skip(hlo.path, error)
+            advance(1)
     note_skipped(dump, strict)
     return rows
 

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from xlainspect.cli.app import DumpPath, FormatOpt, app, note_skipped, user_errors
+from xlainspect.cli.progress import progress
 from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stdout_console
 
 
@@ -110,13 +111,16 @@ def ledger_inputs(path: Path, platform: str | None):
 
     dump = load_dump(path)
     inputs = []
-    for dump_module in dump.modules:
-        try:
-            module = dump_module.module("after")
-            side = dump_module.file("buffer-assignment", "after")
-            buffers = read_buffer_assignment(read_text(side.path), str(side.path)) if side else None
-        except XlaInspectError as error:
-            dump.skip(dump_module.files[0].path, error)
-            continue
-        inputs.append(LedgerInput(module, dump_module.name or module.name, platform or dump_module.platform, buffers))
+    with progress("reading modules", total=len(dump.modules)) as advance:
+        for dump_module in dump.modules:
+            advance(1)
+            try:
+                module = dump_module.module("after")
+                side = dump_module.file("buffer-assignment", "after")
+                buffers = read_buffer_assignment(read_text(side.path), str(side.path)) if side else None
+            except XlaInspectError as error:
+                dump.skip(dump_module.files[0].path, error)
+                continue
+            function = dump_module.name or module.name
+            inputs.append(LedgerInput(module, function, platform or dump_module.platform, buffers))
     return inputs, dump
