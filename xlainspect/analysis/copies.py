@@ -20,7 +20,6 @@ from xlainspect.layout import Layout, format_layout, memory_space_name
 from xlainspect.shape import Shape
 
 HOST_OFFLOAD_TARGETS = ("MoveToHost", "MoveToDevice")
-HOST_MEMORY_SPACE = 5
 
 
 @dataclass(frozen=True, slots=True)

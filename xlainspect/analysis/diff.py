@@ -30,8 +30,6 @@ METRICS = ("modules", "parameter_bytes", "instructions", "fusions", "custom_call
            "collective_bytes", "peak_memory", "padding_waste")
 """Metric names, in report order; the CI thresholds (`--max-increase`) name these."""
 
-STATUSES = ("changed", "unchanged", "only_a", "only_b")
-
 
 @dataclass(frozen=True, slots=True)
 class MetricDelta:

@@ -61,11 +61,6 @@ def file_label(path: str | None, name: str) -> str:
     return f"{match[1]}.{name}" if match else name
 
 
-def fused_computations(module: Module) -> set[str]:
-    """Computations run as part of a fusion: fusion bodies and everything they call."""
-    return _fused(_calls((c.name, i.opcode, i.called_computations) for c in module.computations for i in c))
-
-
 def control_flow_computations(module: Module) -> set[str]:
     """The entry and the computations it runs through while/conditional/call/async (not reducers)."""
     calls = _calls((c.name, i.opcode, i.called_computations) for c in module.computations for i in c)

@@ -18,8 +18,6 @@ from xlainspect.errors import XlaInspectError
 if TYPE_CHECKING:
     from xlainspect.hlo.model import Module
 
-CAUSE_KINDS = ("shape", "dtype", "layout", "sharding", "donation", "body", "identical", "flags")
-
 EAGER_OPS = frozenset(
     "abs acos acosh add all any arange argmax argmin argsort asarray asin asinh atan atan2 atanh broadcast_in_dim "
     "broadcast_to cbrt ceil clip clamp concatenate conj convert_element_type copy cos cosh cumsum cumprod "
