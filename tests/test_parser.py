@@ -151,3 +151,25 @@ def test_errors_name_the_place(text, line, column, words):
     rendered = error.render().splitlines()
     assert rendered[0].startswith(f"bad.hlo:{line}:{column}: ")
     assert rendered[2] == " " * (column - 1) + "^"
+
+
+def test_a_broken_line_deep_in_a_long_computation_fails_fast():
+    """Guard against regex backtracking that is exponential in the number of lines (once: 2^lines)."""
+    import signal
+
+    lines = [f"  %b.{i} = f32[8,1]{{1,0}} broadcast(%c), dimensions={{}}, metadata={{op_name=\"x\"}}" for i in range(200)]
+    text = "HloModule m\n\nENTRY %e () -> f32[] {\n  %c = f32[] constant(1)\n" + "\n".join(lines)
+    text += "\n  %bad = f32[8,1]{1,0} broadcast(%c), dimens)ons={}\n  ROOT %r = f32[] constant(2)\n}\n"
+
+    def give_up(*_):
+        raise AssertionError("parse_hlo backtracked for 20 s on a 200-line computation")
+
+    previous = signal.signal(signal.SIGALRM, give_up)
+    signal.alarm(20)  # a hang guard, not a timing assert: the linear parse takes milliseconds
+    try:
+        with pytest.raises(HloParseError) as info:
+            parse_hlo(text)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert (info.value.line, info.value.column) == (205, 45)
