@@ -118,9 +118,11 @@ class Module:
     has_header: bool = True
     """False for header-less text (computations only); the name is then `module_<entry>`."""
 
-    @property
+    @functools.cached_property
     def entry(self) -> Computation:
-        """The ENTRY computation, or the last one when none is marked (as XLA's parser decides)."""
+        """The ENTRY computation, or the last one when none is marked (as XLA's parser decides).
+
+        Cached: analyses ask for it per instruction, and a big module has 50,000 computations."""
         for computation in self.computations:
             if computation.is_entry:
                 return computation
