@@ -118,3 +118,39 @@ def test_cli_no_cache_option(hlo, monkeypatch):
     assert '"module": "jit_train_step"' in result.output
     assert cache_module._enabled is False
 
+
+
+def test_cached_result_is_served_until_the_file_changes(hlo):
+    from xlainspect.analysis.collectives import collectives
+    from xlainspect.cache import cached_result
+
+    calls = []
+
+    def analyse():
+        calls.append(1)
+        return collectives(parse_file(hlo)[0])
+
+    first = cached_result(hlo, "collectives", analyse)
+    assert cached_result(hlo, "collectives", analyse) == first and len(calls) == 1
+    assert cached_result(hlo, "collectives:other-arguments", analyse) == first and len(calls) == 2
+    assert cached_result(hlo, "collectives", analyse, use_cache=False) == first and len(calls) == 3
+    hlo.write_text(hlo.read_text().replace("jit_train_step", "jit_train_stop"))
+    cached_result(hlo, "collectives", analyse)
+    assert len(calls) == 4
+    assert len(list((cache_dir() / "results").iterdir())) == 3
+
+
+def test_warm_cli_rerun_reads_no_module(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import xlainspect.cli.commands  # noqa: F401  (registers the commands)
+    from xlainspect.cli import app
+    from xlainspect.dump import DumpModule
+
+    monkeypatch.setenv("XLAINSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    dump = DUMPS / "collectives_cpu"
+    cold = CliRunner().invoke(app, ["collectives", str(dump), "--format", "json"])
+    monkeypatch.setattr(DumpModule, "module", lambda *_: pytest.fail("loaded a module on a warm run"))
+    warm = CliRunner().invoke(app, ["collectives", str(dump), "--format", "json"])
+    assert cold.exit_code == warm.exit_code == 0
+    assert warm.stdout == cold.stdout and '"payload_bytes": 1024' in warm.stdout

@@ -8,7 +8,10 @@ that. Entries live in the user cache directory (`$XLAINSPECT_CACHE_DIR`, else
   unchanged file is not even read again to be hashed;
 - `models/<content digest>.model` holds the parsed modules, keyed by the text's digest and by the
   parser's own fingerprint (xlainspect version, grammar text, model layout), so an upgrade or a
-  grammar change never reads a stale model.
+  grammar change never reads a stale model;
+- `results/<key>.pickle` holds what an analysis returned for one file (`cached_result`), keyed by
+  the file's digest and name, the analysis and its arguments, and a digest of xlainspect's own
+  source, so changed code never serves an old answer.
 
 A file whose size or mtime changed is re-hashed; a new digest means a new entry. Writes go to a
 temporary file and are renamed into place, so a crashed or concurrent run never leaves half an
@@ -25,8 +28,11 @@ import hashlib
 import json
 import marshal
 import os
+import pickle
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
 from xlainspect.shape import Shape, array_shape
@@ -76,6 +82,43 @@ def parse_file(path: str | Path, *, use_cache: bool | None = None) -> list[Modul
     for module in modules:  # the same text may sit at several paths
         module.path = str(path)
     return modules
+
+
+T = TypeVar("T")
+
+
+def cached_result(path: str | Path, analysis: str, compute: Callable[[], T], *, use_cache: bool | None = None) -> T:
+    """`compute()`, an analysis of the file at `path`, answered from the cache while the file, its name
+    and xlainspect's code are unchanged: a warm re-analysis then reads neither the file nor the model.
+
+    `analysis` names the analysis and its arguments. Errors from `compute` pass through, uncached.
+    """
+    path = Path(path)
+    if not (_enabled if use_cache is None else use_cache):
+        return compute()
+    try:
+        digest = _content_digest(path)
+    except OSError:
+        return compute()
+    key = hashlib.blake2b(f"{digest}\n{path.name}\n{analysis}\n{_code_fingerprint()}".encode(), digest_size=20)
+    entry = cache_dir() / "results" / f"{key.hexdigest()}.pickle"
+    try:
+        return pickle.loads(entry.read_bytes())
+    except Exception:  # missing, truncated or foreign: a miss
+        pass
+    result = compute()
+    with contextlib.suppress(pickle.PicklingError, TypeError, AttributeError, RecursionError):
+        _write_atomic(entry, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    return result
+
+
+@functools.cache
+def _code_fingerprint() -> str:
+    """A digest of every source file of the installed xlainspect package."""
+    digest = hashlib.blake2b(digest_size=12)
+    for source in sorted(Path(__file__).parent.rglob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
 
 
 def _parse(path: Path) -> list[Module]:

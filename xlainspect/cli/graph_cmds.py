@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -44,6 +45,30 @@ def _modules(paths: list[Path], function: str | None, module_re: str | None, sta
     return [(m, platforms.get(m.path or "")) for m in modules]
 
 
+def _analyse(paths: list[Path], function: str | None, module_re: str | None, stage: Stage, strict: bool,
+             analysis: str, analyse: Callable) -> list:
+    """`analyse(module, platform)` for each selected module, answered from the results cache while the
+    file is unchanged (the module is then not even loaded); files that do not parse are skipped."""
+    from xlainspect.cache import cached_result
+    from xlainspect.dump import load_dump, select_dump_modules
+    from xlainspect.errors import XlaInspectError
+
+    dump = load_dump(paths if len(paths) > 1 else paths[0])
+    results = []
+    selected = select_dump_modules(dump, function=function, module_re=module_re)
+    with progress("analysing modules", total=len(selected)) as advance:
+        for dump_module in selected:
+            hlo = dump_module.hlo_file(stage.value)
+            try:
+                results.append(cached_result(hlo.path, f"{analysis}:{stage.value}:{dump_module.platform}",
+                                             lambda m=dump_module: analyse(m.module(stage.value), m.platform)))
+            except XlaInspectError as error:
+                dump.skip(hlo.path, error)
+            advance(1)
+    note_skipped(dump, strict)
+    return results
+
+
 #: Columns a table or Markdown page shows (JSON and CSV carry every field).
 TABLE_COLUMNS = {
     "fusions": ["module", "name", "kind", "backend_kind", "root", "ops", "output_shape", "output_bytes",
@@ -59,11 +84,13 @@ TABLE_COLUMNS = {
 def _emit(rows: list, row_type: type, totals: list, totals_type: type, key: str, fmt: OutputFormat,
           extra: dict | None = None) -> None:
     """JSON `{key: rows, "totals": totals, ...}`; CSV the rows only; table/Markdown rows (fewer columns), totals."""
-    from xlainspect.report import to_frame, to_records
+    from xlainspect.report import to_records
 
     if fmt is OutputFormat.json:
         emit_json({key: [_json_record(r) for r in to_records(rows)], "totals": to_records(totals), **(extra or {})})
         return
+    from xlainspect.report import to_frame
+
     frame = _flat_frame(rows, row_type)
     if fmt is OutputFormat.csv:
         emit_frame(frame, fmt)
@@ -106,9 +133,11 @@ def fusions(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOp
 
     with user_errors():
         rows, unfused = [], {}
-        for module, _ in _modules(paths, function, module_re, stage, strict):
-            rows += fusions(module)
-            unfused[module_label(module)] = dict(unfused_ops(module).most_common())
+        per_module = _analyse(paths, function, module_re, stage, strict, "fusions", lambda module, _: (
+            fusions(module), module_label(module), dict(unfused_ops(module).most_common())))
+        for module_rows, label, module_unfused in per_module:
+            rows += module_rows
+            unfused[label] = module_unfused
         _emit(rows, Fusion, fusion_kind_totals(rows), FusionKindTotal, "fusions", fmt, {"unfused_ops": unfused})
         if fmt in (OutputFormat.table, OutputFormat.markdown):
             for label, ops in unfused.items():
@@ -126,8 +155,8 @@ def copies(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt
     from xlainspect.analysis.copies import Copy, CopyTotal, copies, copy_totals
 
     with user_errors():
-        rows = [row for module, platform in _modules(paths, function, module_re, stage, strict)
-                for row in copies(module, platform) if row.layout_only or not layout_only]
+        rows = [row for module_rows in _analyse(paths, function, module_re, stage, strict, "copies", copies)
+                for row in module_rows if row.layout_only or not layout_only]
         _emit(rows, Copy, copy_totals(rows), CopyTotal, "copies", fmt)
 
 
@@ -138,7 +167,8 @@ def collectives(paths: PathsArg, function: FunctionOpt = None, module_re: Module
     from xlainspect.analysis.collectives import Collective, CollectiveTotal, collective_totals, collectives
 
     with user_errors():
-        rows = [row for module, _ in _modules(paths, function, module_re, stage, strict) for row in collectives(module)]
+        rows = [row for module_rows in _analyse(paths, function, module_re, stage, strict, "collectives",
+                                                lambda module, _: collectives(module)) for row in module_rows]
         _emit(rows, Collective, collective_totals(rows), CollectiveTotal, "collectives", fmt)
 
 
