@@ -47,8 +47,8 @@ def _modules(paths: list[Path], function: str | None, module_re: str | None, sta
 
 def _analyse(paths: list[Path], function: str | None, module_re: str | None, stage: Stage, strict: bool,
              analysis: str, analyse: Callable) -> list:
-    """`analyse(module, platform)` for each selected module, answered from the results cache while the
-    file is unchanged (the module is then not even loaded); files that do not parse are skipped."""
+    """`analyse(dump_module)` for each selected module, answered from the results cache while the file
+    is unchanged (the module is then not even read); files that do not parse are skipped."""
     from xlainspect.cache import cached_result
     from xlainspect.dump import load_dump, select_dump_modules
     from xlainspect.errors import XlaInspectError
@@ -61,7 +61,7 @@ def _analyse(paths: list[Path], function: str | None, module_re: str | None, sta
             hlo = dump_module.hlo_file(stage.value)
             try:
                 results.append(cached_result(hlo.path, f"{analysis}:{stage.value}:{dump_module.platform}",
-                                             lambda m=dump_module: analyse(m.module(stage.value), m.platform)))
+                                             lambda m=dump_module: analyse(m)))
             except XlaInspectError as error:
                 dump.skip(hlo.path, error)
             advance(1)
@@ -133,8 +133,11 @@ def fusions(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOp
 
     with user_errors():
         rows, unfused = [], {}
-        per_module = _analyse(paths, function, module_re, stage, strict, "fusions", lambda module, _: (
-            fusions(module), module_label(module), dict(unfused_ops(module).most_common())))
+        def analyse(dump_module):
+            module = dump_module.module(stage.value)
+            return fusions(module), module_label(module), dict(unfused_ops(module).most_common())
+
+        per_module = _analyse(paths, function, module_re, stage, strict, "fusions", analyse)
         for module_rows, label, module_unfused in per_module:
             rows += module_rows
             unfused[label] = module_unfused
@@ -155,8 +158,9 @@ def copies(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt
     from xlainspect.analysis.copies import Copy, CopyTotal, copies, copy_totals
 
     with user_errors():
-        rows = [row for module_rows in _analyse(paths, function, module_re, stage, strict, "copies", copies)
-                for row in module_rows if row.layout_only or not layout_only]
+        per_module = _analyse(paths, function, module_re, stage, strict, "copies",
+                              lambda dump_module: copies(dump_module.module(stage.value), dump_module.platform))
+        rows = [row for module_rows in per_module for row in module_rows if row.layout_only or not layout_only]
         _emit(rows, Copy, copy_totals(rows), CopyTotal, "copies", fmt)
 
 
@@ -167,8 +171,9 @@ def collectives(paths: PathsArg, function: FunctionOpt = None, module_re: Module
     from xlainspect.analysis.collectives import Collective, CollectiveTotal, collective_totals, collectives
 
     with user_errors():
-        rows = [row for module_rows in _analyse(paths, function, module_re, stage, strict, "collectives",
-                                                lambda module, _: collectives(module)) for row in module_rows]
+        per_module = _analyse(paths, function, module_re, stage, strict, "collectives",
+                              lambda dump_module: collectives(dump_module.module(stage.value)))
+        rows = [row for module_rows in per_module for row in module_rows]
         _emit(rows, Collective, collective_totals(rows), CollectiveTotal, "collectives", fmt)
 
 
@@ -186,37 +191,25 @@ def ops(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = 
             modules = [module for module, _ in _modules(paths, function, module_re, stage, strict)]
             emit_frame(to_frame(function_histogram(modules), FunctionOpCount), fmt, title="opcodes per function")
         else:
-            rows = _histograms(paths, function, module_re, stage, strict)  # no pandas: this is the fast command
+            per_module = _analyse(paths, function, module_re, stage, strict, "ops",
+                                  lambda dump_module: _histogram(dump_module, stage))
+            rows = [row for module_rows in per_module for row in module_rows]  # no pandas: the fast command
             emit_rows([dataclasses.asdict(r) for r in rows], [f.name for f in dataclasses.fields(OpCount)], fmt,
                       title="opcodes")
 
 
-def _histograms(paths: list[Path], function: str | None, module_re: str | None, stage: Stage, strict: bool) -> list:
-    """Opcode rows per module: from the line-level reader where it is sure of every line (no model is
-    built, several times faster), from the grammar's model elsewhere."""
+def _histogram(dump_module, stage: Stage) -> list:
+    """Opcode rows of one module: from the line-level reader where it is sure of every line (no model
+    is built, several times faster), from the grammar's model elsewhere."""
     from xlainspect.analysis.ops import file_label, line_histogram, opcode_histogram
-    from xlainspect.dump import load_dump, select_dump_modules
-    from xlainspect.errors import XlaInspectError
     from xlainspect.hlo.fastpath import scan
     from xlainspect.io import read_text
 
-    dump = load_dump(paths if len(paths) > 1 else paths[0])
-    rows = []
-    selected = select_dump_modules(dump, function=function, module_re=module_re)
-    with progress("reading modules", total=len(selected)) as advance:
-        for dump_module in selected:
-            hlo = dump_module.hlo_file(stage.value)
-            try:
-                lines = scan(read_text(hlo.path))
-                if lines is not None:
-                    rows += line_histogram(file_label(str(hlo.path), dump_module.header(stage.value).name), lines)
-                else:
-                    rows += opcode_histogram(dump_module.module(stage.value))
-            except XlaInspectError as error:
-                dump.skip(hlo.path, error)
-            advance(1)
-    note_skipped(dump, strict)
-    return rows
+    hlo = dump_module.hlo_file(stage.value)
+    lines = scan(read_text(hlo.path))
+    if lines is None:
+        return opcode_histogram(dump_module.module(stage.value))
+    return line_histogram(file_label(str(hlo.path), dump_module.header(stage.value).name), lines)
 
 
 class GraphFormat(str, enum.Enum):
