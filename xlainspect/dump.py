@@ -141,34 +141,40 @@ def classify(path: Path, host: str = "", folder: DumpFile | None = None) -> Dump
     match = _MODULE_FILE.match(path.name)
     if not match:
         return None
-    module_id, rest = int(match["id"]), match["rest"] or ""
     timestamp = int(match["ts"]) if match["ts"] else None
-    common = {"path": path, "module_id": module_id, "timestamp": timestamp, "host": host}
+    return DumpFile(path=path, module_id=int(match["id"]), timestamp=timestamp, host=host,
+                    **_describe_suffix(match["rest"] or ""))
+
+
+@functools.lru_cache(maxsize=65536)
+def _describe_suffix(rest: str) -> dict:
+    """The fields a file name gives after `module_<id>.`; memoised, since every compile of a function
+    repeats the same suffixes (`jit_f.cpu_after_optimizations.txt`) under a new id."""
     if main := _MAIN.match(rest):
         name, cl = _split_name(main["name"])
         platform, tag = _platform(main["platform"])
         if platform is None and (cl or main["stage"] in _TPU_ONLY):
             platform = "tpu"
-        return DumpFile(module_name=name, platform=platform, stage=main["stage"],
-                        kind=_MAIN_EXTENSIONS[main["ext"]], platform_tag=tag, cl=cl, **common)
+        return dict(module_name=name, platform=platform, stage=main["stage"], kind=_MAIN_EXTENSIONS[main["ext"]],
+                    platform_tag=tag, cl=cl)
     if step := _PASS.match(rest):
         name, cl = _split_name(step["name"])
-        return DumpFile(module_name=name, platform=None, stage="pass", kind="hlo", cl=cl, step=int(step["step"]),
-                        pipeline=step["pipeline"], after_pass=step["after"], before_pass=step["before"], **common)
+        return dict(module_name=name, platform=None, stage="pass", kind="hlo", cl=cl, step=int(step["step"]),
+                    pipeline=step["pipeline"], after_pass=step["after"], before_pass=step["before"])
     if side := _SIDE.match(rest):
         name, cl = _split_name(side["name"])
-        return DumpFile(module_name=name, platform="tpu" if cl else None, stage=None,
-                        kind=_SIDE_KINDS.get(side["side"], "other"), cl=cl, **common)
+        return dict(module_name=name, platform="tpu" if cl else None, stage=None,
+                    kind=_SIDE_KINDS.get(side["side"], "other"), cl=cl)
     if by_extension := _BY_EXTENSION.match(rest):
         name, cl = _split_name(by_extension["name"])
-        return DumpFile(module_name=name, platform=None, stage=None,
-                        kind=_EXTENSION_KINDS.get(by_extension["ext"], "other"), cl=cl, **common)
+        return dict(module_name=name, platform=None, stage=None,
+                    kind=_EXTENSION_KINDS.get(by_extension["ext"], "other"), cl=cl)
     if in_pass := _IN_PASS.match(rest):
         name, cl = _split_name(in_pass["name"])
-        return DumpFile(module_name=name, platform=None, stage="in_pass", kind="hlo", cl=cl,
-                        step=int(in_pass["step"]), pipeline=in_pass["pass_name"], after_pass=in_pass["what"], **common)
+        return dict(module_name=name, platform=None, stage="in_pass", kind="hlo", cl=cl,
+                    step=int(in_pass["step"]), pipeline=in_pass["pass_name"], after_pass=in_pass["what"])
     name, cl = _split_name(rest)
-    return DumpFile(module_name=name, platform="tpu" if cl else None, stage=None, kind="folder", cl=cl, **common)
+    return dict(module_name=name, platform="tpu" if cl else None, stage=None, kind="folder", cl=cl)
 
 
 @dataclass(frozen=True, slots=True)
