@@ -215,13 +215,6 @@ def _major(layout: Layout, physical: int) -> int:
     return layout.minor_to_major[len(layout.minor_to_major) - 1 - physical]
 
 
-def physical_dims(dims: tuple[int, ...], layout: Layout | None) -> tuple[int, ...]:
-    """Sizes in physical order, major to minor (the order tiles refer to)."""
-    if layout is None or len(layout.minor_to_major) != len(dims):
-        return dims
-    return tuple(dims[d] for d in reversed(layout.minor_to_major))
-
-
 def array_size_bytes(dtype: str, dims: tuple[int, ...], layout: Layout | None) -> int:
     """Bytes of a dense array exactly as XLA's `ShapeUtil::ArraySize` computes them.
 

@@ -34,15 +34,14 @@ StageOpt = Annotated[Stage, typer.Option("--stage", help="HLO before or after op
 
 
 def _modules(paths: list[Path], function: str | None, module_re: str | None, stage: Stage, strict: bool):
-    """(module, platform) pairs of the selection; a note on stderr for each file skipped."""
+    """The selected modules, parsed; a note on stderr for each file skipped."""
     from xlainspect.dump import load_dump, select_modules
 
     dump = load_dump(paths if len(paths) > 1 else paths[0])
-    platforms = {str(f.path): m.platform for m in dump.modules if (f := m.hlo_file(stage.value))}
     with progress("parsing modules", total=len(dump.modules)) as advance:
         modules = select_modules(dump, function=function, module_re=module_re, stage=stage.value, advance=advance)
     note_skipped(dump, strict)
-    return [(m, platforms.get(m.path or "")) for m in modules]
+    return modules
 
 
 def _analyse(paths: list[Path], function: str | None, module_re: str | None, stage: Stage, strict: bool,
@@ -188,7 +187,7 @@ def ops(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = 
 
     with user_errors():
         if per_function:
-            modules = [module for module, _ in _modules(paths, function, module_re, stage, strict)]
+            modules = _modules(paths, function, module_re, stage, strict)
             emit_frame(to_frame(function_histogram(modules), FunctionOpCount), fmt, title="opcodes per function")
         else:
             per_module = _analyse(paths, function, module_re, stage, strict, "ops",

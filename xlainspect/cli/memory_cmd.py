@@ -28,6 +28,7 @@ def memory(
     allocation kind, the peak (program point and instruction) and the biggest buffers live at the peak."""
     from xlainspect.analysis.memory import module_memory
     from xlainspect.dump import load_dump
+    from xlainspect.errors import DumpError, XlaInspectError
 
     with user_errors():
         dump = load_dump(path.parent if path.is_file() else path)
@@ -37,20 +38,15 @@ def memory(
         for dump_module in chosen:
             try:
                 row = module_memory(dump_module, top)
-            except Exception as error:  # noqa: BLE001  (XlaInspectError: report and skip, like a truncated file)
-                from xlainspect.errors import XlaInspectError
-
-                if not isinstance(error, XlaInspectError):
-                    raise
+            except XlaInspectError as error:  # report and skip, like a truncated file
                 dump.skip(dump_module.file(kind="buffer-assignment").path, error)
                 continue
             if row is not None:
                 rows.append(row)
-    note_skipped(dump)
-    if not rows:
-        stderr_console().print("no *buffer-assignment.txt for the selected modules (XLA writes it with "
-                               "--xla_dump_to and text dumps, after optimizations)", markup=False)
-        raise typer.Exit(2)
+        note_skipped(dump)
+        if not rows:
+            raise DumpError(f"no *buffer-assignment.txt for the selected modules under {path} (XLA writes it "
+                            "after optimizations, with --xla_dump_to and text dumps)")
     if html is not None:
         from xlainspect.memory_html import write_memory_html
 

@@ -98,15 +98,6 @@ def called_computation_names(attributes: dict[str, str]) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=4096)
-def decode_int_list(text: str | None) -> tuple[int, ...]:
-    """`{1,0}` or `{}` -> (1, 0) / ()."""
-    if not text:
-        return ()
-    body = strip_comments(text).strip().strip("{}")
-    return tuple(int(v) for v in body.split(",") if v.strip())
-
-
-@functools.lru_cache(maxsize=4096)
 def decode_program_shape(text: str) -> tuple[tuple[Shape, ...], Shape]:
     """`{(f32[8]{0}, s32[]) -> f32[8]{0}}` (entry_computation_layout) -> (parameter shapes, result)."""
     from xlainspect.hlo.parser import parse_with
@@ -116,12 +107,6 @@ def decode_program_shape(text: str) -> tuple[tuple[Shape, ...], Shape]:
         body = body[1:-1]
     return parse_with("program_shape", body, "entry_computation_layout")
 
-
-def decode_shape_list(text: str) -> tuple[Shape, ...]:
-    """`{f32[2]{0}, s32[]}` (operand_layout_constraints) -> shapes."""
-    from xlainspect.hlo.parser import parse_with
-
-    return parse_with("shape_list", text.strip().removeprefix("{").removesuffix("}"), "shape list")
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,8 +166,6 @@ class _ModelBuilder(Transformer):
         *params, result = items
         return tuple(p for p in params if p is not None), result
 
-    def shape_list(self, *shapes):
-        return tuple(s for s in shapes if s is not None)
 
 
 @functools.cache
