@@ -81,11 +81,15 @@ _TPU_ONLY = frozenset({"after_codegen", "after_optimizations_before_buffer_assig
                        "after_optimizations_after_buffer_assignment"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DumpFile:
-    """One file of a dump, as its name describes it (nothing is read)."""
+    """One file of a dump, as its name describes it (nothing is read).
 
-    path: Path
+    Not frozen and holding the path as text: a dump of 20,000 compiles lists 140,000 files, and a
+    frozen dataclass or a Path object per file would be most of the cost of listing them."""
+
+    location: str
+    """The file's path as found (relative to the working directory when the dump path was)."""
     module_id: int | None
     module_name: str | None
     """From the file name; None when XLA dropped it (the name would exceed 255 chars)."""
@@ -107,6 +111,14 @@ class DumpFile:
     after_pass: str | None = None
     before_pass: str | None = None
 
+    @property
+    def path(self) -> Path:
+        return Path(self.location)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.location)
+
 
 def _platform(tag: str | None) -> tuple[str | None, str | None]:
     if not tag:
@@ -127,22 +139,25 @@ def _split_name(name: str | None) -> tuple[str | None, str | None]:
     return name, None
 
 
-def classify(path: Path, host: str = "", folder: DumpFile | None = None) -> DumpFile | None:
+def classify(path: str | os.PathLike, host: str = "", folder: DumpFile | None = None) -> DumpFile | None:
     """What a dump file is, from its name alone; None for files XLA's dumper does not write.
 
     `folder` is the classified per-module folder (`module_0000.jit_f/`) a file such as
     `module.mlir` sits in; such files belong to that folder's module.
     """
-    path = path if isinstance(path, Path) else Path(path)
+    location = os.fspath(path)
+    name = os.path.basename(location)
     if folder is not None:
-        kind = _FOLDER_FILES.get(path.name, "other")
-        return DumpFile(path, folder.module_id, folder.module_name, folder.platform, None, kind,
-                        timestamp=folder.timestamp, host=host, cl=folder.cl)
-    match = _MODULE_FILE.match(path.name)
-    if not match:
-        return None
+        return DumpFile(location, folder.module_id, folder.module_name, folder.platform, None,
+                        _FOLDER_FILES.get(name, "other"), timestamp=folder.timestamp, host=host, cl=folder.cl)
+    match = _MODULE_FILE.match(name)
+    return None if match is None else _classified(match, location, host)
+
+
+def _classified(match: re.Match, location: str, host: str) -> DumpFile:
+    """The DumpFile of a name that matched _MODULE_FILE."""
     timestamp = int(match["ts"]) if match["ts"] else None
-    return DumpFile(path=path, module_id=int(match["id"]), timestamp=timestamp, host=host,
+    return DumpFile(location, int(match["id"]), timestamp=timestamp, host=host,
                     **_describe_suffix(match["rest"] or ""))
 
 
@@ -353,7 +368,7 @@ def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
                 files.append(dump_file)
         else:
             raise DumpError(f"{one}: no such file or directory")
-    modules = _group(files) + [DumpModule(None, None, None, "", [DumpFile(p, None, None, None, "after_optimizations", "hlo")])
+    modules = _group(files) + [DumpModule(None, None, None, "", [DumpFile(str(p), None, None, None, "after_optimizations", "hlo")])
                                for p in loose]
     if not any(m.hlo_file() for m in modules):
         where = paths[0] if len(paths) == 1 else ", ".join(map(str, paths))
@@ -393,25 +408,22 @@ def _scan(root: Path, directory: Path, seen: set[tuple[int, int]]) -> list[DumpF
     except OSError as error:
         raise DumpError(f"{directory}: cannot read ({error.strerror})") from None
     for entry in entries:
-        if not _MODULE_FILE.match(entry.name) and not entry.is_dir(follow_symlinks=True):
-            continue  # not a dump file: no Path object, no classification
-        if entry.is_dir():
-            folder = classify(Path(entry.path), host)
+        match = _MODULE_FILE.match(entry.name)
+        if entry.is_dir():  # a per-module folder, or a host's (or any other) sub-directory
+            folder = _classified(match, entry.path, host) if match else None
             if folder is not None and folder.kind == "folder":
-                files += _folder_files(Path(entry.path), host, folder)
+                files += _folder_files(entry.path, host, folder)
             else:
                 files += _scan(root, Path(entry.path), seen)
-        else:
-            dump_file = classify(Path(entry.path), host)
-            if dump_file is not None:
-                files.append(dump_file)
+        elif match:
+            files.append(_classified(match, entry.path, host))
     return files
 
 
-def _folder_files(directory: Path, host: str, folder: DumpFile) -> list[DumpFile]:
+def _folder_files(directory: str, host: str, folder: DumpFile) -> list[DumpFile]:
     """The per-module folder (`module_0000.jit_f/`: module.mlir, compile options)."""
     try:
-        return [classify(Path(e.path), host, folder) for e in os.scandir(directory) if e.is_file()]
+        return [classify(e.path, host, folder) for e in os.scandir(directory) if e.is_file()]
     except OSError:
         return []
 
