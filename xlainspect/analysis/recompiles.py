@@ -7,7 +7,9 @@ signatures are the same (a static argument, a captured constant, a re-created fu
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -95,7 +97,9 @@ def _readable(dump: Dump, modules: list[DumpModule]) -> list[DumpModule]:
 def _explain(dump: Dump, modules: list[DumpModule]) -> tuple[Cause, ...]:
     headers = {m: m.header() for m in modules}  # cached by _readable
     variants = modules
-    signatures = {m: _signature(headers[m]) for m in variants}
+    # Identical header lines share one parsed header: a storm of 1,000 compiles has a few signatures.
+    by_header = {id(h): _signature(h) for h in {id(h): h for h in headers.values()}.values()}
+    signatures = {m: by_header[id(headers[m])] for m in variants}
     first_of: dict[tuple, DumpModule] = {}
     for module in variants:
         first_of.setdefault(signatures[module], module)
@@ -204,54 +208,62 @@ def _renamed(cause: Cause, op_name: str | None) -> Cause:
 
 def _flag_causes(variants: list[DumpModule]) -> list[Cause]:
     """Compiler flags (the non-default debug options XLA writes next to every module) that differ."""
-    options = [_debug_options(m) for m in variants]
-    if any(o is None for o in options) or len({frozenset(o.items()) for o in options}) == 1:
+    texts = [_read_bytes(m.file("debug_options", stage=None)) for m in variants]
+    if any(t is None for t in texts) or len(set(texts)) == 1:  # the common case: one text, nothing to parse
+        return []
+    decoded = {text: _debug_options(text) for text in set(texts)}
+    options = [decoded[t] for t in texts]
+    if len({frozenset(o.items()) for o in options}) == 1:
         return []
     keys = sorted({k for o in options for k, v in o.items() if any(other.get(k) != v for other in options)})
     return [Cause("flags", None, None, tuple(tuple(f"{k}={o.get(k, '(default)')}" for k in keys) for o in options),
                   detail="debug_options differ: " + ", ".join(keys))]
 
 
-def _debug_options(module: DumpModule) -> dict[str, str] | None:
-    dump_file = module.file("debug_options", stage=None)
+def _read_bytes(dump_file) -> bytes | None:
+    """A file's bytes; None when it is absent or unreadable."""
     if dump_file is None:
         return None
     try:
-        text = dump_file.path.read_text(encoding="utf-8", errors="replace")
+        with open(dump_file.location, "rb") as handle:
+            return handle.read()
     except OSError:
         return None
-    pairs = (line.partition(":") for line in text.splitlines() if ":" in line)
+
+
+def _debug_options(text: bytes) -> dict[str, str]:
+    """`key: value` lines of a debug_options file, without the dump's own flags (xla_dump_*)."""
+    pairs = (line.partition(":") for line in text.decode("utf-8", errors="replace").splitlines() if ":" in line)
     return {k.strip(): v.strip() for k, _, v in pairs if not k.strip().startswith("xla_dump_")}
 
 
 def _body_causes(dump: Dump, group: list[DumpModule]) -> list[Cause]:
     """Same signature compiled again: a byte-identical module (the jitted function object was re-created)
     or a different body (a static argument or captured Python value baked in as constants)."""
-    texts = []
-    for module in group:
-        try:
-            texts.append(module.hlo_file().path.read_bytes())
-        except OSError:
-            return []
+    texts = [_read_bytes(m.hlo_file()) for m in group]
+    if None in texts:
+        return []
     ids = tuple(m.module_id for m in group)
     if len(set(texts)) == 1:
         return [Cause("identical", None, None, ids, detail="byte-identical modules: the function object was re-created, "
                       "so jax's cache missed")]
+    parsed_by_text: dict[bytes, Module] = {}  # compiles that alternate between a few bodies parse each body once
     parsed = []
-    for module in group:
+    for module, text in zip(group, texts):
         try:
-            parsed.append(module.module("before") if module.file("hlo", "before") else module.module())
+            if text not in parsed_by_text:
+                parsed_by_text[text] = module.module("before") if module.file("hlo", "before") else module.module()
         except XlaInspectError as error:
             dump.skip(module.hlo_file().path, error)
             return []
+        parsed.append(parsed_by_text[text])
     shardings = _sharding_causes(parsed)
     if shardings:
         return shardings
-    bodies = [_instruction_lines(m) for m in parsed]
-    common = bodies[0].copy()
-    for body in bodies[1:]:
-        common &= body
-    differing = [sorted((body - common).elements()) for body in bodies]
+    lines_of = {id(m): _instruction_lines(m) for m in parsed}  # once per distinct body
+    common = functools.reduce(operator.and_, lines_of.values())
+    differing_of = {key: sorted((lines - common).elements()) for key, lines in lines_of.items()}
+    differing = [differing_of[id(m)] for m in parsed]
     if not any(differing):
         return [Cause("identical", None, None, ids, detail="same instructions, only metadata differs: the function "
                       "object was re-created, so jax's cache missed")]
