@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import DUMPS, hlo_fixture_files
+from tests.conftest import DUMPS, corpus_files, hlo_fixture_files
 from xlainspect import HloParseError, parse_hlo
+from xlainspect.hlo.parser import split_computations
 from xlainspect.io import read_text
 
 
@@ -173,3 +174,19 @@ def test_a_broken_line_deep_in_a_long_computation_fails_fast():
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     assert (info.value.line, info.value.column) == (205, 45)
+
+
+@pytest.mark.parametrize("source", ["fixtures", "corpus models"])
+def test_split_computations_gives_pieces_that_parse_alone(source):
+    """count-recompiles parses only the computations whose text differs between compiles: each piece
+    of real XLA output must parse alone to exactly the computation the whole text has there."""
+    paths = hlo_fixture_files() if source == "fixtures" else corpus_files("models/*")
+    if not paths:
+        pytest.skip("../shared/corpus is absent")
+    for path in paths:
+        text = read_text(path)
+        pieces = split_computations(text)
+        assert "".join(pieces) == text
+        whole = [c.name for module in parse_hlo(text) for c in module.computations]
+        alone = [[c.name for module in parse_hlo(piece) for c in module.computations] for piece in pieces]
+        assert alone == [[name] for name in whole], path

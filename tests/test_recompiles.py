@@ -45,6 +45,19 @@ def test_static_arg_body_constants():
     assert row.causes[0].values == ("f32[] constant(0.5)", "f32[] constant(1)", "f32[] constant(2)")
 
 
+def test_static_arg_body_when_computations_do_not_parse_alone(monkeypatch):
+    """Pieces cut in the wrong place (what a multi-line value at column 0 would cause) fail to parse
+    alone; the whole modules are parsed instead and the answer is the same."""
+    import xlainspect.hlo.parser
+
+    def halves(text):
+        return [text[: len(text) // 2], text[len(text) // 2 :]]
+
+    monkeypatch.setattr(xlainspect.hlo.parser, "split_computations", halves)
+    row = _rows("static_arg")["jit_scaled_tanh"]
+    assert row.causes[0].values == ("f32[] constant(0.5)", "f32[] constant(1)", "f32[] constant(2)")
+
+
 def test_dtype_change():
     cause = _rows("dtype_change")["jit_affine_sum"].causes[0]
     assert (cause.kind, cause.values) == ("dtype", ("f32", "bf16", "s32"))

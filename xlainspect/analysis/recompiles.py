@@ -7,6 +7,7 @@ signatures are the same (a static argument, a captured constant, a re-created fu
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import operator
@@ -16,9 +17,10 @@ from typing import TYPE_CHECKING
 
 from xlainspect.dump import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
+from xlainspect.io import read_text
 
 if TYPE_CHECKING:
-    from xlainspect.hlo.model import Module
+    from xlainspect.hlo.model import Computation, Module
 
 EAGER_OPS = frozenset(
     "abs acos acosh add all any arange argmax argmin argsort asarray asin asinh atan atan2 atanh broadcast_in_dim "
@@ -170,7 +172,7 @@ def _sharded_shapes(dump: Dump, variants: list[DumpModule], causes: list[Cause])
     try:
         if len({tuple(s.dims for s in m.header("before").parameter_shapes) for m in variants}) > 1:
             return causes
-        sharded = _sharding_causes([m.module("before") for m in variants])
+        sharded = _sharding_causes([m.module("before").entry for m in variants])
     except XlaInspectError:
         return causes
     return [c for c in causes if c.kind != "shape"] + sharded if sharded else causes
@@ -188,11 +190,27 @@ def _donation_causes(headers) -> list[Cause]:
 def _name_parameters(dump: Dump, module: DumpModule, causes: list[Cause]) -> list[Cause]:
     """Replace `#i` by the parameter's `op_name` (jax records the argument path there), when the body parses."""
     try:
-        parameters = {p.parameter_number: p.op_name for p in module.module().entry.parameters}
+        parameters = {p.parameter_number: p.op_name for p in _entry_computation(module).parameters}
     except XlaInspectError as error:
         dump.skip(module.hlo_file().path, error)
         return causes
     return name_parameters(causes, parameters)
+
+
+def _entry_computation(module: DumpModule) -> Computation:
+    """The compiled module's ENTRY computation, parsed alone when its piece of the text parses alone:
+    its parameters are all that is needed, and a big module's other computations cost far more."""
+    from xlainspect.hlo.parser import parse_hlo, split_computations
+
+    text = read_text(module.hlo_file().path)
+    for piece in split_computations(text):
+        if piece.startswith("ENTRY ") or "\nENTRY " in piece:
+            with contextlib.suppress(XlaInspectError):
+                entry = parse_hlo(piece)[0].entry
+                if entry.is_entry:
+                    return entry
+            break
+    return module.module().entry
 
 
 def name_parameters(causes: list[Cause], op_names: dict[int | None, str | None]) -> list[Cause]:
@@ -247,23 +265,22 @@ def _body_causes(dump: Dump, group: list[DumpModule]) -> list[Cause]:
     if len(set(texts)) == 1:
         return [Cause("identical", None, None, ids, detail="byte-identical modules: the function object was re-created, "
                       "so jax's cache missed")]
-    parsed_by_text: dict[bytes, Module] = {}  # compiles that alternate between a few bodies parse each body once
-    parsed = []
+    first_with: dict[bytes, DumpModule] = {}  # compiles that alternate between a few bodies: each body once
     for module, text in zip(group, texts):
-        try:
-            if text not in parsed_by_text:
-                parsed_by_text[text] = module.module("before") if module.file("hlo", "before") else module.module()
-        except XlaInspectError as error:
-            dump.skip(module.hlo_file().path, error)
-            return []
-        parsed.append(parsed_by_text[text])
-    shardings = _sharding_causes(parsed)
-    if shardings:
-        return shardings
-    lines_of = {id(m): _instruction_lines(m) for m in parsed}  # once per distinct body
+        first_with.setdefault(text, module)
+    try:
+        computations = dict(zip(first_with, _differing_computations(dump, list(first_with.values()))))
+    except _Skipped:
+        return []
+    entries = {text: next((c for c in found if c.is_entry), None) for text, found in computations.items()}
+    if all(entries.values()):  # an ENTRY text common to all compiles has the same shardings everywhere
+        shardings = _sharding_causes([entries[text] for text in texts])
+        if shardings:
+            return shardings
+    lines_of = {text: _instruction_lines(found) for text, found in computations.items()}
     common = functools.reduce(operator.and_, lines_of.values())
-    differing_of = {key: sorted((lines - common).elements()) for key, lines in lines_of.items()}
-    differing = [differing_of[id(m)] for m in parsed]
+    differing_of = {text: sorted((lines - common).elements()) for text, lines in lines_of.items()}
+    differing = [differing_of[text] for text in texts]
     if not any(differing):
         return [Cause("identical", None, None, ids, detail="same instructions, only metadata differs: the function "
                       "object was re-created, so jax's cache missed")]
@@ -275,10 +292,56 @@ def _body_causes(dump: Dump, group: list[DumpModule]) -> list[Cause]:
                   detail="same signature, different instructions: a static argument or Python value changes the program")]
 
 
-def _sharding_causes(parsed) -> list[Cause]:
+class _Skipped(Exception):
+    """A module of the group could not be read or parsed; dump.skip has recorded it."""
+
+
+def _differing_computations(dump: Dump, modules: list[DumpModule]) -> list[list[Computation]]:
+    """Per module, its computations whose text is not in every module of the group, parsed.
+
+    The program XLA was given (before_optimizations, when dumped) is cut into computations and the
+    ones printed identically in every module are dropped before parsing: a static argument changes a
+    constant or two, and the rest of a module of any size costs one text comparison. A module whose
+    pieces do not parse alone is parsed whole (what is common to all cancels out either way).
+    """
+    from xlainspect.hlo.parser import parse_hlo, split_computations
+
+    pieces = []
+    for module in modules:
+        try:
+            pieces.append(split_computations(read_text(module.hlo_file(_program_stage(module)).path)))
+        except XlaInspectError as error:
+            dump.skip(module.hlo_file().path, error)
+            raise _Skipped from None
+    common = functools.reduce(operator.and_, map(Counter, pieces))
+    found = []
+    for module, module_pieces in zip(modules, pieces):
+        remaining, kept = common.copy(), []
+        for piece in module_pieces:
+            if remaining[piece] > 0:
+                remaining[piece] -= 1
+            else:
+                kept.append(piece)
+        try:
+            found.append([c for parsed in parse_hlo("".join(kept)) for c in parsed.computations] if kept else [])
+        except XlaInspectError:
+            try:
+                found.append(list(module.module(_program_stage(module)).computations))
+            except XlaInspectError as error:
+                dump.skip(module.hlo_file().path, error)
+                raise _Skipped from None
+    return found
+
+
+def _program_stage(module: DumpModule) -> str:
+    """The HLO XLA was given, when it was dumped (before_optimizations); else the compiled module."""
+    return "before" if module.file("hlo", "before") else "after"
+
+
+def _sharding_causes(entries: list[Computation]) -> list[Cause]:
     """Entry parameters whose `sharding={...}` differs (the per-device shapes may still be equal)."""
-    per_module = [{p.parameter_number: (p.op_name, p.attributes.get("sharding", "")) for p in m.entry.parameters}
-                  for m in parsed]
+    per_module = [{p.parameter_number: (p.op_name, p.attributes.get("sharding", "")) for p in entry.parameters}
+                  for entry in entries]
     causes = []
     for index in sorted(per_module[0]):
         seen = [parameters.get(index, (None, ""))[1] for parameters in per_module]
@@ -287,10 +350,10 @@ def _sharding_causes(parsed) -> list[Cause]:
     return causes
 
 
-def _instruction_lines(module) -> Counter:
+def _instruction_lines(computations: list[Computation]) -> Counter:
     """Instructions without names or metadata, so that only what the program computes is compared."""
     lines: Counter = Counter()
-    for instruction in module.instructions():
+    for instruction in (i for computation in computations for i in computation.instructions):
         attributes = ", ".join(f"{k}={v}" for k, v in sorted(instruction.attributes.items())
                                if k not in ("metadata", "frontend_attributes") and not k.startswith(("calls", "to_apply",
                                                                                                       "body", "condition")))

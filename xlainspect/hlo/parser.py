@@ -463,6 +463,26 @@ def _split_at_computations(text: str, pieces: int) -> list[tuple[int, int]]:
     return list(zip(cuts, cuts[1:]))
 
 
+def split_computations(text: str) -> list[str]:
+    """`text` cut after each `}` line at column 0: one piece per computation, the first with the
+    header and stack-frame tables before it. Joined, the pieces are `text`, and any subset of them in
+    order is HLO text again (header-less computations parse), so a caller can parse just the pieces
+    it needs. XLA prints a computation's closing brace alone at column 0 and nothing else there; a
+    cut inside a multi-line value makes a piece fail to parse, and the caller then parses `text`.
+    """
+    pieces, start = [], 0
+    while (close := text.find("\n}", start)) >= 0:
+        end = text.find("\n", close + 2)
+        end = len(text) if end < 0 else end + 1
+        pieces.append(text[start:end])
+        start = end
+    if pieces and not text[start:].strip():
+        pieces[-1] += text[start:]  # trailing blank lines stay with the last computation
+    elif start < len(text):
+        pieces.append(text[start:])
+    return pieces
+
+
 def parse_with(start: str, text: str, what: str):
     """Parse `text` with one of the grammar's extra start symbols (shape_text, program_shape...)."""
     return _run(text, start, None, what)
