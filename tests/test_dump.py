@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DUMPS
-from xlainspect.dump import classify, load_dump, select_modules
+from tests.conftest import DUMPS, corpus_files, hlo_fixture_files
+from xlainspect.dump import classify, header_line, load_dump, select_modules
 from xlainspect.errors import DumpError, XlaInspectError
+from xlainspect.io import read_text
 
 
 @pytest.mark.parametrize(
@@ -143,3 +144,13 @@ def test_single_loose_hlo_file_named_from_header(tmp_path):
     shutil.copy(DUMPS / "clean_run" / "module_0000.jit_train_step.cpu_after_optimizations.txt", loose)
     dump = load_dump(loose)
     assert [m.name for m in dump.modules] == ["jit_train_step"]
+
+
+def test_header_line_is_the_first_line_of_every_fixture_and_corpus_model(tmp_path):
+    """Headers of 65 KB (llama's entry_computation_layout) and gzip files read like short ones."""
+    paths = hlo_fixture_files() + corpus_files("models/*")
+    compressed = tmp_path / "module_0000.jit_f.cpu_after_optimizations.txt.gz"
+    compressed.write_bytes(gzip.compress(paths[0].read_bytes()))
+    for path in [*paths, compressed]:
+        assert header_line(path) == read_text(path).split("\n", 1)[0], path
+    assert max(len(header_line(p)) for p in paths) > (65_000 if corpus_files("models/*") else 2_000)

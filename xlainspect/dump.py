@@ -283,28 +283,12 @@ def header_line(path: Path) -> str:
     """The first line of an HLO text file (the `HloModule` header), read with the file's last bytes
     only: a file whose last line does not close a computation (a killed job, a compile still being
     written) is a DumpError, caught without reading the body."""
-    from xlainspect.io import read_text
+    from xlainspect.io import decode_text, read_first_line_and_tail
 
-    if path.name.endswith(".gz"):  # reading the tail means decompressing it all: check it all
-        text = read_text(path)
-        first, tail = text.split("\n", 1)[0].encode(), text[-_TAIL_BYTES:].encode()
-    else:
-        try:
-            with open(path, "rb") as handle:
-                first = handle.readline()
-                size = handle.seek(0, os.SEEK_END)
-                handle.seek(max(len(first), size - _TAIL_BYTES))
-                tail = first + handle.read() if size <= len(first) + _TAIL_BYTES else handle.read()
-        except OSError as error:
-            raise DumpError(f"{path}: cannot read ({error.strerror})") from None
+    first, tail = read_first_line_and_tail(path, _TAIL_BYTES)
     if not first.strip():
         raise DumpError(f"{path}: empty file")
-    if b"\x00" in first:
-        raise DumpError(f"{path}: binary file, not HLO text")
-    try:
-        line = first.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError:
-        raise DumpError(f"{path}: not UTF-8 text") from None
+    line = decode_text(first, path).rstrip("\r\n")
     last = tail.rstrip().rsplit(b"\n", 1)[-1].strip()
     if not last.startswith(b"}"):
         shown = last.decode("utf-8", errors="replace")[:80]

@@ -1,31 +1,96 @@
-"""Reading dump files: plain or gzip-compressed text, with errors that name the file."""
+"""Reading dump files: plain or gzip-compressed text, with errors that name the file.
+
+Files are read with bare `os` calls: a dump of thousands of compiles is thousands of small files,
+and Python's buffered file objects cost more to set up than such a file costs to read.
+"""
 
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 from xlainspect.errors import DumpError
 
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_bytes(path: Path | str) -> bytes:
+    """A file's bytes, decompressed when it is gzip; DumpError when missing or unreadable."""
+    try:
+        with _opened(path) as fd:
+            data = _read_to_end(fd, os.fstat(fd).st_size)
+        return gzip.decompress(data) if data[:2] == _GZIP_MAGIC else data
+    except (OSError, EOFError) as error:
+        raise _read_error(path, error) from None
+
 
 def read_text(path: Path | str) -> str:
     """The text of an HLO file (`.gz` is decompressed); DumpError when missing, binary or unreadable."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-    except FileNotFoundError:
-        raise DumpError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise DumpError(f"{path}: is a directory, expected an HLO text file") from None
-    except PermissionError:
-        raise DumpError(f"{path}: permission denied") from None
-    except (OSError, EOFError) as error:
-        raise DumpError(f"{path}: cannot read ({error})") from None
+    return decode_text(read_bytes(path), path)
+
+
+def decode_text(data: bytes, path: Path | str) -> str:
+    """Text from a file's first bytes or all of them: DumpError for a binary file (a NUL byte in its
+    first 8 KB) or one that is not UTF-8."""
     if b"\x00" in data[:8192]:
         raise DumpError(f"{path}: binary file, not HLO text (a .pb proto dump?)")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise DumpError(f"{path}: not UTF-8 text (byte {error.start}: {data[error.start:error.start + 1]!r})") from None
+
+
+def read_first_line_and_tail(path: Path | str, tail_bytes: int) -> tuple[bytes, bytes]:
+    """A file's first line (with its newline) and its last `tail_bytes` bytes, without reading what
+    lies between; a gzip file is decompressed whole (its tail cannot be reached otherwise)."""
+    try:
+        with _opened(path) as fd:
+            size = os.fstat(fd).st_size
+            head = os.pread(fd, 4096, 0)
+            if head[:2] == _GZIP_MAGIC:
+                data = gzip.decompress(_read_to_end(fd, size))
+                return data[: data.find(b"\n") + 1 or len(data)], data[-tail_bytes:]
+            if b"\n" not in head and b"\x00" not in head:  # a header longer than 4 KB (many parameters)
+                head = bytearray(head)
+                while b"\n" not in head[-(1 << 16):] and len(head) < size:
+                    head += os.pread(fd, 1 << 16, len(head))
+            first = bytes(head[: head.find(b"\n") + 1 or len(head)])
+            tail_start = max(len(first), size - tail_bytes)
+            tail = os.pread(fd, max(0, size - tail_start), tail_start)
+            return first, first + tail if tail_start == len(first) else tail  # a small file: all of it
+    except (OSError, EOFError) as error:
+        raise _read_error(path, error) from None
+
+
+class _opened:
+    """`os.open` as a context manager (read-only)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.fd = os.open(path, os.O_RDONLY)
+
+    def __enter__(self) -> int:
+        return self.fd
+
+    def __exit__(self, *_) -> None:
+        os.close(self.fd)
+
+
+def _read_to_end(fd: int, size: int) -> bytes:
+    """The whole file; `size` is its expected length (one read when that holds)."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    data = os.read(fd, size + 1)
+    rest = []
+    while chunk := os.read(fd, 1 << 20):  # a file that grew, or a short read
+        rest.append(chunk)
+    return data + b"".join(rest) if rest else data
+
+
+def _read_error(path: Path | str, error: Exception) -> DumpError:
+    if isinstance(error, FileNotFoundError):
+        return DumpError(f"{path}: no such file")
+    if isinstance(error, IsADirectoryError):
+        return DumpError(f"{path}: is a directory, expected an HLO text file")
+    if isinstance(error, PermissionError):
+        return DumpError(f"{path}: permission denied")
+    return DumpError(f"{path}: cannot read ({error})")

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xlainspect.dump import Dump, DumpModule
-from xlainspect.errors import XlaInspectError
-from xlainspect.io import read_text
+from xlainspect.errors import DumpError, XlaInspectError
+from xlainspect.io import read_bytes, read_text
 
 if TYPE_CHECKING:
     from xlainspect.hlo.model import Computation, Module
@@ -239,13 +239,12 @@ def _flag_causes(variants: list[DumpModule]) -> list[Cause]:
 
 
 def _read_bytes(dump_file) -> bytes | None:
-    """A file's bytes; None when it is absent or unreadable."""
+    """A file's bytes (decompressed); None when it is absent or unreadable."""
     if dump_file is None:
         return None
     try:
-        with open(dump_file.location, "rb") as handle:
-            return handle.read()
-    except OSError:
+        return read_bytes(dump_file.location)
+    except DumpError:
         return None
 
 
