@@ -14,12 +14,10 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
-if TYPE_CHECKING:  # pandas is imported where a table is drawn: `xlainspect --help` must not pay for it
+if TYPE_CHECKING:  # pandas and rich are imported where a table is drawn: `--help` and JSON output skip them
     import pandas as pd
+    from rich.console import Console
+    from rich.table import Table
 
 
 class OutputFormat(str, enum.Enum):
@@ -36,11 +34,15 @@ def _color_system() -> str | None:
 
 @functools.cache
 def stdout_console() -> Console:
+    from rich.console import Console
+
     return Console(soft_wrap=False, color_system=_color_system())
 
 
 @functools.cache
 def stderr_console() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True, soft_wrap=True, color_system=_color_system())
 
 
@@ -75,6 +77,9 @@ def emit_rows(records: list[dict], columns: list[str], fmt: OutputFormat, title:
 
 
 def rich_table(records: list[dict], columns: list[str], title: str | None = None) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=title, title_justify="left", show_lines=False)
     for index, column in enumerate(columns):
         # The first column names the row (function, module): keep it whole on narrow terminals.
