@@ -50,6 +50,17 @@ class FunctionOpCount:
 _DUMP_FILE_PREFIX = re.compile(r"^(module_\d+)\.")
 
 
+def instruction_count(dump_module, stage: str = "after") -> int:
+    """The instructions of a dumped module, counted by the line-level reader where it is sure of every
+    line (tests prove its answers are the grammar's; no model is built), else by the grammar.
+    Raises XlaInspectError for a file that cannot be read or parsed."""
+    from xlainspect.hlo.fastpath import scan
+    from xlainspect.io import read_text
+
+    lines = scan(read_text(dump_module.hlo_file(stage).path))
+    return len(lines) if lines is not None else dump_module.module(stage).instruction_count
+
+
 def module_label(module: Module) -> str:
     """`module_0029.jit_layouts` for a dump file (recompiles share a name), else the module name."""
     return file_label(module.path, module.name)

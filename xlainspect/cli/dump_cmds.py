@@ -42,9 +42,11 @@ def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, strict: StrictO
 
 
 def _module_row(dump, module, strict: bool) -> dict:
+    from xlainspect.analysis.ops import instruction_count
+
     hlo = module.hlo_file()
     try:
-        instructions = module.module().instruction_count
+        instructions = instruction_count(module)
     except XlaInspectError as error:
         dump.skip(hlo.path, error, strict)
         instructions = None
