@@ -154,3 +154,18 @@ def test_header_line_is_the_first_line_of_every_fixture_and_corpus_model(tmp_pat
     for path in [*paths, compressed]:
         assert header_line(path) == read_text(path).split("\n", 1)[0], path
     assert max(len(header_line(p)) for p in paths) > (65_000 if corpus_files("models/*") else 2_000)
+
+
+def test_modules_command_lists_compiles_with_the_grammars_instruction_counts():
+    from typer.testing import CliRunner
+
+    import xlainspect.cli.commands  # noqa: F401  (registers the commands)
+    from xlainspect.cli.app import app
+
+    result = CliRunner().invoke(app, ["modules", str(DUMPS / "ragged_batch"), "--format", "json"])
+    rows = json.loads(result.stdout)
+    assert result.exit_code == 0
+    assert [(r["module_id"], r["function"], r["instructions"]) for r in rows] == [
+        (0, "jit_train_step", 94), (2, "jit_train_step", 74), (4, "jit_eval_step", 37), (6, "jit_eval_step", 27)]
+    dump = load_dump(DUMPS / "ragged_batch")
+    assert [r["instructions"] for r in rows] == [m.module().instruction_count for m in dump.modules]
