@@ -115,10 +115,6 @@ class DumpFile:
     def path(self) -> Path:
         return Path(self.location)
 
-    @property
-    def name(self) -> str:
-        return os.path.basename(self.location)
-
 
 def _platform(tag: str | None) -> tuple[str | None, str | None]:
     if not tag:

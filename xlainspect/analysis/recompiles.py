@@ -99,9 +99,7 @@ def _readable(dump: Dump, modules: list[DumpModule]) -> list[DumpModule]:
 def _explain(dump: Dump, modules: list[DumpModule]) -> tuple[Cause, ...]:
     headers = {m: m.header() for m in modules}  # cached by _readable
     variants = modules
-    # Identical header lines share one parsed header: a storm of 1,000 compiles has a few signatures.
-    by_header = {id(h): _signature(h) for h in {id(h): h for h in headers.values()}.values()}
-    signatures = {m: by_header[id(headers[m])] for m in variants}
+    signatures = {m: _signature(headers[m]) for m in variants}
     first_of: dict[tuple, DumpModule] = {}
     for module in variants:
         first_of.setdefault(signatures[module], module)
@@ -121,8 +119,10 @@ def _explain(dump: Dump, modules: list[DumpModule]) -> tuple[Cause, ...]:
     return tuple(causes)
 
 
+@functools.lru_cache(maxsize=4096)
 def _signature(header) -> tuple:
-    """What decides a cache hit as the header shows it: parameter shapes with layouts, and donation."""
+    """What decides a cache hit as the header shows it: parameter shapes with layouts, and donation.
+    Cached: identical header lines share one parsed header, and a storm of 1,000 compiles has a few."""
     return (tuple(str(s) for s in header.parameter_shapes), header.attributes.get("input_output_alias", ""))
 
 
