@@ -15,13 +15,12 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import FormatOpt, StrictOpt, app, note_skipped, user_errors
+from xlainspect.cli.app import FormatOpt, FunctionOpt, StrictOpt, app, note_skipped, user_errors
 from xlainspect.cli.progress import progress
 from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, emit_rows, stdout_console
 
 PathsArg = Annotated[list[Path], typer.Argument(help="A --xla_dump_to directory, or HLO text files.",
                                                  show_default=False)]
-FunctionOpt = Annotated[str | None, typer.Option("--function", help="Only modules of this function (HloModule name).")]
 ModuleReOpt = Annotated[str | None, typer.Option("--module-re", help="Only modules whose name matches this regex.")]
 
 

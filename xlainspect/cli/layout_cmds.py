@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import DumpPath, FormatOpt, app, note_skipped, user_errors
+from xlainspect.cli.app import DumpPath, FormatOpt, FunctionOpt, app, note_skipped, user_errors
 from xlainspect.cli.progress import progress
 from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stdout_console
 
@@ -77,7 +77,7 @@ def layouts(
     path: DumpPath,
     top: Annotated[int | None, typer.Option("--top", help="Show only the N most wasteful values.")] = None,
     min_expansion: Annotated[float, typer.Option("--min-expansion", help="Only values padded at least X times.")] = 0.0,
-    function: Annotated[str | None, typer.Option("--function", help="Only this function (HloModule name).")] = None,
+    function: FunctionOpt = None,
     platform: PlatformOpt = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import DumpPath, FormatOpt, app, note_skipped, user_errors
+from xlainspect.cli.app import DumpPath, FormatOpt, FunctionOpt, app, note_skipped, user_errors
 from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stderr_console, stdout_console
 
 _SUMMARY = ["module", "function", "total_bytes", "reported_total_bytes", "parameter", "output", "temporary",
@@ -19,7 +19,7 @@ _TOP = ["name", "shape", "bytes", "logical_bytes", "kind", "live_from", "live_to
 @app.command()
 def memory(
     path: DumpPath,
-    function: Annotated[str | None, typer.Option("--function", help="Only modules of this function (HloModule name).")] = None,
+    function: FunctionOpt = None,
     top: Annotated[int, typer.Option("--top", help="Buffers to list per module, biggest first.")] = 10,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained page with the memory curve.")] = None,
     fmt: FormatOpt = OutputFormat.table,
