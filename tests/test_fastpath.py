@@ -6,7 +6,8 @@ from collections import Counter
 
 from tests.conftest import CORPUS, DUMPS, hlo_fixture_files
 from xlainspect import HloParseError, parse_hlo
-from xlainspect.hlo.fastpath import opcode_counts, scan
+from xlainspect.analysis.ops import line_histogram
+from xlainspect.hlo.fastpath import scan
 from xlainspect.hlo.parser import decode_tuple_shape
 from xlainspect.io import read_text
 from xlainspect.shape import array_shape
@@ -49,8 +50,9 @@ def test_opcode_counts_of_a_real_module():
     path = DUMPS / "clean_run" / "module_0000.jit_train_step.cpu_after_optimizations.txt"
     text = path.read_text()
     (module,) = parse_hlo(text)
-    assert opcode_counts(scan(text)) == Counter(i.opcode for i in module.instructions())
-    assert opcode_counts(scan(text))["parameter"] == sum(1 for i in module.instructions() if i.opcode == "parameter")
+    counts = {row.opcode: row.count for row in line_histogram("m", scan(text))}
+    assert counts == Counter(i.opcode for i in module.instructions())
+    assert counts["parameter"] == sum(1 for i in module.instructions() if i.opcode == "parameter")
 
 
 def test_unsure_text_is_left_to_the_grammar():

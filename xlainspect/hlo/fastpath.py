@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections import Counter
 from typing import NamedTuple
 
 from xlainspect.errors import HloParseError
@@ -107,8 +106,3 @@ def _called(line: str, start: int) -> tuple[str, ...]:
     if len(found) == 1:  # the common case (fusion calls=, reduce to_apply=): no ordering to do
         return tuple(n.strip().lstrip("%") for n in found[0][1].strip("{}").split(",") if n.strip())
     return called_computation_names(dict(found))
-
-
-def opcode_counts(lines: list[InstructionLine]) -> Counter[str]:
-    """Instructions per opcode."""
-    return Counter(line.opcode for line in lines)
