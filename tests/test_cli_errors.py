@@ -84,7 +84,7 @@ def test_truncated_file_given_directly_points_at_line_and_column(truncated):
     result = _run("parse", truncated)
     assert result.exit_code == 2
     where, source, caret = result.output.splitlines()[:3]
-    assert where == f"{truncated}:58:59: unbalanced '{{': no matching '}}' (truncated or nested too deep?)"
+    assert where == f"{truncated}:58:59: unbalanced '{{': no matching '}}' (truncated?)"
     assert source == "  %bitcast.11 = f32[100]{0} bitcast(%param_2.4), metadata={op_na"
     assert caret == " " * 58 + "^"
 

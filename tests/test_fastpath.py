@@ -8,9 +8,8 @@ from tests.conftest import CORPUS, DUMPS, hlo_fixture_files
 from xlainspect import HloParseError, parse_hlo
 from xlainspect.analysis.ops import line_histogram
 from xlainspect.hlo.fastpath import scan
-from xlainspect.hlo.parser import decode_tuple_shape
+from xlainspect.hlo.parser import parse_shape
 from xlainspect.io import read_text
-from xlainspect.shape import array_shape
 
 
 def _files():
@@ -25,7 +24,7 @@ def _grammar_view(text):
 
 
 def _fast_view(lines):
-    return [(f.computation, f.name, f.opcode, decode_tuple_shape(f.shape) if f.shape.startswith("(") else array_shape(f.shape),
+    return [(f.computation, f.name, f.opcode, parse_shape(f.shape),
              f.is_root, f.line, f.called) for f in lines]
 
 

@@ -135,7 +135,7 @@ def test_calls_with_several_computations_and_nested_operands():
 @pytest.mark.parametrize(
     ("text", "line", "column", "words"),
     [
-        ("HloModule m\nENTRY e {\n  p = f32[2]{0} parameter(0)\n  q = f32[2]{0} add(p p)\n}\n", 4, 23, "unexpected a name 'p'"),
+        ("HloModule m\nENTRY e {\n  p = f32[2]{0} parameter(0)\n  q = f32[2]{0} add(p p)\n}\n", 4, 23, "unexpected name 'p'"),
         ("HloModule m\nENTRY e {\n  p = f32[2]{0} parameter(0)\n", 3, 29, "ends too early"),
         ("HloModule m\nENTRY e {\n  p = f33[2]{0} parameter(0)\n}\n", 3, 7, "unknown element type 'f33'"),
         ("HloModule m\nENTRY e {\n  p = f32[2,3]{1,1} parameter(0)\n}\n", 3, 16, "not a permutation"),

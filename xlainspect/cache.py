@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
-from xlainspect.shape import Shape, array_shape
+from xlainspect.shape import Shape, array_shape, tuple_shape
 
 #: Bump when the model's classes change shape (fields added, renamed, retyped).
-MODEL_FORMAT = 2
+MODEL_FORMAT = 3
 
 
 def cache_dir() -> Path:
@@ -183,7 +183,8 @@ def _store(entry: Path, modules: list[Module]) -> None:
     _write_atomic(entry, data)
 
 
-# An entry is the model as plain tuples, dicts and strings (shapes as their printed text) written
+# An entry is the model as plain tuples, dicts and strings (an array shape as its printed text, a
+# tuple shape as a tuple of those) written
 # with marshal: loading it is mostly building the objects, several times faster than unpickling
 # slotted objects, which calls back into Python for each of them.
 
@@ -191,9 +192,10 @@ def _record(module: Module) -> tuple:
     frames = tuple((i, f.file, f.function, f.line, f.column, f.parent) for i, f in module.stack_frames.items())
     computations = tuple(
         (c.name, c.is_entry,
-         None if c.parameter_shapes is None else tuple((n, str(s)) for n, s in c.parameter_shapes),
-         None if c.result_shape is None else str(c.result_shape), c.attributes, c.line,
-         tuple((i.name, i.opcode, None if i.shape is None else str(i.shape), i.operands, i.attributes, i.is_root, i.line)
+         None if c.parameter_shapes is None else tuple((n, _shape_record(s)) for n, s in c.parameter_shapes),
+         None if c.result_shape is None else _shape_record(c.result_shape), c.attributes, c.line,
+         tuple((i.name, i.opcode, None if i.shape is None else _shape_record(i.shape), i.operands, i.attributes,
+                i.is_root, i.line, i.operand_shape_indices)
                for i in c.instructions))
         for c in module.computations)
     return (module.name, module.attributes, frames, module.line, module.has_header, computations)
@@ -211,17 +213,20 @@ def _module(record: tuple) -> Module:
 def _computation(record: tuple) -> Computation:
     name, is_entry, parameters, result, attributes, line, instructions = record
     return Computation(
-        name, [Instruction(n, o, None if s is None else _shape(s), ops, a, r, ln) for n, o, s, ops, a, r, ln in instructions],
+        name, [Instruction(n, o, None if s is None else _shape(s), ops, a, r, ln, x)
+               for n, o, s, ops, a, r, ln, x in instructions],
         is_entry, None if parameters is None else tuple((n, _shape(s)) for n, s in parameters),
         None if result is None else _shape(result), attributes, line,
     )
 
 
-@functools.lru_cache(maxsize=16384)
-def _shape(text: str) -> Shape:
-    from xlainspect.hlo.tokens import decode_tuple_shape
+def _shape_record(shape: Shape):
+    return tuple(_shape_record(s) for s in shape.tuple_shapes) if shape.is_tuple else str(shape)
 
-    return decode_tuple_shape(text) if text.startswith("(") else array_shape(text)
+
+@functools.lru_cache(maxsize=16384)
+def _shape(record) -> Shape:
+    return tuple_shape(tuple(_shape(r) for r in record)) if isinstance(record, tuple) else array_shape(record)
 
 
 def _write_atomic(target: Path, data: bytes) -> None:

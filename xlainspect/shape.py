@@ -47,6 +47,16 @@ class Shape:
     def num_elements(self) -> int:
         return math.prod(max(d, 0) for d in self.dims)
 
+    def subshape(self, index: tuple[int, ...]) -> Shape | None:
+        """The shape at ShapeIndex `index` inside this one (`ShapeUtil::GetSubshape`; `()` is the
+        shape itself), or None where the index leaves the tuple."""
+        shape = self
+        for i in index:
+            if not shape.is_tuple or not 0 <= i < len(shape.tuple_shapes):
+                return None
+            shape = shape.tuple_shapes[i]
+        return shape
+
     def leaves(self) -> tuple[Shape, ...]:
         """The non-tuple shapes, depth first (the shape itself for an array)."""
         if not self.is_tuple:
@@ -98,7 +108,8 @@ def tuple_shape(elements: tuple[Shape, ...]) -> Shape:
     return Shape("tuple", tuple_shapes=elements)
 
 
-_ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\](.*)", re.S)
+#: Element type, dimensions, layout; XLA's parser allows blanks between the dimensions and the layout.
+_ARRAY = re.compile(r"([a-z][a-z0-9]*)\[([^\]]*)\]\s*(.*)", re.S)
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
 
 

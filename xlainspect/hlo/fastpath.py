@@ -17,7 +17,6 @@ from typing import NamedTuple
 
 from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import CALLED_COMPUTATION_ATTRIBUTES, called_computation_names
-from xlainspect.shape import array_shape
 
 #: `[ENTRY] %name (params) -> shape {` at column 0 (header-less and short text: `name {`).
 _COMPUTATION = re.compile(r"(ENTRY\s+)?%?([A-Za-z_][A-Za-z0-9_.\-]*)\b[^\n]*\{\s*$")
@@ -90,10 +89,10 @@ def scan(text: str) -> list[InstructionLine] | None:
 @functools.lru_cache(maxsize=16384)
 def _valid_shape(text: str) -> bool:
     """Whether the grammar's shape decoder accepts the shape (memoised per distinct string)."""
-    from xlainspect.hlo.tokens import decode_tuple_shape
+    from xlainspect.hlo.parser import parse_shape
 
     try:
-        decode_tuple_shape(text) if text.startswith("(") else array_shape(text)
+        parse_shape(text)
     except HloParseError:
         return False
     return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from sys import intern
 from typing import TYPE_CHECKING
 
 from xlainspect.shape import Shape
@@ -18,6 +19,24 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from xlainspect.hlo.attributes import Metadata
+
+
+def attribute_dict(pairs) -> dict[str, str]:
+    """Attributes in printed order from (key, value) pairs; a pair with an empty key is a bare name
+    that continues the previous value (`calls=%a, %b`).
+
+    Keys and values are interned: a large module repeats the same few thousand of them (kinds,
+    metadata, backend configs) hundreds of thousands of times, and memory is the parse's limit.
+    """
+    result: dict[str, str] = {}
+    last = None
+    for key, value in pairs:
+        if key:
+            result[intern(key)] = intern(value)
+            last = key
+        elif last is not None:
+            result[last] += ", " + value
+    return result
 
 
 @dataclass(slots=True, eq=False)
@@ -36,6 +55,14 @@ class Instruction:
     is_root: bool = False
     line: int = 0
     """1-based line of the instruction in its file."""
+    operand_shape_indices: tuple[tuple[int, ...], ...] = ()
+    """Per operand, the ShapeIndex into the operand instruction's tuple that a compact
+    get-tuple-element operand names (`%p0#1#0` -> `(1, 0)`; `()` for the whole value); empty when
+    no operand is written that way (XLA 2026-06, printed by default since jax 0.11)."""
+
+    def operand_shape_index(self, k: int) -> tuple[int, ...]:
+        """The ShapeIndex of operand `k` into its instruction's value (`()`: the whole value)."""
+        return self.operand_shape_indices[k] if self.operand_shape_indices else ()
 
     @property
     def metadata(self) -> Metadata:

@@ -1,7 +1,9 @@
-"""parse_hlo: HLO text -> list[Module], through the Lark grammar `grammars/hlo.lark`.
+"""parse_hlo: HLO text -> list[Module], through the Lark grammar `grammars/hlo.lark`, the definition.
 
 The grammar is compiled once, lazily, with an embedded transformer: LALR callbacks build the
-model directly, so no parse tree is ever built (Lark's own advice for speed and memory).
+model directly, so no parse tree is ever built (Lark's own advice for speed and memory). By
+default the speed layer (`xlainspect.hlo.fast`) reads the plain computations and this grammar
+the rest; `parse_hlo(text, fast=False)` uses the grammar alone.
 """
 
 from __future__ import annotations
@@ -17,20 +19,31 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from xlainspect.errors import HloParseError, error_at
-from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
-from xlainspect.hlo.tokens import decode_tuple_shape, grammar_text
+from xlainspect.hlo.fast import LineReader
+from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame, attribute_dict
+from xlainspect.hlo.tokens import grammar_text
 from xlainspect.shape import Shape, array_shape, tuple_shape
 
-#: How Lark's terminal names read in an error message.
+#: How Lark's terminal names read in an error message: what was found (`unexpected name 'x'`)
+#: and, with an article, what was expected.
 _TERMINAL_WORDS = {
-    "NAME": "a name", "ATTR_NAME": "an attribute (key=value)", "ARRAY_SHAPE": "a shape",
-    "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'",
-    "COMMA": "','", "EQUAL": "'='", "INT": "an integer", "PARAM_NAME": "a parameter (name: shape)",
-    "ROOT": "ROOT", "ENTRY": "ENTRY", "HLOMODULE": "HloModule", "BRACED": "a {...} value",
-    "STRING": "a string", "ATOM": "a value", "LITERAL": "a literal", "ARROW": "'->'",
-    "$END": "end of input", "CONSTANT": "constant", "IOTA_GROUPS": "replica groups",
-    "PARENED_VALUE": "a (...) value", "SHAPED_LITERAL": "a shape and literal", "BUFFER_OPEN": "b(",
+    "NAME": "name", "ATTR_NAME": "attribute (key=value)", "ARRAY_SHAPE": "shape", "LPAR": "'('",
+    "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'", "COMMA": "','", "EQUAL": "'='", "INT": "integer",
+    "PARAM_NAME": "parameter (name: shape)", "ROOT": "ROOT", "ENTRY": "ENTRY", "HLOMODULE": "HloModule",
+    "STRING": "string", "ATOM": "value", "ARROW": "'->'", "$END": "end of input", "CONSTANT": "constant",
+    "IOTA_GROUPS": "replica groups", "MESH_AXES": "mesh axes", "DEVICE_IDS": "device_ids=",
+    "LITERAL_WORD": "literal", "BUFFER_OPEN": "b(", "TUPLE_INDEX": "tuple index (#N)",
+    "BRACED_TEXT": "text", "PAREN_TEXT": "text",
 }
+_ARTICLES = {"name", "value", "literal", "string", "shape", "integer", "parameter (name: shape)",
+             "attribute (key=value)", "tuple index (#N)", "text"}
+
+
+def _word(terminal: str, article: bool = False) -> str:
+    word = _TERMINAL_WORDS.get(terminal, terminal)
+    if article and word in _ARTICLES:
+        return ("an " if word[0] in "aeiou" else "a ") + word
+    return word
 
 
 class _TokenError(Exception):
@@ -41,49 +54,57 @@ class _TokenError(Exception):
         self.token, self.offset, self.message = token, offset, message
 
 
+def _start(item) -> int:
+    return item.start_pos if isinstance(item, Token) else item[0]
+
+
+def _end(item) -> int:
+    return item.end_pos if isinstance(item, Token) else item[1]
+
+
 @v_args(inline=True)
 class _ModelBuilder(Transformer):
-    """LALR callbacks: one method per grammar rule, each returning a model object."""
+    """LALR callbacks: one method per grammar rule, each returning a model object.
+
+    Attribute values are the text XLA printed, cut from the parsed text by position (`text` is set
+    before each parse), so spacing and nesting come out as written. `line_offset` is added to every
+    line number: a caller that parses a piece of a file gives the lines before the piece.
+    """
+
+    text = ""
+    line_offset = 0
 
     def start(self, *items):
         return list(items)
 
-    def header(self, name: Token, *attributes):
-        return ("header", str(name).rstrip(":"), _attribute_dict(attributes), name.line)
+    def module_header(self, name: Token, *attributes):
+        return ("header", str(name).rstrip(":"), attribute_dict(attributes), name.line + self.line_offset)
 
-    def stack_frames(self, files, functions, locations, frames):
-        return ("stack_frames", _resolve_stack_frames(files, functions, locations, frames))
+    def stack_frames(self, *tables):
+        return ("stack_frames", tables)
 
     def frame_table(self, *entries):
         return dict(entries)
 
-    def frame_entry(self, index: Token, value: Token):
+    def frame_entry(self, index: Token, value):
         from xlainspect.hlo.attributes import decode_braced_fields
 
-        if value.startswith("{") and not all(v.isdigit() for v in decode_braced_fields(value).values()):
-            raise _TokenError(value, 0, "malformed stack-frame table entry: every field must be an integer")
-        return (int(index), str(value))
+        text = self._slice(value, value)
+        if text.startswith("{") and not all(v.isdigit() for v in decode_braced_fields(text).values()):
+            raise _TokenError(_token_at(value), 0, "malformed stack-frame table entry: every field must be an integer")
+        return (int(index), text)
 
-    def computation(self, *items):
-        """`computation_head instructions } attributes` or `[ENTRY] NAME [signature] { ... }`."""
-        if isinstance(items[0], Token) and items[0].type == "COMPUTATION":
-            return _coarse_computation(items[0], items[1:])
-        if isinstance(items[0], tuple):
-            is_entry, name, line, signature = items[0]
-            rest = items[1:]
-        else:
-            is_entry, name, line, signature = items[0] is not None, _strip(items[1]), items[1].line, items[2]
-            rest = items[3:]
-        instructions = [i for r in rest if not isinstance(r, (tuple, str)) for i in (r if isinstance(r, list) else (r,))]
-        attributes = _attribute_dict([r for r in rest if isinstance(r, (tuple, str))])
+    def computation(self, head, *items):
+        is_entry, name, line, signature = head
+        instructions = [i for item in items if not isinstance(item, tuple) for i in _as_list(item)]
         params, result = signature if signature else (None, None)
         return Computation(
-            name=name, instructions=instructions, is_entry=is_entry,
-            parameter_shapes=params, result_shape=result, attributes=attributes, line=line,
+            name=name, instructions=instructions, is_entry=is_entry, parameter_shapes=params,
+            result_shape=result, attributes=attribute_dict([i for i in items if isinstance(i, tuple)]), line=line,
         )
 
-    def computation_head(self, token: Token):
-        return _computation_head(token)
+    def computation_head(self, entry, name: Token, signature):
+        return entry is not None, _strip(name), name.line + self.line_offset, signature
 
     def signature(self, *items):
         *params, result = items
@@ -92,63 +113,67 @@ class _ModelBuilder(Transformer):
     def param(self, name: Token, shape: Shape):
         return (_strip(name).rstrip(":"), shape)
 
-    def instruction(self, *items):
-        """`INSTRUCTION` (coarse lines), `DEFINES shape opcode...` or `[ROOT] NAME = shape opcode...`."""
-        first = items[0]
-        if first is not None and first.type == "INSTRUCTION":
-            instructions = _coarse_instructions(first, items[1:])
-            return instructions if len(instructions) > 1 else instructions[0]
-        if first is not None and first.type == "DEFINES":
-            is_root, name, line = _defines(first)
-            shape, *rest = items[1:]
+    def instruction(self, root, name: Token, shape, opcode: Token, operands, *attributes):
+        """`[ROOT] name = [shape] opcode(operands), attr=value, ...`; operands written as instructions
+        (the parser-only nested form) come before it in the returned list."""
+        if opcode.type == "CONSTANT":
+            operands, indices = (self._slice(operands, operands)[1:-1],), ()
         else:
-            is_root, name, line = first is not None, _strip(items[1]), items[1].line
-            shape, *rest = items[2:]
-        opcode = rest[0]
-        if opcode.type == "OPCALL":
-            opcode, operands = _opcall(opcode)
-            attributes = rest[1:]
-        else:
-            operands, attributes = rest[1], rest[2:]
-            if opcode.type == "CONSTANT":
-                operands = (str(operands)[1:-1],)
-        nested: list[Instruction] = []
-        if any(not isinstance(o, str) for o in operands):
-            operands = tuple(_flatten_nested(o, nested) for o in operands)
+            operands, indices = operands
+        nested = [i for o in operands if not isinstance(o, str) for i in o]
+        if nested:
+            operands = tuple(o if isinstance(o, str) else o[-1].name for o in operands)
         instruction = Instruction(
-            name=name, opcode=str(opcode), shape=shape, operands=operands,
-            attributes=_attribute_dict(attributes), is_root=is_root, line=line,
+            name=intern(_strip(name)), opcode=intern(str(opcode)), shape=shape, operands=operands,
+            attributes=attribute_dict(attributes), is_root=root is not None, line=name.line + self.line_offset,
+            operand_shape_indices=indices,
         )
         return [*nested, instruction] if nested else instruction
 
-    def nested_instruction(self, shape, opcode: Token, operands=None):
-        """An operand written as an instruction (`NAME operands` or one OPCALL token); it gets a
-        name from its opcode and position."""
-        column = opcode.column + len(opcode) - len(opcode.lstrip())
-        word = opcode.strip().partition("(")[0]
-        name = Token("NAME", f"{word}.{opcode.line}.{column}", line=opcode.line)
-        rest = (opcode,) if operands is None else (opcode, operands)
-        return self.instruction(None, name, shape, *rest)
+    def nested_instruction(self, shape, opcode: Token, operands):
+        """An operand written as an instruction: it gets a name from its opcode and position."""
+        name = Token("NAME", f"{opcode}.{opcode.line + self.line_offset}.{opcode.column}", line=opcode.line)
+        return _as_list(self.instruction(None, name, shape, opcode, operands))
 
     def operands(self, *operands):
-        return tuple(o for o in operands if o is not None)
+        """(operand names or nested instructions, their ShapeIndexes or () when all are whole)."""
+        operands = [o for o in operands if o is not None]
+        names = tuple(o[0] if isinstance(o, tuple) else o for o in operands)
+        if not any(isinstance(o, tuple) for o in operands):
+            return names, ()
+        return names, tuple(o[1] if isinstance(o, tuple) else () for o in operands)
 
     def operand(self, *items):
-        return _strip(items[-1])
+        if len(items) == 1:  # parameter(0)
+            return str(items[0])
+        _shape, name, *tuple_index = items
+        if tuple_index:
+            return (intern(_strip(name)), tuple(int(i[1:]) for i in tuple_index))
+        return intern(_strip(name))
 
     def attribute(self, *items):
         if len(items) == 1:  # continuation of `calls=%a, %b`
             return ("", str(items[0]))
         return (str(items[0])[:-1], items[1])
 
-    def value(self, value):
-        return str(value)
+    def value(self, *items):
+        items = [i for i in items if i is not None]
+        return self._slice(items[0], items[-1])
+
+    def mesh_groups(self, *items):
+        items = [i for i in items if i is not None]
+        return (_start(items[0]), _end(items[-1]))
+
+    def braced(self, left: Token, *items):
+        return (left.start_pos, items[-1].end_pos)
+
+    literal = braced
 
     def shape(self, token: Token) -> Shape:
-        return _shape_in(token, 0, str(token))
-
-    def coarse_tuple_shape(self, token: Token) -> Shape:
-        return _shape_in(token, 0, str(token))
+        try:
+            return array_shape(str(token))
+        except HloParseError as error:
+            raise _TokenError(token, error.column - 1, error.message) from None
 
     def tuple_shape(self, *elements) -> Shape:
         return tuple_shape(tuple(e for e in elements if e is not None))
@@ -166,162 +191,21 @@ class _ModelBuilder(Transformer):
         *params, result = items
         return tuple(p for p in params if p is not None), result
 
+    def _slice(self, first, last) -> str:
+        return intern(self.text[_start(first) : _end(last)])
 
 
-@functools.cache
-def _splitters() -> dict[str, re.Pattern]:
-    """Regexes that split the coarse tokens, built from the grammar's own terminals.
-
-    `instruction_head` is the INSTRUCTION terminal without its ATTRIBUTE* tail, in groups (ROOT,
-    name, shape, OPCALL): it makes the choices the lexer made, and the tail is then a contiguous
-    run of `attribute` matches. `operand` finds each operand's name or
-    integer (group 1) in an OPCALL's parentheses: scanning left to right, each match starts where
-    an operand starts, never inside a shape. `computation_head` (ENTRY, name, parameters, result)
-    and `parameter` split a COMPUTATION_HEAD.
-    """
-    def terminal(name: str) -> str:
-        return _lark().get_terminal(name).pattern.to_regexp()
-
-    shape = f"(?:{terminal('ARRAY_SHAPE')}|{terminal('TUPLE_SHAPE')})"
-    defines = r"\s*(ROOT\s+)?%?([A-Za-z_][A-Za-z0-9_.\-]*)\s*=[ \t]*"  # DEFINES, in groups
-    return {
-        "defines": re.compile(defines),
-        "instruction_head": re.compile(f"{defines}(?:({shape}) *)?({terminal('OPCALL')})"),
-        "attribute": re.compile(terminal("ATTRIBUTE")),
-        "operand": re.compile(rf"(?:/\*index=[0-9]+\*/ *)?(?:{shape} +)?%?([A-Za-z0-9_.\-]+)"),
-        "computation_head_end": re.compile(terminal("COMPUTATION_HEAD")),
-        "computation_head": re.compile(rf"\s*(ENTRY\s+)?({terminal('NAME')})(?: *\((.*)\) *-> *({shape}))? *\{{", re.S),
-        "parameter": re.compile(rf"({terminal('PARAM_NAME')}) *({shape})"),
-    }
+def _token_at(item) -> Token:
+    """A token at `item`'s start, for errors about a whole value."""
+    return item if isinstance(item, Token) else Token("VALUE", "", start_pos=item[0])
 
 
-def _defines(token: Token) -> tuple[bool, str, int]:
-    """(is_root, name, line) of a DEFINES token; its leading blank lines do not count."""
-    match = _splitters()["defines"].match(token)
-    return match.group(1) is not None, match.group(2), token.line + token.count("\n", 0, match.start(2))
-
-
-def _computation_head(token: Token, end: int | None = None):
-    """(is_entry, name, line, signature or None) of the COMPUTATION_HEAD at the start of `token`."""
-    split = _splitters()
-    match = split["computation_head"].match(token, 0, len(token) if end is None else end)
-    line = token.line + token.count("\n", 0, match.start(2))
-    signature = None
-    if match.group(4) is not None:
-        params = tuple((_strip(p[1]).rstrip(":"), _shape_in(token, p.start(2), p[2]))
-                       for p in split["parameter"].finditer(token, match.start(3), match.end(3)))
-        signature = (params, _shape_in(token, match.start(4), match.group(4)))
-    return match.group(1) is not None, _strip(match.group(2)), line, signature
-
-
-def _coarse_computation(token: Token, attributes) -> Computation:
-    """A COMPUTATION token: its head, then its instruction lines."""
-    head_end = _splitters()["computation_head_end"].match(token).end()
-    is_entry, name, line, signature = _computation_head(token, head_end)
-    instructions = _instruction_lines(token, head_end)
-    params, result = signature if signature else (None, None)
-    return Computation(
-        name=name, instructions=instructions, is_entry=is_entry, parameter_shapes=params,
-        result_shape=result, attributes=_attribute_dict(attributes), line=line,
-    )
-
-
-def _coarse_instructions(token: Token, extra_attributes) -> list[Instruction]:
-    """An INSTRUCTION token (a run of lines); fine-grained attributes after it (`calls=%a, %b`)
-    belong to its last line."""
-    instructions = _instruction_lines(token, 0)
-    if extra_attributes:
-        last = instructions[-1]
-        last.attributes = _attribute_dict([*last.attributes.items(), *extra_attributes])
-    return instructions
-
-
-def _instruction_lines(token: Token, position: int) -> list[Instruction]:
-    """The instruction lines of `token` from `position` on, lines counted as we go.
-
-    Each line is an `instruction_head` match and then as many ATTRIBUTE matches as follow: the
-    greedy path the lexer's regex took.
-    """
-    split = _splitters()
-    instruction_head, attribute = split["instruction_head"], split["attribute"]
-    instructions = []
-    line = token.line + token.count("\n", 0, position)
-    while match := instruction_head.match(token, position):
-        line += token.count("\n", position, match.start(2))
-        position = match.end()
-        pairs = []
-        while value := attribute.match(token, position):
-            pairs.append(value.group())
-            position = value.end()
-        instructions.append(_instruction(token, match, line, pairs))
-    return instructions
-
-
-def _instruction(token: Token, head: re.Match, line: int, pairs: list) -> Instruction:
-    """The instruction of an `instruction_head` match in `token` on `line`, with its attributes."""
-    shape = _shape_in(token, head.start(3), head.group(3)) if head.group(3) else None
-    opcode, operands = _opcall(head.group(4))
-    return Instruction(
-        name=intern(head.group(2)), opcode=opcode, shape=shape, operands=operands,
-        attributes=_attribute_dict(pairs), is_root=head.group(1) is not None, line=line,
-    )
-
-
-def _shape_in(token: Token, offset: int, text: str) -> Shape:
-    """Decode the shape `text` found at `offset` in `token`; errors point into the token."""
-    try:
-        return decode_tuple_shape(text) if text.startswith("(") else array_shape(text)
-    except HloParseError as error:
-        raise _TokenError(token, offset + error.column - 1, error.message) from None
-
-
-def _opcall(token: Token) -> tuple[str, tuple[str, ...]]:
-    """(opcode, operands) of an OPCALL token; `constant(1)` keeps its literal text as the operand.
-
-    Operand names are interned, so they share the string of the instruction name they refer to.
-    """
-    text = token.lstrip(" ")
-    paren = text.find("(")
-    opcode, inner = intern(text[:paren]), text[paren + 1 : -1]
-    if opcode == "constant":
-        return opcode, (inner,)
-    return opcode, tuple(map(intern, _splitters()["operand"].findall(inner)))
-
-
-def _flatten_nested(operand, nested: list[Instruction]) -> str:
-    """Hoist a nested-instruction operand (and what it nests) into `nested`; return its name."""
-    if isinstance(operand, str):
-        return operand
-    chain = operand if isinstance(operand, list) else [operand]
-    nested.extend(chain)
-    return chain[-1].name
+def _as_list(item) -> list:
+    return item if isinstance(item, list) else [item]
 
 
 def _strip(name: Token | str) -> str:
     return str(name).lstrip("%")
-
-
-def _attribute_dict(pairs) -> dict[str, str]:
-    """Attributes in printed order; bare names extend the previous value (`calls=%a, %b`).
-
-    `pairs` holds (key, value) tuples from the fine-grained rule and ATTRIBUTE tokens `, key=value`.
-    Keys and values are interned: a large module repeats the same few thousand of them (kinds,
-    metadata, backend configs) hundreds of thousands of times, and memory is the parse's limit.
-    """
-    result: dict[str, str] = {}
-    last = None
-    for pair in pairs:
-        if isinstance(pair, str):
-            equals = pair.find("=")
-            key, value = pair[1:equals].strip(), pair[equals + 1 :]
-        else:
-            key, value = pair
-        if key:
-            result[intern(key)] = intern(value)
-            last = key
-        elif last is not None:
-            result[last] += ", " + value
-    return result
 
 
 @functools.cache
@@ -352,14 +236,19 @@ def _lark(start: str = "start") -> Lark:
         return Lark(text, **options)
 
 
-def parse_hlo(text: str, path: str | None = None) -> list[Module]:
+def parse_hlo(text: str, path: str | None = None, *, fast: bool = True) -> list[Module]:
     """Parse HLO text (one or more modules, or header-less computations) into the model.
 
+    `fast=False` parses with the grammar alone (the definition); the default reads plain
+    computations with the speed layer and gives the grammar the rest: the same model, faster.
     Raises HloParseError with path, line, column and a caret rendering on bad text.
     """
-    items = _run_in_workers(text, path) if len(text) >= PARALLEL_MIN_BYTES else None
-    if items is None:
+    if not fast:
         items = _run(text, "start", path)
+    else:
+        items = _run_in_workers(text, path) if len(text) >= PARALLEL_MIN_BYTES else None
+        if items is None:
+            items = _read(text, path)
     modules = _assemble(items, path)
     for module in modules:
         if not module.computations:  # XLA's parser needs at least one; a dump cut after its header has none
@@ -367,11 +256,37 @@ def parse_hlo(text: str, path: str | None = None) -> list[Module]:
     return modules
 
 
+def _read(text: str, path: str | None, first_line: int = 1) -> list:
+    """The items of `text`, a computation at a time: the speed layer where it is sure, else the
+    grammar on that computation, its lines and errors placed in the whole text."""
+    reader = _line_reader()
+    items: list = []
+    line = first_line
+    for start, end in _computation_spans(text):
+        found = reader.read(text, start, end, line)
+        if found is None:
+            found = _run(text, "start", path, span=(start, end, line - 1))
+        items.extend(found)
+        line += text.count("\n", start, end)
+    return items
+
+
+@functools.cache
+def _line_reader() -> LineReader:
+    return LineReader(lambda name: _lark().get_terminal(name).pattern.to_regexp(), parse_shape)
+
+
+@functools.lru_cache(maxsize=16384)
+def parse_shape(text: str) -> Shape:
+    """A shape as XLA prints it (array, tuple or buffer), decoded once per distinct text."""
+    return _run(text, "shape_text", None, "shape")
+
+
 def parse_header(line: str, path: str | None = None) -> Module:
     """The `HloModule name, key=value, ...` line alone, as a Module without computations: the
     signature of a dumped module (entry_computation_layout, input_output_alias) for one line's cost."""
-    # Its own start symbol: the lexer states it passes through are small, while `start`'s first
-    # state carries the whole-computation terminal, whose regex alone takes ~0.2 s to compile.
+    # Its own start symbol: the lexer states it passes through are few, so a first call compiles
+    # only their terminals' regexes.
     modules = _assemble([_run(line, "header_line", path)], path)
     if len(modules) != 1 or not modules[0].has_header or modules[0].computations:
         raise error_at(line, 0, "expected one `HloModule <name>, ...` header line", path)
@@ -384,13 +299,13 @@ PARALLEL_MIN_BYTES = 4 << 20
 
 
 def _run_in_workers(text: str, path: str | None) -> list | None:
-    """The items of `text` parsed by this process and worker processes, one part each.
+    """The items of `text` read by this process and worker processes, one part each.
 
-    None when the text cannot be split or a part fails: the caller then parses the whole text, so
-    a syntax error is reported exactly as a serial parse reports it. Each part is padded with the
-    newlines before it, so its line numbers (instructions, errors, nested-instruction names) are
-    those of the file. This process parses the first part itself: a worker's result costs a
-    pickle round trip (about a fifth of its parse) on top.
+    None when the text cannot be split or a part fails: the caller then reads the whole text, so
+    a syntax error is reported exactly as a serial parse reports it. Each part knows the line it
+    starts on, so its line numbers (instructions, nested-instruction names) are those of the file.
+    This process reads the first part itself: a worker's result costs a pickle round trip (about a
+    fifth of its parse) on top.
     """
     workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     parts = _split_at_computations(text, workers) if workers > 1 else []
@@ -398,10 +313,10 @@ def _run_in_workers(text: str, path: str | None) -> list | None:
         return None
     from concurrent.futures import ProcessPoolExecutor
 
-    _lark()  # built once here; forked workers inherit it
+    _line_reader()  # built once here; forked workers inherit it
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    jobs = [(text.count("\n", 0, start), text[start:end], path) for start, end in parts]
+    jobs = [(text.count("\n", 0, start) + 1, text[start:end], path) for start, end in parts]
     gc_was_enabled = gc.isenabled()
     gc.disable()  # as in _run: unpickled results are millions of long-lived objects
     try:
@@ -419,8 +334,8 @@ def _run_in_workers(text: str, path: str | None) -> list | None:
 
 
 def _run_part(job: tuple[int, str, str | None]) -> list:
-    lines_before, part, path = job
-    return _run("\n" * lines_before + part, "start", path)
+    first_line, part, path = job
+    return _read(part, path, first_line)
 
 
 def _run_compact_part(job: tuple[int, str, str | None]) -> list:
@@ -432,7 +347,8 @@ def _run_compact_part(job: tuple[int, str, str | None]) -> list:
 def _compact(item):
     if not isinstance(item, Computation):
         return item  # ("header", ...) and ("stack_frames", ...) tuples
-    instructions = [(i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line) for i in item.instructions]
+    instructions = [(i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line, i.operand_shape_indices)
+                    for i in item.instructions]
     return ("computation", item.name, instructions, item.is_entry, item.parameter_shapes, item.result_shape,
             item.attributes, item.line)
 
@@ -470,17 +386,22 @@ def split_computations(text: str) -> list[str]:
     it needs. XLA prints a computation's closing brace alone at column 0 and nothing else there; a
     cut inside a multi-line value makes a piece fail to parse, and the caller then parses `text`.
     """
-    pieces, start = [], 0
+    return [text[start:end] for start, end in _computation_spans(text)]
+
+
+def _computation_spans(text: str) -> list[tuple[int, int]]:
+    """The (start, end) offsets of split_computations' pieces."""
+    spans, start = [], 0
     while (close := text.find("\n}", start)) >= 0:
         end = text.find("\n", close + 2)
         end = len(text) if end < 0 else end + 1
-        pieces.append(text[start:end])
+        spans.append((start, end))
         start = end
-    if pieces and not text[start:].strip():
-        pieces[-1] += text[start:]  # trailing blank lines stay with the last computation
+    if spans and not text[start:].strip():
+        spans[-1] = (spans[-1][0], len(text))  # trailing blank lines stay with the last computation
     elif start < len(text):
-        pieces.append(text[start:])
-    return pieces
+        spans.append((start, len(text)))
+    return spans
 
 
 def parse_with(start: str, text: str, what: str):
@@ -488,30 +409,39 @@ def parse_with(start: str, text: str, what: str):
     return _run(text, start, None, what)
 
 
-def _run(text: str, start: str, path: str | None, what: str = "HLO"):
+def _run(text: str, start: str, path: str | None, what: str = "HLO", span: tuple[int, int, int] | None = None):
+    """Parse `text` (or its `span`: start offset, end offset, lines before it) from `start`."""
+    begin, end, lines_before = span if span else (0, len(text), 0)
+    builder = _lark(start).options.transformer
+    builder.text, builder.line_offset = text[begin:end] if span else text, lines_before
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the parse allocates millions of objects that all stay alive: skip futile GC passes
     try:
-        return _lark(start).parse(text)
+        return _lark(start).parse(builder.text)
     except UnexpectedInput as error:
-        raise _syntax_error(error, text, path, what) from None
+        raise _syntax_error(error, text, path, what, begin) from None
     except _TokenError as error:
-        raise error_at(text, error.token.start_pos + error.offset, error.message, path) from None
+        raise error_at(text, begin + error.token.start_pos + error.offset, error.message, path) from None
     finally:
+        builder.text = ""
         if gc_was_enabled:
             gc.enable()
 
 
-def _syntax_error(error: UnexpectedInput, text: str, path: str | None, what: str) -> HloParseError:
+def _syntax_error(error: UnexpectedInput, text: str, path: str | None, what: str, begin: int) -> HloParseError:
+    """The error of a parse of `text` from offset `begin` on."""
     expected = _expected(error)
     if isinstance(error, UnexpectedToken) and error.token.type == "$END" or isinstance(error, UnexpectedEOF):
-        return error_at(text, len(text.rstrip()), f"{what} text ends too early (truncated?)", path, expected)
-    position = error.token.start_pos if isinstance(error, UnexpectedToken) else error.pos_in_stream
+        unclosed, end = _unclosed(text, begin), len(text.rstrip())
+        # a value's bracket; a `{` that ends its line opens a computation body, cut after a line
+        if unclosed is not None and text[unclosed + 1 : text.find("\n", unclosed) % (len(text) + 1)].strip():
+            char = text[unclosed]
+            return error_at(text, unclosed, f"unbalanced '{char}': no matching '{_CLOSING[char]}' (truncated?)", path)
+        return error_at(text, end, f"{what} text ends too early (truncated?)", path, expected)
+    position = begin + (error.token.start_pos if isinstance(error, UnexpectedToken) else error.pos_in_stream)
     char = text[position] if position < len(text) else ""
     if text.startswith("/*", position):
         message = "unterminated /* comment"
-    elif char in "{(" and any("value" in e or "literal" in e for e in expected):
-        message = f"unbalanced '{char}': no matching '{'}' if char == '{' else ')'}' (truncated or nested too deep?)"
     elif isinstance(error, UnexpectedToken):
         message = f"unexpected {_describe(error.token)}"
     else:
@@ -519,14 +449,39 @@ def _syntax_error(error: UnexpectedInput, text: str, path: str | None, what: str
     return error_at(text, position, message, path, expected)
 
 
+_CLOSING = {"{": "}", "(": ")"}
+_BRACKETS = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*|[{}()]""")
+
+
+def _unclosed(text: str, begin: int) -> int | None:
+    """The offset of the innermost `{` or `(` from `begin` on that is never closed (strings and
+    comments skipped), for a text that ended too early."""
+    stack = []
+    for match in _BRACKETS.finditer(text, begin):
+        char = match.group()
+        if char in _CLOSING:
+            stack.append(match.start())
+        elif char in ")}" and stack:
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+#: Catch-all terminals: a word in the wrong place lexes as whichever of them the lexer tried first.
+_TEXT_TERMINALS = {"ATOM", "LITERAL_WORD", "BRACED_TEXT", "PAREN_TEXT"}
+
+
 def _describe(token: Token) -> str:
+    """`name 'x'`: what the unexpected token is, in words, and its text."""
     value = str(token)
-    return f"{_TERMINAL_WORDS.get(token.type, token.type)} {value[:40]!r}" if value else token.type
+    word = _word(token.type)
+    if token.type in _TEXT_TERMINALS:
+        word = "name" if re.fullmatch(_lark().get_terminal("NAME").pattern.to_regexp(), value) else "text"
+    return f"{word} {value[:40]!r}" if value else word
 
 
 def _expected(error: UnexpectedInput) -> tuple[str, ...]:
     names = getattr(error, "expected", None) or getattr(error, "allowed", None) or ()
-    return tuple(sorted({_TERMINAL_WORDS.get(n, n) for n in names if not n.startswith("__")}))
+    return tuple(sorted({_word(n, article=True) for n in names if not n.startswith("__")}))
 
 
 def _assemble(items: list, path: str | None) -> list[Module]:
@@ -544,7 +499,7 @@ def _assemble(items: list, path: str | None) -> list[Module]:
             current = Module(name=name, computations=[], attributes=attributes, path=path, line=line)
             modules.append(current)
         elif current is not None:
-            current.stack_frames = item[1]
+            current.stack_frames = _resolve_stack_frames(*item[1])
     for module in modules:
         if not module.has_header and module.computations:
             module.name = f"module_{module.entry.name}"

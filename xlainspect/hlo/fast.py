@@ -1,0 +1,203 @@
+"""The speed layer: plain lines read with regexes built from the grammar's own terminals.
+
+XLA prints one instruction per line. Most lines are plain, `[ROOT] name = shape opcode(operands),
+key=value, ...`, and one regex match per line reads them several times faster than Lark's LALR
+loop (about 3 us a token). `LineReader.read` reads one computation (with the header and
+stack-frame tables before it) and answers None as soon as a line is not plain: a comment, a
+multi-line value, a nested operand, braces nested deeper than 8, tuples deeper than 3. The caller
+then parses that computation with the grammar, the definition of HLO text. The regexes are made
+of the grammar's terminals (`terminal(name)`), so a token means the same here and there;
+tests/test_differential.py proves that both build equal models on every fixture, corpus module and
+syntax example.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from sys import intern
+
+from xlainspect.errors import HloParseError
+from xlainspect.hlo.model import Computation, Instruction, attribute_dict
+from xlainspect.shape import Shape, array_shape
+
+_BLANK = r"[ \t]*"  # what the grammar's WHITESPACE may be inside one line
+#: The comment XLA prints before every fifth operand or tuple element.
+_INDEX_COMMENT = r"(?:/\*index=[0-9]+\*/[ \t]*)?"
+#: Nesting the regexes follow; deeper text goes to the grammar, which has no limit.
+_TUPLE_DEPTH, _BRACE_DEPTH, _PAREN_DEPTH = 3, 8, 4
+_FRAME_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+
+def _nested(open_: str, close: str, inner: str, depth: int) -> str:
+    """`open (inner | nested)* close`, the nested part `depth - 1` levels deep."""
+    pattern = f"{open_}(?:{inner})*{close}"
+    for _ in range(depth - 1):
+        pattern = f"{open_}(?:{inner}|{pattern})*{close}"
+    return pattern
+
+
+def _list(element: str) -> str:
+    """`element, element, ...` (possibly empty), blanks allowed around commas."""
+    return f"(?:{element}(?:{_BLANK},{_BLANK}{element})*)?"
+
+
+class LineReader:
+    """Reads plain computations; built once from the grammar's terminals."""
+
+    def __init__(self, terminal: Callable[[str], str], tuple_shape_of: Callable[[str], Shape]) -> None:
+        t = {name: f"(?:{terminal(name)})" for name in (
+            "ARRAY_SHAPE", "NAME", "PARAM_NAME", "ATTR_NAME", "INT", "STRING", "BRACED_TEXT", "PAREN_TEXT",
+            "TUPLE_INDEX", "IOTA_GROUPS", "MESH_AXES", "DEVICE_IDS", "ATOM", "LITERAL_WORD", "ROOT", "ENTRY",
+            "CONSTANT", "COMMENT")}
+        b = _BLANK
+        tuple_ = t["ARRAY_SHAPE"]
+        for _ in range(_TUPLE_DEPTH):
+            element = f"{_INDEX_COMMENT}(?:{t['ARRAY_SHAPE']}|{tuple_})"
+            tuple_ = rf"\({b}{_list(element)}{b}\)"
+        shape = f"(?:{t['ARRAY_SHAPE']}|{tuple_})"
+        # (?>...): text runs are atomic, so an unclosed brace fails at once instead of backtracking
+        braced = _nested(r"\{", r"\}", rf"(?>{t['BRACED_TEXT']})|{t['STRING']}|(?>[ \t]+)", _BRACE_DEPTH)
+        literal = _nested(r"\(", r"\)", rf"(?>{t['PAREN_TEXT']})|{t['STRING']}|(?>[ \t]+)", _PAREN_DEPTH)
+        value = (f"{t['ARRAY_SHAPE']}(?:{b}(?:{t['LITERAL_WORD']}|{braced}))?|{t['IOTA_GROUPS']}"
+                 f"|{t['MESH_AXES']}(?:{b}{t['DEVICE_IDS']}{b}{literal})?{b}{braced}"
+                 f"|{braced}|{t['STRING']}|{literal}|{t['ATOM']}")
+        operand = f"{_INDEX_COMMENT}(?:{shape}{b})?({t['NAME']})((?:{t['TUPLE_INDEX']})*)|({t['INT']})"
+        operand_list = _list(f"{_INDEX_COMMENT}(?:(?:{shape}{b})?{t['NAME']}(?:{t['TUPLE_INDEX']})*|{t['INT']})")
+        param = f"{t['PARAM_NAME']}{b}{shape}"
+        self._end_of_line = re.compile(rf"{b}(?:{t['COMMENT']})?[ \t\r\f]*(?:\n|\Z)")
+        self._blank_lines = re.compile(r"(?:[ \t\r\f]*\n)*")
+        self._attribute = re.compile(rf"{b},{b}(?:({t['ATTR_NAME']}){b}({value})|({t['NAME']}))")
+        self._instruction = re.compile(
+            rf"{b}(?:({t['ROOT']})[ \t]+)?({t['NAME']}){b}={b}(?:({shape}){b})?"
+            rf"(?:{t['CONSTANT']}{b}({literal})|({t['NAME']}){b}\({b}({operand_list}){b}\))")
+        self._operand = re.compile(operand)
+        self._computation_head = re.compile(
+            rf"{b}(?:({t['ENTRY']})[ \t]+)?({t['NAME']}){b}(?:\({b}({_list(param)}){b}\){b}->{b}({shape}){b})?\{{")
+        self._parameter = re.compile(f"({t['PARAM_NAME']}){b}({shape})")
+        self._close = re.compile(rf"{b}\}}")
+        self._header = re.compile(rf"HloModule[ \t]+({t['PARAM_NAME']}|{t['NAME']})")
+        self._frame_entry = re.compile(rf"{b}({t['INT']}){b}({t['STRING']}|{braced})")
+        self._tuple_shape_of = tuple_shape_of
+
+    def read(self, text: str, start: int, end: int, line: int) -> list | None:
+        """The items (header, stack-frame tables, computations) of `text[start:end]`, whose first
+        line is `line`; None when a line is not plain."""
+        items: list = []
+        counted = start  # newlines are counted up to here
+        position = self._blank_lines.match(text, start, end).end()
+        while position < end:
+            line += text.count("\n", counted, position)
+            counted = position
+            if text.startswith("HloModule", position):
+                found = self._read_header(text, position, line)
+            elif text.startswith(_FRAME_TABLES[0], position):
+                found = self._read_frame_tables(text, position)
+            else:
+                found = self._read_computation(text, position, line)
+            if found is None:
+                return None
+            item, position = found
+            items.append(item)
+            position = self._blank_lines.match(text, position, end).end()
+        return items
+
+    def _read_header(self, text: str, position: int, line: int):
+        match = self._header.match(text, position)
+        if match is None:
+            return None
+        attributes = self._attributes(text, match.end())
+        if attributes is None:
+            return None
+        pairs, position = attributes
+        return ("header", match.group(1).rstrip(":"), attribute_dict(pairs), line), position
+
+    def _read_frame_tables(self, text: str, position: int):
+        tables = []
+        for name in _FRAME_TABLES:
+            if not text.startswith(name, position) or (after := self._line_end(text, position + len(name))) is None:
+                return None
+            position, table = after, {}
+            while (entry := self._frame_entry.match(text, position)) and (after := self._line_end(text, entry.end())):
+                value = entry.group(2)
+                if value.startswith("{") and not _integer_fields(value):
+                    return None  # the grammar reports the malformed entry
+                table[int(entry.group(1))] = intern(value)
+                position = after
+            tables.append(table)
+        return ("stack_frames", tuple(tables)), position
+
+    def _read_computation(self, text: str, position: int, line: int):
+        head = self._computation_head.match(text, position)
+        if head is None or (position := self._line_end(text, head.end())) is None:
+            return None
+        line += text.count("\n", head.start(), head.start(2))
+        computation_line, counted = line, head.start(2)
+        instructions = []
+        try:
+            signature = None
+            if head.group(4) is not None:
+                params = tuple((p.group(1).lstrip("%").rstrip(":"), self._shape(p.group(2)))
+                               for p in self._parameter.finditer(text, head.start(3), head.end(3)))
+                signature = (params, self._shape(head.group(4)))
+            while (match := self._instruction.match(text, position)) is not None:
+                line += text.count("\n", counted, match.start(2))
+                counted = match.start(2)
+                attributes = self._attributes(text, match.end())
+                if attributes is None:
+                    return None
+                pairs, position = attributes
+                instructions.append(self._instruction_of(match, pairs, line))
+        except HloParseError:
+            return None  # the grammar reports it, at its place
+        close = self._close.match(text, position)
+        if close is None or (attributes := self._attributes(text, close.end())) is None:
+            return None
+        pairs, position = attributes
+        params, result = signature if signature else (None, None)
+        computation = Computation(
+            name=head.group(2).lstrip("%"), instructions=instructions, is_entry=head.group(1) is not None,
+            parameter_shapes=params, result_shape=result, attributes=attribute_dict(pairs), line=computation_line,
+        )
+        return computation, position
+
+    def _instruction_of(self, match: re.Match, pairs: list, line: int) -> Instruction:
+        root, name, shape, literal, opcode, operand_text = match.groups()
+        indices: tuple = ()
+        if literal is not None:
+            opcode, operands = "constant", (intern(literal[1:-1]),)
+        elif not operand_text:
+            operands = ()
+        else:
+            found = self._operand.findall(operand_text)
+            operands = tuple(intern(n.lstrip("%")) if n else i for n, _, i in found)
+            if "#" in operand_text:
+                indices = tuple(tuple(int(i) for i in path.split("#")[1:]) for _, path, _ in found)
+        return Instruction(
+            name=intern(name.lstrip("%")), opcode=intern(opcode), shape=self._shape(shape) if shape else None,
+            operands=operands, attributes=attribute_dict(pairs), is_root=root is not None, line=line,
+            operand_shape_indices=indices,
+        )
+
+    def _attributes(self, text: str, position: int) -> tuple[list, int] | None:
+        """The `, key=value` pairs from `position` to the end of the line, and the next line's start."""
+        pairs = []
+        while (match := self._attribute.match(text, position)) is not None:
+            key, value, continued = match.groups()
+            pairs.append((key[:-1], value) if key else ("", continued))
+            position = match.end()
+        end = self._line_end(text, position)
+        return None if end is None else (pairs, end)
+
+    def _line_end(self, text: str, position: int) -> int | None:
+        match = self._end_of_line.match(text, position)
+        return None if match is None else match.end()
+
+    def _shape(self, text: str) -> Shape:
+        return self._tuple_shape_of(text) if text.startswith("(") else array_shape(text)
+
+
+def _integer_fields(braced: str) -> bool:
+    from xlainspect.hlo.attributes import decode_braced_fields
+
+    return all(v.isdigit() for v in decode_braced_fields(braced).values())
