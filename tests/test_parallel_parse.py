@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import DUMPS, corpus_files
+from tests.conftest import DUMPS, corpus_files, model_summary
 from xlainspect import HloParseError
 from xlainspect.hlo import parser
-
-
-def _summary(modules):
-    return [(m.name, m.attributes, repr(m.stack_frames), m.line,
-             [(c.name, c.is_entry, c.parameter_shapes, c.result_shape, c.attributes, c.line,
-               [(i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line) for i in c.instructions])
-              for c in m.computations]) for m in modules]
 
 
 def _texts():
@@ -29,7 +22,7 @@ def test_parts_give_the_serial_model(index, monkeypatch):
     serial = parser.parse_hlo(text, "x.hlo")
     monkeypatch.setattr(parser, "PARALLEL_MIN_BYTES", 0)
     assert len(parser._split_at_computations(text, 2)) == 2
-    assert _summary(parser.parse_hlo(text, "x.hlo")) == _summary(serial)
+    assert model_summary(parser.parse_hlo(text, "x.hlo")) == model_summary(serial)
 
 
 def test_an_error_in_a_later_part_is_reported_as_serially(monkeypatch):

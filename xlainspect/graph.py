@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 
 def module_graph(module: Module) -> nx.DiGraph:
-    """Data flow: one node per instruction (attribute `instruction`), operand -> user edges."""
+    """Data flow: one node per instruction (attribute `instruction`), operand -> user edges; an edge's
+    `shape_index` is the tuple element the user reads (`%p0#1` -> (1,); () for the whole value)."""
     graph = nx.DiGraph(name=module.name)
     for computation in module.computations:
         names = {i.name for i in computation.instructions}
@@ -28,7 +29,8 @@ def module_graph(module: Module) -> nx.DiGraph:
                 continue
             for index, operand in enumerate(instruction.operands):
                 if operand in names:
-                    graph.add_edge((computation.name, operand), node, operand_index=index)
+                    graph.add_edge((computation.name, operand), node, operand_index=index,
+                                   shape_index=instruction.operand_shape_index(index))
     return graph
 
 

@@ -108,10 +108,16 @@ def instruction_index(computation: Computation) -> dict[str, Instruction]:
 
 
 def operand_shapes(instruction: Instruction, index: dict[str, Instruction]) -> list[Shape | None]:
-    """The shape of each operand, read from its defining instruction in the same computation."""
+    """The shape of each operand, read from its defining instruction in the same computation; a
+    compact get-tuple-element operand (`%p0#1#0`) gets the element's shape."""
     if instruction.opcode in ("parameter", "constant"):
         return []
-    return [index[o].shape if o in index else None for o in instruction.operands]
+    shapes = []
+    for k, name in enumerate(instruction.operands):
+        producer = index.get(name)
+        shape = producer.shape if producer is not None else None
+        shapes.append(shape.subshape(instruction.operand_shape_index(k)) if shape is not None else None)
+    return shapes
 
 
 def users(computation: Computation) -> dict[str, list[Instruction]]:

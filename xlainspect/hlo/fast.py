@@ -59,8 +59,9 @@ class LineReader:
         # (?>...): text runs are atomic, so an unclosed brace fails at once instead of backtracking
         braced = _nested(r"\{", r"\}", rf"(?>{t['BRACED_TEXT']})|{t['STRING']}|(?>[ \t]+)", _BRACE_DEPTH)
         literal = _nested(r"\(", r"\)", rf"(?>{t['PAREN_TEXT']})|{t['STRING']}|(?>[ \t]+)", _PAREN_DEPTH)
-        value = (f"{t['ARRAY_SHAPE']}(?:{b}(?:{t['LITERAL_WORD']}|{braced}))?|{t['IOTA_GROUPS']}"
-                 f"|{t['MESH_AXES']}(?:{b}{t['DEVICE_IDS']}{b}{literal})?{b}{braced}"
+        # in the order of the terminals' priorities, as the grammar's lexer tries them
+        value = (f"{t['MESH_AXES']}(?:{b}{t['DEVICE_IDS']}{b}{literal})?{b}{braced}"
+                 f"|{t['ARRAY_SHAPE']}(?:{b}(?:{t['LITERAL_WORD']}|{braced}))?|{t['IOTA_GROUPS']}"
                  f"|{braced}|{t['STRING']}|{literal}|{t['ATOM']}")
         operand = f"{_INDEX_COMMENT}(?:{shape}{b})?({t['NAME']})((?:{t['TUPLE_INDEX']})*)|({t['INT']})"
         operand_list = _list(f"{_INDEX_COMMENT}(?:(?:{shape}{b})?{t['NAME']}(?:{t['TUPLE_INDEX']})*|{t['INT']})")
@@ -115,6 +116,7 @@ class LineReader:
     def _read_frame_tables(self, text: str, position: int):
         tables = []
         for name in _FRAME_TABLES:
+            position = self._blank_lines.match(text, position).end()
             if not text.startswith(name, position) or (after := self._line_end(text, position + len(name))) is None:
                 return None
             position, table = after, {}

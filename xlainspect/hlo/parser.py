@@ -265,7 +265,10 @@ def _read(text: str, path: str | None, first_line: int = 1) -> list:
     for start, end in _computation_spans(text):
         found = reader.read(text, start, end, line)
         if found is None:
-            found = _run(text, "start", path, span=(start, end, line - 1))
+            try:
+                found = _run(text, "start", path, span=(start, end, line - 1))
+            except HloParseError:  # a cut inside a multi-line value (origin_recovery_table={...}), or an error
+                return _run(text, "start", path, span=(0, len(text), first_line - 1))
         items.extend(found)
         line += text.count("\n", start, end)
     return items
