@@ -18,7 +18,7 @@ from collections.abc import Callable
 from sys import intern
 
 from xlainspect.errors import HloParseError
-from xlainspect.hlo.model import Computation, Instruction, attribute_dict
+from xlainspect.hlo.model import Computation, Instruction
 from xlainspect.shape import Shape, array_shape
 
 _BLANK = r"[ \t]*"  # what the grammar's WHITESPACE may be inside one line
@@ -63,7 +63,8 @@ class LineReader:
         value = (f"{t['MESH_AXES']}(?:{b}{t['DEVICE_IDS']}{b}{literal})?{b}{braced}"
                  f"|{t['ARRAY_SHAPE']}(?:{b}(?:{t['LITERAL_WORD']}|{braced}))?|{t['IOTA_GROUPS']}"
                  f"|{braced}|{t['STRING']}|{literal}|{t['ATOM']}")
-        operand = f"{_INDEX_COMMENT}(?:{shape}{b})?({t['NAME']})((?:{t['TUPLE_INDEX']})*)|({t['INT']})"
+        operand = f"{_INDEX_COMMENT}(?:{shape}{b})?({t['NAME']}|{t['INT']})(?:{t['TUPLE_INDEX']})*"
+        operand_path = f"{_INDEX_COMMENT}(?:{shape}{b})?{t['NAME']}((?:{t['TUPLE_INDEX']})*)|{t['INT']}"
         operand_list = _list(f"{_INDEX_COMMENT}(?:(?:{shape}{b})?{t['NAME']}(?:{t['TUPLE_INDEX']})*|{t['INT']})")
         param = f"{t['PARAM_NAME']}{b}{shape}"
         self._end_of_line = re.compile(rf"{b}(?:{t['COMMENT']})?[ \t\r\f]*(?:\n|\Z)")
@@ -73,6 +74,7 @@ class LineReader:
             rf"{b}(?:({t['ROOT']})[ \t]+)?({t['NAME']}){b}={b}(?:({shape}){b})?"
             rf"(?:{t['CONSTANT']}{b}({literal})|({t['NAME']}){b}\({b}({operand_list}){b}\))")
         self._operand = re.compile(operand)
+        self._operand_path = re.compile(operand_path)
         self._computation_head = re.compile(
             rf"{b}(?:({t['ENTRY']})[ \t]+)?({t['NAME']}){b}(?:\({b}({_list(param)}){b}\){b}->{b}({shape}){b})?\{{")
         self._parameter = re.compile(f"({t['PARAM_NAME']}){b}({shape})")
@@ -110,8 +112,8 @@ class LineReader:
         attributes = self._attributes(text, match.end())
         if attributes is None:
             return None
-        pairs, position = attributes
-        return ("header", match.group(1).rstrip(":"), attribute_dict(pairs), line), position
+        attributes, position = attributes
+        return ("header", match.group(1).rstrip(":"), attributes, line), position
 
     def _read_frame_tables(self, text: str, position: int):
         tables = []
@@ -148,48 +150,55 @@ class LineReader:
                 attributes = self._attributes(text, match.end())
                 if attributes is None:
                     return None
-                pairs, position = attributes
-                instructions.append(self._instruction_of(match, pairs, line))
+                attributes, position = attributes
+                instructions.append(self._instruction_of(match, attributes, line))
         except HloParseError:
             return None  # the grammar reports it, at its place
         close = self._close.match(text, position)
         if close is None or (attributes := self._attributes(text, close.end())) is None:
             return None
-        pairs, position = attributes
+        attributes, position = attributes
         params, result = signature if signature else (None, None)
         computation = Computation(
             name=head.group(2).lstrip("%"), instructions=instructions, is_entry=head.group(1) is not None,
-            parameter_shapes=params, result_shape=result, attributes=attribute_dict(pairs), line=computation_line,
+            parameter_shapes=params, result_shape=result, attributes=attributes, line=computation_line,
         )
         return computation, position
 
-    def _instruction_of(self, match: re.Match, pairs: list, line: int) -> Instruction:
+    def _instruction_of(self, match: re.Match, attributes: dict[str, str], line: int) -> Instruction:
         root, name, shape, literal, opcode, operand_text = match.groups()
         indices: tuple = ()
         if literal is not None:
             opcode, operands = "constant", (intern(literal[1:-1]),)
         elif not operand_text:
             operands = ()
-        else:
-            found = self._operand.findall(operand_text)
-            operands = tuple(intern(n.lstrip("%")) if n else i for n, _, i in found)
+        else:  # names never hold a `%` inside, so dropping them all drops the leading ones
+            operands = tuple(map(intern, self._operand.findall(operand_text.replace("%", ""))))
             if "#" in operand_text:
-                indices = tuple(tuple(int(i) for i in path.split("#")[1:]) for _, path, _ in found)
+                indices = tuple(tuple(int(i) for i in path.split("#")[1:])
+                                for path in self._operand_path.findall(operand_text))
         return Instruction(
             name=intern(name.lstrip("%")), opcode=intern(opcode), shape=self._shape(shape) if shape else None,
-            operands=operands, attributes=attribute_dict(pairs), is_root=root is not None, line=line,
+            operands=operands, attributes=attributes, is_root=root is not None, line=line,
             operand_shape_indices=indices,
         )
 
-    def _attributes(self, text: str, position: int) -> tuple[list, int] | None:
-        """The `, key=value` pairs from `position` to the end of the line, and the next line's start."""
-        pairs = []
-        while (match := self._attribute.match(text, position)) is not None:
-            key, value, continued = match.groups()
-            pairs.append((key[:-1], value) if key else ("", continued))
-            position = match.end()
+    def _attributes(self, text: str, position: int) -> tuple[dict[str, str], int] | None:
+        """The `, key=value` attributes from `position` to the end of the line (as `attribute_dict`
+        makes them, written out here: this runs once per instruction), and the next line's start."""
+        attributes: dict[str, str] = {}
+        last = None
+        match = self._attribute.match
+        while (found := match(text, position)) is not None:
+            key, value, continued = found.groups()
+            if key:
+                last = intern(key[:-1])
+                attributes[last] = intern(value)
+            elif last is not None:
+                attributes[last] += ", " + continued
+            position = found.end()
         end = self._line_end(text, position)
-        return None if end is None else (pairs, end)
+        return None if end is None else (attributes, end)
 
     def _line_end(self, text: str, position: int) -> int | None:
         match = self._end_of_line.match(text, position)

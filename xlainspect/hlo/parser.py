@@ -479,7 +479,9 @@ def _describe(token: Token) -> str:
     word = _word(token.type)
     if token.type in _TEXT_TERMINALS:
         word = "name" if re.fullmatch(_lark().get_terminal("NAME").pattern.to_regexp(), value) else "text"
-    return f"{word} {value[:40]!r}" if value else word
+    if not value or word == repr(value):  # punctuation names itself: `unexpected '{'`
+        return word
+    return f"{word} {value[:40]!r}"
 
 
 def _expected(error: UnexpectedInput) -> tuple[str, ...]:
