@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import CALLED_COMPUTATION_ATTRIBUTES, called_computation_names
+from xlainspect.shape import array_shape
 
 #: `[ENTRY] %name (params) -> shape {` at column 0 (header-less and short text: `name {`).
 _COMPUTATION = re.compile(r"(ENTRY\s+)?%?([A-Za-z_][A-Za-z0-9_.\-]*)\b[^\n]*\{\s*$")
@@ -88,11 +89,15 @@ def scan(text: str) -> list[InstructionLine] | None:
 
 @functools.lru_cache(maxsize=16384)
 def _valid_shape(text: str) -> bool:
-    """Whether the grammar's shape decoder accepts the shape (memoised per distinct string)."""
-    from xlainspect.hlo.parser import parse_shape
-
+    """Whether the grammar accepts the shape (memoised per distinct string): an array shape is one
+    ARRAY_SHAPE token, decoded without Lark; a tuple goes through the grammar."""
     try:
-        parse_shape(text)
+        if text.startswith("("):
+            from xlainspect.hlo.parser import parse_shape
+
+            parse_shape(text)
+        else:
+            array_shape(text)
     except HloParseError:
         return False
     return True
