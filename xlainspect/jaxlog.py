@@ -97,6 +97,12 @@ def find_log(path: str | Path) -> Path | None:
     return next((path / name for name in LOG_NAMES if (path / name).is_file()), None)
 
 
+def run_log(dump_path: str | Path, log_path: str | Path | None = None) -> JaxLog | None:
+    """The log given, else the one `capture` saved in the dump directory, else None (no times known)."""
+    found = Path(log_path) if log_path is not None else find_log(dump_path) if Path(dump_path).is_dir() else None
+    return None if found is None else read_jax_log(found)
+
+
 def read_jax_log(path: str | Path) -> JaxLog:
     """The compiles of a jax log (a file, or a folder holding jax.log); DumpError when it has none."""
     found = find_log(path)
