@@ -35,13 +35,13 @@ def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, log: LogOpt = N
     with user_errors():
         dump = load_dump(path, strict=strict)
         times = _compile_times(dump, path, log)
-        rows = [_module_row(dump, m, strict) | {"seconds": times and times.seconds(m)} for m in dump.modules]
-    columns = ["host", "module_id", "function", "platform", "stages", "instructions", "bytes", "seconds"]
+        rows = [_module_row(dump, m, strict) | _module_times(times, m) for m in dump.modules]
+    columns = ["host", "module_id", "function", "platform", "stages", "instructions", "bytes", "seconds", "cache"]
     frame = pd.DataFrame(rows, columns=columns)
     if not any(m.host for m in dump.modules):
         frame = frame.drop(columns=["host"])
     if times is None:
-        frame = frame.drop(columns=["seconds"])
+        frame = frame.drop(columns=["seconds", "cache"])
     title = f"{len(rows)} modules in {path}" + (f", {_seconds(times)}" if times else "")
     emit_frame(frame, fmt, title=title)
     note_skipped(dump, strict)
@@ -55,6 +55,12 @@ def _compile_times(dump, path: Path, log: Path | None):
 
     found = run_log(path, log)
     return None if found is None else compile_times(dump, found)
+
+
+def _module_times(times, module) -> dict:
+    """Seconds and persistent-cache outcome of the log's compile paired with this module."""
+    paired = times.by_module.get(module) if times else None
+    return {} if paired is None else {"seconds": paired.seconds, "cache": paired.cache}
 
 
 def _seconds(times) -> str:
@@ -127,6 +133,17 @@ def count_recompiles_cmd(
         raise typer.Exit(EXIT_GATE_FAILED)
 
 
+def _only_cache_hits(dump_dir: Path) -> int:
+    """The number of compiles of the saved log when every one was a persistent-cache hit, else 0."""
+    from xlainspect.jaxlog import read_jax_log
+
+    try:
+        compiles = read_jax_log(dump_dir).compiles
+    except XlaInspectError:  # no log, or no compile in it: the report says what the dump holds
+        return 0
+    return len(compiles) if not any(c.compiled for c in compiles) else 0
+
+
 def _named_budgets(items: list[str]) -> tuple[tuple[str, int], ...]:
     budgets = []
     for item in items:
@@ -174,17 +191,22 @@ def _times_json(times, name: str) -> dict:
     function = times.functions.get(name) if times else None
     if function is None:
         return {}
-    return {"compile_seconds": list(function.seconds), "seconds": function.total_seconds,
-            "recompile_seconds": function.recompile_seconds}
+    return {"compile_seconds": list(function.seconds), "cache": list(function.cache),
+            "seconds": function.total_seconds, "recompile_seconds": function.recompile_seconds}
 
 
 def _table_row(row, times=None) -> dict:
     function = times.functions.get(row.name) if times else None
     seconds = {} if function is None else {
         "seconds": function.total_seconds,
-        "per_compile": ", ".join("?" if s is None else f"{s:.2f}" for s in function.seconds)}
+        "per_compile": ", ".join(_compile_cell(s, c) for s, c in zip(function.seconds, function.cache))}
     return {"function": row.name, "compiles": row.modules, "eager": row.eager, **seconds,
             "why": "; ".join(_describe(c) for c in row.causes), "suggestion": row.suggestion or ""}
+
+
+def _compile_cell(seconds: float | None, cache: str | None) -> str:
+    """`0.42`, or `0.01 hit` for an executable loaded from the persistent cache; `?` when the log has none."""
+    return "?" if seconds is None else f"{seconds:.2f}" + (" hit" if cache == "hit" else "")
 
 
 def _for_people(rows: list, times=None) -> list[dict]:
@@ -221,13 +243,18 @@ def capture(
                                                   "(default: a temporary directory).")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Run a program with XLA_FLAGS extended by --xla_dump_to, then print its count-recompiles report.
-    The program's own non-zero exit status is passed on."""
+    """Run a program with XLA_FLAGS extended by --xla_dump_to and jax's compile log saved as jax.log in the
+    dump, then print its count-recompiles report with compile seconds. The program's own non-zero exit
+    status is passed on."""
     from xlainspect.capture import run_with_dump
 
     with tempfile.TemporaryDirectory(prefix="xlainspect-dump-") as scratch, user_errors():
         target = dump_dir or Path(scratch)
         status = run_with_dump(command, target)
+        if hits := _only_cache_hits(target):
+            stderr_console().print(f"all {hits} compiles were persistent-cache hits: XLA compiled and dumped "
+                                   "nothing (see xlainspect cache-misses)", markup=False, highlight=False)
+            raise typer.Exit(status)
         try:
             count_recompiles_cmd(target, fmt=fmt, max_per_function=None, max_named=None, max_total=None,
                                  ignore_eager=False, baseline=None, update_baseline=False, log=None, strict=False)
