@@ -130,3 +130,13 @@ def test_log_option_and_unpaired_note(tmp_path):
     assert result.exit_code == 0
     assert "not paired: jit_train_step: 2 compile(s) in the dump, 1 in the log" in result.output
     assert "not paired: jit_scaled: 1 compile(s) in the log" in result.output
+
+
+def test_a_saved_log_without_compiles_means_no_times(tmp_path):
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMPS / "clean_run", dump)
+    (dump / "jax.log").write_text("epoch 1: loss 0.5\n")  # capture of a run whose stderr had no jax lines
+    plain = runner.invoke(app, ["count-recompiles", str(dump), "--format", "json"])
+    assert plain.exit_code == 0 and "recompile_seconds" not in json.loads(plain.stdout)
+    given = runner.invoke(app, ["count-recompiles", str(dump), "--log", str(dump / "jax.log")])
+    assert given.exit_code == 2 and "no compiles in this log" in given.output

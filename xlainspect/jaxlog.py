@@ -98,9 +98,13 @@ def find_log(path: str | Path) -> Path | None:
 
 
 def run_log(dump_path: str | Path, log_path: str | Path | None = None) -> JaxLog | None:
-    """The log given, else the one `capture` saved in the dump directory, else None (no times known)."""
-    found = Path(log_path) if log_path is not None else find_log(dump_path) if Path(dump_path).is_dir() else None
-    return None if found is None else read_jax_log(found)
+    """The log given, else the one `capture` saved in the dump directory when it logged compiles (a program
+    that compiled nothing leaves one too), else None: no times known."""
+    if log_path is not None:
+        return read_jax_log(log_path)
+    found = find_log(dump_path) if Path(dump_path).is_dir() else None
+    compiles = _compiles(found) if found is not None else []
+    return JaxLog(found, compiles) if compiles else None
 
 
 def read_jax_log(path: str | Path) -> JaxLog:
@@ -108,12 +112,15 @@ def read_jax_log(path: str | Path) -> JaxLog:
     found = find_log(path)
     if found is None:
         raise DumpError(f"{path}: no jax log (a file, or a folder holding {' or '.join(LOG_NAMES)})")
-    text = read_bytes(found).decode("utf-8", errors="replace")
-    compiles = parse_jax_log(text)
+    compiles = _compiles(found)
     if not compiles:
         raise DumpError(f"{found}: no compiles in this log: run with JAX_LOG_COMPILES=1 (seconds only) or "
                         f"JAX_DEBUG_LOG_MODULES={','.join(DEBUG_LOG_MODULES)} (seconds, cache keys)")
     return JaxLog(found, compiles)
+
+
+def _compiles(path: Path) -> list[LogCompile]:
+    return parse_jax_log(read_bytes(path).decode("utf-8", errors="replace"))
 
 
 def parse_jax_log(text: str) -> list[LogCompile]:

@@ -47,7 +47,8 @@ def _function_row(name: str, compiles: list[LogCompile], earlier: list[LogCompil
     changed: dict[str, None] = {}
     notes = []
     if len(compiles) > 1:
-        notes.append(f"{len(compiles)} compiles: " + ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses)))
+        counts = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
+        notes.append(f"{len(compiles)} compiles: {counts}")
     for position, compile_ in enumerate(compiles):
         if compile_.cache in ("hit", "off"):
             continue
@@ -96,7 +97,8 @@ def _same_key(earlier: LogCompile) -> str:
     if earlier.cache == "not written":
         return f"same key as in A, where it was not written ({earlier.why_not_written})"
     if earlier.cache == "hit":
-        return "same key as in A, where it was a hit: the entry was removed since (eviction?) or B used another cache dir"
+        return ("same key as in A, where it was a hit: the entry was removed since (eviction?) "
+                "or B used another cache dir")
     return "same key as in A, which wrote it: the entry was removed since (eviction?) or B used another cache dir"
 
 

@@ -133,17 +133,6 @@ def count_recompiles_cmd(
         raise typer.Exit(EXIT_GATE_FAILED)
 
 
-def _only_cache_hits(dump_dir: Path) -> int:
-    """The number of compiles of the saved log when every one was a persistent-cache hit, else 0."""
-    from xlainspect.jaxlog import read_jax_log
-
-    try:
-        compiles = read_jax_log(dump_dir).compiles
-    except XlaInspectError:  # no log, or no compile in it: the report says what the dump holds
-        return 0
-    return len(compiles) if not any(c.compiled for c in compiles) else 0
-
-
 def _named_budgets(items: list[str]) -> tuple[tuple[str, int], ...]:
     budgets = []
     for item in items:
@@ -182,8 +171,9 @@ def _emit(rows, dump, violations: list[str], fmt: OutputFormat, times=None) -> N
              else [_table_row(r, times) for r in rows])
     total, recompiled = sum(r.modules for r in rows), sum(1 for r in rows if r.modules > 1)
     columns = ["function", "compiles"] + (["seconds", "per_compile"] if times else []) + ["eager", "why", "suggestion"]
-    emit_rows(table, columns, fmt, title=f"{total} compile{'s' * (total != 1)} of {len(rows)} function{'s' * (len(rows) != 1)}"
-                                 f", {recompiled} compiled more than once" + (f"; {_seconds(times)}" if times else ""))
+    title = (f"{total} compile{'s' * (total != 1)} of {len(rows)} function{'s' * (len(rows) != 1)}, "
+             f"{recompiled} compiled more than once" + (f"; {_seconds(times)}" if times else ""))
+    emit_rows(table, columns, fmt, title=title)
 
 
 def _times_json(times, name: str) -> dict:
@@ -251,10 +241,6 @@ def capture(
     with tempfile.TemporaryDirectory(prefix="xlainspect-dump-") as scratch, user_errors():
         target = dump_dir or Path(scratch)
         status = run_with_dump(command, target)
-        if hits := _only_cache_hits(target):
-            stderr_console().print(f"all {hits} compiles were persistent-cache hits: XLA compiled and dumped "
-                                   "nothing (see xlainspect cache-misses)", markup=False, highlight=False)
-            raise typer.Exit(status)
         try:
             count_recompiles_cmd(target, fmt=fmt, max_per_function=None, max_named=None, max_total=None,
                                  ignore_eager=False, baseline=None, update_baseline=False, log=None, strict=False)
