@@ -140,3 +140,11 @@ def test_a_saved_log_without_compiles_means_no_times(tmp_path):
     assert plain.exit_code == 0 and "recompile_seconds" not in json.loads(plain.stdout)
     given = runner.invoke(app, ["count-recompiles", str(dump), "--log", str(dump / "jax.log")])
     assert given.exit_code == 2 and "no compiles in this log" in given.output
+
+
+def test_a_folder_with_one_log_of_another_name(tmp_path):
+    (tmp_path / "run.log").write_bytes(gzip.decompress((RUNS / "3_flag" / "jax.log.gz").read_bytes()))
+    assert len(read_jax_log(tmp_path).compiles) == 5
+    (tmp_path / "other.log").write_text("")
+    with pytest.raises(DumpError, match="no jax log"):
+        read_jax_log(tmp_path)

@@ -90,11 +90,14 @@ def module_name(fun_name: str) -> str:
 
 
 def find_log(path: str | Path) -> Path | None:
-    """The jax log `capture` saved in a dump directory, or `path` itself when it is a file."""
+    """The jax log `capture` saved in a dump directory (else the folder's only `*.log` file), or `path`
+    itself when it is a file."""
     path = Path(path)
     if path.is_file():
         return path
-    return next((path / name for name in LOG_NAMES if (path / name).is_file()), None)
+    saved = next((path / name for name in LOG_NAMES if (path / name).is_file()), None)
+    others = sorted(path.glob("*.log")) if saved is None and path.is_dir() else []
+    return saved or (others[0] if len(others) == 1 else None)
 
 
 def run_log(dump_path: str | Path, log_path: str | Path | None = None) -> JaxLog | None:
