@@ -134,3 +134,8 @@ def test_dump_join_by_order_without_a_log(tmp_path):
     # with the log the keys are known: 6_threshold's jit_scaled key was not written either
     assert [(r["function"], r["cached"]) for r in json.loads(with_log.stdout)["dump"]][-2:] == [
         ("jit_scaled", False), ("jit_evaluate", False)]
+
+
+def test_log_without_dump_is_a_usage_error():
+    result = runner.invoke(app, ["cache", str(CACHE), "--log", str(RUNS / "1_cold" / "jax.log.gz")])
+    assert result.exit_code == 2 and "--log is the log of the run of --dump DIR" in result.output

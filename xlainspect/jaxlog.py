@@ -89,14 +89,14 @@ def module_name(fun_name: str) -> str:
     return _SANITIZE.sub("_", fun_name).rstrip("_")
 
 
-def find_log(path: str | Path) -> Path | None:
-    """The jax log `capture` saved in a dump directory (else the folder's only `*.log` file), or `path`
-    itself when it is a file."""
+def find_log(path: str | Path, any_name: bool = False) -> Path | None:
+    """`path` itself when it is a file, else the jax log `capture` saved in that directory; with
+    `any_name`, else the folder's only `*.log` file (a scan of the folder: not for dumps of 100,000 files)."""
     path = Path(path)
     if path.is_file():
         return path
     saved = next((path / name for name in LOG_NAMES if (path / name).is_file()), None)
-    others = sorted(path.glob("*.log")) if saved is None and path.is_dir() else []
+    others = sorted(path.glob("*.log")) if any_name and saved is None and path.is_dir() else []
     return saved or (others[0] if len(others) == 1 else None)
 
 
@@ -111,8 +111,8 @@ def run_log(dump_path: str | Path, log_path: str | Path | None = None) -> JaxLog
 
 
 def read_jax_log(path: str | Path) -> JaxLog:
-    """The compiles of a jax log (a file, or a folder holding jax.log); DumpError when it has none."""
-    found = find_log(path)
+    """The compiles of a jax log (a file, or a folder holding jax.log or one *.log); DumpError when none."""
+    found = find_log(path, any_name=True)
     if found is None:
         raise DumpError(f"{path}: no jax log (a file, or a folder holding {' or '.join(LOG_NAMES)})")
     compiles = _compiles(found)

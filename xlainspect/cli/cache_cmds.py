@@ -11,6 +11,7 @@ import typer
 
 from xlainspect.cli.app import FormatOpt, LogOpt, app, note_skipped, user_errors
 from xlainspect.cli.render import OutputFormat, emit_json, emit_rows, stderr_console
+from xlainspect.errors import XlaInspectError
 
 @app.command()
 def cache(
@@ -29,6 +30,8 @@ def cache(
     from xlainspect.jaxlog import run_log
 
     with user_errors():
+        if log is not None and dump is None:
+            raise XlaInspectError("--log is the log of the run of --dump DIR: give both")
         cached = read_cache_dir(path)
         joined = dump_entries(cached, load_dump(dump), run_log(dump, log)) if dump is not None else None
     functions = cache_inventory(cached, many)
