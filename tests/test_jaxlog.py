@@ -148,3 +148,18 @@ def test_a_folder_with_one_log_of_another_name(tmp_path):
     (tmp_path / "other.log").write_text("")
     with pytest.raises(DumpError, match="no jax log"):
         read_jax_log(tmp_path)
+
+
+@pytest.mark.parametrize("run", json.loads((FIXTURES / "cache" / "runs.json").read_text())["runs"],
+                         ids=lambda run: run["name"])
+def test_log_agrees_with_jax_own_events(run):
+    # jax's monitoring events in the same process: one compile event per request (hits too), a cache_hits
+    # event per hit, a cache_misses event per entry written
+    compiles = read_jax_log(RUNS / run["name"]).compiles
+    counted = {}
+    for compile_ in compiles:
+        counted[compile_.module] = counted.get(compile_.module, 0) + 1
+    assert counted == run["backend_compile_events"]
+    events = run["events"]
+    assert sum(c.cache == "hit" for c in compiles) == events.get("/jax/compilation_cache/cache_hits", 0)
+    assert sum(c.cache == "written" for c in compiles) == events.get("/jax/compilation_cache/cache_misses", 0)

@@ -24,7 +24,7 @@ def cache(
 ) -> None:
     """Per function: cache entries, bytes, the compile seconds stored in them, oldest and newest write;
     functions with many entries (one per run: jax #21159). Damaged or foreign files are named on stderr."""
-    from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries, timestamp
+    from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries
     from xlainspect.compilation_cache import read_cache_dir
     from xlainspect.dump import load_dump
     from xlainspect.jaxlog import run_log
@@ -36,11 +36,7 @@ def cache(
         joined = dump_entries(cached, load_dump(dump), run_log(dump, log)) if dump is not None else None
     functions = cache_inventory(cached, many)
     if fmt is OutputFormat.json:
-        document = {"functions": [dataclasses.asdict(f) for f in functions],
-                    "entries": [{"function": e.function, "key": e.key, "bytes": e.bytes,
-                                 "compile_seconds": e.compile_seconds, "modified": timestamp(e.modified),
-                                 "compression": e.compression} for e in cached.entries]}
-        emit_json(document | ({"dump": [dataclasses.asdict(r) for r in joined]} if joined is not None else {}))
+        emit_json(_document(cached, functions, joined))
     else:
         rows = [dataclasses.asdict(f) | {"note": _note(f)} for f in functions]
         emit_rows(rows, ["name", "entries", "bytes", "compile_seconds", "oldest", "newest", "note"], fmt,
@@ -50,6 +46,15 @@ def cache(
                       ["function", "compile", "module_id", "cached", "matched_by", "key"], fmt,
                       title=f"compiles of {dump}: {sum(r.cached for r in joined)} of {len(joined)} in the cache")
     note_skipped(cached)
+
+
+def _document(cached, functions, joined) -> dict:
+    """`{"functions", "entries"}`, and `"dump"` with --dump; entry times as UTC ISO 8601."""
+    from xlainspect.analysis.cache_inventory import timestamp
+
+    entries = [dataclasses.asdict(e) | {"modified": timestamp(e.modified)} for e in cached.entries]
+    document = {"functions": [dataclasses.asdict(f) for f in functions], "entries": entries}
+    return document | ({"dump": [dataclasses.asdict(r) for r in joined]} if joined is not None else {})
 
 
 def _note(function) -> str:
