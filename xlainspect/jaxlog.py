@@ -34,7 +34,7 @@ COMPONENTS = ("computation", "jax_lib version", "backend version", "XLA flags", 
 DEBUG_LOG_MODULES = ("jax._src.cache_key", "jax._src.compiler", "jax._src.compilation_cache", "jax._src.dispatch")
 """The loggers that write the lines above: the narrowest JAX_DEBUG_LOG_MODULES that yields them."""
 
-_FINISHED = re.compile(r"Finished XLA compilation of (?P<fun>.+?) in (?P<seconds>[0-9.eE+-]+) sec")
+_FINISHED = re.compile(r"Finished XLA compilation of (?P<fun>.+?) in (?P<seconds>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?) sec")
 _COMPONENT = re.compile(r"get_cache_key hash of serialized (?P<component>.+?): (?P<hash>[0-9a-f]{64})")
 _FLAG = re.compile(r"Including XLA flag in cache key: (?P<flag>\S+)")
 _HIT = re.compile(r"Persistent compilation cache hit for '(?P<module>[^']+)' with key '(?P<key>[^']+)'")
@@ -54,8 +54,6 @@ class LogCompile:
     """The HloModule name (`jit_train_step`): the name in the cache lines, else jax's sanitising of fun_name."""
     seconds: float | None
     """Wall seconds of the compile (for a hit: of the cache read); None when the log stops before it."""
-    line: int
-    """1-based line of the compile's last line in the log."""
     cache: str = "off"
     """"hit", "written", "not written", "miss" (no outcome logged) or "off" (no cache lines: no cache in use)."""
     key: str | None = None
@@ -132,17 +130,17 @@ def parse_jax_log(text: str) -> list[LogCompile]:
     compiles: list[LogCompile] = []
     pending = _Pending()
     previous = None
-    for number, line in enumerate(text.splitlines(), 1):
+    for line in text.splitlines():
         if line == previous:
             continue
         previous = line
         if finished := _FINISHED.search(line):
-            compiles.append(pending.close(finished["fun"], float(finished["seconds"]), number))
+            compiles.append(pending.close(finished["fun"], float(finished["seconds"])))
             pending = _Pending()
         else:
-            pending.read(line, number)
+            pending.read(line)
     if pending.key is not None:  # the log stops between a cache lookup and the end of its compile
-        compiles.append(pending.close(None, None, pending.last_line))
+        compiles.append(pending.close(None, None))
     return compiles
 
 
@@ -156,9 +154,8 @@ class _Pending:
         self.key: str | None = None
         self.cache = "off"
         self.why = ""
-        self.last_line = 0
 
-    def read(self, line: str, number: int) -> None:
+    def read(self, line: str) -> None:
         if match := _COMPONENT.search(line):
             self.components[match["component"]] = match["hash"]
         elif match := _FLAG.search(line):
@@ -170,13 +167,10 @@ class _Pending:
             self.cache = "written"
         elif match := _NOT_WRITING.search(line):
             self.cache, self.why = "not written", _why_not_written(match["why"])
-        else:
-            return
-        self.last_line = number
 
-    def close(self, fun_name: str | None, seconds: float | None, number: int) -> LogCompile:
+    def close(self, fun_name: str | None, seconds: float | None) -> LogCompile:
         module = self.module or module_name(fun_name or "?")
-        return LogCompile(fun_name, module, seconds, number, self.cache, self.key, self.why, self.components,
+        return LogCompile(fun_name, module, seconds, self.cache, self.key, self.why, self.components,
                           tuple(self.flags))
 
 
