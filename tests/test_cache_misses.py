@@ -162,3 +162,16 @@ def test_live_runs_sharing_one_cache(tmp_path):
     functions = {f["name"]: f for f in json.loads(seconds.stdout)["functions"]}
     assert {n: f["cache"] for n, f in functions.items()} == {"jit_step": ["written"], "jit_loss": ["hit"]}
     assert json.loads(seconds.stdout)["not_paired"] == []
+
+
+def test_custom_partitioning_is_named_from_the_dump():
+    result = runner.invoke(app, ["cache-misses", str(RUNS / "2_repeat"), str(RUNS / "4_constant"), "--format",
+                                 "json"])
+    details = {f["name"]: f["detail"] for f in json.loads(result.stdout)["functions"]}
+    # jit_scaled's before_optimizations HLO has custom_call_target="CustomSPMDPartitioning"; jit_predict's not
+    assert details["jit_scaled"].startswith("computation changed: it calls custom_partitioning")
+    assert "jax #21159" in details["jit_scaled"]
+    assert details["jit_predict"] == "2 compiles: 2 miss; computation changed"
+    lone_log = runner.invoke(app, ["cache-misses", str(RUNS / "2_repeat" / "jax.log.gz"),
+                                   str(RUNS / "4_constant" / "jax.log.gz"), "--format", "json"])
+    assert "jax #21159" not in lone_log.stdout  # no dump beside a lone log: nothing to look into

@@ -17,9 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xlainspect.dump import Dump, DumpModule
+from xlainspect.errors import XlaInspectError
+from xlainspect.io import read_text
 from xlainspect.jaxlog import COMPONENTS, JaxLog, LogCompile
 
 _SEVERITY = ("hit", "miss", "not written", "off")
+CUSTOM_PARTITIONING = 'custom_call_target="CustomSPMDPartitioning"'
+"""How a custom_partitioning call reaches HLO; its backend_config is a Python object's address."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +36,31 @@ class CacheMiss:
     detail: str
 
 
-def cache_misses(a: JaxLog, b: JaxLog) -> list[CacheMiss]:
-    """Per function of B, in first-compile order: its cache status and what changed since A."""
+def cache_misses(a: JaxLog, b: JaxLog, b_dump: Dump | None = None) -> list[CacheMiss]:
+    """Per function of B, in first-compile order: its cache status and what changed since A. With B's dump,
+    a changed computation that calls custom_partitioning is named as jax #21159."""
     earlier = a.by_module()
-    return [_function_row(name, compiles, earlier.get(name, [])) for name, compiles in b.by_module().items()]
+    rows = [_function_row(name, compiles, earlier.get(name, [])) for name, compiles in b.by_module().items()]
+    return [_custom_partitioning(row, b_dump) for row in rows] if b_dump is not None else rows
+
+
+def _custom_partitioning(row: CacheMiss, dump: Dump) -> CacheMiss:
+    """The row, its detail saying why when B's HLO of the function calls custom_partitioning."""
+    modules = dump.functions().get(row.name, [])
+    if "computation" not in row.changed or not any(_calls_custom_partitioning(m) for m in modules):
+        return row
+    why = ("computation changed: it calls custom_partitioning, whose callback address (backend_config) is "
+           "hashed into the key anew in every process (jax #21159; jax_remove_custom_partitioning_ptr_from_"
+           "cache_key=True leaves it out)")
+    return CacheMiss(row.name, row.status, row.changed, row.detail.replace("computation changed", why, 1))
+
+
+def _calls_custom_partitioning(module: DumpModule) -> bool:
+    hlo = module.hlo_file("before")
+    try:
+        return hlo is not None and CUSTOM_PARTITIONING in read_text(hlo.path)
+    except XlaInspectError:
+        return False
 
 
 def _status(compile_: LogCompile) -> str:

@@ -61,6 +61,18 @@ def _note(function) -> str:
     return "many entries: a key that changes per run? (jax #21159)" if function.many_entries else ""
 
 
+def _dump_if_any(path: Path):
+    """The dump beside B's log (a capture directory), for the HLO it holds; None for a lone log."""
+    from xlainspect.dump import load_dump
+
+    if not path.is_dir():
+        return None
+    try:
+        return load_dump(path)
+    except XlaInspectError:
+        return None
+
+
 @app.command("cache-misses")
 def cache_misses_cmd(
     a: Annotated[Path, typer.Argument(help="The earlier run: a jax log, or a folder holding jax.log "
@@ -75,7 +87,7 @@ def cache_misses_cmd(
     from xlainspect.jaxlog import read_jax_log
 
     with user_errors():
-        rows = cache_misses(read_jax_log(a), read_jax_log(b))
+        rows = cache_misses(read_jax_log(a), read_jax_log(b), _dump_if_any(b))
     if fmt is OutputFormat.json:
         emit_json({"functions": [dataclasses.asdict(r) for r in rows]})
         return
