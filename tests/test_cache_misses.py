@@ -98,13 +98,13 @@ def test_capture_asks_for_the_four_loggers_only():
 def test_capture_keeps_the_whole_log_and_shows_the_rest(monkeypatch):
     # The first lines of a real log (each jax record twice), then a line of the program's own.
     text = gzip.decompress((RUNS / "1_cold" / "jax.log.gz").read_bytes())
-    lines = text.splitlines(keepends=True)[:12] + [b"epoch 1: loss 0.5\n"]
+    lines = text.splitlines(keepends=True)[:12] + [b"epoch 1: 50%\r100%\r\n", b"done"]
     shown = io.BytesIO()
     monkeypatch.setattr(sys, "stderr", type("Err", (), {"buffer": shown})())
     log = io.BytesIO()
     _tee(io.BytesIO(b"".join(lines)), log, frozenset(DEBUG_LOG_MODULES))
     assert log.getvalue() == b"".join(lines)
-    assert shown.getvalue() == b"epoch 1: loss 0.5\n"
+    assert shown.getvalue() == b"epoch 1: 50%\r100%\r\ndone"
 
 
 PROGRAM = textwrap.dedent("""

@@ -14,6 +14,7 @@ from xlainspect.jaxlog import DEBUG_LOG_MODULES, LOG_NAMES
 
 _DUMP_TO = re.compile(r"(?:^|\s)--xla_dump_to=\S*")
 _JAX_RECORD = re.compile(rb"^(?P<level>[A-Z]+):\d{4}-\d\d-\d\d [\d:,]+:(?P<logger>[\w.]+):\d+: ")
+_LINE_END = re.compile(rb"(?<=[\r\n])")
 
 
 def xla_flags_with_dump(flags: str, dump_dir: Path) -> str:
@@ -58,13 +59,24 @@ def run_with_dump(command: list[str], dump_dir: Path) -> int:
 
 
 def _tee(stream, log, hidden: frozenset[str]) -> None:
-    """Every line to the log; to our stderr the rest, once (a jax record reaching two handlers prints twice)."""
-    previous = b""
-    for line in iter(stream.readline, b""):
-        log.write(line)
-        record = _JAX_RECORD.match(line)
-        if record and (line == previous or (record["level"] == b"DEBUG" and record["logger"].decode() in hidden)):
-            continue
-        previous = line
-        sys.stderr.buffer.write(line)
-        sys.stderr.buffer.flush()
+    """Everything to the log; to our stderr the rest, once (a jax record reaching two handlers prints twice).
+    Read as it comes and cut after every newline or carriage return, so a progress bar redrawn with `\r`
+    shows at once."""
+    previous, partial = b"", b""
+    while chunk := stream.read1(1 << 16):
+        log.write(chunk)
+        *lines, partial = _LINE_END.split(partial + chunk)
+        for line in lines:
+            previous = _show(line, previous, hidden)
+    if partial:
+        _show(partial, previous, hidden)
+
+
+def _show(line: bytes, previous: bytes, hidden: frozenset[str]) -> bytes:
+    """Write `line` to our stderr unless only we asked for it or it repeats the line before; the last shown."""
+    record = _JAX_RECORD.match(line)
+    if record and (line == previous or (record["level"] == b"DEBUG" and record["logger"].decode() in hidden)):
+        return previous
+    sys.stderr.buffer.write(line)
+    sys.stderr.buffer.flush()
+    return line
