@@ -41,6 +41,10 @@ class CompileTimes:
     """One sentence per function whose log and dump compiles do not pair one to one."""
 
     @property
+    def total_seconds(self) -> float:
+        return sum(f.total_seconds for f in self.functions.values())
+
+    @property
     def recompile_seconds(self) -> float:
         return sum(f.recompile_seconds for f in self.functions.values())
 

@@ -25,7 +25,8 @@ from xlainspect.errors import XlaInspectError
 
 
 @app.command()
-def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, log: LogOpt = None, strict: StrictOpt = False) -> None:
+def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, log: LogOpt = None,
+            strict: StrictOpt = False) -> None:
     """List the modules (compiles) of a dump: id, function, platform, stages, instruction count, size, and
     compile seconds when the run's jax log is there."""
     import pandas as pd
@@ -64,8 +65,7 @@ def _module_times(times, module) -> dict:
 
 
 def _seconds(times) -> str:
-    total = sum(f.total_seconds for f in times.functions.values())
-    return f"{total:.2f} s compiling, {times.recompile_seconds:.2f} s of it recompiling"
+    return f"{times.total_seconds:.2f} s compiling, {times.recompile_seconds:.2f} s of it recompiling"
 
 
 def _note_unpaired(times) -> None:
