@@ -15,6 +15,11 @@ _EXPORTS = {
     "parse_hlo": "xlainspect.hlo.parser",
     "parse_shape": "xlainspect.shapes_api",
     "load_dump": "xlainspect.dump",
+    "read_cache_dir": "xlainspect.compilation_cache",
+    "read_jax_log": "xlainspect.jaxlog",
+    "cache_inventory": "xlainspect.analysis.cache_inventory",
+    "cache_misses": "xlainspect.analysis.cache_misses",
+    "compile_times": "xlainspect.analysis.compile_times",
     "HloParseError": "xlainspect.errors",
     "XlaInspectError": "xlainspect.errors",
     "DumpError": "xlainspect.errors",
@@ -29,6 +34,11 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from xlainspect.analysis.cache_inventory import cache_inventory
+    from xlainspect.analysis.cache_misses import cache_misses
+    from xlainspect.analysis.compile_times import compile_times
+    from xlainspect.compilation_cache import read_cache_dir
+    from xlainspect.jaxlog import read_jax_log
     from xlainspect.errors import DumpError, HloParseError, XlaInspectError
     from xlainspect.hlo.model import Computation, Instruction, Module
     from xlainspect.hlo.parser import parse_hlo

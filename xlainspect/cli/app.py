@@ -30,6 +30,9 @@ EXIT_USAGE = 2
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")]
 DumpPath = Annotated[Path, typer.Argument(help="A --xla_dump_to directory, or HLO text files.", show_default=False)]
 FunctionOpt = Annotated[str | None, typer.Option("--function", help="Only modules of this function (HloModule name).")]
+LogOpt = Annotated[Path | None, typer.Option("--log", help="The run's jax log, for compile seconds (default: "
+                                             "jax.log in the dump directory, as capture saves it).",
+                                             show_default=False)]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 2 when a file cannot be read or parsed "
                                          "(default: skip it with a note on stderr).")]
 

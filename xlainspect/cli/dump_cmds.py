@@ -13,6 +13,7 @@ from xlainspect.cli.app import (
     EXIT_GATE_FAILED,
     DumpPath,
     FormatOpt,
+    LogOpt,
     StrictOpt,
     app,
     note_skipped,
@@ -24,21 +25,53 @@ from xlainspect.errors import XlaInspectError
 
 
 @app.command()
-def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, strict: StrictOpt = False) -> None:
-    """List the modules (compiles) of a dump: id, function, platform, stages, instruction count, size."""
+def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, log: LogOpt = None,
+            strict: StrictOpt = False) -> None:
+    """List the modules (compiles) of a dump: id, function, platform, stages, instruction count, size, and
+    compile seconds when the run's jax log is there."""
     import pandas as pd
 
     from xlainspect.dump import load_dump
 
     with user_errors():
         dump = load_dump(path, strict=strict)
-        rows = [_module_row(dump, m, strict) for m in dump.modules]
-    columns = ["host", "module_id", "function", "platform", "stages", "instructions", "bytes"]
+        times = _compile_times(dump, path, log)
+        rows = [_module_row(dump, m, strict) | _module_times(times, m) for m in dump.modules]
+    columns = ["host", "module_id", "function", "platform", "stages", "instructions", "bytes", "seconds", "cache"]
     frame = pd.DataFrame(rows, columns=columns)
     if not any(m.host for m in dump.modules):
         frame = frame.drop(columns=["host"])
-    emit_frame(frame, fmt, title=f"{len(rows)} modules in {path}")
+    if times is None:
+        frame = frame.drop(columns=["seconds", "cache"])
+    title = f"{len(rows)} modules in {path}" + (f", {_seconds(times)}" if times else "")
+    emit_frame(frame, fmt, title=title)
     note_skipped(dump, strict)
+    _note_unpaired(times)
+
+
+def _compile_times(dump, path: Path, log: Path | None):
+    """Compile seconds from the run's jax log (given, or saved by capture in the dump); None without one."""
+    from xlainspect.analysis.compile_times import compile_times
+    from xlainspect.jaxlog import run_log
+
+    found = run_log(path, log)
+    return None if found is None else compile_times(dump, found)
+
+
+def _module_times(times, module) -> dict:
+    """Seconds and persistent-cache outcome of the log's compile paired with this module."""
+    paired = times.by_module.get(module) if times else None
+    return {} if paired is None else {"seconds": paired.seconds, "cache": paired.cache}
+
+
+def _seconds(times) -> str:
+    return f"{times.total_seconds:.2f} s compiling, {times.recompile_seconds:.2f} s of it recompiling"
+
+
+def _note_unpaired(times) -> None:
+    """Say where the log's compiles and the dump's modules do not pair one to one."""
+    for sentence in times.unpaired if times else ():
+        stderr_console().print(f"not paired: {sentence}", markup=False, highlight=False)
 
 
 def _module_row(dump, module, strict: bool) -> dict:
@@ -70,6 +103,7 @@ def count_recompiles_cmd(
                                                   "fail when a function compiles more often than there.")] = None,
     update_baseline: Annotated[bool, typer.Option("--update-baseline", help="Write the counts to --baseline "
                                                   "instead of checking them.")] = False,
+    log: LogOpt = None,
     strict: StrictOpt = False,
 ) -> None:
     """Count compiles per function and explain every recompile (shape, dtype, layout, sharding, donation,
@@ -84,13 +118,15 @@ def count_recompiles_cmd(
             raise XlaInspectError("--update-baseline needs --baseline FILE")
         dump = load_dump(path, strict=strict)
         rows = count_recompiles(dump)
+        times = _compile_times(dump, path, log)
     shown = [r for r in rows if not (ignore_eager and r.eager)]
     violations = budget_violations(rows, budget)
     if update_baseline:
         baseline.write_text(json.dumps(baseline_counts(shown), indent=2) + "\n", encoding="utf-8")
         stderr_console().print(f"wrote {baseline}", markup=False, highlight=False)
-    _emit(shown, dump, violations, fmt)
+    _emit(shown, dump, violations, fmt, times)
     note_skipped(dump, strict)
+    _note_unpaired(times)
     if violations:
         for message in violations:
             stderr_console().print(f"over budget: {message}", markup=False, highlight=False)
@@ -119,37 +155,63 @@ def _read_baseline(path: Path | None) -> tuple[tuple[str, int], ...]:
         raise XlaInspectError(f"{path}: not a baseline file ({{\"functions\": {{name: count}}}}): {error}") from None
 
 
-def _emit(rows, dump, violations: list[str], fmt: OutputFormat) -> None:
+def _emit(rows, dump, violations: list[str], fmt: OutputFormat, times=None) -> None:
     import dataclasses
 
     if fmt is OutputFormat.json:
-        emit_json({"total_modules": sum(r.modules for r in rows),
-                   "functions": [dataclasses.asdict(r) for r in rows],
-                   "violations": violations,
-                   "skipped": [{"path": str(s.path), "reason": s.reason} for s in dump.skipped]})
+        document = {"total_modules": sum(r.modules for r in rows),
+                    "functions": [dataclasses.asdict(r) | _times_json(times, r.name) for r in rows],
+                    "violations": violations,
+                    "skipped": [{"path": str(s.path), "reason": s.reason} for s in dump.skipped]}
+        if times is not None:
+            document |= {"recompile_seconds": times.recompile_seconds, "not_paired": times.unpaired}
+        emit_json(document)
         return
-    table = _for_people(rows) if fmt in (OutputFormat.table, OutputFormat.markdown) else [_table_row(r) for r in rows]
+    table = (_for_people(rows, times) if fmt in (OutputFormat.table, OutputFormat.markdown)
+             else [_table_row(r, times) for r in rows])
     total, recompiled = sum(r.modules for r in rows), sum(1 for r in rows if r.modules > 1)
-    emit_rows(table, ["function", "compiles", "eager", "why", "suggestion"], fmt, title=f"{total} compile{'s' * (total != 1)} of {len(rows)} function{'s' * (len(rows) != 1)}"
-                                 f", {recompiled} compiled more than once")
+    columns = ["function", "compiles"] + (["seconds", "per_compile"] if times else []) + ["eager", "why", "suggestion"]
+    title = (f"{total} compile{'s' * (total != 1)} of {len(rows)} function{'s' * (len(rows) != 1)}, "
+             f"{recompiled} compiled more than once" + (f"; {_seconds(times)}" if times else ""))
+    emit_rows(table, columns, fmt, title=title)
 
 
-def _table_row(row) -> dict:
-    return {"function": row.name, "compiles": row.modules, "eager": row.eager,
+def _times_json(times, name: str) -> dict:
+    """compile_seconds (per compile), seconds and recompile_seconds of one function, when a log is known."""
+    function = times.functions.get(name) if times else None
+    if function is None:
+        return {}
+    return {"compile_seconds": list(function.seconds), "cache": list(function.cache),
+            "seconds": function.total_seconds, "recompile_seconds": function.recompile_seconds}
+
+
+def _table_row(row, times=None) -> dict:
+    function = times.functions.get(row.name) if times else None
+    seconds = {} if function is None else {
+        "seconds": function.total_seconds,
+        "per_compile": ", ".join(_compile_cell(s, c) for s, c in zip(function.seconds, function.cache))}
+    return {"function": row.name, "compiles": row.modules, "eager": row.eager, **seconds,
             "why": "; ".join(_describe(c) for c in row.causes), "suggestion": row.suggestion or ""}
 
 
-def _for_people(rows: list) -> list[dict]:
+def _compile_cell(seconds: float | None, cache: str | None) -> str:
+    """`0.42`, or `0.01 hit` for an executable loaded from the persistent cache; `?` when the log has none."""
+    return "?" if seconds is None else f"{seconds:.2f}" + (" hit" if cache == "hit" else "")
+
+
+def _for_people(rows: list, times=None) -> list[dict]:
     """Recompiled functions first (most compiles first); eager ops compiled once fold into one row,
     since an eager flood is one problem with one fix, not dozens."""
     ranked = sorted(rows, key=lambda r: (r.modules == 1, -r.modules))
     single_eager = [r for r in ranked if r.eager and r.modules == 1]
     if len(single_eager) < 2:
-        return [_table_row(r) for r in ranked]
+        return [_table_row(r, times) for r in ranked]
     folded = {"function": f"{len(single_eager)} more eager ops", "compiles": len(single_eager), "eager": True,
               "why": "compiled once each: " + ", ".join(r.name for r in single_eager),
               "suggestion": single_eager[0].suggestion or ""}
-    return [_table_row(r) for r in ranked if r not in single_eager] + [folded]
+    if times:
+        folded["seconds"] = sum(times.functions[r.name].total_seconds for r in single_eager)
+    return [_table_row(r, times) for r in ranked if r not in single_eager] + [folded]
 
 
 def _describe(cause) -> str:
@@ -171,8 +233,9 @@ def capture(
                                                   "(default: a temporary directory).")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Run a program with XLA_FLAGS extended by --xla_dump_to, then print its count-recompiles report.
-    The program's own non-zero exit status is passed on."""
+    """Run a program with XLA_FLAGS extended by --xla_dump_to and jax's compile log saved as jax.log in the
+    dump, then print its count-recompiles report with compile seconds. The program's own non-zero exit
+    status is passed on."""
     from xlainspect.capture import run_with_dump
 
     with tempfile.TemporaryDirectory(prefix="xlainspect-dump-") as scratch, user_errors():
@@ -180,7 +243,7 @@ def capture(
         status = run_with_dump(command, target)
         try:
             count_recompiles_cmd(target, fmt=fmt, max_per_function=None, max_named=None, max_total=None,
-                                 ignore_eager=False, baseline=None, update_baseline=False, strict=False)
+                                 ignore_eager=False, baseline=None, update_baseline=False, log=None, strict=False)
         except typer.Exit as done:
             status = status or done.exit_code
     if status:

@@ -1,0 +1,75 @@
+"""Compile seconds of a dump's modules, from the jax log of the same run.
+
+A dump names no times and the log names no module ids, so they are paired by order: per function
+(HloModule name), the log's compiles against the dump's modules in increasing module id. A
+persistent-cache hit compiles nothing, yet XLA dumps the executable jax loaded (on CPU, jax 0.10.2:
+`module_N.jit_f.after_optimizations.txt`, no platform prefix, no before_optimizations), so hits pair
+too; where the dump holds only the compiles XLA ran, those are paired. Where the counts differ still
+(a log of another run, a dump made with a module filter or over the module cap) the first ones are
+paired and the difference is reported in `unpaired`.
+
+A *recompile* is, as in count-recompiles, every compile of a function after its first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xlainspect.dump import Dump, DumpModule
+from xlainspect.jaxlog import JaxLog, LogCompile
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionTimes:
+    """The compile seconds of one function's dump modules, in compile order."""
+
+    name: str
+    seconds: tuple[float | None, ...]
+    """Per dump module; None where the log has no compile to pair with it."""
+    cache: tuple[str | None, ...]
+    """Per dump module: the persistent-cache outcome (LogCompile.cache), "hit" for an executable jax loaded."""
+    total_seconds: float
+    recompile_seconds: float
+    """The seconds of every compile after the first."""
+
+
+@dataclass
+class CompileTimes:
+    functions: dict[str, FunctionTimes]
+    by_module: dict[DumpModule, LogCompile] = field(default_factory=dict)
+    unpaired: list[str] = field(default_factory=list)
+    """One sentence per function whose log and dump compiles do not pair one to one."""
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(f.total_seconds for f in self.functions.values())
+
+    @property
+    def recompile_seconds(self) -> float:
+        return sum(f.recompile_seconds for f in self.functions.values())
+
+
+def compile_times(dump: Dump, log: JaxLog) -> CompileTimes:
+    """Pair the log's compiles with the dump's modules per function, in order, and sum their seconds."""
+    logged = log.by_module()
+    result = CompileTimes({})
+    for name, modules in dump.functions().items():
+        compiles = _paired_compiles(logged.pop(name, []), len(modules))
+        result.by_module.update(zip(modules, compiles))
+        if len(compiles) != len(modules):
+            result.unpaired.append(f"{name}: {len(modules)} compile(s) in the dump, {len(compiles)} in the log "
+                                   f"{log.path}; the first {min(len(modules), len(compiles))} paired in order")
+        missing = (None,) * (len(modules) - len(compiles))
+        seconds = tuple(c.seconds for c in compiles[: len(modules)]) + missing
+        cache = tuple(c.cache for c in compiles[: len(modules)]) + missing
+        known = [s or 0.0 for s in seconds]
+        result.functions[name] = FunctionTimes(name, seconds, cache, sum(known, 0.0), sum(known[1:], 0.0))
+    for name, compiles in logged.items():
+        result.unpaired.append(f"{name}: {len(compiles)} compile(s) in the log {log.path}, none in the dump")
+    return result
+
+
+def _paired_compiles(compiles: list[LogCompile], dumped: int) -> list[LogCompile]:
+    """All of a function's logged compiles, or the ones XLA ran when only those match the dump's count."""
+    compiled = [c for c in compiles if c.compiled]
+    return compiled if len(compiles) != dumped and len(compiled) == dumped else compiles

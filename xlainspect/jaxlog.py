@@ -1,0 +1,180 @@
+"""jax's log of its compiles: seconds, persistent-cache outcome and cache-key component hashes.
+
+The lines (jax 0.10.2, jax/_src/dispatch.py, compiler.py, compilation_cache.py, cache_key.py), in the
+order one compile writes them:
+
+* "Including XLA flag in cache key: --xla_..." (each flag twice: jax hashes every component once for the
+  key and once more to log that component's own hash)
+* "get_cache_key hash of serialized <component>: <hex>" for each of COMPONENTS
+* "Persistent compilation cache hit for 'jit_f' with key 'jit_f-<hex>'" or
+  "PERSISTENT COMPILATION CACHE MISS for 'jit_f' with key '...'"
+* after a miss: "Writing jit_f to persistent compilation cache with key '...'" or a "Not writing
+  persistent cache entry ..." line saying why
+* "Finished XLA compilation of jit(f) in 0.014 sec" (a hit too: it times the cache read)
+
+The cache lines are DEBUG records of those modules (JAX_DEBUG_LOG_MODULES, or JAX_LOGGING_LEVEL=DEBUG);
+the "Finished" line is DEBUG, or WARNING with JAX_LOG_COMPILES=1. Lines are found by their message,
+whatever the logging format around it. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xlainspect.errors import DumpError
+from xlainspect.io import read_bytes
+
+LOG_NAMES = ("jax.log", "jax.log.gz")
+"""What `capture` saves in the dump directory (the .gz is read the same way)."""
+COMPONENTS = ("computation", "jax_lib version", "backend version", "XLA flags", "compile_options",
+              "accelerator_config", "compression", "custom_hook")
+"""The cache key's components, in the order jax hashes them (cache_key.get, jax 0.10.2)."""
+DEBUG_LOG_MODULES = ("jax._src.cache_key", "jax._src.compiler", "jax._src.compilation_cache", "jax._src.dispatch")
+"""The loggers that write the lines above: the narrowest JAX_DEBUG_LOG_MODULES that yields them."""
+
+_FINISHED = re.compile(r"Finished XLA compilation of (?P<fun>.+?) in (?P<seconds>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?) sec")
+_COMPONENT = re.compile(r"get_cache_key hash of serialized (?P<component>.+?): (?P<hash>[0-9a-f]{64})")
+_FLAG = re.compile(r"Including XLA flag in cache key: (?P<flag>\S+)")
+_HIT = re.compile(r"Persistent compilation cache hit for '(?P<module>[^']+)' with key '(?P<key>[^']+)'")
+_MISS = re.compile(r"PERSISTENT COMPILATION CACHE MISS for '(?P<module>[^']+)' with key '(?P<key>[^']+)'")
+_WRITING = re.compile(r"Writing (?P<module>\S+) to persistent compilation cache with key '(?P<key>[^']+)'")
+_NOT_WRITING = re.compile(r"Not writing persistent cache entry (?P<why>.*)")
+_SANITIZE = re.compile(r"[^\w.-]")
+
+
+@dataclass
+class LogCompile:
+    """One compile request jax logged (a persistent-cache hit included)."""
+
+    fun_name: str | None
+    """As jax names it in "Finished XLA compilation of ...": `jit(train_step)`."""
+    module: str
+    """The HloModule name (`jit_train_step`): the name in the cache lines, else jax's sanitising of fun_name."""
+    seconds: float | None
+    """Wall seconds of the compile (for a hit: of the cache read); None when the log stops before it."""
+    cache: str = "off"
+    """"hit", "written", "not written", "miss" (no outcome logged) or "off" (no cache lines: no cache in use)."""
+    key: str | None = None
+    why_not_written: str = ""
+    components: dict[str, str] = field(default_factory=dict)
+    """Cache-key component (jax's name) -> sha256 hex of that component alone."""
+    xla_flags: tuple[str, ...] = ()
+    """The flags jax hashed into the key (from XLA_FLAGS, LIBTPU_INIT_ARGS and argv, dump flags excluded)."""
+
+    @property
+    def compiled(self) -> bool:
+        """XLA compiled it (so it is in a dump); a persistent-cache hit loads an executable instead."""
+        return self.cache != "hit"
+
+
+@dataclass
+class JaxLog:
+    path: Path
+    compiles: list[LogCompile]
+
+    def by_module(self) -> dict[str, list[LogCompile]]:
+        """Compiles per HloModule name, in log order."""
+        grouped: dict[str, list[LogCompile]] = {}
+        for compile_ in self.compiles:
+            grouped.setdefault(compile_.module, []).append(compile_)
+        return grouped
+
+
+def module_name(fun_name: str) -> str:
+    """jax's HloModule name for a function name: `jit(f)` -> `jit_f` (mlir.sanitize_name, then rstrip "_")."""
+    return _SANITIZE.sub("_", fun_name).rstrip("_")
+
+
+def find_log(path: str | Path, any_name: bool = False) -> Path | None:
+    """`path` itself when it is a file, else the jax log `capture` saved in that directory; with
+    `any_name`, else the folder's only `*.log` file (a scan of the folder: not for dumps of 100,000 files)."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    saved = next((path / name for name in LOG_NAMES if (path / name).is_file()), None)
+    others = sorted(path.glob("*.log")) if any_name and saved is None and path.is_dir() else []
+    return saved or (others[0] if len(others) == 1 else None)
+
+
+def run_log(dump_path: str | Path, log_path: str | Path | None = None) -> JaxLog | None:
+    """The log given, else the one `capture` saved in the dump directory when it logged compiles (a program
+    that compiled nothing leaves one too), else None: no times known."""
+    if log_path is not None:
+        return read_jax_log(log_path)
+    found = find_log(dump_path) if Path(dump_path).is_dir() else None
+    compiles = _compiles(found) if found is not None else []
+    return JaxLog(found, compiles) if compiles else None
+
+
+def read_jax_log(path: str | Path) -> JaxLog:
+    """The compiles of a jax log (a file, or a folder holding jax.log or one *.log); DumpError when none."""
+    found = find_log(path, any_name=True)
+    if found is None:
+        raise DumpError(f"{path}: no jax log (a file, or a folder holding {' or '.join(LOG_NAMES)})")
+    compiles = _compiles(found)
+    if not compiles:
+        raise DumpError(f"{found}: no compiles in this log: run with JAX_LOG_COMPILES=1 (seconds only) or "
+                        f"JAX_DEBUG_LOG_MODULES={','.join(DEBUG_LOG_MODULES)} (seconds, cache keys)")
+    return JaxLog(found, compiles)
+
+
+def _compiles(path: Path) -> list[LogCompile]:
+    return parse_jax_log(read_bytes(path).decode("utf-8", errors="replace"))
+
+
+def parse_jax_log(text: str) -> list[LogCompile]:
+    """Compiles in log order. A line printed twice in a row (a record that reached two handlers, as with
+    JAX_DEBUG_LOG_MODULES beside JAX_LOGGING_LEVEL) counts once."""
+    compiles: list[LogCompile] = []
+    pending = _Pending()
+    previous = None
+    for line in text.splitlines():
+        if line == previous:
+            continue
+        previous = line
+        if finished := _FINISHED.search(line):
+            compiles.append(pending.close(finished["fun"], float(finished["seconds"])))
+            pending = _Pending()
+        else:
+            pending.read(line)
+    if pending.key is not None:  # the log stops between a cache lookup and the end of its compile
+        compiles.append(pending.close(None, None))
+    return compiles
+
+
+class _Pending:
+    """What the lines of the compile in progress said so far."""
+
+    def __init__(self) -> None:
+        self.components: dict[str, str] = {}
+        self.flags: dict[str, None] = {}
+        self.module: str | None = None
+        self.key: str | None = None
+        self.cache = "off"
+        self.why = ""
+
+    def read(self, line: str) -> None:
+        if match := _COMPONENT.search(line):
+            self.components[match["component"]] = match["hash"]
+        elif match := _FLAG.search(line):
+            self.flags[match["flag"]] = None
+        elif match := _HIT.search(line) or _MISS.search(line):
+            self.module, self.key = match["module"], match["key"]
+            self.cache = "hit" if match.re is _HIT else "miss"
+        elif _WRITING.search(line):
+            self.cache = "written"
+        elif match := _NOT_WRITING.search(line):
+            self.cache, self.why = "not written", _why_not_written(match["why"])
+
+    def close(self, fun_name: str | None, seconds: float | None) -> LogCompile:
+        module = self.module or module_name(fun_name or "?")
+        return LogCompile(fun_name, module, seconds, self.cache, self.key, self.why, self.components,
+                          tuple(self.flags))
+
+
+def _why_not_written(text: str) -> str:
+    """jax's reason, without the key and module name it repeats: "it took < 1.00 seconds to compile (0.01s)"."""
+    text = re.sub(r"^(for '[^']*' |with key '[^']*' )", "", text.strip())
+    return text.removeprefix("because ").removeprefix("since ")
