@@ -1,0 +1,676 @@
+"""What each op costs: FLOPs, transcendentals and bytes as XLA's `HloCostAnalysis` counts them, and
+the roofline time of each op and module on a chip.
+
+Counting follows xla/service/hlo_cost_analysis.cc, so that a module's totals equal what jaxlib's
+`hlo_module_cost_analysis` reports for the same text:
+
+* elementwise ops count one per output element: as `transcendentals` for XLA's set (erf, exp,
+  log, logistic, power, sqrt, cbrt, rsqrt, tanh, sin, cos, tan, expm1, log1p, atan2), as `flops`
+  for the rest (compare, select, clamp, convert, bitcast-convert, reduce-precision included);
+  copy, reshape, broadcast, transpose, slices, pad, concatenate, gather, iota count none.
+* dot: 2 x elements(result) x the product of the lhs contracting dims; convolution: 2 x
+  (input features / feature groups) x output features x (batch / batch groups) x the valid
+  (output position, kernel tap) pairs of each spatial dim.
+* reduce: the reducer's cost x (elements(input) - elements(output)); reduce-window: x (window - 1)
+  x output elements (XLA's reduce-then-broadcast window is special-cased); map: x output elements;
+  select-and-scatter: select x source x (window - 1) + scatter x source; scatter: x update elements.
+* sort: n x ceil(log2 n); fft: 8 x prod(floor(log2 length)) x elements; rng: transcendentals.
+* all-reduce: one flop per output element; the other collectives none.
+* fusion: the sum of its fused instructions; `call` and `async-start`: the called computation;
+  `while`: body + condition **once** (XLA does not multiply by `known_trip_count`);
+  `conditional`: the largest branch, per property.
+* custom-call: -1 flops and -1 bytes each, XLA's "unknown", kept so totals equal XLA's.
+
+Bytes: operand bytes + output bytes, zero for parameter, constant, get-tuple-element, bitcast, a
+transpose that is a bitcast, after-all, add-dependency, domain; tuple its index table; slice and
+dynamic-slice the output twice; dynamic-update-slice the update twice; a fusion its outputs plus
+what it reads of each parameter (`FusionParameterReadBytes`: a parameter read only through
+slices is charged the slices) plus large constants inside. Sizes are XLA's CPU size function (a
+tuple is a table of 8-byte pointers), logical or (`padded_*`) with the layout's tile padding.
+
+Rows are the instructions of the entry and of the computations it runs as control flow, fusions
+as one op; module totals are XLA's (a conditional counts its largest branch), so the rows of a
+module with conditionals sum to more.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from xlainspect.analysis.chips import Chip, dtype_class
+from xlainspect.analysis.collectives import collectives
+from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label
+from xlainspect.hlo.attributes import backend_config_kind
+from xlainspect.hlo.model import Computation, Instruction, Module
+from xlainspect.shape import Shape
+
+TRANSCENDENTAL = frozenset({
+    "erf", "exponential", "log", "logistic", "power", "sqrt", "cbrt", "rsqrt", "tanh", "sine", "cosine", "tan",
+    "exponential-minus-one", "log-plus-one", "atan2",
+})
+ELEMENTWISE = frozenset({
+    "abs", "add", "and", "bitcast-convert", "ceil", "clamp", "compare", "complex", "convert", "count-leading-zeros",
+    "divide", "floor", "imag", "is-finite", "maximum", "minimum", "multiply", "negate", "not", "or", "popcnt", "real",
+    "reduce-precision", "remainder", "round-nearest-afz", "round-nearest-even", "select", "shift-left",
+    "shift-right-arithmetic", "shift-right-logical", "sign", "stochastic-convert", "subtract", "xor",
+})
+#: Ops XLA charges no bytes: they forward pointers or emit no code.
+NO_BYTES = frozenset({"parameter", "constant", "get-tuple-element", "bitcast", "after-all", "add-dependency", "domain"})
+#: Ops whose cost is that of the computations they run; their insides are rows of their own.
+CONTAINERS = frozenset({"while", "conditional", "call", "async-start", "async-update", "async-done"})
+POINTER_BYTES = 8
+"""A tuple's size under XLA's CPU size function (`ShapeUtil::ByteSizeOf(shape, sizeof(void*))`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """XLA's properties of one instruction or computation; bytes as (logical, padded) pairs."""
+
+    flops: float = 0
+    transcendentals: float = 0
+    bytes: int = 0
+    written: int = 0
+    padded_bytes: int = 0
+    padded_written: int = 0
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(*(a + b for a, b in zip(_fields(self), _fields(other))))
+
+    def scaled(self, factor: float) -> Cost:
+        """The flops and transcendentals of `factor` applications (bytes are the caller's own)."""
+        return Cost(self.flops * factor, self.transcendentals * factor)
+
+
+def _fields(cost: Cost) -> tuple:
+    return (cost.flops, cost.transcendentals, cost.bytes, cost.written, cost.padded_bytes, cost.padded_written)
+
+
+@dataclass(frozen=True, slots=True)
+class OpCost:
+    module: str
+    computation: str
+    name: str
+    opcode: str
+    kind: str
+    """Fusion kind (backend kind where printed), collective kind, or the opcode."""
+    dtype: str
+    """The output element type the chip's peak is chosen by."""
+    flops: float
+    transcendentals: float
+    bytes_read: int
+    bytes_written: int
+    padded_bytes_read: int
+    padded_bytes_written: int
+    arithmetic_intensity: float | None
+    """FLOPs per byte moved (padded bytes); None when no bytes move."""
+    collective_bytes: int | None
+    """`bytes_per_device` of a collective (from `collectives`)."""
+    compute_seconds: float | None
+    memory_seconds: float | None
+    collective_seconds: float | None
+    roofline_seconds: float | None
+    """The largest of the three; None without a chip, or for an op XLA cannot count (custom-call)."""
+    bound: str | None
+    """compute, memory or collective."""
+    op_name: str | None
+    source: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleCost:
+    module: str
+    function: str
+    flops: float
+    """XLA's `flops` for the module (HloCostAnalysis over the entry)."""
+    transcendentals: float
+    bytes_accessed: int
+    padded_bytes_accessed: int
+    roofline_seconds: float | None
+    """The sum of the ops' roofline times (each op runs once, as XLA counts it)."""
+    bound: str | None
+    """The bound that holds the most of that time."""
+    chip: str | None
+    ops: list[OpCost] = field(hash=False, repr=False)
+    """Every counted op, slowest first."""
+
+
+def module_cost(module: Module, chip: Chip | None) -> ModuleCost:
+    """Totals and per-op rows of one module (definitions in the module docstring)."""
+    analysis = _Analysis(module)
+    total = analysis.computation(module.entry)
+    sent = _collective_bytes(module)
+    label = module_label(module)
+    rows = []
+    for name in control_flow_computations(module):
+        computation = module.computations_by_name[name]
+        index = analysis.index(computation)
+        for instruction in computation.instructions:
+            if instruction.opcode in CONTAINERS:
+                continue
+            cost = analysis.instruction(instruction, index)
+            if cost == Cost() and instruction.name not in sent:
+                continue
+            rows.append(_row(module, label, computation, instruction, cost, sent.get(instruction.name), chip))
+    rows.sort(key=lambda r: (-(r.roofline_seconds or 0), -r.flops, -(r.padded_bytes_read + r.padded_bytes_written)))
+    seconds, bound = _module_time(rows, chip)
+    return ModuleCost(label, module.name, total.flops, total.transcendentals, total.bytes, total.padded_bytes,
+                      seconds, bound, chip.key if chip else None, rows)
+
+
+def _module_time(rows: list[OpCost], chip: Chip | None) -> tuple[float | None, str | None]:
+    if chip is None:
+        return None, None
+    by_bound: dict[str, float] = {}
+    for row in rows:
+        if row.bound is not None:
+            by_bound[row.bound] = by_bound.get(row.bound, 0.0) + row.roofline_seconds
+    if not by_bound:
+        return 0.0, None
+    return sum(by_bound.values()), max(by_bound, key=by_bound.get)
+
+
+def _collective_bytes(module: Module) -> dict[str, int]:
+    """Instruction name -> bytes each device sends; an async wrapper's inner collective is named too."""
+    sent = {}
+    for row in collectives(module):
+        if row.bytes_per_device is None:
+            continue
+        sent[row.name] = row.bytes_per_device
+        if row.opcode == "async-start":
+            start = instruction_index(module.computations_by_name[row.computation])[row.name]
+            body = module.computations_by_name.get(next(iter(start.called_computations), ""))
+            if body is not None and body.root is not None:
+                sent[body.root.name] = row.bytes_per_device
+    return sent
+
+
+def _row(module: Module, label: str, computation: Computation, instruction: Instruction, cost: Cost,
+         sent: int | None, chip: Chip | None) -> OpCost:
+    dtype = _dtype(instruction.shape)
+    moved = cost.padded_bytes
+    known = cost.flops >= 0 and cost.bytes >= 0
+    compute = memory = collective = roofline = bound = None
+    if chip is not None and known:
+        compute = cost.flops / chip.peak_flops(dtype)
+        memory = moved / chip.hbm_bandwidth
+        collective = sent / chip.ici_bandwidth if sent is not None else 0.0
+        times = {"compute": compute, "memory": memory, "collective": collective}
+        bound = max(times, key=times.get)
+        roofline = times[bound]
+    return OpCost(
+        module=label, computation=computation.name, name=instruction.name, opcode=instruction.opcode,
+        kind=_kind(instruction), dtype=dtype, flops=cost.flops, transcendentals=cost.transcendentals,
+        bytes_read=cost.bytes - cost.written, bytes_written=cost.written,
+        padded_bytes_read=cost.padded_bytes - cost.padded_written, padded_bytes_written=cost.padded_written,
+        arithmetic_intensity=cost.flops / moved if known and moved > 0 else None, collective_bytes=sent,
+        compute_seconds=compute, memory_seconds=memory, collective_seconds=collective if sent is not None else None,
+        roofline_seconds=roofline, bound=bound, op_name=instruction.op_name, source=module.source_of(instruction),
+    )
+
+
+def _kind(instruction: Instruction) -> str:
+    if instruction.opcode == "fusion":
+        attributes = instruction.attributes
+        return backend_config_kind(attributes.get("backend_config")) or attributes.get("kind", "fusion")
+    return instruction.opcode.removesuffix("-start")
+
+
+def _dtype(shape: Shape | None) -> str:
+    leaf = next((s for s in shape.leaves() if s.is_array), None) if shape is not None else None
+    return leaf.dtype if leaf is not None else ""
+
+
+def _operand_shape(instruction: Instruction, index: int, by_name: dict[str, Instruction]) -> Shape:
+    """The shape of operand `index`, from its defining instruction (the one place operands are resolved)."""
+    return by_name[instruction.operands[index]].shape
+
+
+def _size(shape: Shape | None) -> tuple[int, int]:
+    """(logical, padded) bytes under XLA's CPU size function: a tuple is its pointer table."""
+    if shape is None:
+        return 0, 0
+    if shape.is_tuple:
+        table = POINTER_BYTES * len(shape.tuple_shapes)
+        return table, table
+    if shape.dtype == "opaque":
+        return POINTER_BYTES, POINTER_BYTES
+    return shape.logical_bytes, shape.padded_bytes
+
+
+def _leaves_size(shape: Shape | None) -> tuple[int, int]:
+    """(logical, padded) bytes of every array in the shape: what an instruction writes."""
+    if shape is None or not shape.is_tuple:
+        return _size(shape)
+    sizes = [_size(leaf) for leaf in shape.leaves()]
+    return sum(s[0] for s in sizes), sum(s[1] for s in sizes)
+
+
+def _bytes(read: list[tuple[int, int]], written: tuple[int, int]) -> Cost:
+    logical = sum(r[0] for r in read) + written[0]
+    padded = sum(r[1] for r in read) + written[1]
+    return Cost(bytes=logical, written=written[0], padded_bytes=padded, padded_written=written[1])
+
+
+class _Analysis:
+    """HloCostAnalysis over one module: per-instruction costs, computations' sums cached by name."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self._indexes: dict[str, dict[str, Instruction]] = {}
+        self._sums: dict[str, Cost] = {}
+        self._users: dict[str, dict[str, list[Instruction]]] = {}
+
+    def index(self, computation: Computation) -> dict[str, Instruction]:
+        if computation.name not in self._indexes:
+            self._indexes[computation.name] = instruction_index(computation)
+        return self._indexes[computation.name]
+
+    def called(self, instruction: Instruction, position: int = 0) -> Computation:
+        return self.module.computations_by_name[instruction.called_computations[position]]
+
+    def computation(self, computation: Computation) -> Cost:
+        """The sum over every instruction of the computation (XLA's `ProcessSubcomputation`)."""
+        if computation.name not in self._sums:
+            index = self.index(computation)
+            total = Cost()
+            for instruction in computation.instructions:
+                total += self.instruction(instruction, index)
+            self._sums[computation.name] = total
+        return self._sums[computation.name]
+
+    def instruction(self, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
+        opcode = instruction.opcode
+        handler = _HANDLERS.get(opcode)
+        if handler is None and opcode.endswith("-start") and opcode not in _HANDLERS:
+            handler = _HANDLERS.get(opcode.removesuffix("-start"))  # async sugar: `reduce-scatter-start`
+        if handler is not None:
+            return handler(self, instruction, index)
+        return self.default_bytes(instruction, index) + _compute(instruction)
+
+    def default_bytes(self, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
+        """Every operand read whole, the output written whole (XLA's `Preprocess`)."""
+        if instruction.opcode in NO_BYTES or _is_bitcast_transpose(instruction, index):
+            return Cost()
+        read = [_size(_operand_shape(instruction, i, index)) for i in range(len(instruction.operands))]
+        return _bytes(read, _leaves_size(instruction.shape))
+
+    def users(self, computation: Computation) -> dict[str, list[Instruction]]:
+        """Operand name -> distinct users, in printed order (XLA's `users()`), per fused computation."""
+        if computation.name not in self._users:
+            result: dict[str, list[Instruction]] = {}
+            for instruction in computation.instructions:
+                if instruction.opcode not in ("parameter", "constant"):
+                    for operand in dict.fromkeys(instruction.operands):
+                        result.setdefault(operand, []).append(instruction)
+            self._users[computation.name] = result
+        return self._users[computation.name]
+
+
+def _compute(instruction: Instruction) -> Cost:
+    """FLOPs of the elementwise ops; everything without a handler and not elementwise counts none."""
+    opcode = instruction.opcode
+    if opcode in TRANSCENDENTAL:
+        return Cost(transcendentals=instruction.shape.num_elements)
+    if opcode in ELEMENTWISE:
+        return Cost(flops=instruction.shape.num_elements)
+    return Cost()
+
+
+def _is_bitcast_transpose(instruction: Instruction, index: dict[str, Instruction]) -> bool:
+    """A transpose whose layouts make it a bitcast (`ShapeUtil::TransposeIsBitcast`)."""
+    if instruction.opcode != "transpose":
+        return False
+    source, result = _operand_shape(instruction, 0, index), instruction.shape
+    permutation = _ints(instruction.attributes.get("dimensions"))
+    if source.layout is None or result.layout is None or len(permutation) != result.rank:
+        return False
+    return [permutation[d] for d in result.layout.minor_to_major] == list(source.layout.minor_to_major)
+
+
+_INTS = re.compile(r"-?\d+")
+
+
+def _ints(text: str | None) -> tuple[int, ...]:
+    return tuple(int(n) for n in _INTS.findall(text or ""))
+
+
+# ---- handlers, one per opcode XLA handles specially
+
+def _dot(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    lhs = _operand_shape(instruction, 0, index)
+    width = math.prod(lhs.dims[d] for d in _ints(instruction.attributes.get("lhs_contracting_dims")))
+    dims = list(instruction.shape.dims)
+    if instruction.opcode == "ragged-dot":  # XLA deletes dimension i for each rhs group dim i
+        for i in range(len(_ints(instruction.attributes.get("rhs_group_dims")))):
+            del dims[i]
+    return analysis.default_bytes(instruction, index) + Cost(flops=2 * math.prod(dims) * width)
+
+
+def _convolution(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    """XLA's `GetConvolutionFlops`: valid (output position, kernel tap) pairs per spatial dim."""
+    attributes = instruction.attributes
+    lhs, rhs, out = _operand_shape(instruction, 0, index), _operand_shape(instruction, 1, index), instruction.shape
+    labels = _dim_labels(attributes.get("dim_labels", "b01f_01io->b01f"))
+    positions = 1  # no spatial dims: XLA's one-element window, one valid position
+    for k, dim in enumerate(_window(attributes.get("window"), len(labels["lhs_spatial"])) if labels["lhs_spatial"] else ()):
+        positions *= _valid_positions(lhs.dims[labels["lhs_spatial"][k]], rhs.dims[labels["rhs_spatial"][k]],
+                                      out.dims[labels["out_spatial"][k]], dim)
+    feature_groups = int(attributes.get("feature_group_count", "1"))
+    batch_groups = int(attributes.get("batch_group_count", "1"))
+    fmas = ((lhs.dims[labels["lhs_feature"]] // feature_groups) * out.dims[labels["out_feature"]]
+            * (lhs.dims[labels["lhs_batch"]] // batch_groups) * positions)
+    return analysis.default_bytes(instruction, index) + Cost(flops=2 * fmas)
+
+
+@dataclass(frozen=True, slots=True)
+class _WindowDim:
+    size: int = 1
+    stride: int = 1
+    pad_low: int = 0
+    pad_high: int = 0
+    base_dilation: int = 1
+    window_dilation: int = 1
+
+
+def _window(text: str | None, rank: int) -> list[_WindowDim]:
+    """`{size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=1x1 rhs_dilate=1x1}` per dimension; no window is one
+    dimension of size 1 (as XLA's convolution counting assumes)."""
+    fields = dict(item.split("=", 1) for item in (text or "").strip("{} ").split() if "=" in item)
+    sizes = _parts(fields.get("size"))
+    rank = len(sizes) or max(rank, 1)
+    pads = [p.split("_") for p in fields["pad"].split("x")] if "pad" in fields else [["0", "0"]] * rank
+
+    def each(key: str) -> list[int]:
+        values = _parts(fields.get(key))
+        return values if values else [1] * rank
+
+    return [_WindowDim(size, stride, int(low), int(high), base, dilation) for size, stride, (low, high), base, dilation
+            in zip(sizes or [1] * rank, each("stride"), pads, each("lhs_dilate"), each("rhs_dilate"))]
+
+
+def _parts(text: str | None) -> list[int]:
+    return [int(p) for p in text.split("x")] if text else []
+
+
+def _dim_labels(text: str) -> dict:
+    """Positions of batch, feature and spatial dims in `b01f_01io->b01f` (lhs_rhs->output)."""
+    lhs, rest = text.split("_", 1)
+    rhs, out = rest.split("->")
+    digits = sorted(c for c in lhs if c.isdigit())
+    return {"lhs_batch": lhs.index("b"), "lhs_feature": lhs.index("f"), "out_feature": out.index("f"),
+            "lhs_spatial": [lhs.index(d) for d in digits], "rhs_spatial": [rhs.index(d) for d in digits],
+            "out_spatial": [out.index(d) for d in digits]}
+
+
+def _valid_positions(input_size: int, kernel: int, output: int, dim: _WindowDim) -> int:
+    if (input_size == output and kernel == output and input_size == dim.base_dilation and dim.window_dilation == 1
+            and max(1, input_size - 1) == dim.stride and dim.pad_low == 0 and dim.pad_high == 0):
+        return input_size
+    if (input_size == 1 and kernel == output and dim.window_dilation == 1 and dim.base_dilation == 1
+            and dim.stride == 1 and dim.pad_high == output - 1 and dim.pad_low == output - 1):
+        return output
+    count = 0
+    for tap in range(kernel):
+        for position in range(output):
+            undilated = position * dim.stride - dim.pad_low + tap * dim.window_dilation
+            if undilated % dim.base_dilation == 0 and 0 <= undilated // dim.base_dilation < input_size:
+                count += 1
+    return count
+
+
+def _applied(analysis: _Analysis, instruction: Instruction, position: int = 0) -> Cost:
+    """The cost of one application of a called computation (a reducer, a comparator...)."""
+    return analysis.computation(analysis.called(instruction, position))
+
+
+def _first_array(shape: Shape) -> Shape:
+    return shape.tuple_shapes[0] if shape.is_tuple else shape
+
+
+def _reduce(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    count = _operand_shape(instruction, 0, index).num_elements - _first_array(instruction.shape).num_elements
+    return analysis.default_bytes(instruction, index) + _applied(analysis, instruction).scaled(count)
+
+
+def _reduce_window(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    window = _window(instruction.attributes.get("window"), instruction.shape.rank)
+    elements = _first_array(instruction.shape).num_elements
+    count = (math.prod(d.size for d in window) - 1) * elements
+    reduced = [d for d in window if d.size != 1]
+    padded = [d for d in window if d.pad_low or d.pad_high]
+    if len(reduced) == 1 and len(padded) == 1 and not instruction.shape.is_tuple:
+        # XLA's special case: a reduce followed by a broadcast of one dimension.
+        for position, d in enumerate(window):
+            if d.size != 1 and d.pad_low and d.pad_high and d.pad_low == d.pad_high and d.size == 2 * d.pad_low + 1:
+                span = instruction.shape.dims[position]
+                if d.pad_low == span - 1:
+                    count = elements // span + span - 1
+                break
+    return analysis.default_bytes(instruction, index) + _applied(analysis, instruction).scaled(count)
+
+
+def _map(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    return analysis.default_bytes(instruction, index) + _applied(analysis, instruction).scaled(
+        instruction.shape.num_elements)
+
+
+def _select_and_scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    source = _operand_shape(instruction, 1, index).num_elements
+    window = math.prod(d.size for d in _window(instruction.attributes.get("window"), instruction.shape.rank))
+    select = analysis.module.computations_by_name[_strip(instruction.attributes["select"])]
+    scatter = analysis.module.computations_by_name[_strip(instruction.attributes["scatter"])]
+    return (analysis.default_bytes(instruction, index) + analysis.computation(select).scaled(source * (window - 1))
+            + analysis.computation(scatter).scaled(source))
+
+
+def _strip(name: str) -> str:
+    return name.strip().lstrip("%")
+
+
+def _sort(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    n = _operand_shape(instruction, 0, index).num_elements
+    return analysis.default_bytes(instruction, index) + Cost(flops=n * max(n - 1, 0).bit_length())
+
+
+def _fft(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    logs = math.prod(max(n, 1).bit_length() - 1 for n in _ints(instruction.attributes.get("fft_length")))
+    elements = _first_array(_operand_shape(instruction, 0, index)).num_elements
+    return analysis.default_bytes(instruction, index) + Cost(flops=2 * 4 * logs * elements)
+
+
+def _rng(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    elements = sum(s.num_elements for s in instruction.shape.leaves() if s.is_array)
+    return analysis.default_bytes(instruction, index) + Cost(transcendentals=elements)
+
+
+def _all_reduce(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    read = [_size(_operand_shape(instruction, i, index)) for i in range(len(instruction.operands))]
+    elements = sum(s.num_elements for s in instruction.shape.leaves() if s.is_array)
+    return _bytes(read, _leaves_size(instruction.shape)) + Cost(flops=elements)
+
+
+def _slice(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    out = _size(instruction.shape)
+    extra = [_size(_operand_shape(instruction, 1, index))] if instruction.opcode == "dynamic-slice" else []
+    return _bytes([out, *extra], out)
+
+
+def _dynamic_update_slice(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    update = _size(_operand_shape(instruction, 1, index))
+    return _bytes([update, _size(_operand_shape(instruction, 2, index))], update)
+
+
+def _gather(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    out = _size(instruction.shape)
+    return _bytes([out, _size(_operand_shape(instruction, 1, index))], out)
+
+
+def _scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    n = (len(instruction.operands) - 1) // 2
+    updates = [_size(_operand_shape(instruction, n + 1 + i, index)) for i in range(n)]
+    total = (sum(u[0] for u in updates), sum(u[1] for u in updates))
+    elements = _operand_shape(instruction, n + 1, index).num_elements
+    return (_bytes([total, total, _size(_operand_shape(instruction, n, index))], total)
+            + _applied(analysis, instruction).scaled(elements))
+
+
+def _tuple(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    return _bytes([], _size(instruction.shape))
+
+
+def _custom_call(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    return Cost(flops=-1, bytes=-1, written=-1, padded_bytes=-1, padded_written=-1)
+
+
+def _triangular_solve(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    a, b = _operand_shape(instruction, 0, index), _operand_shape(instruction, 1, index)
+    half = tuple(s // 2 for s in _size(a))
+    return _bytes([half, _size(b)], _size(instruction.shape)) + Cost(flops=2 * a.dims[-1] * b.num_elements)
+
+
+def _cholesky(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    a = _operand_shape(instruction, 0, index)
+    half = tuple(s // 2 for s in _size(a))
+    return _bytes([half], half) + Cost(flops=a.dims[-1] * a.num_elements // 3)
+
+
+def _called_sum(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    """call and async-start: the called computation's properties; while: body + condition, once."""
+    return sum((analysis.computation(analysis.module.computations_by_name[name])
+                for name in instruction.called_computations), Cost())
+
+
+def _conditional(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    """The largest branch, per property (XLA's `HandleConditional`)."""
+    branches = [_fields(analysis.computation(analysis.module.computations_by_name[name]))
+                for name in instruction.called_computations]
+    return Cost(*(max(values) for values in zip(*branches))) if branches else Cost()
+
+
+def _fusion(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    """The fused instructions' FLOPs; bytes: outputs, parameter reads and large constants."""
+    body = analysis.called(instruction)
+    if instruction.attributes.get("kind") == "kCustom":
+        inner = next((i for i in body.instructions if i.opcode in ("gather", "scatter")), None)
+        if inner is not None:
+            return _HANDLERS[inner.opcode](analysis, inner, analysis.index(body))
+    inside = analysis.computation(body)
+    read = [_parameter_read(analysis, body, parameter) for parameter in body.instructions
+            if parameter.opcode == "parameter"]
+    read += [_size(i.shape) for i in body.instructions if i.opcode == "constant" and i.shape.num_elements > 1]
+    return _bytes(read, _fusion_written(analysis, instruction, body)) + Cost(inside.flops, inside.transcendentals)
+
+
+def _fusion_written(analysis: _Analysis, fusion: Instruction, body: Computation) -> tuple[int, int]:
+    """Each array output, except a dynamic-update-slice root writes only its update."""
+    root, index = body.root, analysis.index(body)
+    shape = fusion.shape
+    if not shape.is_tuple:
+        return _size(_operand_shape(root, 1, index)) if root.opcode == "dynamic-update-slice" else _size(shape)
+    total = [0, 0]
+    for i, element in enumerate(shape.tuple_shapes):
+        if root.opcode == "tuple" and not element.is_tuple:
+            output = index[root.operands[i]]
+            size = _size(_operand_shape(output, 1, index) if output.opcode == "dynamic-update-slice" else element)
+        else:
+            size = _leaves_size(element)
+        total[0] += size[0]
+        total[1] += size[1]
+    return total[0], total[1]
+
+
+def _parameter_read(analysis: _Analysis, body: Computation, parameter: Instruction) -> tuple[int, int]:
+    """`FusionParameterReadBytes`, for a tuple parameter per leaf through its get-tuple-elements."""
+    if not parameter.shape.is_tuple:
+        return _read_bytes(analysis, body, parameter)
+    users = analysis.users(body)
+    total = [0, 0]
+    for leaf_index in _leaf_indices(parameter.shape):
+        value = parameter
+        for position in leaf_index:
+            value = next((u for u in users.get(value.name, ()) if u.opcode == "get-tuple-element"
+                          and int(u.attributes.get("index", -1)) == position), value)
+        size = _read_bytes(analysis, body, value)
+        total[0] += size[0]
+        total[1] += size[1]
+    return total[0], total[1]
+
+
+def _leaf_indices(shape: Shape, prefix: tuple[int, ...] = ()) -> list[tuple[int, ...]]:
+    if not shape.is_tuple:
+        return [prefix]
+    return [leaf for i, s in enumerate(shape.tuple_shapes) for leaf in _leaf_indices(s, (*prefix, i))]
+
+
+def _read_bytes(analysis: _Analysis, body: Computation, value: Instruction) -> tuple[int, int]:
+    """What a fused computation reads of one parameter: slices read their size, broadcasts and
+    reshapes the whole, other users share one whole read (XLA's `FusionParameterReadBytes`)."""
+    whole = _size(value.shape)
+    total, seen = [0, 0], False
+
+    def add(size: tuple[int, int]) -> None:
+        total[0] += size[0]
+        total[1] += size[1]
+
+    for user in analysis.users(body).get(value.name, ()):
+        opcode = user.opcode
+        if opcode == "fusion":
+            add(_nested_read(analysis, body, user, value))
+        elif opcode == "slice":
+            add(_size(user.shape))
+        elif opcode == "dynamic-slice" and user.operands[0] == value.name:
+            add(_size(user.shape))
+        elif opcode == "dynamic-update-slice" and user.operands[0] == value.name:
+            continue
+        elif opcode in ("broadcast", "reshape"):
+            add(whole)
+        elif not seen:
+            seen = True
+            add(whole)
+    return total[0], total[1]
+
+
+def _nested_read(analysis: _Analysis, body: Computation, nested: Instruction, value: Instruction) -> tuple[int, int]:
+    """A parameter read by a nested fusion: XLA charges by how the nested fusion's users read it."""
+    inner = analysis.called(nested)
+    parameters = {p.parameter_number: p for p in inner.instructions if p.opcode == "parameter"}
+    root = inner.root
+    fusion_users = analysis.users(body).get(nested.name, ())
+    total = [0, 0]
+    for position, operand in enumerate(nested.operands):
+        if operand != value.name:
+            continue
+        parameter = parameters[position]
+        simple = not root.operands or root.opcode in ("parameter", "constant") or root.operands[0] == parameter.name
+        seen = False
+        for user in fusion_users:
+            if simple and user.opcode == "slice":
+                size = _size(user.shape)
+            elif simple and user.opcode == "dynamic-slice":
+                size, seen = (_size(user.shape), seen) if user.operands[0] == nested.name else (
+                    (_size(nested.shape), True) if not seen else ((0, 0), seen))
+            elif simple and user.opcode == "dynamic-update-slice":
+                size, seen = ((_size(nested.shape), True) if user.operands[0] != nested.name and not seen
+                              else ((0, 0), seen))
+            elif not seen:
+                seen = True
+                size = _read_bytes(analysis, inner, parameter)
+            else:
+                size = (0, 0)
+            total[0] += size[0]
+            total[1] += size[1]
+    return total[0], total[1]
+
+
+_HANDLERS: dict[str, Callable[[_Analysis, Instruction, dict], Cost]] = {
+    "dot": _dot, "ragged-dot": _dot, "convolution": _convolution, "reduce": _reduce, "reduce-window": _reduce_window,
+    "map": _map, "select-and-scatter": _select_and_scatter, "sort": _sort, "fft": _fft, "rng": _rng,
+    "rng-bit-generator": _rng, "all-reduce": _all_reduce, "all-reduce-start": _all_reduce, "slice": _slice,
+    "dynamic-slice": _slice, "dynamic-update-slice": _dynamic_update_slice, "gather": _gather, "scatter": _scatter,
+    "tuple": _tuple, "custom-call": _custom_call, "triangular-solve": _triangular_solve, "cholesky": _cholesky,
+    "call": _called_sum, "while": _called_sum, "async-start": _called_sum, "conditional": _conditional,
+    "fusion": _fusion,
+}
