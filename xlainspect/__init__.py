@@ -15,6 +15,8 @@ _EXPORTS = {
     "parse_hlo": "xlainspect.hlo.parser",
     "parse_shape": "xlainspect.shapes_api",
     "load_dump": "xlainspect.dump",
+    "module_cost": "xlainspect.analysis.cost",
+    "get_chip": "xlainspect.analysis.chips",
     "HloParseError": "xlainspect.errors",
     "XlaInspectError": "xlainspect.errors",
     "DumpError": "xlainspect.errors",
@@ -29,6 +31,8 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from xlainspect.analysis.chips import get_chip
+    from xlainspect.analysis.cost import module_cost
     from xlainspect.errors import DumpError, HloParseError, XlaInspectError
     from xlainspect.hlo.model import Computation, Instruction, Module
     from xlainspect.hlo.parser import parse_hlo
