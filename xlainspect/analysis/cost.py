@@ -143,21 +143,19 @@ def module_cost(module: Module, chip: Chip | None) -> ModuleCost:
     total = analysis.computation(module.entry)
     sent = _collective_bytes(module)
     label = module_label(module)
-    rows = []
-    for name in control_flow_computations(module):
-        computation = module.computations_by_name[name]
-        index = analysis.index(computation)
-        for instruction in computation.instructions:
-            if instruction.opcode in CONTAINERS:
-                continue
-            cost = analysis.instruction(instruction, index)
-            if cost == Cost() and instruction.name not in sent:
-                continue
-            rows.append(_row(module, label, computation, instruction, cost, sent.get(instruction.name), chip))
+    rows = [_row(module, label, computation, instruction, cost, sent.get(instruction.name), chip)
+            for computation, instruction, cost in analysis.control_flow_costs(lambda i: i.opcode not in CONTAINERS)
+            if cost != Cost() or instruction.name in sent]
     rows.sort(key=lambda r: (-(r.roofline_seconds or 0), -r.flops, -(r.padded_bytes_read + r.padded_bytes_written)))
     seconds, bound = _module_time(rows, chip)
     return ModuleCost(label, module.name, total.flops, total.transcendentals, total.bytes, total.padded_bytes,
                       seconds, bound, chip.key if chip else None, rows)
+
+
+def control_flow_costs(module: Module, wanted: Callable[[Instruction], bool]):
+    """XLA's cost of each instruction `wanted` selects outside fusion bodies (the entry and the
+    computations it runs as control flow): (computation, instruction, Cost)."""
+    return _Analysis(module).control_flow_costs(wanted)
 
 
 def _module_time(rows: list[OpCost], chip: Chip | None) -> tuple[float | None, str | None]:
@@ -267,6 +265,16 @@ class _Analysis:
         if computation.name not in self._indexes:
             self._indexes[computation.name] = instruction_index(computation)
         return self._indexes[computation.name]
+
+    def control_flow_costs(self, wanted: Callable[[Instruction], bool]):
+        """(computation, instruction, cost) for each instruction `wanted` selects in the entry and the
+        computations it runs as control flow."""
+        for name in control_flow_computations(self.module):
+            computation = self.module.computations_by_name[name]
+            index = self.index(computation)
+            for instruction in computation.instructions:
+                if wanted(instruction):
+                    yield computation, instruction, self.instruction(instruction, index)
 
     def called(self, instruction: Instruction, position: int = 0) -> Computation:
         return self.module.computations_by_name[instruction.called_computations[position]]
