@@ -35,10 +35,12 @@ module with conditionals sum to more.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from xlainspect.analysis.chips import Chip, dtype_class
 from xlainspect.analysis.collectives import collectives
@@ -65,9 +67,9 @@ POINTER_BYTES = 8
 """A tuple's size under XLA's CPU size function (`ShapeUtil::ByteSizeOf(shape, sizeof(void*))`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Cost:
-    """XLA's properties of one instruction or computation; bytes as (logical, padded) pairs."""
+class Cost(NamedTuple):
+    """XLA's properties of one instruction or computation: FLOPs, transcendentals and the bytes accessed
+    (of which `written` are outputs), logical and with tile padding. A tuple: big modules make millions."""
 
     flops: float = 0
     transcendentals: float = 0
@@ -76,16 +78,13 @@ class Cost:
     padded_bytes: int = 0
     padded_written: int = 0
 
-    def __add__(self, other: Cost) -> Cost:
-        return Cost(*(a + b for a, b in zip(_fields(self), _fields(other))))
+    def __add__(self, other: Cost) -> Cost:  # type: ignore[override]  (elementwise, not concatenation)
+        return Cost(self[0] + other[0], self[1] + other[1], self[2] + other[2], self[3] + other[3],
+                    self[4] + other[4], self[5] + other[5])
 
     def scaled(self, factor: float) -> Cost:
         """The flops and transcendentals of `factor` applications (bytes are the caller's own)."""
         return Cost(self.flops * factor, self.transcendentals * factor)
-
-
-def _fields(cost: Cost) -> tuple:
-    return (cost.flops, cost.transcendentals, cost.bytes, cost.written, cost.padded_bytes, cost.padded_written)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,22 +133,32 @@ class ModuleCost:
     """The bound that holds the most of that time."""
     chip: str | None
     ops: list[OpCost] = field(hash=False, repr=False)
-    """Every counted op, slowest first."""
+    """The counted ops, slowest first (the `top` asked for)."""
 
 
-def module_cost(module: Module, chip: Chip | None) -> ModuleCost:
-    """Totals and per-op rows of one module (definitions in the module docstring)."""
+def module_cost(module: Module, chip: Chip | None, top: int | None = None) -> ModuleCost:
+    """Totals and the `top` slowest ops (all with None) of one module (definitions in the module
+    docstring). Every op is timed for the module's roofline; rows are built for the top ones only,
+    since a big module has hundreds of thousands of ops."""
     analysis = _Analysis(module)
     total = analysis.computation(module.entry)
     sent = _collective_bytes(module)
+    timed = []
+    for computation, instruction, cost in analysis.control_flow_costs(lambda i: i.opcode not in CONTAINERS):
+        if cost != _NO_COST or instruction.name in sent:
+            bytes_sent = sent.get(instruction.name)
+            times = _times(cost, bytes_sent, _dtype(instruction.shape), chip) if chip else _UNTIMED
+            timed.append((times, computation, instruction, cost, bytes_sent))
+    timed.sort(key=lambda t: (-(t[0][3] or 0), -t[3].flops, -t[3].padded_bytes))
+    seconds, bound = _module_time([t[0] for t in timed], chip)
     label = module_label(module)
-    rows = [_row(module, label, computation, instruction, cost, sent.get(instruction.name), chip)
-            for computation, instruction, cost in analysis.control_flow_costs(lambda i: i.opcode not in CONTAINERS)
-            if cost != Cost() or instruction.name in sent]
-    rows.sort(key=lambda r: (-(r.roofline_seconds or 0), -r.flops, -(r.padded_bytes_read + r.padded_bytes_written)))
-    seconds, bound = _module_time(rows, chip)
+    rows = [_row(module, label, *entry) for entry in (timed[:top] if top is not None else timed)]
     return ModuleCost(label, module.name, total.flops, total.transcendentals, total.bytes, total.padded_bytes,
                       seconds, bound, chip.key if chip else None, rows)
+
+
+_NO_COST = Cost()
+_UNTIMED = (None, None, None, None, None)
 
 
 def control_flow_costs(module: Module, wanted: Callable[[Instruction], bool]):
@@ -158,13 +167,32 @@ def control_flow_costs(module: Module, wanted: Callable[[Instruction], bool]):
     return _Analysis(module).control_flow_costs(wanted)
 
 
-def _module_time(rows: list[OpCost], chip: Chip | None) -> tuple[float | None, str | None]:
+Times = tuple  # (compute, memory, collective, roofline, bound), each None without a chip
+
+
+def _times(cost: Cost, sent: int | None, dtype: str, chip: Chip | None) -> Times:
+    """Seconds at the chip's peak FLOP/s for the output dtype, its HBM and its interconnect bandwidth;
+    the roofline is the largest and names the bound. None for an op XLA cannot count (custom-call)."""
+    if chip is None or cost.flops < 0 or cost.bytes < 0:
+        return _UNTIMED
+    compute = cost.flops / chip.peak_flops(dtype)
+    memory = cost.padded_bytes / chip.hbm_bandwidth
+    collective = sent / chip.ici_bandwidth if sent is not None else 0.0
+    if compute >= memory and compute >= collective:
+        return compute, memory, collective, compute, "compute"
+    if memory >= collective:
+        return compute, memory, collective, memory, "memory"
+    return compute, memory, collective, collective, "collective"
+
+
+def _module_time(times: list[Times], chip: Chip | None) -> tuple[float | None, str | None]:
+    """The ops' roofline times summed, and the bound that holds the most of it."""
     if chip is None:
         return None, None
     by_bound: dict[str, float] = {}
-    for row in rows:
-        if row.bound is not None:
-            by_bound[row.bound] = by_bound.get(row.bound, 0.0) + row.roofline_seconds
+    for _, _, _, seconds, bound in times:
+        if bound is not None:
+            by_bound[bound] = by_bound.get(bound, 0.0) + seconds
     if not by_bound:
         return 0.0, None
     return sum(by_bound.values()), max(by_bound, key=by_bound.get)
@@ -173,7 +201,7 @@ def _module_time(rows: list[OpCost], chip: Chip | None) -> tuple[float | None, s
 def _collective_bytes(module: Module) -> dict[str, int]:
     """Instruction name -> bytes each device sends; an async wrapper's inner collective is named too."""
     sent = {}
-    for row in collectives(module):
+    for row in collectives(module, count_executions=False):
         if row.bytes_per_device is None:
             continue
         sent[row.name] = row.bytes_per_device
@@ -185,23 +213,15 @@ def _collective_bytes(module: Module) -> dict[str, int]:
     return sent
 
 
-def _row(module: Module, label: str, computation: Computation, instruction: Instruction, cost: Cost,
-         sent: int | None, chip: Chip | None) -> OpCost:
-    dtype = _dtype(instruction.shape)
+def _row(module: Module, label: str, times: Times, computation: Computation, instruction: Instruction, cost: Cost,
+         sent: int | None) -> OpCost:
+    compute, memory, collective, roofline, bound = times
     moved = cost.padded_bytes
     known = cost.flops >= 0 and cost.bytes >= 0
-    compute = memory = collective = roofline = bound = None
-    if chip is not None and known:
-        compute = cost.flops / chip.peak_flops(dtype)
-        memory = moved / chip.hbm_bandwidth
-        collective = sent / chip.ici_bandwidth if sent is not None else 0.0
-        times = {"compute": compute, "memory": memory, "collective": collective}
-        bound = max(times, key=times.get)
-        roofline = times[bound]
     return OpCost(
         module=label, computation=computation.name, name=instruction.name, opcode=instruction.opcode,
-        kind=_kind(instruction), dtype=dtype, flops=cost.flops, transcendentals=cost.transcendentals,
-        bytes_read=cost.bytes - cost.written, bytes_written=cost.written,
+        kind=_kind(instruction), dtype=_dtype(instruction.shape), flops=cost.flops,
+        transcendentals=cost.transcendentals, bytes_read=cost.bytes - cost.written, bytes_written=cost.written,
         padded_bytes_read=cost.padded_bytes - cost.padded_written, padded_bytes_written=cost.padded_written,
         arithmetic_intensity=cost.flops / moved if known and moved > 0 else None, collective_bytes=sent,
         compute_seconds=compute, memory_seconds=memory, collective_seconds=collective if sent is not None else None,
@@ -217,6 +237,8 @@ def _kind(instruction: Instruction) -> str:
 
 
 def _dtype(shape: Shape | None) -> str:
+    if shape is not None and not shape.is_tuple:
+        return shape.dtype
     leaf = next((s for s in shape.leaves() if s.is_array), None) if shape is not None else None
     return leaf.dtype if leaf is not None else ""
 
@@ -226,10 +248,31 @@ def _operand_shape(instruction: Instruction, index: int, by_name: dict[str, Inst
     return by_name[instruction.operands[index]].shape
 
 
+_SIZES: dict[int, tuple[Shape, tuple[int, int], tuple[int, int]]] = {}
+
+
+def _sizes(shape: Shape) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(as an operand, as an output) of a shape, memoised by identity: a module repeats a few hundred
+    shapes and the parser shares their objects (hashing a Shape costs more than a look-up by id)."""
+    entry = _SIZES.get(id(shape))
+    if entry is None or entry[0] is not shape:
+        if len(_SIZES) > 65536:
+            _SIZES.clear()
+        entry = _SIZES[id(shape)] = (shape, _operand_size(shape), _output_size(shape))
+    return entry[1], entry[2]
+
+
 def _size(shape: Shape | None) -> tuple[int, int]:
     """(logical, padded) bytes under XLA's CPU size function: a tuple is its pointer table."""
-    if shape is None:
-        return 0, 0
+    return _sizes(shape)[0] if shape is not None else (0, 0)
+
+
+def _leaves_size(shape: Shape | None) -> tuple[int, int]:
+    """(logical, padded) bytes of every array in the shape: what an instruction writes."""
+    return _sizes(shape)[1] if shape is not None else (0, 0)
+
+
+def _operand_size(shape: Shape) -> tuple[int, int]:
     if shape.is_tuple:
         table = POINTER_BYTES * len(shape.tuple_shapes)
         return table, table
@@ -238,11 +281,10 @@ def _size(shape: Shape | None) -> tuple[int, int]:
     return shape.logical_bytes, shape.padded_bytes
 
 
-def _leaves_size(shape: Shape | None) -> tuple[int, int]:
-    """(logical, padded) bytes of every array in the shape: what an instruction writes."""
-    if shape is None or not shape.is_tuple:
-        return _size(shape)
-    sizes = [_size(leaf) for leaf in shape.leaves()]
+def _output_size(shape: Shape) -> tuple[int, int]:
+    if not shape.is_tuple:
+        return _operand_size(shape)
+    sizes = [_operand_size(leaf) for leaf in shape.leaves()]
     return sum(s[0] for s in sizes), sum(s[1] for s in sizes)
 
 
@@ -258,8 +300,9 @@ class _Analysis:
     def __init__(self, module: Module) -> None:
         self.module = module
         self._indexes: dict[str, dict[str, Instruction]] = {}
-        self._sums: dict[str, Cost] = {}
+        self._sums: dict[tuple[str, bool], Cost] = {}
         self._users: dict[str, dict[str, list[Instruction]]] = {}
+        self._costs: dict[int, Cost] = {}
 
     def index(self, computation: Computation) -> dict[str, Instruction]:
         if computation.name not in self._indexes:
@@ -279,31 +322,56 @@ class _Analysis:
     def called(self, instruction: Instruction, position: int = 0) -> Computation:
         return self.module.computations_by_name[instruction.called_computations[position]]
 
-    def computation(self, computation: Computation) -> Cost:
-        """The sum over every instruction of the computation (XLA's `ProcessSubcomputation`)."""
-        if computation.name not in self._sums:
-            index = self.index(computation)
-            total = Cost()
-            for instruction in computation.instructions:
-                total += self.instruction(instruction, index)
-            self._sums[computation.name] = total
-        return self._sums[computation.name]
+    def computation(self, computation: Computation, flops_only: bool = False) -> Cost:
+        """The sum over every instruction of the computation (XLA's `ProcessSubcomputation`).
 
-    def instruction(self, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
+        `flops_only`: for fused computations and reducers, whose bytes XLA never uses, the
+        elementwise ops skip their bytes (most of the work on a big module)."""
+        key = (computation.name, flops_only)
+        if key not in self._sums:
+            index = self.index(computation)
+            total = _NO_COST
+            for instruction in computation.instructions:
+                total += self.instruction(instruction, index, flops_only)
+            self._sums[key] = total
+        return self._sums[key]
+
+    def instruction(self, instruction: Instruction, index: dict[str, Instruction], flops_only: bool = False) -> Cost:
+        """XLA's cost of one instruction, once per instruction (the entry's are asked for twice)."""
+        if flops_only:
+            return self._evaluate(instruction, index, flops_only)
+        cost = self._costs.get(id(instruction))
+        if cost is None:
+            cost = self._costs[id(instruction)] = self._evaluate(instruction, index, flops_only)
+        return cost
+
+    def _evaluate(self, instruction: Instruction, index: dict[str, Instruction], flops_only: bool) -> Cost:
         opcode = instruction.opcode
         handler = _HANDLERS.get(opcode)
         if handler is None and opcode.endswith("-start") and opcode not in _HANDLERS:
             handler = _HANDLERS.get(opcode.removesuffix("-start"))  # async sugar: `reduce-scatter-start`
         if handler is not None:
             return handler(self, instruction, index)
-        return self.default_bytes(instruction, index) + _compute(instruction)
+        flops, transcendentals = _compute(instruction)
+        if flops_only:
+            return Cost(flops, transcendentals)
+        return self._default(instruction, index, flops, transcendentals)
 
     def default_bytes(self, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
         """Every operand read whole, the output written whole (XLA's `Preprocess`)."""
+        return self._default(instruction, index, 0, 0)
+
+    def _default(self, instruction: Instruction, index: dict[str, Instruction], flops: float,
+                 transcendentals: float) -> Cost:
         if instruction.opcode in NO_BYTES or _is_bitcast_transpose(instruction, index):
-            return Cost()
-        read = [_size(_operand_shape(instruction, i, index)) for i in range(len(instruction.operands))]
-        return _bytes(read, _leaves_size(instruction.shape))
+            return Cost(flops, transcendentals)
+        read = padded_read = 0
+        for position in range(len(instruction.operands)):
+            logical, padded = _size(_operand_shape(instruction, position, index))
+            read += logical
+            padded_read += padded
+        written, padded_written = _leaves_size(instruction.shape)
+        return Cost(flops, transcendentals, read + written, written, padded_read + padded_written, padded_written)
 
     def users(self, computation: Computation) -> dict[str, list[Instruction]]:
         """Operand name -> distinct users, in printed order (XLA's `users()`), per fused computation."""
@@ -317,14 +385,14 @@ class _Analysis:
         return self._users[computation.name]
 
 
-def _compute(instruction: Instruction) -> Cost:
-    """FLOPs of the elementwise ops; everything without a handler and not elementwise counts none."""
+def _compute(instruction: Instruction) -> tuple[int, int]:
+    """(flops, transcendentals) of the elementwise ops: one per output element; none for the rest."""
     opcode = instruction.opcode
-    if opcode in TRANSCENDENTAL:
-        return Cost(transcendentals=instruction.shape.num_elements)
     if opcode in ELEMENTWISE:
-        return Cost(flops=instruction.shape.num_elements)
-    return Cost()
+        return instruction.shape.num_elements, 0
+    if opcode in TRANSCENDENTAL:
+        return 0, instruction.shape.num_elements
+    return 0, 0
 
 
 def _is_bitcast_transpose(instruction: Instruction, index: dict[str, Instruction]) -> bool:
@@ -431,7 +499,7 @@ def _valid_positions(input_size: int, kernel: int, output: int, dim: _WindowDim)
 
 def _applied(analysis: _Analysis, instruction: Instruction, position: int = 0) -> Cost:
     """The cost of one application of a called computation (a reducer, a comparator...)."""
-    return analysis.computation(analysis.called(instruction, position))
+    return analysis.computation(analysis.called(instruction, position), flops_only=True)
 
 
 def _first_array(shape: Shape) -> Shape:
@@ -470,8 +538,9 @@ def _select_and_scatter(analysis: _Analysis, instruction: Instruction, index) ->
     window = math.prod(d.size for d in _window(instruction.attributes.get("window"), instruction.shape.rank))
     select = analysis.module.computations_by_name[_strip(instruction.attributes["select"])]
     scatter = analysis.module.computations_by_name[_strip(instruction.attributes["scatter"])]
-    return (analysis.default_bytes(instruction, index) + analysis.computation(select).scaled(source * (window - 1))
-            + analysis.computation(scatter).scaled(source))
+    return (analysis.default_bytes(instruction, index)
+            + analysis.computation(select, flops_only=True).scaled(source * (window - 1))
+            + analysis.computation(scatter, flops_only=True).scaled(source))
 
 
 def _strip(name: str) -> str:
@@ -553,7 +622,7 @@ def _called_sum(analysis: _Analysis, instruction: Instruction, index) -> Cost:
 
 def _conditional(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     """The largest branch, per property (XLA's `HandleConditional`)."""
-    branches = [_fields(analysis.computation(analysis.module.computations_by_name[name]))
+    branches = [tuple(analysis.computation(analysis.module.computations_by_name[name]))
                 for name in instruction.called_computations]
     return Cost(*(max(values) for values in zip(*branches))) if branches else Cost()
 
@@ -565,7 +634,7 @@ def _fusion(analysis: _Analysis, instruction: Instruction, index) -> Cost:
         inner = next((i for i in body.instructions if i.opcode in ("gather", "scatter")), None)
         if inner is not None:
             return _HANDLERS[inner.opcode](analysis, inner, analysis.index(body))
-    inside = analysis.computation(body)
+    inside = analysis.computation(body, flops_only=True)
     read = [_parameter_read(analysis, body, parameter) for parameter in body.instructions
             if parameter.opcode == "parameter"]
     read += [_size(i.shape) for i in body.instructions if i.opcode == "constant" and i.shape.num_elements > 1]

@@ -43,9 +43,10 @@ def cost(
     from xlainspect.analysis.cost import module_cost
 
     figures = (chip, peak_flops, hbm_bandwidth, ici_bandwidth)
+    rows_wanted = None if html is not None or top == 0 else top  # the page draws every op
     with user_errors():
-        rows = _analyse(paths, function, module_re, stage, strict, f"cost:{figures}",
-                        lambda m: module_cost(m.module(stage.value), _chip(m, *figures)))
+        rows = _analyse(paths, function, module_re, stage, strict, f"cost:{figures}:{rows_wanted}",
+                        lambda m: module_cost(m.module(stage.value), _chip(m, *figures), rows_wanted))
     if html is not None:
         from xlainspect.cost_html import write_cost_html
 
@@ -74,13 +75,9 @@ def _chip(dump_module, key: str | None, peak_flops, hbm_bandwidth, ici_bandwidth
         raise ChipUsageError(str(error)) from None
 
 
-def _top(module, top: int) -> list:
-    return module.ops[:top] if top else module.ops
-
-
 def _emit(modules: list, top: int, fmt: OutputFormat) -> None:
     module_records = [{c: getattr(m, c) for c in MODULE_COLUMNS} for m in modules]
-    op_records = [dataclasses.asdict(op) for m in modules for op in _top(m, top)]
+    op_records = [dataclasses.asdict(op) for m in modules for op in m.ops[:top or None]]
     if fmt is OutputFormat.json:
         emit_json({"modules": module_records, "ops": [{c: r[c] for c in OP_COLUMNS} for r in op_records]})
     elif fmt is OutputFormat.csv:
@@ -90,7 +87,7 @@ def _emit(modules: list, top: int, fmt: OutputFormat) -> None:
         emit_rows([_readable(r) for r in module_records], columns, fmt, title="cost per module")
         for module in modules:
             print()
-            emit_rows([_readable(dataclasses.asdict(op)) for op in _top(module, top)], _TABLE_OP_COLUMNS, fmt,
+            emit_rows([_readable(dataclasses.asdict(op)) for op in module.ops[:top or None]], _TABLE_OP_COLUMNS, fmt,
                       title=f"{module.module}: top ops by roofline time")
 
 
