@@ -165,3 +165,34 @@ def test_cli_html_roofline_is_self_contained(tmp_path):
     text = page.read_text()
     assert text.count("<circle class='op") >= 3 and "class='roof bf16'" in text
     assert "http" not in text and "<script src" not in text
+
+
+@requires_corpus
+def test_xla_parser_test_modules_equal_xla_cost_analysis():
+    """XLA's own parser tests (convolutions, while, conditional, sort, scatter, infeed/outfeed...): every
+    module both parsers read counts the same FLOPs, transcendentals and bytes; those that leave shapes
+    for XLA to infer are refused with the place (we do not infer shapes)."""
+    jax = pytest.importorskip("jax")
+    from jax._src.lib import _jax, hlo
+
+    from xlainspect.errors import HloParseError
+
+    client, compared, refused, differ = jax.devices("cpu")[0].client, 0, [], []
+    for path in corpus_files("xla_parser_tests_20*/valid/*"):
+        text = path.read_text()
+        try:
+            xla = _jax.hlo_module_cost_analysis(client, hlo.hlo_module_from_text(text))
+        except Exception:  # XLA rejects it (a newer or older syntax): nothing to compare
+            continue
+        try:
+            ours = module_cost(parse_hlo(text, str(path))[0], None)
+        except HloParseError as error:
+            refused.append((path.name, error.line))
+            continue
+        compared += 1
+        theirs = (xla.get("flops", 0), xla.get("transcendentals", 0), xla.get("bytes accessed", 0))
+        if (ours.flops, ours.transcendentals, ours.bytes_accessed) != pytest.approx(theirs, rel=0.01, abs=0.5):
+            differ.append(path.name)
+    assert compared >= 280 and differ == []
+    assert ("0208_L3878_HloParserTest.InferDotShape.hlo", 5) in refused
+    assert ("0209_L3892_HloParserTest.InferTupleShape.hlo", 5) in refused

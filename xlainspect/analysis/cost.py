@@ -35,16 +35,16 @@ module with conditionals sum to more.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from xlainspect.analysis.chips import Chip, dtype_class
+from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import collectives
 from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label
+from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import backend_config_kind
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.shape import Shape
@@ -262,14 +262,14 @@ def _sizes(shape: Shape) -> tuple[tuple[int, int], tuple[int, int]]:
     return entry[1], entry[2]
 
 
-def _size(shape: Shape | None) -> tuple[int, int]:
+def _size(shape: Shape) -> tuple[int, int]:
     """(logical, padded) bytes under XLA's CPU size function: a tuple is its pointer table."""
-    return _sizes(shape)[0] if shape is not None else (0, 0)
+    return _sizes(shape)[0]
 
 
-def _leaves_size(shape: Shape | None) -> tuple[int, int]:
+def _leaves_size(shape: Shape) -> tuple[int, int]:
     """(logical, padded) bytes of every array in the shape: what an instruction writes."""
-    return _sizes(shape)[1] if shape is not None else (0, 0)
+    return _sizes(shape)[1]
 
 
 def _operand_size(shape: Shape) -> tuple[int, int]:
@@ -346,9 +346,18 @@ class _Analysis:
         return cost
 
     def _evaluate(self, instruction: Instruction, index: dict[str, Instruction], flops_only: bool) -> Cost:
+        try:
+            return self._count(instruction, index, flops_only)
+        except (AttributeError, KeyError, IndexError, ValueError, TypeError, ZeroDivisionError) as error:
+            # Text XLA's parser infers from (a shape left out) or attributes it would reject: name the place.
+            raise HloParseError(f"cannot count {instruction.name} ({instruction.opcode}) as XLA's cost analysis "
+                                f"does: {type(error).__name__}: {error} (a shape or attribute it needs is missing "
+                                "or malformed)", self.module.path, instruction.line) from None
+
+    def _count(self, instruction: Instruction, index: dict[str, Instruction], flops_only: bool) -> Cost:
         opcode = instruction.opcode
         handler = _HANDLERS.get(opcode)
-        if handler is None and opcode.endswith("-start") and opcode not in _HANDLERS:
+        if handler is None and opcode.endswith("-start"):
             handler = _HANDLERS.get(opcode.removesuffix("-start"))  # async sugar: `reduce-scatter-start`
         if handler is not None:
             return handler(self, instruction, index)
@@ -594,6 +603,12 @@ def _scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
             + _applied(analysis, instruction).scaled(elements))
 
 
+def _outfeed(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    """Every array of every operand read, tuples by their elements (the token writes nothing)."""
+    return _bytes([_leaves_size(_operand_shape(instruction, i, index)) for i in range(len(instruction.operands))],
+                  (0, 0))
+
+
 def _tuple(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     return _bytes([], _size(instruction.shape))
 
@@ -685,37 +700,43 @@ def _leaf_indices(shape: Shape, prefix: tuple[int, ...] = ()) -> list[tuple[int,
 def _read_bytes(analysis: _Analysis, body: Computation, value: Instruction) -> tuple[int, int]:
     """What a fused computation reads of one parameter: slices read their size, broadcasts and
     reshapes the whole, other users share one whole read (XLA's `FusionParameterReadBytes`)."""
-    whole = _size(value.shape)
     total, seen = [0, 0], False
-
-    def add(size: tuple[int, int]) -> None:
+    for user in analysis.users(body).get(value.name, ()):
+        sliced = _sliced_read(user, value, seen)
+        if user.opcode == "fusion":
+            size = _nested_read(analysis, body, user, value)
+        elif sliced is not None:
+            size, seen = sliced
+        elif user.opcode in ("broadcast", "reshape"):
+            size = _size(value.shape)
+        else:
+            size, seen = ((0, 0) if seen else _size(value.shape)), True
         total[0] += size[0]
         total[1] += size[1]
-
-    for user in analysis.users(body).get(value.name, ()):
-        opcode = user.opcode
-        if opcode == "fusion":
-            add(_nested_read(analysis, body, user, value))
-        elif opcode == "slice":
-            add(_size(user.shape))
-        elif opcode == "dynamic-slice" and user.operands[0] == value.name:
-            add(_size(user.shape))
-        elif opcode == "dynamic-update-slice" and user.operands[0] == value.name:
-            continue
-        elif opcode in ("broadcast", "reshape"):
-            add(whole)
-        elif not seen:
-            seen = True
-            add(whole)
     return total[0], total[1]
 
 
+def _sliced_read(user: Instruction, value: Instruction, seen: bool) -> tuple[tuple[int, int], bool] | None:
+    """(bytes charged, whole read seen) when `user` slices `value`: a slice or dynamic-slice of it reads
+    the slice; its start indices and a dynamic-update-slice's update share the one whole read; the
+    buffer a dynamic-update-slice updates in place is not read. None for other users."""
+    if user.opcode == "slice":
+        return _size(user.shape), seen
+    if user.opcode == "dynamic-slice" and user.operands[0] == value.name:
+        return _size(user.shape), seen
+    if user.opcode == "dynamic-update-slice" and user.operands[0] == value.name:
+        return (0, 0), seen
+    if user.opcode in ("dynamic-slice", "dynamic-update-slice"):
+        return ((0, 0) if seen else _size(value.shape)), True
+    return None
+
+
 def _nested_read(analysis: _Analysis, body: Computation, nested: Instruction, value: Instruction) -> tuple[int, int]:
-    """A parameter read by a nested fusion: XLA charges by how the nested fusion's users read it."""
+    """A parameter read by a nested fusion: XLA charges by how the nested fusion's users slice it when
+    the parameter feeds the nested root directly, else by how the nested computation reads it, once."""
     inner = analysis.called(nested)
     parameters = {p.parameter_number: p for p in inner.instructions if p.opcode == "parameter"}
     root = inner.root
-    fusion_users = analysis.users(body).get(nested.name, ())
     total = [0, 0]
     for position, operand in enumerate(nested.operands):
         if operand != value.name:
@@ -723,20 +744,12 @@ def _nested_read(analysis: _Analysis, body: Computation, nested: Instruction, va
         parameter = parameters[position]
         simple = not root.operands or root.opcode in ("parameter", "constant") or root.operands[0] == parameter.name
         seen = False
-        for user in fusion_users:
-            if simple and user.opcode == "slice":
-                size = _size(user.shape)
-            elif simple and user.opcode == "dynamic-slice":
-                size, seen = (_size(user.shape), seen) if user.operands[0] == nested.name else (
-                    (_size(nested.shape), True) if not seen else ((0, 0), seen))
-            elif simple and user.opcode == "dynamic-update-slice":
-                size, seen = ((_size(nested.shape), True) if user.operands[0] != nested.name and not seen
-                              else ((0, 0), seen))
-            elif not seen:
-                seen = True
-                size = _read_bytes(analysis, inner, parameter)
+        for user in analysis.users(body).get(nested.name, ()):
+            sliced = _sliced_read(user, nested, seen) if simple else None
+            if sliced is not None:
+                size, seen = sliced
             else:
-                size = (0, 0)
+                size, seen = ((0, 0) if seen else _read_bytes(analysis, inner, parameter)), True
             total[0] += size[0]
             total[1] += size[1]
     return total[0], total[1]
@@ -749,5 +762,5 @@ _HANDLERS: dict[str, Callable[[_Analysis, Instruction, dict], Cost]] = {
     "dynamic-slice": _slice, "dynamic-update-slice": _dynamic_update_slice, "gather": _gather, "scatter": _scatter,
     "tuple": _tuple, "custom-call": _custom_call, "triangular-solve": _triangular_solve, "cholesky": _cholesky,
     "call": _called_sum, "while": _called_sum, "async-start": _called_sum, "conditional": _conditional,
-    "fusion": _fusion,
+    "fusion": _fusion, "outfeed": _outfeed,
 }
