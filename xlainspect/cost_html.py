@@ -11,8 +11,6 @@ import html
 import math
 from pathlib import Path
 
-from xlainspect.analysis.chips import get_chip
-
 _WIDTH, _HEIGHT, _PAD = 900, 420, 60
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
@@ -42,10 +40,10 @@ def _section(module) -> str:
 
 
 def _chart(module, points: list) -> str:
-    chip = get_chip(module.chip) if module.chip != "custom" else None
+    chip = module.chip_figures
     intensities = [op.arithmetic_intensity for op in points]
     attained = [op.flops / op.roofline_seconds for op in points]
-    peaks = {dtype: chip.peak_flops(dtype) for dtype in ("bf16", "f32")} if chip else {}
+    peaks = {dtype: chip.peak_flops(dtype) for dtype in ("bf16", "f32")}
     x_range = (math.floor(math.log10(min(intensities))) - 1, math.ceil(math.log10(max(intensities))) + 1)
     y_range = (math.floor(math.log10(min(attained))) - 1, math.ceil(math.log10(max([*attained, *peaks.values()]))))
     scale = _Scale(x_range, y_range)

@@ -132,6 +132,9 @@ class ModuleCost:
     bound: str | None
     """The bound that holds the most of that time."""
     chip: str | None
+    """The chip's key (`h100`, `tpu-v5e`; `custom` for --peak-flops/--hbm-bandwidth alone)."""
+    chip_figures: Chip | None = field(hash=False, repr=False)
+    """The figures the times were computed with (overrides included)."""
     ops: list[OpCost] = field(hash=False, repr=False)
     """The counted ops, slowest first (the `top` asked for)."""
 
@@ -154,7 +157,7 @@ def module_cost(module: Module, chip: Chip | None, top: int | None = None) -> Mo
     label = module_label(module)
     rows = [_row(module, label, *entry) for entry in (timed[:top] if top is not None else timed)]
     return ModuleCost(label, module.name, total.flops, total.transcendentals, total.bytes, total.padded_bytes,
-                      seconds, bound, chip.key if chip else None, rows)
+                      seconds, bound, chip.key if chip else None, chip, rows)
 
 
 _NO_COST = Cost()
