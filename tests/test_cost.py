@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from xlainspect.analysis.chips import DTYPE_CLASSES, chip_table, default_chip_key, dtype_class, get_chip
-from xlainspect.analysis.cost import _valid_positions, _window, _WindowDim, module_cost
+from xlainspect.analysis.cost import TRANSCENDENTAL, _valid_positions, _window, _WindowDim, module_cost
 from xlainspect.cli.app import app
 from xlainspect.hlo.parser import parse_hlo
 
@@ -214,3 +214,30 @@ def test_xla_parser_test_modules_equal_xla_cost_analysis(xla_costs):
     assert compared >= 280 and differ == []
     assert ("0208_L3878_HloParserTest.InferDotShape.hlo", 5) in refused
     assert ("0209_L3892_HloParserTest.InferTupleShape.hlo", 5) in refused
+
+
+def test_elementwise_opcodes_split_as_xla_splits_them(tmp_path):
+    """One tiny module per elementwise opcode, in XLA's HLO text syntax (`name = shape opcode(operands)`,
+    reference §1.5), counted by us and by jaxlib: one FLOP or one transcendental per element each."""
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed")
+    unary = sorted(TRANSCENDENTAL - {"power", "atan2"}) + ["abs", "negate", "sign", "floor", "ceil",
+                                                          "round-nearest-even", "copy", "is-finite"]
+    binary = ["power", "atan2", "add", "divide", "maximum", "remainder", "compare"]
+    paths = []
+    for opcode in unary + binary:
+        out = "pred" if opcode in ("is-finite", "compare") else "f32"
+        operands = "p0" if opcode in unary else "p0, p1"
+        extra = ", direction=LT" if opcode == "compare" else ""
+        path = tmp_path / f"{opcode}.hlo"
+        path.write_text(f"HloModule m_{opcode.replace('-', '_')}\nENTRY e {{\n  p0 = f32[4]{{0}} parameter(0)\n"
+                        f"  p1 = f32[4]{{0}} parameter(1)\n  ROOT r = {out}[4]{{0}} {opcode}({operands}){extra}\n}}\n")
+        paths.append(path)
+    child = subprocess.run([sys.executable, "-c", XLA_COST], input="\n".join(map(str, paths)), capture_output=True,
+                           text=True, check=True)
+    xla = json.loads(child.stdout)
+    for path in paths:
+        ours = module_cost(_module(path), None)
+        assert [ours.flops, ours.transcendentals, ours.bytes_accessed] == xla[str(path)], path.stem
+    assert module_cost(_module(tmp_path / "acos.hlo"), None).transcendentals == 4
+    assert module_cost(_module(tmp_path / "copy.hlo"), None).flops == 0

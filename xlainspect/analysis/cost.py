@@ -5,7 +5,8 @@ Counting follows xla/service/hlo_cost_analysis.cc, so that a module's totals equ
 `hlo_module_cost_analysis` reports for the same text:
 
 * elementwise ops count one per output element: as `transcendentals` for XLA's set (erf, exp,
-  log, logistic, power, sqrt, cbrt, rsqrt, tanh, sin, cos, tan, expm1, log1p, atan2), as `flops`
+  log, logistic, power, sqrt, cbrt, rsqrt, tanh, sin, cos, tan, expm1, log1p, atan2, and the newer
+  acos, acosh, asin, asinh, atanh, cosh, sinh, as jaxlib 0.10.2 counts them), as `flops`
   for the rest (compare, select, clamp, convert, bitcast-convert, reduce-precision included);
   copy, reshape, broadcast, transpose, slices, pad, concatenate, gather, iota count none.
 * dot: 2 x elements(result) x the product of the lhs contracting dims; convolution: 2 x
@@ -51,7 +52,7 @@ from xlainspect.shape import Shape
 
 TRANSCENDENTAL = frozenset({
     "erf", "exponential", "log", "logistic", "power", "sqrt", "cbrt", "rsqrt", "tanh", "sine", "cosine", "tan",
-    "exponential-minus-one", "log-plus-one", "atan2",
+    "exponential-minus-one", "log-plus-one", "atan2", "acos", "acosh", "asin", "asinh", "atanh", "cosh", "sinh",
 })
 ELEMENTWISE = frozenset({
     "abs", "add", "and", "bitcast-convert", "ceil", "clamp", "compare", "complex", "convert", "count-leading-zeros",
