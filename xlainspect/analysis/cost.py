@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import collectives
-from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label
+from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label, users
 from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import backend_config_kind
 from xlainspect.hlo.model import Computation, Instruction, Module
@@ -389,12 +389,7 @@ class _Analysis:
     def users(self, computation: Computation) -> dict[str, list[Instruction]]:
         """Operand name -> distinct users, in printed order (XLA's `users()`), per fused computation."""
         if computation.name not in self._users:
-            result: dict[str, list[Instruction]] = {}
-            for instruction in computation.instructions:
-                if instruction.opcode not in ("parameter", "constant"):
-                    for operand in dict.fromkeys(instruction.operands):
-                        result.setdefault(operand, []).append(instruction)
-            self._users[computation.name] = result
+            self._users[computation.name] = users(computation)
         return self._users[computation.name]
 
 
