@@ -30,8 +30,9 @@ class ChipUsageError(typer.BadParameter):
 def cost(
     paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = None, stage: StageOpt = Stage.after,
     top: Annotated[int, typer.Option("--top", min=0, help="Ops to list per module, slowest first (0: all).")] = 10,
-    chip: Annotated[str | None, typer.Option("--chip", help="The chip the roofline is drawn for (default: the "
-                                             "GPU the dump was compiled for).")] = None,
+    chip: Annotated[str | None, typer.Option("--chip", help="The chip the roofline is drawn for: h100, h200, b200, "
+                                             "a100, tpu-v4, tpu-v5e, tpu-v5p or tpu-v6e (default: the GPU the dump "
+                                             "was compiled for).")] = None,
     peak_flops: Annotated[float | None, typer.Option("--peak-flops", help="Peak FLOP/s, for every dtype.")] = None,
     hbm_bandwidth: Annotated[float | None, typer.Option("--hbm-bandwidth", help="HBM bytes/s.")] = None,
     ici_bandwidth: Annotated[float | None, typer.Option("--ici-bandwidth", help="Interconnect bytes/s a chip "
@@ -40,12 +41,14 @@ def cost(
     fmt: FormatOpt = OutputFormat.table, strict: StrictOpt = False,
 ) -> None:
     """FLOPs, transcendentals, bytes and roofline time per op and module, equal to XLA's HloCostAnalysis."""
+    from xlainspect.analysis.chips import chip_table
     from xlainspect.analysis.cost import module_cost
 
     figures = (chip, peak_flops, hbm_bandwidth, ici_bandwidth)
     rows_wanted = None if html is not None or top == 0 else top  # the page draws every op
+    key = f"cost:{figures}:{rows_wanted}:{sorted(chip_table().items())}"  # the table is data, not code
     with user_errors():
-        rows = _analyse(paths, function, module_re, stage, strict, f"cost:{figures}:{rows_wanted}",
+        rows = _analyse(paths, function, module_re, stage, strict, key,
                         lambda m: module_cost(m.module(stage.value), _chip(m, *figures), rows_wanted))
     if html is not None:
         from xlainspect.cost_html import write_cost_html
