@@ -113,8 +113,8 @@ def test_convolution_window_rules():
 
 
 def test_collective_time_uses_bytes_per_device():
-    cost = module_cost(_module(DUMPS / "collectives_cpu" / "module_0000.jit_collectives_body.cpu_after_optimizations.txt"),
-                       get_chip("h100"))
+    path = DUMPS / "collectives_cpu" / "module_0000.jit_collectives_body.cpu_after_optimizations.txt"
+    cost = module_cost(_module(path), get_chip("h100"))
     gather = next(op for op in cost.ops if op.name == "all_gather.3")
     assert gather.bound == "collective"
     assert gather.collective_seconds == pytest.approx(gather.collective_bytes / 450e9)

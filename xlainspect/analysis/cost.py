@@ -298,6 +298,10 @@ def _bytes(read: list[tuple[int, int]], written: tuple[int, int]) -> Cost:
     return Cost(bytes=logical, written=written[0], padded_bytes=padded, padded_written=written[1])
 
 
+#: What malformed text (a shape left out, an attribute XLA would reject) raises while counting.
+_UNCOUNTABLE = (AttributeError, KeyError, IndexError, ValueError, TypeError, ZeroDivisionError, RecursionError)
+
+
 class _Analysis:
     """HloCostAnalysis over one module: per-instruction costs, computations' sums cached by name."""
 
@@ -352,7 +356,7 @@ class _Analysis:
     def _evaluate(self, instruction: Instruction, index: dict[str, Instruction], flops_only: bool) -> Cost:
         try:
             return self._count(instruction, index, flops_only)
-        except (AttributeError, KeyError, IndexError, ValueError, TypeError, ZeroDivisionError) as error:
+        except _UNCOUNTABLE as error:
             # Text XLA's parser infers from (a shape left out) or attributes it would reject: name the place.
             raise HloParseError(f"cannot count {instruction.name} ({instruction.opcode}) as XLA's cost analysis "
                                 f"does: {type(error).__name__}: {error} (a shape or attribute it needs is missing "
@@ -439,7 +443,8 @@ def _convolution(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     lhs, rhs, out = _operand_shape(instruction, 0, index), _operand_shape(instruction, 1, index), instruction.shape
     labels = _dim_labels(attributes.get("dim_labels", "b01f_01io->b01f"))
     positions = 1  # no spatial dims: XLA's one-element window, one valid position
-    for k, dim in enumerate(_window(attributes.get("window"), len(labels["lhs_spatial"])) if labels["lhs_spatial"] else ()):
+    window = _window(attributes.get("window"), len(labels["lhs_spatial"])) if labels["lhs_spatial"] else ()
+    for k, dim in enumerate(window):
         positions *= _valid_positions(lhs.dims[labels["lhs_spatial"][k]], rhs.dims[labels["rhs_spatial"][k]],
                                       out.dims[labels["out_spatial"][k]], dim)
     feature_groups = int(attributes.get("feature_group_count", "1"))
