@@ -503,8 +503,13 @@ def _valid_positions(input_size: int, kernel: int, output: int, dim: _WindowDim)
         return output
     count = 0
     for tap in range(kernel):
+        offset = tap * dim.window_dilation - dim.pad_low
+        if dim.base_dilation == 1:  # the outputs whose input index falls inside: one range per tap
+            first, last = -(offset // dim.stride), (input_size - 1 - offset) // dim.stride
+            count += max(0, min(output - 1, last) - max(0, first) + 1)
+            continue
         for position in range(output):
-            undilated = position * dim.stride - dim.pad_low + tap * dim.window_dilation
+            undilated = position * dim.stride + offset
             if undilated % dim.base_dilation == 0 and 0 <= undilated // dim.base_dilation < input_size:
                 count += 1
     return count
