@@ -335,7 +335,17 @@ def big_module_figures(path: Path, repeat: int) -> list[dict]:
     rows.append(figure("opcode histogram by the line fast path (read + scan + histogram, in process)", fast["s"], "s", "", None))
     rows.append(figure("xlainspect ops, no cache (wall, start-up included)", ops_wall, "s",
                        f"< {cpp_s:.2f} (C++)" if cpp_s else "", _ok(cpp_s, cpp_s and ops_wall < cpp_s)))
-    return rows
+    return rows + cost_figures(path, repeat, cache_env | {"XLAINSPECT_NO_CACHE": "1"})
+
+
+def cost_figures(path: Path, repeat: int, env: dict) -> list[dict]:
+    """`cost` (XLA's FLOPs and bytes per op, roofline on a chip) against `fusions` on the same module,
+    both cold, start-up and parse included: the target is 1.2x."""
+    fusions_wall = wall([*XLAINSPECT, "fusions", str(path), "--format", "json"], repeat, env)
+    cost_wall = wall([*XLAINSPECT, "cost", str(path), "--chip", "h100", "--format", "json"], repeat, env)
+    return [figure("xlainspect cost --chip h100, no cache (wall)", cost_wall, "s",
+                   f"<= {1.2 * fusions_wall:.2f} (1.2x fusions)", cost_wall <= 1.2 * fusions_wall),
+            figure("  xlainspect fusions, no cache (wall)", fusions_wall, "s", "", None)]
 
 
 def _ok(reference: float | None, holds) -> bool | None:

@@ -65,6 +65,19 @@ def test_remat_recomputes_the_hidden_activation():
     assert metrics["instructions"] == (104, 107, 3)
     assert metrics["peak_memory"] == (11268, 9220, -2048)
     assert metrics["parameter_bytes"][2] == 0
+    assert metrics["flops"] == (42048, 44096, 2048)  # XLA's count: the recomputed layer's elementwise ops
+    assert metrics["roofline_seconds"] == (None, None, None)  # a CPU dump names no roofline chip
+
+
+def test_roofline_seconds_on_a_chip_and_gate():
+    from xlainspect.analysis.chips import get_chip
+
+    (row,) = diff_dumps(load_dump(DUMPS / "diff_remat_a"), load_dump(DUMPS / "diff_remat_b"), get_chip("h100"))
+    a, b, delta = _metrics(row)["roofline_seconds"]
+    assert b < a and delta == pytest.approx(b - a)  # one fusion fewer moves fewer bytes than the recompute costs
+    result = _cli(str(DUMPS / "diff_remat_a"), str(DUMPS / "diff_remat_b"), "--chip", "h100", "--fail-on-regression",
+                  "--max-increase", "flops=1%")
+    assert result.exit_code == 1 and "flops 42,048 -> 44,096" in result.stderr
 
 
 def test_sharding_adds_an_all_reduce_and_changes_the_parameter_sharding():

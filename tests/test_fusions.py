@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from conftest import DUMPS, corpus_files
-from xlainspect.analysis.fusions import fusion_kind_totals, fusions, unfused_ops
+from xlainspect.analysis.fusions import fusion_kind_totals, fusions, unfused_contractions, unfused_ops
 from xlainspect.dump import load_dump, select_modules
 from xlainspect.hlo.parser import parse_hlo
 from xlainspect.io import read_text
@@ -28,6 +28,13 @@ def test_cpu_ring_body_fusions_and_unfused_ops():
     assert (fused.output_bytes, fused.operand_bytes) == (128, 256)  # f32[8,4] out, two f32[8,4] in
     assert fused.op_name == "jit(ring_body)/shard_map/while/body/closed_call/add"
     assert unfused_ops(module) == {"copy": 2}  # the two copies feeding the while tuple
+
+
+def test_unfused_dots_are_named_with_their_flops():
+    module = _module("clean_run", "jit_train_step")
+    named = [(c.name, c.opcode, c.shape, c.flops) for c in unfused_contractions(module)]
+    assert named == [("dot.2", "dot", "f32[32,1]{1,0}", 512), ("dot.3", "dot", "f32[1,8]{1,0}", 512)]
+    assert len(named) == unfused_ops(module)["dot"]
 
 
 def test_cpu_collectives_body_kind_totals():

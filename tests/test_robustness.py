@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tests.conftest import DUMPS, REPO
-from xlainspect import parse_hlo
+from xlainspect import get_chip, module_cost, parse_hlo
 from xlainspect.cli.app import app
 from xlainspect.errors import HloParseError, XlaInspectError
 from xlainspect.io import read_text
@@ -126,6 +126,11 @@ def test_library_raises_only_xlainspect_errors(work_dir, data):
         assert error.render().startswith(f"{path}:{error.line}:{error.column}: ")
         return
     assert all(module.computations for module in modules)
+    for module in modules:  # what parses, the cost analysis counts, or it names the place
+        try:
+            module_cost(module, get_chip("h100"))
+        except HloParseError as error:
+            assert error.path == str(path) and error.line >= 1
 
 
 @_settings(120)

@@ -20,7 +20,7 @@ def test_wheel_ships_grammar_and_parses_outside_the_repo(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(REPO)],
                    check=True, capture_output=True)
     (wheel,) = dist.glob("xlainspect-*.whl")
-    assert "xlainspect/grammars/hlo.lark" in zipfile.ZipFile(wheel).namelist()
+    assert {"xlainspect/grammars/hlo.lark", "xlainspect/data/chips.json"} <= set(zipfile.ZipFile(wheel).namelist())
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -35,6 +35,7 @@ def test_wheel_ships_grammar_and_parses_outside_the_repo(tmp_path):
         "import xlainspect, pathlib;"
         f"assert xlainspect.__file__.startswith({str(venv)!r}), xlainspect.__file__;"
         f"(m,) = xlainspect.parse_hlo(pathlib.Path({fixture.name!r}).read_text());"
+        "assert xlainspect.module_cost(m, xlainspect.get_chip('tpu-v5e')).flops == 1393;"
         "print(m.name, m.instruction_count)"
     )
     # The wheel was installed without dependencies; lend it this environment's lark (and friends)

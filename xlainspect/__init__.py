@@ -20,6 +20,8 @@ _EXPORTS = {
     "cache_inventory": "xlainspect.analysis.cache_inventory",
     "cache_misses": "xlainspect.analysis.cache_misses",
     "compile_times": "xlainspect.analysis.compile_times",
+    "module_cost": "xlainspect.analysis.cost",
+    "get_chip": "xlainspect.analysis.chips",
     "HloParseError": "xlainspect.errors",
     "XlaInspectError": "xlainspect.errors",
     "DumpError": "xlainspect.errors",
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
     from xlainspect.analysis.compile_times import compile_times
     from xlainspect.compilation_cache import read_cache_dir
     from xlainspect.jaxlog import read_jax_log
+    from xlainspect.analysis.chips import get_chip
+    from xlainspect.analysis.cost import module_cost
     from xlainspect.errors import DumpError, HloParseError, XlaInspectError
     from xlainspect.hlo.model import Computation, Instruction, Module
     from xlainspect.hlo.parser import parse_hlo

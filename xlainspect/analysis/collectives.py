@@ -93,10 +93,11 @@ class CollectiveTotal:
     bytes_per_step: int | None
 
 
-def collectives(module: Module) -> list[Collective]:
-    """Every collective of the module, in printed order (definitions in the module docstring)."""
+def collectives(module: Module, *, count_executions: bool = True) -> list[Collective]:
+    """Every collective of the module, in printed order (definitions in the module docstring).
+    `count_executions=False` leaves `executions` None and skips the call graph (networkx)."""
     wrapped = _async_wrapped_computations(module)
-    counts = execution_counts(module)
+    counts = execution_counts(module) if count_executions else {}
     rows = []
     for computation in module.computations:
         if computation.name in wrapped:

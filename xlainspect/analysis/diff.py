@@ -14,7 +14,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from xlainspect.analysis.chips import Chip, default_chip_key, get_chip
 from xlainspect.analysis.collectives import collectives
+from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.copies import copies
 from xlainspect.analysis.fusions import fusion_kind_totals, fusions
 from xlainspect.analysis.layouts import LedgerInput, ledger_totals, padding_ledger
@@ -26,8 +28,8 @@ from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.attributes import unquote
 from xlainspect.hlo.model import Module
 
-METRICS = ("modules", "parameter_bytes", "instructions", "fusions", "custom_calls", "copies", "copy_bytes", "collectives",
-           "collective_bytes", "peak_memory", "padding_waste")
+METRICS = ("modules", "parameter_bytes", "instructions", "fusions", "custom_calls", "copies", "copy_bytes",
+           "collectives", "collective_bytes", "peak_memory", "padding_waste", "flops", "roofline_seconds")
 """Metric names, in report order; the CI thresholds (`--max-increase`) name these."""
 
 
@@ -103,24 +105,26 @@ class Threshold:
         return f"{self.metric}={self.value:g}{'%' if self.relative else ''}"
 
 
-def diff_dumps(a: Dump, b: Dump) -> list[FunctionDiff]:
-    """Every function of either dump: A's in compile order, then those only in B."""
+def diff_dumps(a: Dump, b: Dump, chip: Chip | None = None) -> list[FunctionDiff]:
+    """Every function of either dump: A's in compile order, then those only in B. `roofline_seconds` is
+    on `chip`, else on the GPU a dump names (None for TPU and CPU dumps)."""
     functions_a, functions_b = a.functions(), b.functions()
     rows = []
     for name in [*functions_a, *(n for n in functions_b if n not in functions_a)]:
-        left = profile(a, name, functions_a[name]) if name in functions_a else None
-        right = profile(b, name, functions_b[name]) if name in functions_b else None
+        left = profile(a, name, functions_a[name], chip) if name in functions_a else None
+        right = profile(b, name, functions_b[name], chip) if name in functions_b else None
         rows.append(diff_profiles(name, left, right))
     return rows
 
 
-def profile(dump: Dump, name: str, modules: list[DumpModule]) -> Profile:
+def profile(dump: Dump, name: str, modules: list[DumpModule], chip: Chip | None = None) -> Profile:
     """Aggregate metrics of one function's modules; a module that does not parse is skipped in `dump`."""
     totals: Counter = Counter()
     ops: Counter = Counter()
     kinds: Counter = Counter()
     targets: Counter = Counter()
     peaks: list[int] = []
+    seconds: list[float | None] = []
     first = None
     for dump_module in modules:
         try:
@@ -131,6 +135,9 @@ def profile(dump: Dump, name: str, modules: list[DumpModule]) -> Profile:
         if first is None:
             first = module
         totals.update(module_metrics(module, dump_module))
+        cost = module_cost(module, chip or _dump_chip(dump_module))
+        totals["flops"] += cost.flops
+        seconds.append(cost.roofline_seconds)
         ops.update({row.opcode: row.count for row in opcode_histogram(module)})
         kinds.update(_fusion_kinds(module))
         targets.update(_custom_call_targets(module))
@@ -140,6 +147,7 @@ def profile(dump: Dump, name: str, modules: list[DumpModule]) -> Profile:
     metrics: dict[str, int | None] = {m: totals[m] for m in METRICS}
     metrics["modules"] = len(modules)
     metrics["peak_memory"] = max(peaks) if peaks else None
+    metrics["roofline_seconds"] = sum(seconds) if seconds and None not in seconds else None
     return Profile(name, metrics, ops, kinds, targets, first)
 
 
@@ -158,6 +166,11 @@ def module_metrics(module: Module, dump_module: DumpModule) -> dict[str, int]:
         "collective_bytes": sum(r.payload_bytes for r in collective_rows),
         "padding_waste": padding_waste(module, dump_module),
     }
+
+
+def _dump_chip(dump_module: DumpModule) -> Chip | None:
+    key = default_chip_key(dump_module.platform, dump_module.platform_tag)
+    return get_chip(key) if key else None
 
 
 def _fusion_kinds(module: Module) -> Counter:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from xlainspect.analysis.cost import control_flow_costs
 from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label, operand_shapes
 from xlainspect.hlo.attributes import backend_config_kind
 from xlainspect.hlo.model import Module
@@ -28,6 +29,9 @@ NOT_COMPUTE = frozenset({
     "ragged-all-to-all", "collective-permute", "collective-permute-start", "collective-permute-done",
     "collective-broadcast", "collective-reduce",
 })
+
+#: The matrix-multiplying opcodes `unfused_contractions` names one by one.
+CONTRACTIONS = frozenset({"dot", "convolution", "ragged-dot"})
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,19 @@ class Fusion:
     output_bytes: int
     operand_bytes: int
     custom_call_targets: tuple[str, ...]
+    op_name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class UnfusedContraction:
+    """A dot or convolution no fusion took, with its FLOPs as XLA counts them."""
+
+    module: str
+    computation: str
+    name: str
+    opcode: str
+    shape: str
+    flops: float
     op_name: str | None
 
 
@@ -120,6 +137,14 @@ def fusion_kind_totals(rows: list[Fusion]) -> list[FusionKindTotal]:
         entry[0] += 1
         entry[1] += row.output_bytes
     return [FusionKindTotal(module, kind, n, size) for (module, kind), (n, size) in totals.items()]
+
+
+def unfused_contractions(module: Module) -> list[UnfusedContraction]:
+    """Every dot and convolution outside fusions (the unfused ops of those opcodes), by name."""
+    label = module_label(module)
+    return [UnfusedContraction(label, computation.name, instruction.name, instruction.opcode, str(instruction.shape),
+                               cost.flops, instruction.op_name)
+            for computation, instruction, cost in control_flow_costs(module, lambda i: i.opcode in CONTRACTIONS)]
 
 
 def unfused_ops(module: Module) -> Counter[str]:

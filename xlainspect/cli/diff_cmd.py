@@ -36,18 +36,22 @@ def diff(
         "--fail-on-regression", help="Exit 1 when a metric of a function grows beyond its --max-increase "
         "(without any, beyond 0).")] = False,
     show_all: Annotated[bool, typer.Option("--all", help="Also show unchanged functions.")] = False,
+    chip: Annotated[str | None, typer.Option("--chip", help="The chip roofline_seconds is for (default: the GPU "
+                                             "a dump names; none for TPU and CPU dumps).")] = None,
     strict: StrictOpt = False,
 ) -> None:
     """Per function (matched by HloModule name): module count, op histogram, fusions by kind, custom-call
     targets, copies, collectives and their bytes, peak memory, padding waste, and the entry signature
     (parameter shapes, dtypes, layouts, shardings, donation, result). Functions on one side are listed."""
+    from xlainspect.analysis.chips import get_chip
     from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_threshold, regressions
     from xlainspect.dump import load_dump
 
     with user_errors():
         thresholds = [parse_threshold(t) for t in max_increase or []]
+        roofline_chip = get_chip(chip) if chip else None
         dump_a, dump_b = load_dump(a, strict=strict), load_dump(b, strict=strict)
-        rows = diff_dumps(dump_a, dump_b)
+        rows = diff_dumps(dump_a, dump_b, roofline_chip)
     if fail_on_regression and not thresholds:
         thresholds = [Threshold(metric, 0, False) for metric in METRICS]
     over = regressions(rows, thresholds)
@@ -139,11 +143,16 @@ def _print_tables(rows, shown) -> None:
             console.print(table)
 
 
-def _number(value: int | None) -> str:
+def _number(value: int | float | None) -> str:
+    """Counts with thousands separators; seconds (roofline_seconds) in three digits."""
+    if isinstance(value, float):
+        return f"{value:.3g}"
     return "" if value is None else f"{value:,}"
 
 
-def _signed(value: int | None) -> str:
+def _signed(value: int | float | None) -> str:
+    if isinstance(value, float):
+        return f"{value:+.3g}"
     return "" if value is None else f"{value:+,}"
 
 

@@ -126,24 +126,31 @@ def _json_record(record: dict) -> dict:
 def fusions(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = None,
             stage: StageOpt = Stage.after, fmt: FormatOpt = OutputFormat.table, strict: StrictOpt = False) -> None:
     """Every fusion: kind (and backend kind), fused computation, ops inside, bytes, library calls."""
-    from xlainspect.analysis.fusions import Fusion, FusionKindTotal, fusion_kind_totals, fusions, unfused_ops
+    from xlainspect.analysis.fusions import (Fusion, FusionKindTotal, fusion_kind_totals, fusions, unfused_contractions,
+                                             unfused_ops)
     from xlainspect.analysis.ops import module_label
 
     with user_errors():
-        rows, unfused = [], {}
+        rows, unfused, contractions = [], {}, []
         def analyse(dump_module):
             module = dump_module.module(stage.value)
-            return fusions(module), module_label(module), dict(unfused_ops(module).most_common())
+            return (fusions(module), module_label(module), dict(unfused_ops(module).most_common()),
+                    unfused_contractions(module))
 
         per_module = _analyse(paths, function, module_re, stage, strict, "fusions", analyse)
-        for module_rows, label, module_unfused in per_module:
+        for module_rows, label, module_unfused, module_contractions in per_module:
             rows += module_rows
             unfused[label] = module_unfused
-        _emit(rows, Fusion, fusion_kind_totals(rows), FusionKindTotal, "fusions", fmt, {"unfused_ops": unfused})
+            contractions += module_contractions
+        _emit(rows, Fusion, fusion_kind_totals(rows), FusionKindTotal, "fusions", fmt,
+              {"unfused_ops": unfused, "unfused_contractions": [dataclasses.asdict(c) for c in contractions]})
         if fmt in (OutputFormat.table, OutputFormat.markdown):
             for label, ops in unfused.items():
+                named = " ".join(f"{c.name}({c.flops:,.0f} FLOPs)" for c in contractions if c.module == label)
                 stdout_console().print(f"{label}: {sum(ops.values())} compute ops outside fusions "
-                                       f"{' '.join(f'{k}:{n}' for k, n in ops.items())}", markup=False, highlight=False)
+                                       f"{' '.join(f'{k}:{n}' for k, n in ops.items())}"
+                                       + (f"; unfused dots/convolutions: {named}" if named else ""),
+                                       markup=False, highlight=False)
 
 
 @app.command()

@@ -19,6 +19,7 @@ CALLED_COMPUTATION_ATTRIBUTES = (
     "calls", "to_apply", "condition", "body", "true_computation", "false_computation",
     "branch_computations", "select", "scatter", "called_computations", "comparator",
 )
+_CALLED_KEYS = frozenset(CALLED_COMPUTATION_ATTRIBUTES)
 
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _FIELD = re.compile(r"""([A-Za-z_][\w.\-]*)=("(?:[^"\\]|\\.)*"|\{[^{}]*\}|[^\s,}]*)""")
@@ -89,6 +90,8 @@ def _int_or_none(text: str | None) -> int | None:
 
 def called_computation_names(attributes: dict[str, str]) -> tuple[str, ...]:
     """Names of computations referenced by an instruction's attributes, in printed order."""
+    if attributes.keys().isdisjoint(_CALLED_KEYS):  # most instructions call nothing: skip the 11 look-ups
+        return ()
     names: list[str] = []
     for key in CALLED_COMPUTATION_ATTRIBUTES:
         value = attributes.get(key)

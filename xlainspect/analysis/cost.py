@@ -1,0 +1,775 @@
+"""What each op costs: FLOPs, transcendentals and bytes as XLA's `HloCostAnalysis` counts them, and
+the roofline time of each op and module on a chip.
+
+Counting follows xla/service/hlo_cost_analysis.cc, so that a module's totals equal what jaxlib's
+`hlo_module_cost_analysis` reports for the same text:
+
+* elementwise ops count one per output element: as `transcendentals` for XLA's set (erf, exp,
+  log, logistic, power, sqrt, cbrt, rsqrt, tanh, sin, cos, tan, expm1, log1p, atan2, and the newer
+  acos, acosh, asin, asinh, atanh, cosh, sinh, as jaxlib 0.10.2 counts them), as `flops`
+  for the rest (compare, select, clamp, convert, bitcast-convert, reduce-precision included);
+  copy, reshape, broadcast, transpose, slices, pad, concatenate, gather, iota count none.
+* dot: 2 x elements(result) x the product of the lhs contracting dims; convolution: 2 x
+  (input features / feature groups) x output features x (batch / batch groups) x the valid
+  (output position, kernel tap) pairs of each spatial dim.
+* reduce: the reducer's cost x (elements(input) - elements(output)); reduce-window: x (window - 1)
+  x output elements (XLA's reduce-then-broadcast window is special-cased); map: x output elements;
+  select-and-scatter: select x source x (window - 1) + scatter x source; scatter: x update elements.
+* sort: n x ceil(log2 n); fft: 8 x prod(floor(log2 length)) x elements; rng: transcendentals.
+* all-reduce: one flop per output element; the other collectives none.
+* fusion: the sum of its fused instructions; `call` and `async-start`: the called computation;
+  `while`: body + condition **once** (XLA does not multiply by `known_trip_count`);
+  `conditional`: the largest branch, per property.
+* custom-call: -1 flops and -1 bytes each, XLA's "unknown", kept so totals equal XLA's.
+
+Bytes: operand bytes + output bytes, zero for parameter, constant, get-tuple-element, bitcast, a
+transpose that is a bitcast, after-all, add-dependency, domain; tuple its index table; slice and
+dynamic-slice the output twice; dynamic-update-slice the update twice; a fusion its outputs plus
+what it reads of each parameter (`FusionParameterReadBytes`: a parameter read only through
+slices is charged the slices) plus large constants inside. Sizes are XLA's CPU size function (a
+tuple is a table of 8-byte pointers), logical or (`padded_*`) with the layout's tile padding.
+
+Rows are the instructions of the entry and of the computations it runs as control flow, fusions
+as one op; module totals are XLA's (a conditional counts its largest branch), so the rows of a
+module with conditionals sum to more.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from xlainspect.analysis.chips import Chip
+from xlainspect.analysis.collectives import collectives
+from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label, users
+from xlainspect.errors import HloParseError
+from xlainspect.hlo.attributes import backend_config_kind
+from xlainspect.hlo.model import Computation, Instruction, Module
+from xlainspect.shape import Shape
+
+TRANSCENDENTAL = frozenset({
+    "erf", "exponential", "log", "logistic", "power", "sqrt", "cbrt", "rsqrt", "tanh", "sine", "cosine", "tan",
+    "exponential-minus-one", "log-plus-one", "atan2", "acos", "acosh", "asin", "asinh", "atanh", "cosh", "sinh",
+})
+ELEMENTWISE = frozenset({
+    "abs", "add", "and", "bitcast-convert", "ceil", "clamp", "compare", "complex", "convert", "count-leading-zeros",
+    "divide", "floor", "imag", "is-finite", "maximum", "minimum", "multiply", "negate", "not", "or", "popcnt", "real",
+    "reduce-precision", "remainder", "round-nearest-afz", "round-nearest-even", "select", "shift-left",
+    "shift-right-arithmetic", "shift-right-logical", "sign", "stochastic-convert", "subtract", "xor",
+})
+#: Ops XLA charges no bytes: they forward pointers or emit no code.
+NO_BYTES = frozenset({"parameter", "constant", "get-tuple-element", "bitcast", "after-all", "add-dependency", "domain"})
+#: Ops whose cost is that of the computations they run; their insides are rows of their own.
+CONTAINERS = frozenset({"while", "conditional", "call", "async-start", "async-update", "async-done"})
+POINTER_BYTES = 8
+"""A tuple's size under XLA's CPU size function (`ShapeUtil::ByteSizeOf(shape, sizeof(void*))`)."""
+
+
+class Cost(NamedTuple):
+    """XLA's properties of one instruction or computation: FLOPs, transcendentals and the bytes accessed
+    (of which `written` are outputs), logical and with tile padding. A tuple: big modules make millions."""
+
+    flops: float = 0
+    transcendentals: float = 0
+    bytes: int = 0
+    written: int = 0
+    padded_bytes: int = 0
+    padded_written: int = 0
+
+    def __add__(self, other: Cost) -> Cost:  # type: ignore[override]  (elementwise, not concatenation)
+        return Cost(self[0] + other[0], self[1] + other[1], self[2] + other[2], self[3] + other[3],
+                    self[4] + other[4], self[5] + other[5])
+
+    def scaled(self, factor: float) -> Cost:
+        """The flops and transcendentals of `factor` applications (bytes are the caller's own)."""
+        return Cost(self.flops * factor, self.transcendentals * factor)
+
+
+@dataclass(frozen=True, slots=True)
+class OpCost:
+    module: str
+    computation: str
+    name: str
+    opcode: str
+    kind: str
+    """Fusion kind (backend kind where printed), collective kind, or the opcode."""
+    dtype: str
+    """The output element type the chip's peak is chosen by."""
+    flops: float
+    transcendentals: float
+    bytes_read: int
+    bytes_written: int
+    padded_bytes_read: int
+    padded_bytes_written: int
+    arithmetic_intensity: float | None
+    """FLOPs per byte moved (padded bytes); None when no bytes move."""
+    collective_bytes: int | None
+    """`bytes_per_device` of a collective (from `collectives`)."""
+    compute_seconds: float | None
+    memory_seconds: float | None
+    collective_seconds: float | None
+    roofline_seconds: float | None
+    """The largest of the three; None without a chip, or for an op XLA cannot count (custom-call)."""
+    bound: str | None
+    """compute, memory or collective."""
+    op_name: str | None
+    source: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleCost:
+    module: str
+    function: str
+    flops: float
+    """XLA's `flops` for the module (HloCostAnalysis over the entry)."""
+    transcendentals: float
+    bytes_accessed: int
+    padded_bytes_accessed: int
+    roofline_seconds: float | None
+    """The sum of the ops' roofline times (each op runs once, as XLA counts it)."""
+    bound: str | None
+    """The bound that holds the most of that time."""
+    chip: str | None
+    """The chip's key (`h100`, `tpu-v5e`; `custom` for --peak-flops/--hbm-bandwidth alone)."""
+    chip_figures: Chip | None = field(hash=False, repr=False)
+    """The figures the times were computed with (overrides included)."""
+    ops: list[OpCost] = field(hash=False, repr=False)
+    """The counted ops, slowest first (the `top` asked for)."""
+
+
+def module_cost(module: Module, chip: Chip | None, top: int | None = None) -> ModuleCost:
+    """Totals and the `top` slowest ops (all with None) of one module (definitions in the module
+    docstring). Every op is timed for the module's roofline; rows are built for the top ones only,
+    since a big module has hundreds of thousands of ops."""
+    analysis = _Analysis(module)
+    total = analysis.computation(module.entry)
+    sent = _collective_bytes(module)
+    timed = []
+    for computation, instruction, cost in analysis.control_flow_costs(lambda i: i.opcode not in CONTAINERS):
+        if cost != _NO_COST or instruction.name in sent:
+            bytes_sent = sent.get(instruction.name)
+            times = _times(cost, bytes_sent, _dtype(instruction.shape), chip) if chip else _UNTIMED
+            timed.append((times, computation, instruction, cost, bytes_sent))
+    timed.sort(key=lambda t: (-(t[0][3] or 0), -t[3].flops, -t[3].padded_bytes))
+    seconds, bound = _module_time([t[0] for t in timed], chip)
+    label = module_label(module)
+    rows = [_row(module, label, *entry) for entry in (timed[:top] if top is not None else timed)]
+    return ModuleCost(label, module.name, total.flops, total.transcendentals, total.bytes, total.padded_bytes,
+                      seconds, bound, chip.key if chip else None, chip, rows)
+
+
+_NO_COST = Cost()
+_UNTIMED = (None, None, None, None, None)
+
+
+def control_flow_costs(module: Module, wanted: Callable[[Instruction], bool]):
+    """XLA's cost of each instruction `wanted` selects outside fusion bodies (the entry and the
+    computations it runs as control flow): (computation, instruction, Cost)."""
+    return _Analysis(module).control_flow_costs(wanted)
+
+
+Times = tuple  # (compute, memory, collective, roofline, bound), each None without a chip
+
+
+def _times(cost: Cost, sent: int | None, dtype: str, chip: Chip | None) -> Times:
+    """Seconds at the chip's peak FLOP/s for the output dtype, its HBM and its interconnect bandwidth;
+    the roofline is the largest and names the bound. None for an op XLA cannot count (custom-call)."""
+    if chip is None or cost.flops < 0 or cost.bytes < 0:
+        return _UNTIMED
+    compute = cost.flops / chip.peak_flops(dtype)
+    memory = cost.padded_bytes / chip.hbm_bandwidth
+    collective = sent / chip.ici_bandwidth if sent is not None else 0.0
+    if compute >= memory and compute >= collective:
+        return compute, memory, collective, compute, "compute"
+    if memory >= collective:
+        return compute, memory, collective, memory, "memory"
+    return compute, memory, collective, collective, "collective"
+
+
+def _module_time(times: list[Times], chip: Chip | None) -> tuple[float | None, str | None]:
+    """The ops' roofline times summed, and the bound that holds the most of it."""
+    if chip is None:
+        return None, None
+    by_bound: dict[str, float] = {}
+    for _, _, _, seconds, bound in times:
+        if bound is not None:
+            by_bound[bound] = by_bound.get(bound, 0.0) + seconds
+    if not by_bound:
+        return 0.0, None
+    return sum(by_bound.values()), max(by_bound, key=by_bound.get)
+
+
+def _collective_bytes(module: Module) -> dict[str, int]:
+    """Instruction name -> bytes each device sends; an async wrapper's inner collective is named too."""
+    sent = {}
+    for row in collectives(module, count_executions=False):
+        if row.bytes_per_device is None:
+            continue
+        sent[row.name] = row.bytes_per_device
+        if row.opcode == "async-start":
+            start = instruction_index(module.computations_by_name[row.computation])[row.name]
+            body = module.computations_by_name.get(next(iter(start.called_computations), ""))
+            if body is not None and body.root is not None:
+                sent[body.root.name] = row.bytes_per_device
+    return sent
+
+
+def _row(module: Module, label: str, times: Times, computation: Computation, instruction: Instruction, cost: Cost,
+         sent: int | None) -> OpCost:
+    compute, memory, collective, roofline, bound = times
+    moved = cost.padded_bytes
+    known = cost.flops >= 0 and cost.bytes >= 0
+    return OpCost(
+        module=label, computation=computation.name, name=instruction.name, opcode=instruction.opcode,
+        kind=_kind(instruction), dtype=_dtype(instruction.shape), flops=cost.flops,
+        transcendentals=cost.transcendentals, bytes_read=cost.bytes - cost.written, bytes_written=cost.written,
+        padded_bytes_read=cost.padded_bytes - cost.padded_written, padded_bytes_written=cost.padded_written,
+        arithmetic_intensity=cost.flops / moved if known and moved > 0 else None, collective_bytes=sent,
+        compute_seconds=compute, memory_seconds=memory, collective_seconds=collective if sent is not None else None,
+        roofline_seconds=roofline, bound=bound, op_name=instruction.op_name, source=module.source_of(instruction),
+    )
+
+
+def _kind(instruction: Instruction) -> str:
+    if instruction.opcode == "fusion":
+        attributes = instruction.attributes
+        return backend_config_kind(attributes.get("backend_config")) or attributes.get("kind", "fusion")
+    return instruction.opcode.removesuffix("-start")
+
+
+def _dtype(shape: Shape | None) -> str:
+    if shape is not None and not shape.is_tuple:
+        return shape.dtype
+    leaf = next((s for s in shape.leaves() if s.is_array), None) if shape is not None else None
+    return leaf.dtype if leaf is not None else ""
+
+
+def _operand_shape(instruction: Instruction, index: int, by_name: dict[str, Instruction]) -> Shape:
+    """The shape of operand `index`, from its defining instruction (the one place operands are resolved)."""
+    return by_name[instruction.operands[index]].shape
+
+
+_SIZES: dict[int, tuple[Shape, tuple[int, int], tuple[int, int]]] = {}
+
+
+def _sizes(shape: Shape) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(as an operand, as an output) of a shape, memoised by identity: a module repeats a few hundred
+    shapes and the parser shares their objects (hashing a Shape costs more than a look-up by id)."""
+    entry = _SIZES.get(id(shape))
+    if entry is None or entry[0] is not shape:
+        if len(_SIZES) > 65536:
+            _SIZES.clear()
+        entry = _SIZES[id(shape)] = (shape, _operand_size(shape), _output_size(shape))
+    return entry[1], entry[2]
+
+
+def _size(shape: Shape) -> tuple[int, int]:
+    """(logical, padded) bytes under XLA's CPU size function: a tuple is its pointer table."""
+    return _sizes(shape)[0]
+
+
+def _leaves_size(shape: Shape) -> tuple[int, int]:
+    """(logical, padded) bytes of every array in the shape: what an instruction writes."""
+    return _sizes(shape)[1]
+
+
+def _operand_size(shape: Shape) -> tuple[int, int]:
+    if shape.is_tuple:
+        table = POINTER_BYTES * len(shape.tuple_shapes)
+        return table, table
+    if shape.dtype == "opaque":
+        return POINTER_BYTES, POINTER_BYTES
+    return shape.logical_bytes, shape.padded_bytes
+
+
+def _output_size(shape: Shape) -> tuple[int, int]:
+    if not shape.is_tuple:
+        return _operand_size(shape)
+    sizes = [_operand_size(leaf) for leaf in shape.leaves()]
+    return sum(s[0] for s in sizes), sum(s[1] for s in sizes)
+
+
+def _bytes(read: list[tuple[int, int]], written: tuple[int, int]) -> Cost:
+    logical = sum(r[0] for r in read) + written[0]
+    padded = sum(r[1] for r in read) + written[1]
+    return Cost(bytes=logical, written=written[0], padded_bytes=padded, padded_written=written[1])
+
+
+#: What malformed text (a shape left out, an attribute XLA would reject) raises while counting.
+_UNCOUNTABLE = (AttributeError, KeyError, IndexError, ValueError, TypeError, ZeroDivisionError, RecursionError)
+
+
+class _Analysis:
+    """HloCostAnalysis over one module: per-instruction costs, computations' sums cached by name."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self._indexes: dict[str, dict[str, Instruction]] = {}
+        self._sums: dict[tuple[str, bool], Cost] = {}
+        self._users: dict[str, dict[str, list[Instruction]]] = {}
+        self._costs: dict[int, Cost] = {}
+
+    def index(self, computation: Computation) -> dict[str, Instruction]:
+        if computation.name not in self._indexes:
+            self._indexes[computation.name] = instruction_index(computation)
+        return self._indexes[computation.name]
+
+    def control_flow_costs(self, wanted: Callable[[Instruction], bool]):
+        """(computation, instruction, cost) for each instruction `wanted` selects in the entry and the
+        computations it runs as control flow."""
+        for name in control_flow_computations(self.module):
+            computation = self.module.computations_by_name[name]
+            index = self.index(computation)
+            for instruction in computation.instructions:
+                if wanted(instruction):
+                    yield computation, instruction, self.instruction(instruction, index)
+
+    def called(self, instruction: Instruction, position: int = 0) -> Computation:
+        return self.module.computations_by_name[instruction.called_computations[position]]
+
+    def computation(self, computation: Computation, flops_only: bool = False) -> Cost:
+        """The sum over every instruction of the computation (XLA's `ProcessSubcomputation`).
+
+        `flops_only`: for fused computations and reducers, whose bytes XLA never uses, the
+        elementwise ops skip their bytes (most of the work on a big module)."""
+        key = (computation.name, flops_only)
+        if key not in self._sums:
+            index = self.index(computation)
+            total = _NO_COST
+            for instruction in computation.instructions:
+                total += self.instruction(instruction, index, flops_only)
+            self._sums[key] = total
+        return self._sums[key]
+
+    def instruction(self, instruction: Instruction, index: dict[str, Instruction], flops_only: bool = False) -> Cost:
+        """XLA's cost of one instruction, once per instruction (the entry's are asked for twice)."""
+        if flops_only:
+            return self._evaluate(instruction, index, flops_only)
+        cost = self._costs.get(id(instruction))
+        if cost is None:
+            cost = self._costs[id(instruction)] = self._evaluate(instruction, index, flops_only)
+        return cost
+
+    def _evaluate(self, instruction: Instruction, index: dict[str, Instruction], flops_only: bool) -> Cost:
+        try:
+            return self._count(instruction, index, flops_only)
+        except _UNCOUNTABLE as error:
+            # Text XLA's parser infers from (a shape left out) or attributes it would reject: name the place.
+            raise HloParseError(f"cannot count {instruction.name} ({instruction.opcode}) as XLA's cost analysis "
+                                f"does: {type(error).__name__}: {error} (a shape or attribute it needs is missing "
+                                "or malformed)", self.module.path, instruction.line) from None
+
+    def _count(self, instruction: Instruction, index: dict[str, Instruction], flops_only: bool) -> Cost:
+        opcode = instruction.opcode
+        handler = _HANDLERS.get(opcode)
+        if handler is None and opcode.endswith("-start"):
+            handler = _HANDLERS.get(opcode.removesuffix("-start"))  # async sugar: `reduce-scatter-start`
+        if handler is not None:
+            return handler(self, instruction, index)
+        flops, transcendentals = _compute(instruction)
+        if flops_only:
+            return Cost(flops, transcendentals)
+        return self._default(instruction, index, flops, transcendentals)
+
+    def default_bytes(self, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
+        """Every operand read whole, the output written whole (XLA's `Preprocess`)."""
+        return self._default(instruction, index, 0, 0)
+
+    def _default(self, instruction: Instruction, index: dict[str, Instruction], flops: float,
+                 transcendentals: float) -> Cost:
+        if instruction.opcode in NO_BYTES or _is_bitcast_transpose(instruction, index):
+            return Cost(flops, transcendentals)
+        read = padded_read = 0
+        for position in range(len(instruction.operands)):
+            logical, padded = _size(_operand_shape(instruction, position, index))
+            read += logical
+            padded_read += padded
+        written, padded_written = _leaves_size(instruction.shape)
+        return Cost(flops, transcendentals, read + written, written, padded_read + padded_written, padded_written)
+
+    def users(self, computation: Computation) -> dict[str, list[Instruction]]:
+        """Operand name -> distinct users, in printed order (XLA's `users()`), per fused computation."""
+        if computation.name not in self._users:
+            self._users[computation.name] = users(computation)
+        return self._users[computation.name]
+
+
+def _compute(instruction: Instruction) -> tuple[int, int]:
+    """(flops, transcendentals) of the elementwise ops: one per output element; none for the rest."""
+    opcode = instruction.opcode
+    if opcode in ELEMENTWISE:
+        return instruction.shape.num_elements, 0
+    if opcode in TRANSCENDENTAL:
+        return 0, instruction.shape.num_elements
+    return 0, 0
+
+
+def _is_bitcast_transpose(instruction: Instruction, index: dict[str, Instruction]) -> bool:
+    """A transpose whose layouts make it a bitcast (`ShapeUtil::TransposeIsBitcast`)."""
+    if instruction.opcode != "transpose":
+        return False
+    source, result = _operand_shape(instruction, 0, index), instruction.shape
+    permutation = _ints(instruction.attributes.get("dimensions"))
+    if source.layout is None or result.layout is None or len(permutation) != result.rank:
+        return False
+    return [permutation[d] for d in result.layout.minor_to_major] == list(source.layout.minor_to_major)
+
+
+_INTS = re.compile(r"-?\d+")
+
+
+def _ints(text: str | None) -> tuple[int, ...]:
+    return tuple(int(n) for n in _INTS.findall(text or ""))
+
+
+# ---- handlers, one per opcode XLA handles specially
+
+def _dot(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    lhs = _operand_shape(instruction, 0, index)
+    width = math.prod(lhs.dims[d] for d in _ints(instruction.attributes.get("lhs_contracting_dims")))
+    dims = list(instruction.shape.dims)
+    if instruction.opcode == "ragged-dot":  # XLA deletes dimension i for each rhs group dim i
+        for i in range(len(_ints(instruction.attributes.get("rhs_group_dims")))):
+            del dims[i]
+    return analysis.default_bytes(instruction, index) + Cost(flops=2 * math.prod(dims) * width)
+
+
+def _convolution(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    """XLA's `GetConvolutionFlops`: valid (output position, kernel tap) pairs per spatial dim."""
+    attributes = instruction.attributes
+    lhs, rhs, out = _operand_shape(instruction, 0, index), _operand_shape(instruction, 1, index), instruction.shape
+    labels = _dim_labels(attributes.get("dim_labels", "b01f_01io->b01f"))
+    positions = 1  # no spatial dims: XLA's one-element window, one valid position
+    window = _window(attributes.get("window"), len(labels["lhs_spatial"])) if labels["lhs_spatial"] else ()
+    for k, dim in enumerate(window):
+        positions *= _valid_positions(lhs.dims[labels["lhs_spatial"][k]], rhs.dims[labels["rhs_spatial"][k]],
+                                      out.dims[labels["out_spatial"][k]], dim)
+    feature_groups = int(attributes.get("feature_group_count", "1"))
+    batch_groups = int(attributes.get("batch_group_count", "1"))
+    fmas = ((lhs.dims[labels["lhs_feature"]] // feature_groups) * out.dims[labels["out_feature"]]
+            * (lhs.dims[labels["lhs_batch"]] // batch_groups) * positions)
+    return analysis.default_bytes(instruction, index) + Cost(flops=2 * fmas)
+
+
+@dataclass(frozen=True, slots=True)
+class _WindowDim:
+    size: int = 1
+    stride: int = 1
+    pad_low: int = 0
+    pad_high: int = 0
+    base_dilation: int = 1
+    window_dilation: int = 1
+
+
+def _window(text: str | None, rank: int) -> list[_WindowDim]:
+    """`{size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=1x1 rhs_dilate=1x1}` per dimension; no window is one
+    dimension of size 1 (as XLA's convolution counting assumes)."""
+    fields = dict(item.split("=", 1) for item in (text or "").strip("{} ").split() if "=" in item)
+    sizes = _parts(fields.get("size"))
+    rank = len(sizes) or max(rank, 1)
+    pads = [p.split("_") for p in fields["pad"].split("x")] if "pad" in fields else [["0", "0"]] * rank
+
+    def each(key: str) -> list[int]:
+        values = _parts(fields.get(key))
+        return values if values else [1] * rank
+
+    return [_WindowDim(size, stride, int(low), int(high), base, dilation) for size, stride, (low, high), base, dilation
+            in zip(sizes or [1] * rank, each("stride"), pads, each("lhs_dilate"), each("rhs_dilate"))]
+
+
+def _parts(text: str | None) -> list[int]:
+    return [int(p) for p in text.split("x")] if text else []
+
+
+def _dim_labels(text: str) -> dict:
+    """Positions of batch, feature and spatial dims in `b01f_01io->b01f` (lhs_rhs->output)."""
+    lhs, rest = text.split("_", 1)
+    rhs, out = rest.split("->")
+    digits = sorted(c for c in lhs if c.isdigit())
+    return {"lhs_batch": lhs.index("b"), "lhs_feature": lhs.index("f"), "out_feature": out.index("f"),
+            "lhs_spatial": [lhs.index(d) for d in digits], "rhs_spatial": [rhs.index(d) for d in digits],
+            "out_spatial": [out.index(d) for d in digits]}
+
+
+def _valid_positions(input_size: int, kernel: int, output: int, dim: _WindowDim) -> int:
+    if (input_size == output and kernel == output and input_size == dim.base_dilation and dim.window_dilation == 1
+            and max(1, input_size - 1) == dim.stride and dim.pad_low == 0 and dim.pad_high == 0):
+        return input_size
+    if (input_size == 1 and kernel == output and dim.window_dilation == 1 and dim.base_dilation == 1
+            and dim.stride == 1 and dim.pad_high == output - 1 and dim.pad_low == output - 1):
+        return output
+    count = 0
+    for tap in range(kernel):
+        offset = tap * dim.window_dilation - dim.pad_low
+        if dim.base_dilation == 1:  # the outputs whose input index falls inside: one range per tap
+            first, last = -(offset // dim.stride), (input_size - 1 - offset) // dim.stride
+            count += max(0, min(output - 1, last) - max(0, first) + 1)
+            continue
+        for position in range(output):
+            undilated = position * dim.stride + offset
+            if undilated % dim.base_dilation == 0 and 0 <= undilated // dim.base_dilation < input_size:
+                count += 1
+    return count
+
+
+def _applied(analysis: _Analysis, instruction: Instruction, position: int = 0) -> Cost:
+    """The cost of one application of a called computation (a reducer, a comparator...)."""
+    return analysis.computation(analysis.called(instruction, position), flops_only=True)
+
+
+def _first_array(shape: Shape) -> Shape:
+    return shape.tuple_shapes[0] if shape.is_tuple else shape
+
+
+def _reduce(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    count = _operand_shape(instruction, 0, index).num_elements - _first_array(instruction.shape).num_elements
+    return analysis.default_bytes(instruction, index) + _applied(analysis, instruction).scaled(count)
+
+
+def _reduce_window(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    window = _window(instruction.attributes.get("window"), instruction.shape.rank)
+    elements = _first_array(instruction.shape).num_elements
+    count = (math.prod(d.size for d in window) - 1) * elements
+    reduced = [d for d in window if d.size != 1]
+    padded = [d for d in window if d.pad_low or d.pad_high]
+    if len(reduced) == 1 and len(padded) == 1 and not instruction.shape.is_tuple:
+        # XLA's special case: a reduce followed by a broadcast of one dimension.
+        for position, d in enumerate(window):
+            if d.size != 1 and d.pad_low and d.pad_high and d.pad_low == d.pad_high and d.size == 2 * d.pad_low + 1:
+                span = instruction.shape.dims[position]
+                if d.pad_low == span - 1:
+                    count = elements // span + span - 1
+                break
+    return analysis.default_bytes(instruction, index) + _applied(analysis, instruction).scaled(count)
+
+
+def _map(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    return analysis.default_bytes(instruction, index) + _applied(analysis, instruction).scaled(
+        instruction.shape.num_elements)
+
+
+def _select_and_scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    source = _operand_shape(instruction, 1, index).num_elements
+    window = math.prod(d.size for d in _window(instruction.attributes.get("window"), instruction.shape.rank))
+    select = analysis.module.computations_by_name[_strip(instruction.attributes["select"])]
+    scatter = analysis.module.computations_by_name[_strip(instruction.attributes["scatter"])]
+    return (analysis.default_bytes(instruction, index)
+            + analysis.computation(select, flops_only=True).scaled(source * (window - 1))
+            + analysis.computation(scatter, flops_only=True).scaled(source))
+
+
+def _strip(name: str) -> str:
+    return name.strip().lstrip("%")
+
+
+def _sort(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    n = _operand_shape(instruction, 0, index).num_elements
+    return analysis.default_bytes(instruction, index) + Cost(flops=n * max(n - 1, 0).bit_length())
+
+
+def _fft(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    logs = math.prod(max(n, 1).bit_length() - 1 for n in _ints(instruction.attributes.get("fft_length")))
+    elements = _first_array(_operand_shape(instruction, 0, index)).num_elements
+    return analysis.default_bytes(instruction, index) + Cost(flops=2 * 4 * logs * elements)
+
+
+def _rng(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    elements = sum(s.num_elements for s in instruction.shape.leaves() if s.is_array)
+    return analysis.default_bytes(instruction, index) + Cost(transcendentals=elements)
+
+
+def _all_reduce(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    read = [_size(_operand_shape(instruction, i, index)) for i in range(len(instruction.operands))]
+    elements = sum(s.num_elements for s in instruction.shape.leaves() if s.is_array)
+    return _bytes(read, _leaves_size(instruction.shape)) + Cost(flops=elements)
+
+
+def _slice(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    out = _size(instruction.shape)
+    extra = [_size(_operand_shape(instruction, 1, index))] if instruction.opcode == "dynamic-slice" else []
+    return _bytes([out, *extra], out)
+
+
+def _dynamic_update_slice(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    update = _size(_operand_shape(instruction, 1, index))
+    return _bytes([update, _size(_operand_shape(instruction, 2, index))], update)
+
+
+def _gather(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    out = _size(instruction.shape)
+    return _bytes([out, _size(_operand_shape(instruction, 1, index))], out)
+
+
+def _scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    n = (len(instruction.operands) - 1) // 2
+    updates = [_size(_operand_shape(instruction, n + 1 + i, index)) for i in range(n)]
+    total = (sum(u[0] for u in updates), sum(u[1] for u in updates))
+    elements = _operand_shape(instruction, n + 1, index).num_elements
+    return (_bytes([total, total, _size(_operand_shape(instruction, n, index))], total)
+            + _applied(analysis, instruction).scaled(elements))
+
+
+def _outfeed(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    """Every array of every operand read, tuples by their elements (the token writes nothing)."""
+    return _bytes([_leaves_size(_operand_shape(instruction, i, index)) for i in range(len(instruction.operands))],
+                  (0, 0))
+
+
+def _tuple(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    return _bytes([], _size(instruction.shape))
+
+
+def _custom_call(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    return Cost(flops=-1, bytes=-1, written=-1, padded_bytes=-1, padded_written=-1)
+
+
+def _triangular_solve(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    a, b = _operand_shape(instruction, 0, index), _operand_shape(instruction, 1, index)
+    half = tuple(s // 2 for s in _size(a))
+    return _bytes([half, _size(b)], _size(instruction.shape)) + Cost(flops=2 * a.dims[-1] * b.num_elements)
+
+
+def _cholesky(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    a = _operand_shape(instruction, 0, index)
+    half = tuple(s // 2 for s in _size(a))
+    return _bytes([half], half) + Cost(flops=a.dims[-1] * a.num_elements // 3)
+
+
+def _called_sum(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    """call and async-start: the called computation's properties; while: body + condition, once."""
+    return sum((analysis.computation(analysis.module.computations_by_name[name])
+                for name in instruction.called_computations), Cost())
+
+
+def _conditional(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    """The largest branch, per property (XLA's `HandleConditional`)."""
+    branches = [tuple(analysis.computation(analysis.module.computations_by_name[name]))
+                for name in instruction.called_computations]
+    return Cost(*(max(values) for values in zip(*branches))) if branches else Cost()
+
+
+def _fusion(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+    """The fused instructions' FLOPs; bytes: outputs, parameter reads and large constants."""
+    body = analysis.called(instruction)
+    if instruction.attributes.get("kind") == "kCustom":
+        inner = next((i for i in body.instructions if i.opcode in ("gather", "scatter")), None)
+        if inner is not None:
+            return _HANDLERS[inner.opcode](analysis, inner, analysis.index(body))
+    inside = analysis.computation(body, flops_only=True)
+    read = [_parameter_read(analysis, body, parameter) for parameter in body.instructions
+            if parameter.opcode == "parameter"]
+    read += [_size(i.shape) for i in body.instructions if i.opcode == "constant" and i.shape.num_elements > 1]
+    return _bytes(read, _fusion_written(analysis, instruction, body)) + Cost(inside.flops, inside.transcendentals)
+
+
+def _fusion_written(analysis: _Analysis, fusion: Instruction, body: Computation) -> tuple[int, int]:
+    """Each array output, except a dynamic-update-slice root writes only its update."""
+    root, index = body.root, analysis.index(body)
+    shape = fusion.shape
+    if not shape.is_tuple:
+        return _size(_operand_shape(root, 1, index)) if root.opcode == "dynamic-update-slice" else _size(shape)
+    total = [0, 0]
+    for i, element in enumerate(shape.tuple_shapes):
+        if root.opcode == "tuple" and not element.is_tuple:
+            output = index[root.operands[i]]
+            size = _size(_operand_shape(output, 1, index) if output.opcode == "dynamic-update-slice" else element)
+        else:
+            size = _leaves_size(element)
+        total[0] += size[0]
+        total[1] += size[1]
+    return total[0], total[1]
+
+
+def _parameter_read(analysis: _Analysis, body: Computation, parameter: Instruction) -> tuple[int, int]:
+    """`FusionParameterReadBytes`, for a tuple parameter per leaf through its get-tuple-elements."""
+    if not parameter.shape.is_tuple:
+        return _read_bytes(analysis, body, parameter)
+    users = analysis.users(body)
+    total = [0, 0]
+    for leaf_index in _leaf_indices(parameter.shape):
+        value = parameter
+        for position in leaf_index:
+            value = next((u for u in users.get(value.name, ()) if u.opcode == "get-tuple-element"
+                          and int(u.attributes.get("index", -1)) == position), value)
+        size = _read_bytes(analysis, body, value)
+        total[0] += size[0]
+        total[1] += size[1]
+    return total[0], total[1]
+
+
+def _leaf_indices(shape: Shape, prefix: tuple[int, ...] = ()) -> list[tuple[int, ...]]:
+    if not shape.is_tuple:
+        return [prefix]
+    return [leaf for i, s in enumerate(shape.tuple_shapes) for leaf in _leaf_indices(s, (*prefix, i))]
+
+
+def _read_bytes(analysis: _Analysis, body: Computation, value: Instruction) -> tuple[int, int]:
+    """What a fused computation reads of one parameter: slices read their size, broadcasts and
+    reshapes the whole, other users share one whole read (XLA's `FusionParameterReadBytes`)."""
+    total, seen = [0, 0], False
+    for user in analysis.users(body).get(value.name, ()):
+        sliced = _sliced_read(user, value, seen)
+        if user.opcode == "fusion":
+            size = _nested_read(analysis, body, user, value)
+        elif sliced is not None:
+            size, seen = sliced
+        elif user.opcode in ("broadcast", "reshape"):
+            size = _size(value.shape)
+        else:
+            size, seen = ((0, 0) if seen else _size(value.shape)), True
+        total[0] += size[0]
+        total[1] += size[1]
+    return total[0], total[1]
+
+
+def _sliced_read(user: Instruction, value: Instruction, seen: bool) -> tuple[tuple[int, int], bool] | None:
+    """(bytes charged, whole read seen) when `user` slices `value`: a slice or dynamic-slice of it reads
+    the slice; its start indices and a dynamic-update-slice's update share the one whole read; the
+    buffer a dynamic-update-slice updates in place is not read. None for other users."""
+    if user.opcode == "slice":
+        return _size(user.shape), seen
+    if user.opcode == "dynamic-slice" and user.operands[0] == value.name:
+        return _size(user.shape), seen
+    if user.opcode == "dynamic-update-slice" and user.operands[0] == value.name:
+        return (0, 0), seen
+    if user.opcode in ("dynamic-slice", "dynamic-update-slice"):
+        return ((0, 0) if seen else _size(value.shape)), True
+    return None
+
+
+def _nested_read(analysis: _Analysis, body: Computation, nested: Instruction, value: Instruction) -> tuple[int, int]:
+    """A parameter read by a nested fusion: XLA charges by how the nested fusion's users slice it when
+    the parameter feeds the nested root directly, else by how the nested computation reads it, once."""
+    inner = analysis.called(nested)
+    parameters = {p.parameter_number: p for p in inner.instructions if p.opcode == "parameter"}
+    root = inner.root
+    total = [0, 0]
+    for position, operand in enumerate(nested.operands):
+        if operand != value.name:
+            continue
+        parameter = parameters[position]
+        simple = not root.operands or root.opcode in ("parameter", "constant") or root.operands[0] == parameter.name
+        seen = False
+        for user in analysis.users(body).get(nested.name, ()):
+            sliced = _sliced_read(user, nested, seen) if simple else None
+            if sliced is not None:
+                size, seen = sliced
+            else:
+                size, seen = ((0, 0) if seen else _read_bytes(analysis, inner, parameter)), True
+            total[0] += size[0]
+            total[1] += size[1]
+    return total[0], total[1]
+
+
+_HANDLERS: dict[str, Callable[[_Analysis, Instruction, dict], Cost]] = {
+    "dot": _dot, "ragged-dot": _dot, "convolution": _convolution, "reduce": _reduce, "reduce-window": _reduce_window,
+    "map": _map, "select-and-scatter": _select_and_scatter, "sort": _sort, "fft": _fft, "rng": _rng,
+    "rng-bit-generator": _rng, "all-reduce": _all_reduce, "all-reduce-start": _all_reduce, "slice": _slice,
+    "dynamic-slice": _slice, "dynamic-update-slice": _dynamic_update_slice, "gather": _gather, "scatter": _scatter,
+    "tuple": _tuple, "custom-call": _custom_call, "triangular-solve": _triangular_solve, "cholesky": _cholesky,
+    "call": _called_sum, "while": _called_sum, "async-start": _called_sum, "conditional": _conditional,
+    "fusion": _fusion, "outfeed": _outfeed,
+}

@@ -1,0 +1,93 @@
+"""`cost --html FILE`: one self-contained page with the roofline of each module as inline SVG.
+
+Log-log axes: arithmetic intensity (FLOPs per byte moved) against attained FLOP/s (FLOPs over the
+op's roofline time); the ceiling is min(peak, intensity x HBM bandwidth) at the chip's bf16 and f32
+peaks; one point per op, its area proportional to its roofline time. No URLs, no server. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+
+_WIDTH, _HEIGHT, _PAD = 900, 420, 60
+
+_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+section{margin-bottom:2.5em}svg{background:#fafafa;border:1px solid #ddd}
+.roof{fill:none;stroke:#d1242f;stroke-width:1.5}.roof.f32{stroke-dasharray:5 3}.grid{stroke:#e4e4e4}
+.op{fill:#1f6feb;fill-opacity:.45;stroke:#1f6feb}.op.memory{fill:#bf8700;stroke:#bf8700}
+.op.collective{fill:#8250df;stroke:#8250df}.label{font-size:11px;fill:#555}"""
+
+
+def write_cost_html(modules: list, path: str | Path) -> None:
+    """Write the page for `modules` (ModuleCost rows); modules without a chip get their totals only."""
+    body = "\n".join(_section(m) for m in modules)
+    page = (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect roofline</title>"
+            f"<style>{_STYLE}</style></head><body><h1>Roofline</h1>\n{body}\n</body></html>\n")
+    Path(path).write_text(page, encoding="utf-8")
+
+
+def _section(module) -> str:
+    title = html.escape(f"{module.module} ({module.function})")
+    seconds = "-" if module.roofline_seconds is None else f"{module.roofline_seconds:.3e} s ({module.bound})"
+    summary = (f"<p>{module.flops:,.0f} FLOPs, {module.transcendentals:,.0f} transcendentals, "
+               f"{module.bytes_accessed:,} bytes ({module.padded_bytes_accessed:,} with tile padding); "
+               f"roofline {seconds} on {html.escape(module.chip or 'no chip (pass --chip)')}</p>")
+    points = [op for op in module.ops if op.roofline_seconds and op.arithmetic_intensity and op.flops > 0]
+    chart = _chart(module, points) if module.chip and points else "<p>No op with FLOPs and a roofline time.</p>"
+    return f"<section><h2>{title}</h2>{summary}{chart}</section>"
+
+
+def _chart(module, points: list) -> str:
+    chip = module.chip_figures
+    intensities = [op.arithmetic_intensity for op in points]
+    attained = [op.flops / op.roofline_seconds for op in points]
+    peaks = {dtype: chip.peak_flops(dtype) for dtype in ("bf16", "f32")}
+    x_range = (math.floor(math.log10(min(intensities))) - 1, math.ceil(math.log10(max(intensities))) + 1)
+    y_range = (math.floor(math.log10(min(attained))) - 1, math.ceil(math.log10(max([*attained, *peaks.values()]))))
+    scale = _Scale(x_range, y_range)
+    parts = [scale.axes()]
+    for dtype, peak in peaks.items():
+        ridge = peak / chip.hbm_bandwidth
+        xs = [10 ** x_range[0], ridge, 10 ** x_range[1]]
+        line = " ".join(f"{scale.x(x):.1f},{scale.y(min(peak, x * chip.hbm_bandwidth)):.1f}" for x in xs)
+        parts.append(f"<polyline class='roof {dtype}' points='{line}'><title>{dtype} peak {peak:.3g} FLOP/s, "
+                     f"HBM {chip.hbm_bandwidth:.3g} B/s</title></polyline>")
+    longest = max(op.roofline_seconds for op in points)
+    for op, x, y in zip(points, intensities, attained):
+        radius = 3 + 12 * math.sqrt(op.roofline_seconds / longest)
+        tip = html.escape(f"{op.name} ({op.kind}): {op.flops:,.0f} FLOPs, {x:.2f} FLOP/B, "
+                          f"{op.roofline_seconds:.3e} s, {op.bound} bound; {op.op_name or ''}")
+        parts.append(f"<circle class='op {op.bound}' cx='{scale.x(x):.1f}' cy='{scale.y(y):.1f}' r='{radius:.1f}'>"
+                     f"<title>{tip}</title></circle>")
+    return f"<svg viewBox='0 0 {_WIDTH} {_HEIGHT}' width='{_WIDTH}' height='{_HEIGHT}'>{''.join(parts)}</svg>"
+
+
+class _Scale:
+    """Log10 axes from decades `x_range` and `y_range` to SVG coordinates."""
+
+    def __init__(self, x_range: tuple[int, int], y_range: tuple[int, int]) -> None:
+        self.x_range, self.y_range = x_range, (y_range[0], max(y_range[1], y_range[0] + 1))
+
+    def x(self, value: float) -> float:
+        low, high = self.x_range
+        return _PAD + (math.log10(value) - low) / (high - low) * (_WIDTH - 2 * _PAD)
+
+    def y(self, value: float) -> float:
+        low, high = self.y_range
+        return _HEIGHT - _PAD - (math.log10(value) - low) / (high - low) * (_HEIGHT - 2 * _PAD)
+
+    def axes(self) -> str:
+        parts = []
+        for decade in range(self.x_range[0], self.x_range[1] + 1):
+            x = self.x(10 ** decade)
+            parts.append(f"<line class='grid' x1='{x:.1f}' y1='{_PAD}' x2='{x:.1f}' y2='{_HEIGHT - _PAD}'/>"
+                         f"<text class='label' x='{x - 10:.1f}' y='{_HEIGHT - _PAD + 15}'>1e{decade}</text>")
+        for decade in range(self.y_range[0], self.y_range[1] + 1):
+            y = self.y(10 ** decade)
+            parts.append(f"<line class='grid' x1='{_PAD}' y1='{y:.1f}' x2='{_WIDTH - _PAD}' y2='{y:.1f}'/>"
+                         f"<text class='label' x='8' y='{y + 4:.1f}'>1e{decade}</text>")
+        parts.append(f"<text class='label' x='{_WIDTH / 2 - 120}' y='{_HEIGHT - 12}'>arithmetic intensity "
+                     f"(FLOPs per byte moved, padded)</text><text class='label' x='8' y='20'>attained FLOP/s</text>")
+        return "".join(parts)
