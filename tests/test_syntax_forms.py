@@ -265,3 +265,22 @@ def test_one_instruction_per_instruction_line(text):
     (module,) = parse_hlo(text)
     lines = [line for line in text.splitlines() if re.match(r"  (ROOT )?%?[\w.\-]+ = ", line)]
     assert module.instruction_count == len(lines)
+
+
+# COMPACT_GTE_SHORT with its get-tuple-element lines written out, as XLA printed before 2026-07.
+SPELLED_OUT_GTE = (COMPACT_GTE_SHORT
+                   .replace("  i = s32[] add(p#0, one)", "  p.0 = s32[] get-tuple-element(p), index=0\n  i = s32[] add(p.0, one)")
+                   .replace("  x = f32[8]{0} negate(p#1)", "  p.1 = f32[8]{0} get-tuple-element(p), index=1\n  x = f32[8]{0} negate(p.1)")
+                   .replace("  ROOT lt = pred[] compare(p#0, n)", "  c.0 = s32[] get-tuple-element(p), index=0\n  ROOT lt = pred[] compare(c.0, n)")
+                   .replace("  f = f32[8]{0} fusion(w#1)", "  w.1 = f32[8]{0} get-tuple-element(w), index=1\n  f = f32[8]{0} fusion(w.1)"))
+
+
+def test_cost_reads_compact_operands_as_their_elements():
+    """XLA counts a get-tuple-element as free: the compact text costs what the spelled-out text does."""
+    from xlainspect.analysis.cost import module_cost
+
+    (compact,) = parse_hlo(COMPACT_GTE_SHORT)
+    (spelled,) = parse_hlo(SPELLED_OUT_GTE)
+    a, b = module_cost(compact, None), module_cost(spelled, None)
+    assert (a.flops, a.transcendentals, a.bytes_accessed) == (b.flops, b.transcendentals, b.bytes_accessed)
+    assert a.transcendentals == 8  # the fusion's exponential over f32[8]

@@ -248,8 +248,11 @@ def _dtype(shape: Shape | None) -> str:
 
 
 def _operand_shape(instruction: Instruction, index: int, by_name: dict[str, Instruction]) -> Shape:
-    """The shape of operand `index`, from its defining instruction (the one place operands are resolved)."""
-    return by_name[instruction.operands[index]].shape
+    """The shape of operand `index`, from its defining instruction (the one place operands are resolved);
+    a compact get-tuple-element operand (`%p0#1`) reads the element's shape."""
+    shape = by_name[instruction.operands[index]].shape
+    path = instruction.operand_shape_index(index)
+    return shape.subshape(path) if path else shape
 
 
 _SIZES: dict[int, tuple[Shape, tuple[int, int], tuple[int, int]]] = {}
