@@ -260,11 +260,11 @@ print(json.dumps({"s": elapsed, "rss": resource.getrusage(resource.RUSAGE_SELF).
 
 GRAMMAR_PARSE = """
 import json, resource, sys, time
+from xlainspect import settings
 from xlainspect.hlo import parser
 from xlainspect.io import read_text
-if sys.argv[-2] == "1":
-    parser.PARALLEL_MIN_BYTES = float("inf")
-parser._lark()
+settings.own_process(1 if sys.argv[-2] == "1" else None)  # as the CLI parses
+parser._line_reader()
 text = read_text(sys.argv[-1])
 start = time.perf_counter()
 modules = parser.parse_hlo(text, sys.argv[-1])

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import DUMPS
 from xlainspect import HloParseError
-from xlainspect import cache as cache_module
+from xlainspect import settings
 from xlainspect.cache import cache_dir, parse_file
 from xlainspect.hlo import parser
 
@@ -93,7 +93,7 @@ def test_no_cache_neither_reads_nor_writes(hlo, monkeypatch):
     (module,) = parse_file(hlo, use_cache=False)
     assert module.name == "jit_train_step"
     assert not cache_dir().exists()
-    monkeypatch.setattr(cache_module, "_enabled", False)
+    monkeypatch.setattr(settings, "_cache_enabled", False)
     parse_file(hlo)
     assert not cache_dir().exists()
 
@@ -112,11 +112,31 @@ def test_cli_no_cache_option(hlo, monkeypatch):
     import xlainspect.cli.commands  # noqa: F401  (registers the commands)
     from xlainspect.cli import app
 
-    monkeypatch.setattr(cache_module, "_enabled", True)
+    monkeypatch.setattr(settings, "_cache_enabled", True)
+    monkeypatch.setattr(settings, "_parse_workers", 1)
+    monkeypatch.setattr(settings, "_pause_gc", False)
     result = CliRunner().invoke(app, ["--no-cache", "parse", str(hlo), "--format", "json"])
     assert result.exit_code == 0, result.output
     assert '"module": "jit_train_step"' in result.output
-    assert cache_module._enabled is False
+    assert settings.cache_enabled() is False
+
+
+def test_cli_no_cache_writes_nothing(hlo, tmp_path):
+    """Not the parsed model, and not the grammar's LALR tables either (a fresh process builds them)."""
+    import subprocess
+    import sys
+
+    where = tmp_path / "cache-dir"
+    env = {**os.environ, "XLAINSPECT_CACHE_DIR": str(where)}
+    env.pop("XLAINSPECT_NO_CACHE", None)
+    done = subprocess.run([sys.executable, "-m", "xlainspect", "--no-cache", "parse", str(hlo), "--format", "json"],
+                          capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert not where.exists()
+    done = subprocess.run([sys.executable, "-m", "xlainspect", "parse", str(hlo), "--format", "json"],
+                          capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert list(where.glob("grammar-*.lark"))  # `parse` keeps no model, but the tables
 
 
 

@@ -22,7 +22,7 @@ def test_parts_give_the_serial_model(index, monkeypatch):
     serial = parser.parse_hlo(text, "x.hlo")
     monkeypatch.setattr(parser, "PARALLEL_MIN_BYTES", 0)
     assert len(parser._split_at_computations(text, 2)) == 2
-    assert model_summary(parser.parse_hlo(text, "x.hlo")) == model_summary(serial)
+    assert model_summary(parser.parse_hlo(text, "x.hlo", workers=2)) == model_summary(serial)
 
 
 def test_an_error_in_a_later_part_is_reported_as_serially(monkeypatch):
@@ -32,7 +32,7 @@ def test_an_error_in_a_later_part_is_reported_as_serially(monkeypatch):
         parser.parse_hlo(bad, "bad.hlo")
     monkeypatch.setattr(parser, "PARALLEL_MIN_BYTES", 0)
     with pytest.raises(HloParseError) as parallel:
-        parser.parse_hlo(bad, "bad.hlo")
+        parser.parse_hlo(bad, "bad.hlo", workers=2)
     assert (parallel.value.line, parallel.value.column, parallel.value.message) == \
         (serial.value.line, serial.value.column, serial.value.message)
     assert "unknown element type 'f33'" in serial.value.message
@@ -43,3 +43,24 @@ def test_split_points_follow_computation_ends():
     parts = parser._split_at_computations(text, 2)
     assert [text[a:b].count("{") for a, b in parts] == [1, 1]
     assert text[parts[0][1] - 2 : parts[0][1]] == "}\n"
+
+
+def test_a_library_parse_leaves_the_process_as_it_found_it(monkeypatch):
+    """No worker processes and no garbage-collector changes unless the caller opts in (the CLI does)."""
+    import gc
+
+    def no_workers(*args):
+        raise AssertionError("a library call must not fork")
+
+    from xlainspect import settings
+
+    text = _texts()[0]
+    monkeypatch.setattr(settings, "_parse_workers", 1)  # the defaults (CLI tests in this process opt in)
+    monkeypatch.setattr(settings, "_pause_gc", False)
+    monkeypatch.setattr(parser, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parser, "_run_in_workers", no_workers)
+    frozen, enabled = gc.get_freeze_count(), gc.isenabled()
+    disabled_during = []
+    monkeypatch.setattr(parser, "_assemble", lambda items, path: disabled_during.append(not gc.isenabled()) or [])
+    parser.parse_hlo(text, "x.hlo")
+    assert (gc.get_freeze_count(), gc.isenabled(), disabled_during) == (frozen, enabled, [False])

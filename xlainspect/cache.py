@@ -35,38 +35,21 @@ from pathlib import Path
 from typing import TypeVar
 
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
+from xlainspect.settings import cache_dir, cache_enabled, paused_gc
 from xlainspect.shape import Shape, array_shape, tuple_shape
 
 #: Bump when the model's classes change shape (fields added, renamed, retyped).
 MODEL_FORMAT = 3
 
 
-def cache_dir() -> Path:
-    """Where entries live: `$XLAINSPECT_CACHE_DIR`, `$XDG_CACHE_HOME/xlainspect` or `~/.cache/xlainspect`."""
-    explicit = os.environ.get("XLAINSPECT_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "xlainspect"
-
-
-def set_enabled(enabled: bool) -> None:
-    """Switch the cache on or off for this process (the CLI's `--no-cache`)."""
-    global _enabled
-    _enabled = enabled
-
-
-_enabled = os.environ.get("XLAINSPECT_NO_CACHE", "") in ("", "0")
-
-
 def parse_file(path: str | Path, *, use_cache: bool | None = None) -> list[Module]:
     """`parse_hlo(read_text(path), str(path))`, answered from the cache when the file is unchanged.
 
-    `use_cache=None` follows `set_enabled` (on unless `XLAINSPECT_NO_CACHE=1`). Raises what
+    `use_cache=None` follows `xlainspect.settings.cache_enabled()`. Raises what
     parse_hlo and read_text raise (HloParseError, DumpError); a bad file is never cached.
     """
     if use_cache is None:
-        use_cache = _enabled
+        use_cache = cache_enabled()
     path = Path(path)
     try:
         digest = _content_digest(path) if use_cache else None
@@ -94,7 +77,7 @@ def cached_result(path: str | Path, analysis: str, compute: Callable[[], T], *, 
     `analysis` names the analysis and its arguments. Errors from `compute` pass through, uncached.
     """
     path = Path(path)
-    if not (_enabled if use_cache is None else use_cache):
+    if not (cache_enabled() if use_cache is None else use_cache):
         return compute()
     try:
         digest = _content_digest(path)
@@ -162,16 +145,13 @@ def _load(entry: Path) -> list[Module] | None:
         data = entry.read_bytes()
     except OSError:
         return None
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # as in the parse: a large model is millions of objects that all stay alive
-    try:
-        modules = [_module(record) for record in marshal.loads(data)]
-    except Exception:  # a truncated or foreign entry is a miss, never an error
-        return None
-    finally:
-        if gc_was_enabled:
+    with paused_gc() as paused:
+        try:
+            modules = [_module(record) for record in marshal.loads(data)]
+        except Exception:  # a truncated or foreign entry is a miss, never an error
+            return None
+        if paused:
             gc.freeze()  # the model lives as long as the run: later collections need not scan it again
-            gc.enable()
     return modules
 
 

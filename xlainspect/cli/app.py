@@ -74,7 +74,8 @@ def _root(
 ) -> None:
     """Read XLA dumps (--xla_dump_to) and HLO text: recompilations and why, layouts and padding, fusions,
     copies, collectives, memory. Exit codes: 0 ok, 1 a CI gate failed, 2 bad usage or input."""
-    if no_cache:
-        from xlainspect.cache import set_enabled
+    from xlainspect import settings
 
-        set_enabled(False)
+    settings.own_process()
+    if no_cache:
+        settings.set_cache_enabled(False)

@@ -9,9 +9,7 @@ the rest; `parse_hlo(text, fast=False)` uses the grammar alone.
 from __future__ import annotations
 
 import functools
-import gc
 import multiprocessing
-import os
 import re
 from sys import intern
 
@@ -22,6 +20,7 @@ from xlainspect.errors import HloParseError, error_at
 from xlainspect.hlo.fast import LineReader
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame, attribute_dict
 from xlainspect.hlo.tokens import grammar_text
+from xlainspect.settings import cache_dir, cache_enabled, parse_workers, paused_gc
 from xlainspect.shape import Shape, array_shape, tuple_shape
 
 #: How Lark's terminal names read in an error message: what was found (`unexpected name 'x'`)
@@ -210,8 +209,9 @@ def _strip(name: Token | str) -> str:
 
 @functools.cache
 def _lark(start: str = "start") -> Lark:
-    """The parser, its LALR tables loaded from the user cache directory when an earlier run saved
-    them for this grammar text and Lark version (0.4 s saved at every start); built otherwise.
+    """The parser, its LALR tables loaded from xlainspect's cache directory when an earlier run saved
+    them for this grammar text and Lark version (0.1 s saved at every start); built in memory when
+    the cache is off (`xlainspect.settings`).
 
     Each start symbol gets its own parser of the same grammar: the automaton for `header_line` or
     `program_shape` has only those states, so its contextual lexer never compiles the regexes of the
@@ -221,14 +221,14 @@ def _lark(start: str = "start") -> Lark:
 
     import lark
 
-    from xlainspect.cache import cache_dir
-
     text = grammar_text()
-    key = hashlib.blake2b(f"{lark.__version__}\n{start}\n{text}".encode(), digest_size=10).hexdigest()
-    tables = cache_dir() / f"grammar-{key}.lark"
     options = dict(
         parser="lalr", lexer="contextual", maybe_placeholders=True, transformer=_ModelBuilder(), start=start,
     )
+    if not cache_enabled():
+        return Lark(text, **options)
+    key = hashlib.blake2b(f"{lark.__version__}\n{start}\n{text}".encode(), digest_size=10).hexdigest()
+    tables = cache_dir() / f"grammar-{key}.lark"
     try:
         tables.parent.mkdir(parents=True, exist_ok=True)
         return Lark(text, cache=str(tables), **options)
@@ -236,20 +236,26 @@ def _lark(start: str = "start") -> Lark:
         return Lark(text, **options)
 
 
-def parse_hlo(text: str, path: str | None = None, *, fast: bool = True) -> list[Module]:
+def parse_hlo(text: str, path: str | None = None, *, fast: bool = True, workers: int | None = None) -> list[Module]:
     """Parse HLO text (one or more modules, or header-less computations) into the model.
 
     `fast=False` parses with the grammar alone (the definition); the default reads plain
     computations with the speed layer and gives the grammar the rest: the same model, faster.
+    `workers` > 1 parses a text of 4 MB or more in that many processes (forked); the default is
+    `xlainspect.settings.parse_workers()`: 1, unless the caller let xlainspect own the process.
     Raises HloParseError with path, line, column and a caret rendering on bad text.
     """
-    if not fast:
-        items = _run(text, "start", path)
-    else:
-        items = _run_in_workers(text, path) if len(text) >= PARALLEL_MIN_BYTES else None
-        if items is None:
-            items = _read(text, path)
-    modules = _assemble(items, path)
+    workers = parse_workers() if workers is None else workers
+    with paused_gc():
+        if not fast:
+            items = _run(text, "start", path)
+        else:
+            items = None
+            if workers > 1 and len(text) >= PARALLEL_MIN_BYTES:
+                items = _run_in_workers(text, path, workers)
+            if items is None:
+                items = _read(text, path)
+        modules = _assemble(items, path)
     for module in modules:
         if not module.computations:  # XLA's parser needs at least one; a dump cut after its header has none
             raise error_at(text, len(text.rstrip()), f"HloModule {module.name} has no computations (truncated?)", path)
@@ -301,7 +307,7 @@ def parse_header(line: str, path: str | None = None) -> Module:
 PARALLEL_MIN_BYTES = 4 << 20
 
 
-def _run_in_workers(text: str, path: str | None) -> list | None:
+def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
     """The items of `text` read by this process and worker processes, one part each.
 
     None when the text cannot be split or a part fails: the caller then reads the whole text, so
@@ -310,8 +316,7 @@ def _run_in_workers(text: str, path: str | None) -> list | None:
     This process reads the first part itself: a worker's result costs a pickle round trip (about a
     fifth of its parse) on top.
     """
-    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    parts = _split_at_computations(text, workers) if workers > 1 else []
+    parts = _split_at_computations(text, workers)
     if len(parts) < 2:
         return None
     from concurrent.futures import ProcessPoolExecutor
@@ -320,8 +325,6 @@ def _run_in_workers(text: str, path: str | None) -> list | None:
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     jobs = [(text.count("\n", 0, start) + 1, text[start:end], path) for start, end in parts]
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # as in _run: unpickled results are millions of long-lived objects
     try:
         with ProcessPoolExecutor(len(jobs) - 1, mp_context=context) as pool:
             others = pool.map(_run_compact_part, jobs[1:])
@@ -331,9 +334,6 @@ def _run_in_workers(text: str, path: str | None) -> list | None:
         return items
     except HloParseError:
         return None
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _run_part(job: tuple[int, str, str | None]) -> list:
@@ -417,8 +417,6 @@ def _run(text: str, start: str, path: str | None, what: str = "HLO", span: tuple
     begin, end, lines_before = span if span else (0, len(text), 0)
     builder = _lark(start).options.transformer
     builder.text, builder.line_offset = text[begin:end] if span else text, lines_before
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # the parse allocates millions of objects that all stay alive: skip futile GC passes
     try:
         return _lark(start).parse(builder.text)
     except UnexpectedInput as error:
@@ -427,8 +425,6 @@ def _run(text: str, start: str, path: str | None, what: str = "HLO", span: tuple
         raise error_at(text, begin + error.token.start_pos + error.offset, error.message, path) from None
     finally:
         builder.text = ""
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _syntax_error(error: UnexpectedInput, text: str, path: str | None, what: str, begin: int) -> HloParseError:

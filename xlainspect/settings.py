@@ -1,0 +1,73 @@
+"""What a caller lets xlainspect do to its process and its disk. Stdlib only.
+
+The library's defaults change nothing a caller did not ask for: `parse_hlo` parses in the calling
+process with garbage collection as the caller left it. The CLI owns its process and opts in
+(`own_process`): a large text is parsed by one worker process per core, and collection pauses
+while millions of long-lived model objects are made. `--no-cache` (`set_cache_enabled(False)`)
+makes xlainspect write nothing: neither parsed models nor the grammar's LALR tables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+_cache_enabled = os.environ.get("XLAINSPECT_NO_CACHE", "") in ("", "0")
+_parse_workers = 1
+_pause_gc = False
+
+
+def cache_dir() -> Path:
+    """Where entries live: `$XLAINSPECT_CACHE_DIR`, `$XDG_CACHE_HOME/xlainspect` or `~/.cache/xlainspect`."""
+    explicit = os.environ.get("XLAINSPECT_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "xlainspect"
+
+
+def cache_enabled() -> bool:
+    """On unless `XLAINSPECT_NO_CACHE=1` or `set_cache_enabled(False)` (the CLI's `--no-cache`)."""
+    return _cache_enabled
+
+
+def set_cache_enabled(enabled: bool) -> None:
+    global _cache_enabled
+    _cache_enabled = enabled
+
+
+def own_process(workers: int | None = None) -> None:
+    """Let xlainspect use the process as its own: `workers` parse processes for large texts (one per
+    core by default) and garbage collection paused while a model is built (a quarter of a parse)."""
+    global _parse_workers, _pause_gc
+    _parse_workers = workers if workers is not None else _cores()
+    _pause_gc = True
+
+
+def parse_workers() -> int:
+    return _parse_workers
+
+
+def pause_gc() -> bool:
+    return _pause_gc
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[bool]:
+    """Garbage collection paused for the block where the process is xlainspect's own (and collection
+    is on); yields whether it paused."""
+    if not (_pause_gc and gc.isenabled()):
+        yield False
+        return
+    gc.disable()
+    try:
+        yield True
+    finally:
+        gc.enable()
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
