@@ -262,7 +262,7 @@ GRAMMAR_PARSE = """
 import json, resource, sys, time
 from xlainspect import settings
 from xlainspect.hlo import parser
-from xlainspect.io import read_text
+from xlainspect.dump.files import read_text
 settings.own_process(1 if sys.argv[-2] == "1" else None)  # as the CLI parses
 parser._line_reader()
 text = read_text(sys.argv[-1])
@@ -280,7 +280,7 @@ import json, resource, sys, time
 start = time.perf_counter()
 from xlainspect.analysis.ops import line_histogram
 from xlainspect.hlo.fastpath import scan
-from xlainspect.io import read_text
+from xlainspect.dump.files import read_text
 lines = scan(read_text(sys.argv[-1]))
 rows = line_histogram("big", lines)
 print(json.dumps({"s": time.perf_counter() - start, "instructions": len(lines),
@@ -290,7 +290,7 @@ print(json.dumps({"s": time.perf_counter() - start, "instructions": len(lines),
 WARM_ANALYSIS = """
 import json, resource, sys, time
 start = time.perf_counter()
-from xlainspect.cache import parse_file
+from xlainspect.dump.model_cache import parse_file
 (module,) = parse_file(sys.argv[-1])
 loaded = time.perf_counter() - start
 from xlainspect.analysis.ops import opcode_histogram

@@ -13,7 +13,7 @@ FIXTURES = REPO / "fixtures"
 DUMPS = FIXTURES / "dumps"
 CORPUS = Path(os.environ.get("XLAINSPECT_CORPUS", REPO.parent / "shared" / "corpus"))
 
-# The parsed-model cache (xlainspect.cache) of a test run goes to a fresh directory, never ~/.cache.
+# The parsed-model cache (xlainspect.dump.model_cache) of a test run goes to a fresh directory, never ~/.cache.
 os.environ["XLAINSPECT_CACHE_DIR"] = tempfile.mkdtemp(prefix="xlainspect-test-cache-")
 
 

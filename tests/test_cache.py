@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import DUMPS
 from xlainspect import HloParseError
 from xlainspect import settings
-from xlainspect.cache import cache_dir, parse_file
+from xlainspect.dump.model_cache import cache_dir, parse_file
 from xlainspect.hlo import parser
 
 AFTER = DUMPS / "clean_run" / "module_0000.jit_train_step.cpu_after_optimizations.txt"
@@ -142,7 +142,7 @@ def test_cli_no_cache_writes_nothing(hlo, tmp_path):
 
 def test_cached_result_is_served_until_the_file_changes(hlo):
     from xlainspect.analysis.collectives import collectives
-    from xlainspect.cache import cached_result
+    from xlainspect.dump.model_cache import cached_result
 
     calls = []
 
@@ -165,7 +165,7 @@ def test_warm_cli_rerun_reads_no_module(tmp_path, monkeypatch):
 
     import xlainspect.cli.commands  # noqa: F401  (registers the commands)
     from xlainspect.cli import app
-    from xlainspect.dump import DumpModule
+    from xlainspect.dump.directory import DumpModule
 
     monkeypatch.setenv("XLAINSPECT_CACHE_DIR", str(tmp_path / "cache"))
     dump = DUMPS / "collectives_cpu"

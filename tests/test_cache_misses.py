@@ -18,7 +18,7 @@ from tests.conftest import FIXTURES, REPO
 from xlainspect.analysis.cache_misses import cache_misses
 from xlainspect.capture import _tee, child_env
 from xlainspect.cli.app import app
-from xlainspect.jaxlog import DEBUG_LOG_MODULES, read_jax_log
+from xlainspect.dump.jaxlog import DEBUG_LOG_MODULES, read_jax_log
 
 import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 

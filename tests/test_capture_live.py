@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import REPO
 from xlainspect.capture import xla_flags_with_dump
-from xlainspect.dump import load_dump
+from xlainspect.dump.directory import load_dump
 
 PROGRAM = textwrap.dedent("""
     import collections, json, sys

@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 from tests.conftest import FIXTURES
 from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries
 from xlainspect.cli.app import app
-from xlainspect.compilation_cache import read_cache_dir
-from xlainspect.dump import load_dump
+from xlainspect.dump.compilation_cache import read_cache_dir
+from xlainspect.dump.directory import load_dump
 from xlainspect.errors import DumpError
-from xlainspect.jaxlog import read_jax_log
+from xlainspect.dump.jaxlog import read_jax_log
 
 import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 

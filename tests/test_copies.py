@@ -6,9 +6,9 @@ from collections import Counter
 
 from conftest import DUMPS
 from xlainspect.analysis.copies import copies, copy_totals
-from xlainspect.dump import load_dump, select_modules
+from xlainspect.dump.directory import load_dump, select_modules
 from xlainspect.hlo.parser import parse_hlo
-from xlainspect.io import read_text
+from xlainspect.dump.files import read_text
 
 
 def _module(scenario: str, function: str):

@@ -16,7 +16,7 @@ import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
 from tests.conftest import DUMPS
 from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_threshold, regressions
 from xlainspect.cli.app import app
-from xlainspect.dump import load_dump
+from xlainspect.dump.directory import load_dump
 from xlainspect.errors import XlaInspectError
 
 

@@ -11,7 +11,7 @@ from tests.conftest import corpus_files, hlo_fixture_files, model_summary
 from tests.test_syntax_forms import SYNTAX_EXAMPLES
 from xlainspect import HloParseError, parse_hlo
 from xlainspect.hlo import parser
-from xlainspect.io import read_text
+from xlainspect.dump.files import read_text
 
 _CORPUS = corpus_files("models/*") + corpus_files("xla_parser_tests_20*/valid/*.hlo")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DUMPS, corpus_files, hlo_fixture_files
-from xlainspect.dump import classify, header_line, load_dump, select_modules
+from xlainspect.dump.directory import classify, header_line, load_dump, select_modules
 from xlainspect.errors import DumpError, XlaInspectError
-from xlainspect.io import read_text
+from xlainspect.dump.files import read_text
 
 
 @pytest.mark.parametrize(

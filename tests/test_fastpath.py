@@ -9,7 +9,7 @@ from xlainspect import HloParseError, parse_hlo
 from xlainspect.analysis.ops import line_histogram
 from xlainspect.hlo.fastpath import scan
 from xlainspect.hlo.parser import parse_shape
-from xlainspect.io import read_text
+from xlainspect.dump.files import read_text
 
 
 def _files():

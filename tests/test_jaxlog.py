@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from tests.conftest import DUMPS, FIXTURES
 from xlainspect.analysis.compile_times import compile_times
 from xlainspect.cli.app import app
-from xlainspect.dump import load_dump
+from xlainspect.dump.directory import load_dump
 from xlainspect.errors import DumpError
-from xlainspect.jaxlog import COMPONENTS, module_name, parse_jax_log, read_jax_log
+from xlainspect.dump.jaxlog import COMPONENTS, module_name, parse_jax_log, read_jax_log
 
 import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 

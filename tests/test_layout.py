@@ -95,7 +95,7 @@ def test_bad_shapes_raise_with_column(text, column, message):
 
 
 def test_dump_shapes_accept_tiles_longer_than_rank():
-    from xlainspect.shape import array_shape
+    from xlainspect.hlo.shape import array_shape
 
     assert array_shape("f32[3]{0:T(8,128)}").padded_bytes == 8 * 128 * 4  # ArraySize counts the missing dim as 1
 

@@ -7,9 +7,9 @@ import collections
 import pytest
 
 from tests.conftest import DUMPS
-from xlainspect.analysis.buffers import read_buffer_assignment
+from xlainspect.dump.buffers import read_buffer_assignment
 from xlainspect.analysis.layouts import LedgerInput, filter_ledger, ledger_totals, padding_ledger
-from xlainspect.io import read_text
+from xlainspect.dump.files import read_text
 
 TPU_DUMPS = ("tpu_v4", "tpu_v5e", "tpu_v6e")
 
@@ -55,7 +55,7 @@ def test_buffer_assignment_reader_rejects_other_text():
 
 
 def _ledger(scenario: str, platform: str | None = "tpu"):
-    from xlainspect.dump import load_dump
+    from xlainspect.dump.directory import load_dump
 
     inputs = []
     for dump_module in load_dump(DUMPS / scenario).modules:

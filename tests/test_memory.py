@@ -8,13 +8,13 @@ import pytest
 from conftest import DUMPS
 from typer.testing import CliRunner
 
-from xlainspect.analysis.buffers import read_buffer_assignment
+from xlainspect.dump.buffers import read_buffer_assignment
 from xlainspect.analysis.memory import (LiveRange, LiveRanges, bytes_by_color, bytes_by_kind, live_curve,
                                         logical_curve, module_memory, read_live_ranges, read_total_bytes_used,
                                         read_usage_report)
-from xlainspect.dump import load_dump
+from xlainspect.dump.directory import load_dump
 from xlainspect.errors import HloParseError
-from xlainspect.io import read_text
+from xlainspect.dump.files import read_text
 
 
 def _modules():

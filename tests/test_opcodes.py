@@ -9,7 +9,7 @@ from xlainspect.cli import app
 from xlainspect.cli import commands  # noqa: F401  (registers the commands)
 from xlainspect.hlo.opcodes import is_known_opcode, unknown_opcodes
 from xlainspect.hlo.parser import parse_hlo
-from xlainspect.io import read_text
+from xlainspect.dump.files import read_text
 
 
 def test_every_fixture_opcode_is_known():

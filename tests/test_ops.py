@@ -6,8 +6,8 @@ from collections import Counter
 
 from conftest import DUMPS
 from xlainspect.analysis.ops import function_histogram, module_label, opcode_histogram
-from xlainspect.dump import load_dump, select_modules
-from xlainspect.io import read_text
+from xlainspect.dump.directory import load_dump, select_modules
+from xlainspect.dump.files import read_text
 
 
 def test_histogram_counts_every_instruction_and_splits_fused():
@@ -35,7 +35,7 @@ def test_line_histogram_equals_the_grammar_histogram_on_every_fixture_and_corpus
     from xlainspect.analysis.ops import line_histogram, module_label, opcode_histogram
     from xlainspect.hlo.fastpath import scan
     from xlainspect.hlo.parser import parse_hlo
-    from xlainspect.io import read_text
+    from xlainspect.dump.files import read_text
 
     answered = 0
     for path in hlo_fixture_files() + corpus_files("models/*") + corpus_files("xla_parser_tests_*/valid/*.hlo"):

@@ -7,7 +7,7 @@ import pytest
 from tests.conftest import DUMPS, corpus_files, hlo_fixture_files
 from xlainspect import HloParseError, parse_hlo
 from xlainspect.hlo.parser import split_computations
-from xlainspect.io import read_text
+from xlainspect.dump.files import read_text
 
 
 def test_every_fixture_file_parses():

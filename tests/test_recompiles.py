@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from tests.conftest import DUMPS
 from xlainspect.analysis.recompiles import count_recompiles
 from xlainspect.cli.app import app
-from xlainspect.dump import load_dump
+from xlainspect.dump.directory import load_dump
 
 import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 

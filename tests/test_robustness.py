@@ -24,7 +24,7 @@ from tests.conftest import DUMPS, REPO
 from xlainspect import get_chip, module_cost, parse_hlo
 from xlainspect.cli.app import app
 from xlainspect.errors import HloParseError, XlaInspectError
-from xlainspect.io import read_text
+from xlainspect.dump.files import read_text
 
 import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
 

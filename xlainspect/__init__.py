@@ -13,10 +13,10 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "parse_hlo": "xlainspect.hlo.parser",
-    "parse_shape": "xlainspect.shapes_api",
-    "load_dump": "xlainspect.dump",
-    "read_cache_dir": "xlainspect.compilation_cache",
-    "read_jax_log": "xlainspect.jaxlog",
+    "parse_shape": "xlainspect.hlo.shape_text",
+    "load_dump": "xlainspect.dump.directory",
+    "read_cache_dir": "xlainspect.dump.compilation_cache",
+    "read_jax_log": "xlainspect.dump.jaxlog",
     "cache_inventory": "xlainspect.analysis.cache_inventory",
     "cache_misses": "xlainspect.analysis.cache_misses",
     "compile_times": "xlainspect.analysis.compile_times",
@@ -28,7 +28,7 @@ _EXPORTS = {
     "Module": "xlainspect.hlo.model",
     "Computation": "xlainspect.hlo.model",
     "Instruction": "xlainspect.hlo.model",
-    "Shape": "xlainspect.shape",
+    "Shape": "xlainspect.hlo.shape",
     "Layout": "xlainspect.layout",
     "Tile": "xlainspect.layout",
 }
@@ -39,15 +39,15 @@ if TYPE_CHECKING:
     from xlainspect.analysis.cache_inventory import cache_inventory
     from xlainspect.analysis.cache_misses import cache_misses
     from xlainspect.analysis.compile_times import compile_times
-    from xlainspect.compilation_cache import read_cache_dir
-    from xlainspect.jaxlog import read_jax_log
+    from xlainspect.dump.compilation_cache import read_cache_dir
+    from xlainspect.dump.jaxlog import read_jax_log
     from xlainspect.analysis.chips import get_chip
     from xlainspect.analysis.cost import module_cost
     from xlainspect.errors import DumpError, HloParseError, XlaInspectError
     from xlainspect.hlo.model import Computation, Instruction, Module
     from xlainspect.hlo.parser import parse_hlo
     from xlainspect.layout import Layout, Tile
-    from xlainspect.shape import Shape
+    from xlainspect.hlo.shape import Shape
 
 
 def __getattr__(name: str):

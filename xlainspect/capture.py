@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from xlainspect.errors import XlaInspectError
-from xlainspect.jaxlog import DEBUG_LOG_MODULES, LOG_NAMES
+from xlainspect.dump.jaxlog import DEBUG_LOG_MODULES, LOG_NAMES
 
 _DUMP_TO = re.compile(r"(?:^|\s)--xla_dump_to=\S*")
 _JAX_RECORD = re.compile(rb"^(?P<level>[A-Z]+):\d{4}-\d\d-\d\d [\d:,]+:(?P<logger>[\w.]+):\d+: ")

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from xlainspect.analysis.compile_times import compile_times
-from xlainspect.compilation_cache import CacheDir, CacheEntry
-from xlainspect.dump import Dump
-from xlainspect.jaxlog import JaxLog
+from xlainspect.dump.compilation_cache import CacheDir, CacheEntry
+from xlainspect.dump.directory import Dump
+from xlainspect.dump.jaxlog import JaxLog
 
 MANY_ENTRIES = 3
 """More entries than this for one function is worth a look (see the module docstring)."""

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xlainspect.dump import Dump, DumpModule
+from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
-from xlainspect.io import read_text
-from xlainspect.jaxlog import COMPONENTS, JaxLog, LogCompile
+from xlainspect.dump.files import read_text
+from xlainspect.dump.jaxlog import COMPONENTS, JaxLog, LogCompile
 
 _SEVERITY = ("hit", "miss", "not written", "off")
 CUSTOM_PARTITIONING = 'custom_call_target="CustomSPMDPartitioning"'

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xlainspect.dump import Dump, DumpModule
-from xlainspect.jaxlog import JaxLog, LogCompile
+from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.jaxlog import JaxLog, LogCompile
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from xlainspect.analysis.ops import instruction_index, module_label, operand_shapes, users
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.layout import Layout, format_layout, memory_space_name
-from xlainspect.shape import Shape
+from xlainspect.hlo.shape import Shape
 
 HOST_OFFLOAD_TARGETS = ("MoveToHost", "MoveToDevice")
 

@@ -48,7 +48,7 @@ from xlainspect.analysis.ops import control_flow_computations, instruction_index
 from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import backend_config_kind
 from xlainspect.hlo.model import Computation, Instruction, Module
-from xlainspect.shape import Shape
+from xlainspect.hlo.shape import Shape
 
 TRANSCENDENTAL = frozenset({
     "erf", "exponential", "log", "logistic", "power", "sqrt", "cbrt", "rsqrt", "tanh", "sine", "cosine", "tan",

@@ -23,7 +23,7 @@ from xlainspect.analysis.layouts import LedgerInput, ledger_totals, padding_ledg
 from xlainspect.analysis.memory import module_memory
 from xlainspect.analysis.ops import opcode_histogram
 from xlainspect.analysis.recompiles import name_parameters, signature_causes
-from xlainspect.dump import Dump, DumpModule
+from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.attributes import unquote
 from xlainspect.hlo.model import Module

@@ -12,9 +12,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlainspect.dump import AFTER_STAGES, Dump, DumpFile, classify, load_dump
+from xlainspect.dump.directory import AFTER_STAGES, Dump, DumpFile, classify, load_dump
 from xlainspect.errors import DumpError, XlaInspectError
-from xlainspect.io import read_text
+from xlainspect.dump.files import read_text
 
 SEVERITIES = ("error", "warning", "info")
 _MAX_EXAMPLES = 3

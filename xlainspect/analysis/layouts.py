@@ -11,10 +11,10 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from xlainspect.analysis.buffers import BufferAssignment
+from xlainspect.dump.buffers import BufferAssignment
 from xlainspect.hlo.model import Module
 from xlainspect.layout import DimPadding, element_bits, memory_space_name, tile_padding
-from xlainspect.shape import Shape
+from xlainspect.hlo.shape import Shape
 
 PICTURE_COLUMNS = 32
 """Widest tile picture, in characters; wider tiles show several columns per character."""

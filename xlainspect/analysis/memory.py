@@ -20,9 +20,9 @@ import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from xlainspect.analysis.buffers import Allocation, BufferAssignment, BufferValue
+from xlainspect.dump.buffers import Allocation, BufferAssignment, BufferValue
 from xlainspect.errors import error_at
-from xlainspect.shape import array_shape
+from xlainspect.hlo.shape import array_shape
 
 KINDS = ("parameter", "constant", "output", "thread-local", "preallocated-temp", "temporary")
 """Allocation kinds, in the order that decides an allocation with several flags (they sum to the total)."""
@@ -345,9 +345,9 @@ def module_memory(dump_module, top: int = 10) -> ModuleMemory | None:
     Raises HloParseError / DumpError for a side file that is truncated or not what its name says;
     the HLO module (for op_name and source) is optional: when it does not parse those stay None.
     """
-    from xlainspect.analysis.buffers import read_buffer_assignment
+    from xlainspect.dump.buffers import read_buffer_assignment
     from xlainspect.errors import XlaInspectError
-    from xlainspect.io import read_text
+    from xlainspect.dump.files import read_text
 
     found = dump_module.file(kind="buffer-assignment")
     if found is None:
@@ -375,7 +375,7 @@ def module_memory(dump_module, top: int = 10) -> ModuleMemory | None:
 
 
 def _side_file(dump_module, kind: str, read: Callable):
-    from xlainspect.io import read_text
+    from xlainspect.dump.files import read_text
 
     found = dump_module.file(kind=kind)
     return read(read_text(found.path), str(found.path)) if found is not None else None

@@ -16,7 +16,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from xlainspect.hlo.model import Computation, Instruction, Module
-from xlainspect.shape import Shape
+from xlainspect.hlo.shape import Shape
 
 if TYPE_CHECKING:
     from xlainspect.hlo.fastpath import InstructionLine
@@ -55,7 +55,7 @@ def instruction_count(dump_module, stage: str = "after") -> int:
     line (tests prove its answers are the grammar's; no model is built), else by the grammar.
     Raises XlaInspectError for a file that cannot be read or parsed."""
     from xlainspect.hlo.fastpath import scan
-    from xlainspect.io import read_text
+    from xlainspect.dump.files import read_text
 
     lines = scan(read_text(dump_module.hlo_file(stage).path))
     return len(lines) if lines is not None else dump_module.module(stage).instruction_count

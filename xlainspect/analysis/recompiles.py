@@ -15,9 +15,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xlainspect.dump import Dump, DumpModule
+from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.errors import DumpError, XlaInspectError
-from xlainspect.io import read_bytes, read_text
+from xlainspect.dump.files import read_bytes, read_text
 
 if TYPE_CHECKING:
     from xlainspect.hlo.model import Computation, Module

@@ -25,9 +25,9 @@ def cache(
     """Per function: cache entries, bytes, the compile seconds stored in them, oldest and newest write;
     functions with many entries (one per run: jax #21159). Damaged or foreign files are named on stderr."""
     from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries
-    from xlainspect.compilation_cache import read_cache_dir
-    from xlainspect.dump import load_dump
-    from xlainspect.jaxlog import run_log
+    from xlainspect.dump.compilation_cache import read_cache_dir
+    from xlainspect.dump.directory import load_dump
+    from xlainspect.dump.jaxlog import run_log
 
     with user_errors():
         if log is not None and dump is None:
@@ -63,7 +63,7 @@ def _note(function) -> str:
 
 def _dump_if_any(path: Path):
     """The dump beside B's log (a capture directory), for the HLO it holds; None for a lone log."""
-    from xlainspect.dump import load_dump
+    from xlainspect.dump.directory import load_dump
 
     if not path.is_dir():
         return None
@@ -84,7 +84,7 @@ def cache_misses_cmd(
     too, the cache-key components whose hashes changed (computation, XLA flags with the flags added or
     removed, compile_options, jax_lib version, backend version, accelerator_config, compression)."""
     from xlainspect.analysis.cache_misses import cache_misses
-    from xlainspect.jaxlog import read_jax_log
+    from xlainspect.dump.jaxlog import read_jax_log
 
     with user_errors():
         rows = cache_misses(read_jax_log(a), read_jax_log(b), _dump_if_any(b))

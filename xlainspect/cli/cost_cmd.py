@@ -51,7 +51,7 @@ def cost(
         rows = _analyse(paths, function, module_re, stage, strict, key,
                         lambda m: module_cost(m.module(stage.value), _chip(m, *figures), rows_wanted))
     if html is not None:
-        from xlainspect.cost_html import write_cost_html
+        from xlainspect.report.cost_html import write_cost_html
 
         write_cost_html(rows, html)
         stderr_console().print(f"wrote {html}", markup=False, highlight=False)

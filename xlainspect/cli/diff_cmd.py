@@ -45,7 +45,7 @@ def diff(
     (parameter shapes, dtypes, layouts, shardings, donation, result). Functions on one side are listed."""
     from xlainspect.analysis.chips import get_chip
     from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_threshold, regressions
-    from xlainspect.dump import load_dump
+    from xlainspect.dump.directory import load_dump
 
     with user_errors():
         thresholds = [parse_threshold(t) for t in max_increase or []]

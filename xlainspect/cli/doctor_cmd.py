@@ -11,7 +11,7 @@ def doctor(path: DumpPath, fmt: FormatOpt = OutputFormat.table) -> None:
     """Dump health: crashed compiles, module id collisions, the dump cap, per-pass files, truncated
     files, mixed platforms, proto-only dumps. Findings are information (exit 0); no dump is exit 2."""
     from xlainspect.analysis.doctor import Finding, diagnose
-    from xlainspect.report import to_frame, to_records
+    from xlainspect.report.table import to_frame, to_records
 
     with user_errors():
         health = diagnose(path)

@@ -31,7 +31,7 @@ def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, log: LogOpt = N
     compile seconds when the run's jax log is there."""
     import pandas as pd
 
-    from xlainspect.dump import load_dump
+    from xlainspect.dump.directory import load_dump
 
     with user_errors():
         dump = load_dump(path, strict=strict)
@@ -52,7 +52,7 @@ def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, log: LogOpt = N
 def _compile_times(dump, path: Path, log: Path | None):
     """Compile seconds from the run's jax log (given, or saved by capture in the dump); None without one."""
     from xlainspect.analysis.compile_times import compile_times
-    from xlainspect.jaxlog import run_log
+    from xlainspect.dump.jaxlog import run_log
 
     found = run_log(path, log)
     return None if found is None else compile_times(dump, found)
@@ -109,7 +109,7 @@ def count_recompiles_cmd(
     """Count compiles per function and explain every recompile (shape, dtype, layout, sharding, donation,
     body, identical module, flags); with budgets it is a CI gate (exit 1 naming each function over it)."""
     from xlainspect.analysis.recompiles import Budget, baseline_counts, budget_violations, count_recompiles
-    from xlainspect.dump import load_dump
+    from xlainspect.dump.directory import load_dump
 
     with user_errors():
         budget = Budget(max_per_function, _named_budgets(max_named or []), max_total, ignore_eager,

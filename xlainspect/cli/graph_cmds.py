@@ -34,7 +34,7 @@ StageOpt = Annotated[Stage, typer.Option("--stage", help="HLO before or after op
 
 def _modules(paths: list[Path], function: str | None, module_re: str | None, stage: Stage, strict: bool):
     """The selected modules, parsed; a note on stderr for each file skipped."""
-    from xlainspect.dump import load_dump, select_modules
+    from xlainspect.dump.directory import load_dump, select_modules
 
     dump = load_dump(paths if len(paths) > 1 else paths[0])
     with progress("parsing modules", total=len(dump.modules)) as advance:
@@ -47,8 +47,8 @@ def _analyse(paths: list[Path], function: str | None, module_re: str | None, sta
              analysis: str, analyse: Callable) -> list:
     """`analyse(dump_module)` for each selected module, answered from the results cache while the file
     is unchanged (the module is then not even read); files that do not parse are skipped."""
-    from xlainspect.cache import cached_result
-    from xlainspect.dump import load_dump, select_dump_modules
+    from xlainspect.dump.model_cache import cached_result
+    from xlainspect.dump.directory import load_dump, select_dump_modules
     from xlainspect.errors import XlaInspectError
 
     dump = load_dump(paths if len(paths) > 1 else paths[0])
@@ -82,12 +82,12 @@ TABLE_COLUMNS = {
 def _emit(rows: list, row_type: type, totals: list, totals_type: type, key: str, fmt: OutputFormat,
           extra: dict | None = None) -> None:
     """JSON `{key: rows, "totals": totals, ...}`; CSV the rows only; table/Markdown rows (fewer columns), totals."""
-    from xlainspect.report import to_records
+    from xlainspect.report.table import to_records
 
     if fmt is OutputFormat.json:
         emit_json({key: [_json_record(r) for r in to_records(rows)], "totals": to_records(totals), **(extra or {})})
         return
-    from xlainspect.report import to_frame
+    from xlainspect.report.table import to_frame
 
     frame = _flat_frame(rows, row_type)
     if fmt is OutputFormat.csv:
@@ -102,7 +102,7 @@ def _flat_frame(rows: list, row_type: type):
     """Rows as a frame of printable cells: histograms as `op:n`, tuples joined, None kept (not NaN)."""
     import pandas as pd
 
-    from xlainspect.report import to_frame
+    from xlainspect.report.table import to_frame
 
     frame = to_frame(rows, row_type)
     for column in frame.columns:
@@ -189,7 +189,7 @@ def ops(paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = 
         ) -> None:
     """Opcode histogram per module (inside and outside fusions), or per function across its variants."""
     from xlainspect.analysis.ops import FunctionOpCount, OpCount, function_histogram
-    from xlainspect.report import to_frame
+    from xlainspect.report.table import to_frame
 
     with user_errors():
         if per_function:
@@ -208,7 +208,7 @@ def _histogram(dump_module, stage: Stage) -> list:
     is built, several times faster), from the grammar's model elsewhere."""
     from xlainspect.analysis.ops import file_label, line_histogram, opcode_histogram
     from xlainspect.hlo.fastpath import scan
-    from xlainspect.io import read_text
+    from xlainspect.dump.files import read_text
 
     hlo = dump_module.hlo_file(stage.value)
     lines = scan(read_text(hlo.path))
@@ -235,7 +235,7 @@ def graph(file: Annotated[Path, typer.Argument(help="An HLO text file.", show_de
 
     from xlainspect.analysis import neighbourhood as hood
     from xlainspect.hlo.parser import parse_hlo
-    from xlainspect.io import read_text
+    from xlainspect.dump.files import read_text
 
     with user_errors():
         modules = parse_hlo(read_text(file), str(file))

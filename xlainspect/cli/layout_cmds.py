@@ -33,7 +33,7 @@ def layout(
 ) -> None:
     """Decode a layout: physical order, tiles, padded dims, logical vs padded bytes, memory space."""
     from xlainspect.analysis.layouts import explain_shape
-    from xlainspect.shapes_api import parse_shape
+    from xlainspect.hlo.shape_text import parse_shape
 
     with user_errors():
         arrays = explain_shape(parse_shape(shape), platform.value if platform else None)
@@ -43,7 +43,7 @@ def layout(
         return
     if fmt is not OutputFormat.table:
         from xlainspect.analysis.layouts import ArrayLayout
-        from xlainspect.report import to_frame
+        from xlainspect.report.table import to_frame
 
         emit_frame(to_frame(arrays, ArrayLayout).drop(columns=["picture", "padding"]), fmt)
         return
@@ -83,7 +83,7 @@ def layouts(
 ) -> None:
     """The padding ledger: every array value of the after-optimizations modules, ranked by wasted bytes."""
     from xlainspect.analysis.layouts import PaddingRow, PaddingTotal, filter_ledger, ledger_totals, padding_ledger
-    from xlainspect.report import to_frame
+    from xlainspect.report.table import to_frame
 
     with user_errors():
         inputs, skipped = ledger_inputs(path, platform.value if platform else None)  # skipped: the Dump
@@ -103,11 +103,11 @@ def layouts(
 
 def ledger_inputs(path: Path, platform: str | None):
     """Ledger inputs from a dump directory or HLO file; a module that cannot be read is skipped."""
-    from xlainspect.analysis.buffers import read_buffer_assignment
+    from xlainspect.dump.buffers import read_buffer_assignment
     from xlainspect.analysis.layouts import LedgerInput
-    from xlainspect.dump import load_dump
+    from xlainspect.dump.directory import load_dump
     from xlainspect.errors import XlaInspectError
-    from xlainspect.io import read_text
+    from xlainspect.dump.files import read_text
 
     dump = load_dump(path)
     inputs = []

@@ -27,7 +27,7 @@ def memory(
     """Memory per compiled module from the buffer assignment, memory-usage report and live ranges: bytes by
     allocation kind, the peak (program point and instruction) and the biggest buffers live at the peak."""
     from xlainspect.analysis.memory import module_memory
-    from xlainspect.dump import load_dump
+    from xlainspect.dump.directory import load_dump
     from xlainspect.errors import DumpError, XlaInspectError
 
     with user_errors():
@@ -48,7 +48,7 @@ def memory(
             raise DumpError(f"no *buffer-assignment.txt for the selected modules under {path} (XLA writes it "
                             "after optimizations, with --xla_dump_to and text dumps)")
     if html is not None:
-        from xlainspect.memory_html import write_memory_html
+        from xlainspect.report.memory_html import write_memory_html
 
         write_memory_html(rows, html)
         stderr_console().print(f"wrote {html}", markup=False, highlight=False)

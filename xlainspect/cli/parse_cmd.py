@@ -22,7 +22,7 @@ def parse(
     import pandas as pd
 
     from xlainspect.hlo.parser import parse_hlo
-    from xlainspect.io import read_text
+    from xlainspect.dump.files import read_text
 
     with user_errors():
         rows = []

@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from xlainspect.shape import Shape
+from xlainspect.hlo.shape import Shape
 
 #: Attributes whose value names called computations (XLA prints them in kNameOnly mode).
 CALLED_COMPUTATION_ATTRIBUTES = (

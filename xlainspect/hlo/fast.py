@@ -19,7 +19,7 @@ from sys import intern
 
 from xlainspect.errors import HloParseError
 from xlainspect.hlo.model import Computation, Instruction
-from xlainspect.shape import Shape, array_shape
+from xlainspect.hlo.shape import Shape, array_shape
 
 _BLANK = r"[ \t]*"  # what the grammar's WHITESPACE may be inside one line
 #: The comment XLA prints before every fifth operand or tuple element.

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import CALLED_COMPUTATION_ATTRIBUTES, called_computation_names
-from xlainspect.shape import array_shape
+from xlainspect.hlo.shape import array_shape
 
 #: `[ENTRY] %name (params) -> shape {` at column 0 (header-less and short text: `name {`).
 _COMPUTATION = re.compile(r"(ENTRY\s+)?%?([A-Za-z_][A-Za-z0-9_.\-]*)\b[^\n]*\{\s*$")
@@ -49,7 +49,7 @@ class InstructionLine(NamedTuple):
     name: str
     opcode: str
     shape: str
-    """The shape as printed (decode with `xlainspect.shape.array_shape` if needed)."""
+    """The shape as printed (decode with `xlainspect.hlo.shape.array_shape` if needed)."""
     is_root: bool
     line: int
     called: tuple[str, ...]

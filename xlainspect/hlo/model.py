@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from sys import intern
 from typing import TYPE_CHECKING
 
-from xlainspect.shape import Shape
+from xlainspect.hlo.shape import Shape
 
 if TYPE_CHECKING:
     import networkx as nx

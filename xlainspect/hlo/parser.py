@@ -19,9 +19,9 @@ from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from xlainspect.errors import HloParseError, error_at
 from xlainspect.hlo.fast import LineReader
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame, attribute_dict
-from xlainspect.hlo.tokens import grammar_text
+from xlainspect.hlo.grammar import grammar_text
 from xlainspect.settings import cache_dir, cache_enabled, parse_workers, paused_gc
-from xlainspect.shape import Shape, array_shape, tuple_shape
+from xlainspect.hlo.shape import Shape, array_shape, tuple_shape
 
 #: How Lark's terminal names read in an error message: what was found (`unexpected name 'x'`)
 #: and, with an article, what was expected.

@@ -239,7 +239,7 @@ class DumpModule:
     def module(self, stage: str = "after") -> Module:
         """The parsed HLO module (cached); raises HloParseError or DumpError for a bad file."""
         if stage not in self._parsed:
-            from xlainspect.cache import parse_file
+            from xlainspect.dump.model_cache import parse_file
 
             dump_file = self.hlo_file(stage)
             if dump_file is None:
@@ -279,7 +279,7 @@ def header_line(path: Path) -> str:
     """The first line of an HLO text file (the `HloModule` header), read with the file's last bytes
     only: a file whose last line does not close a computation (a killed job, a compile still being
     written) is a DumpError, caught without reading the body."""
-    from xlainspect.io import decode_text, read_first_line_and_tail
+    from xlainspect.dump.files import decode_text, read_first_line_and_tail
 
     first, tail = read_first_line_and_tail(path, _TAIL_BYTES)
     if not first.strip():

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlainspect.errors import DumpError
-from xlainspect.io import read_bytes
+from xlainspect.dump.files import read_bytes
 
 LOG_NAMES = ("jax.log", "jax.log.gz")
 """What `capture` saves in the dump directory (the .gz is read the same way)."""

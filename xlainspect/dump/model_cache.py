@@ -36,7 +36,7 @@ from typing import TypeVar
 
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
 from xlainspect.settings import cache_dir, cache_enabled, paused_gc
-from xlainspect.shape import Shape, array_shape, tuple_shape
+from xlainspect.hlo.shape import Shape, array_shape, tuple_shape
 
 #: Bump when the model's classes change shape (fields added, renamed, retyped).
 MODEL_FORMAT = 3
@@ -99,7 +99,7 @@ def cached_result(path: str | Path, analysis: str, compute: Callable[[], T], *, 
 def _code_fingerprint() -> str:
     """A digest of every source file of the installed xlainspect package."""
     digest = hashlib.blake2b(digest_size=12)
-    for source in sorted(Path(__file__).parent.rglob("*.py")):
+    for source in sorted(Path(__file__).parents[1].rglob("*.py")):
         digest.update(source.read_bytes())
     return digest.hexdigest()
 
@@ -107,7 +107,7 @@ def _code_fingerprint() -> str:
 def _parse(path: Path) -> list[Module]:
     """The grammar's parse (imported here: a cache hit never loads Lark)."""
     from xlainspect.hlo.parser import parse_hlo
-    from xlainspect.io import read_text
+    from xlainspect.dump.files import read_text
 
     return parse_hlo(read_text(path), str(path))
 
@@ -134,7 +134,7 @@ def _content_digest(path: Path) -> str:
 def _parser_fingerprint() -> str:
     """Changes whenever the parse of the same text could change: version, grammar, model format."""
     from xlainspect import __version__
-    from xlainspect.hlo.tokens import grammar_text
+    from xlainspect.hlo.grammar import grammar_text
 
     grammar = hashlib.blake2b(grammar_text().encode(), digest_size=8).hexdigest()
     return f"{__version__}-{MODEL_FORMAT}-{grammar}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from xlainspect.errors import error_at
-from xlainspect.shape import Shape
+from xlainspect.hlo.shape import Shape
 
 _ANGLE_LAYOUT = re.compile(r"\]<([^<>]*)>")
 _UPPER_TYPE = re.compile(r"(?<![A-Za-z0-9_])([A-Z][A-Z0-9]*)(?=\[)")

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from xlainspect.errors import HloParseError, error_at
-from xlainspect.shape import Shape
+from xlainspect.hlo.shape import Shape
 
 _ALLOCATION = re.compile(r"allocation (?P<index>\d+): size (?P<size>\d+)(?P<rest>.*):\s*$")
 _VALUE = re.compile(

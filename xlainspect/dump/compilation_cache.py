@@ -22,7 +22,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xlainspect.dump import SkippedFile
+from xlainspect.dump.directory import SkippedFile
 from xlainspect.errors import DumpError
 
 CACHE_SUFFIX = "-cache"

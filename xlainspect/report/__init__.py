@@ -1,0 +1,1 @@
+"""Writers of what the analyses found: tables (`table`) and self-contained HTML pages."""
