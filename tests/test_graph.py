@@ -5,6 +5,7 @@ from __future__ import annotations
 import networkx as nx
 
 from xlainspect import parse_hlo
+from xlainspect.graph import call_graph, module_graph
 
 TEXT = """HloModule m
 
@@ -35,7 +36,7 @@ ENTRY %main (a: f32[4]) -> f32[4] {
 
 def test_instruction_graph_edges_run_operand_to_user():
     (module,) = parse_hlo(TEXT)
-    graph = module.graph
+    graph = module_graph(module)
     assert graph.number_of_nodes() == module.instruction_count == 14
     assert list(graph.successors(("body", "x"))) == [("body", "y")]
     assert graph.in_degree(("body", "y")) == 1  # add(%x, %x): one edge, both operand slots
@@ -45,7 +46,7 @@ def test_instruction_graph_edges_run_operand_to_user():
 
 def test_call_graph_follows_while_condition_and_body():
     (module,) = parse_hlo(TEXT)
-    calls = module.call_graph
+    calls = call_graph(module)
     assert sorted(calls.successors("main")) == ["body", "cond"]
     assert {d["kind"] for _, _, d in calls.edges(data=True)} == {"while"}
     assert list(nx.topological_sort(calls))[0] == "main"

@@ -61,6 +61,6 @@ def test_a_library_parse_leaves_the_process_as_it_found_it(monkeypatch):
     monkeypatch.setattr(parser, "_run_in_workers", no_workers)
     frozen, enabled = gc.get_freeze_count(), gc.isenabled()
     disabled_during = []
-    monkeypatch.setattr(parser, "_assemble", lambda items, path: disabled_during.append(not gc.isenabled()) or [])
+    monkeypatch.setattr(parser, "_assemble", lambda items, path, text: disabled_during.append(not gc.isenabled()) or [])
     parser.parse_hlo(text, "x.hlo")
     assert (gc.get_freeze_count(), gc.isenabled(), disabled_during) == (frozen, enabled, [False])

@@ -27,6 +27,7 @@ import functools
 from dataclasses import dataclass
 
 from xlainspect.analysis.ops import instruction_index, module_label, operand_shapes, users
+from xlainspect.graph import call_graph
 from xlainspect.hlo.attributes import decode_replica_groups, decode_source_target_pairs, known_trip_count
 from xlainspect.hlo.model import Computation, Instruction, Module
 
@@ -223,7 +224,7 @@ def execution_counts(module: Module) -> dict[str, int | None]:
     count makes its body and condition (and all they call) None. Conditional branches count as
     running once (an upper bound).
     """
-    graph = module.call_graph
+    graph = call_graph(module)
 
     @functools.cache
     def count(name: str) -> int | None:

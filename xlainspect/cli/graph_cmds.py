@@ -234,6 +234,7 @@ def graph(file: Annotated[Path, typer.Argument(help="An HLO text file.", show_de
     import sys
 
     from xlainspect.analysis import neighbourhood as hood
+    from xlainspect.report import graph_text
     from xlainspect.hlo.parser import parse_hlo
     from xlainspect.dump.files import read_text
 
@@ -242,8 +243,8 @@ def graph(file: Annotated[Path, typer.Argument(help="An HLO text file.", show_de
         module = next((m for m in modules if _has(m, around)), modules[0] if modules else None)
         if module is None:
             raise typer.BadParameter(f"{file}: no HLO module")
-        writer = {GraphFormat.dot: hood.to_dot, GraphFormat.mermaid: hood.to_mermaid,
-                  GraphFormat.graphml: hood.to_graphml}
+        writer = {GraphFormat.dot: graph_text.to_dot, GraphFormat.mermaid: graph_text.to_mermaid,
+                  GraphFormat.graphml: graph_text.to_graphml}
         sys.stdout.write(writer[fmt](hood.neighbourhood(module, around, depth), hood.find_instruction(module, around)))
 
 

@@ -39,7 +39,7 @@ from xlainspect.settings import cache_dir, cache_enabled, paused_gc
 from xlainspect.hlo.shape import Shape, array_shape, tuple_shape
 
 #: Bump when the model's classes change shape (fields added, renamed, retyped).
-MODEL_FORMAT = 3
+MODEL_FORMAT = 4
 
 
 def parse_file(path: str | Path, *, use_cache: bool | None = None) -> list[Module]:
@@ -178,15 +178,18 @@ def _record(module: Module) -> tuple:
                 i.is_root, i.line, i.operand_shape_indices)
                for i in c.instructions))
         for c in module.computations)
-    return (module.name, module.attributes, frames, module.line, module.has_header, computations)
+    layout = module.entry_computation_layout
+    layout = None if layout is None else (tuple(_shape_record(s) for s in layout[0]), _shape_record(layout[1]))
+    return (module.name, module.attributes, frames, module.line, module.has_header, computations, layout)
 
 
 def _module(record: tuple) -> Module:
-    name, attributes, frames, line, has_header, computations = record
+    name, attributes, frames, line, has_header, computations, layout = record
     return Module(
         name=name, attributes=attributes, line=line, has_header=has_header,
         stack_frames={f[0]: StackFrame(*f[1:]) for f in frames},
         computations=[_computation(c) for c in computations],
+        entry_computation_layout=None if layout is None else (tuple(map(_shape, layout[0])), _shape(layout[1])),
     )
 
 

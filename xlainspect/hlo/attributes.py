@@ -100,17 +100,6 @@ def called_computation_names(attributes: dict[str, str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-@functools.lru_cache(maxsize=4096)
-def decode_program_shape(text: str) -> tuple[tuple[Shape, ...], Shape]:
-    """`{(f32[8]{0}, s32[]) -> f32[8]{0}}` (entry_computation_layout) -> (parameter shapes, result)."""
-    from xlainspect.hlo.parser import parse_with
-
-    body = text.strip()
-    if body.startswith("{") and body.endswith("}"):
-        body = body[1:-1]
-    return parse_with("program_shape", body, "entry_computation_layout")
-
-
 
 @dataclass(frozen=True, slots=True)
 class Alias:

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING
 from xlainspect.hlo.shape import Shape
 
 if TYPE_CHECKING:
-    import networkx as nx
-
     from xlainspect.hlo.attributes import Metadata
 
 
@@ -144,6 +142,9 @@ class Module:
     line: int = 1
     has_header: bool = True
     """False for header-less text (computations only); the name is then `module_<entry>`."""
+    entry_computation_layout: tuple[tuple[Shape, ...], Shape] | None = None
+    """`(parameter shapes, result shape)` of the header's `entry_computation_layout`, decoded by
+    the parser; None when the header has none."""
 
     @functools.cached_property
     def entry(self) -> Computation:
@@ -191,14 +192,6 @@ class Module:
     def replica_count(self) -> int:
         return int(self.attributes.get("replica_count", "1"))
 
-    @functools.cached_property
-    def entry_computation_layout(self) -> tuple[tuple[Shape, ...], Shape] | None:
-        """`(parameter shapes, result shape)` decoded from the header, or None when absent."""
-        from xlainspect.hlo.attributes import decode_program_shape
-
-        text = self.attributes.get("entry_computation_layout")
-        return decode_program_shape(text) if text else None
-
     @property
     def parameter_shapes(self) -> tuple[Shape, ...]:
         """Entry parameter shapes: from the header layout, else from the entry's parameters."""
@@ -220,16 +213,3 @@ class Module:
 
         return decode_input_output_alias(self.attributes.get("input_output_alias"))
 
-    @functools.cached_property
-    def graph(self) -> nx.DiGraph:
-        """Instructions as `(computation, name)` nodes with operand -> user edges."""
-        from xlainspect.graph import module_graph
-
-        return module_graph(self)
-
-    @functools.cached_property
-    def call_graph(self) -> nx.MultiDiGraph:
-        """Computations as nodes; an edge per instruction that calls another computation."""
-        from xlainspect.graph import call_graph
-
-        return call_graph(self)

@@ -255,7 +255,7 @@ def parse_hlo(text: str, path: str | None = None, *, fast: bool = True, workers:
                 items = _run_in_workers(text, path, workers)
             if items is None:
                 items = _read(text, path)
-        modules = _assemble(items, path)
+        modules = _assemble(items, path, text)
     for module in modules:
         if not module.computations:  # XLA's parser needs at least one; a dump cut after its header has none
             raise error_at(text, len(text.rstrip()), f"HloModule {module.name} has no computations (truncated?)", path)
@@ -296,7 +296,7 @@ def parse_header(line: str, path: str | None = None) -> Module:
     signature of a dumped module (entry_computation_layout, input_output_alias) for one line's cost."""
     # Its own start symbol: the lexer states it passes through are few, so a first call compiles
     # only their terminals' regexes.
-    modules = _assemble([_run(line, "header_line", path)], path)
+    modules = _assemble([_run(line, "header_line", path)], path, line)
     if len(modules) != 1 or not modules[0].has_header or modules[0].computations:
         raise error_at(line, 0, "expected one `HloModule <name>, ...` header line", path)
     return modules[0]
@@ -407,9 +407,13 @@ def _computation_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def parse_with(start: str, text: str, what: str):
-    """Parse `text` with one of the grammar's extra start symbols (shape_text, program_shape...)."""
-    return _run(text, start, None, what)
+@functools.lru_cache(maxsize=4096)
+def parse_program_shape(text: str) -> tuple[tuple[Shape, ...], Shape]:
+    """`{(f32[8]{0}, s32[]) -> f32[8]{0}}` (entry_computation_layout) -> (parameter shapes, result)."""
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    return _run(body, "program_shape", None, "entry_computation_layout")
 
 
 def _run(text: str, start: str, path: str | None, what: str = "HLO", span: tuple[int, int, int] | None = None):
@@ -485,8 +489,8 @@ def _expected(error: UnexpectedInput) -> tuple[str, ...]:
     return tuple(sorted({_word(n, article=True) for n in names if not n.startswith("__")}))
 
 
-def _assemble(items: list, path: str | None) -> list[Module]:
-    """Group the flat list of headers, stack-frame tables and computations into modules."""
+def _assemble(items: list, path: str | None, text: str) -> list[Module]:
+    """Group the flat list of headers, stack-frame tables and computations of `text` into modules."""
     modules: list[Module] = []
     current: Module | None = None
     for item in items:
@@ -497,7 +501,9 @@ def _assemble(items: list, path: str | None) -> list[Module]:
             current.computations.append(item)
         elif item[0] == "header":
             _, name, attributes, line = item
-            current = Module(name=name, computations=[], attributes=attributes, path=path, line=line)
+            layout = attributes.get("entry_computation_layout")
+            current = Module(name=name, computations=[], attributes=attributes, path=path, line=line,
+                             entry_computation_layout=_entry_layout(layout, text, line, path) if layout else None)
             modules.append(current)
         elif current is not None:
             current.stack_frames = _resolve_stack_frames(*item[1])
@@ -505,6 +511,19 @@ def _assemble(items: list, path: str | None) -> list[Module]:
         if not module.has_header and module.computations:
             module.name = f"module_{module.entry.name}"
     return [m for m in modules if m.computations or m.has_header]
+
+
+def _entry_layout(layout: str, text: str, line: int, path: str | None):
+    """The header's decoded entry_computation_layout; an error points into the header (on `line`)."""
+    try:
+        return parse_program_shape(layout)
+    except HloParseError as error:
+        start = 0
+        for _ in range(line - 1):
+            start = text.index("\n", start) + 1
+        at = text.find("entry_computation_layout=", start) + len("entry_computation_layout=")
+        offset = len(layout) - len(layout.lstrip()) + (1 if layout.lstrip().startswith("{") else 0)
+        raise error_at(text, at + offset + error.column - 1, error.message, path) from None
 
 
 def _resolve_stack_frames(files, functions, locations, frames) -> dict[int, StackFrame]:
