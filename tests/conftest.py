@@ -39,3 +39,7 @@ def model_summary(modules) -> list:
 
 
 requires_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus not present")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from today's output")

@@ -132,12 +132,14 @@ def _content_digest(path: Path) -> str:
 
 @functools.cache
 def _parser_fingerprint() -> str:
-    """Changes whenever the parse of the same text could change: version, grammar, model format."""
-    from xlainspect import __version__
+    """Changes whenever the parse of the same text could change: the grammar, the parser's code
+    (xlainspect/hlo), the model format."""
     from xlainspect.hlo.grammar import grammar_text
 
-    grammar = hashlib.blake2b(grammar_text().encode(), digest_size=8).hexdigest()
-    return f"{__version__}-{MODEL_FORMAT}-{grammar}"
+    digest = hashlib.blake2b(grammar_text().encode(), digest_size=8)
+    for source in sorted((Path(__file__).parents[1] / "hlo").glob("*.py")):
+        digest.update(source.read_bytes())
+    return f"{MODEL_FORMAT}-{digest.hexdigest()}"
 
 
 def _load(entry: Path) -> list[Module] | None:
