@@ -29,8 +29,16 @@ REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / "bench" / ".cache"
 FIXTURES = REPO / "fixtures" / "dumps"
 #: Long-text CPU fixture dumps whose modules are replicated into the synthetic dumps.
-SOURCE_DUMPS = ("clean_run", "ragged_batch", "eager_flood", "shape_branch", "static_arg", "dtype_change",
-                "recreated_fn", "collectives_cpu")
+SOURCE_DUMPS = (
+    "clean_run",
+    "ragged_batch",
+    "eager_flood",
+    "shape_branch",
+    "static_arg",
+    "dtype_change",
+    "recreated_fn",
+    "collectives_cpu",
+)
 BIG_MODULE_MIN_BYTES = 40 << 20
 
 
@@ -52,6 +60,7 @@ def main() -> None:
 
 # ---- measuring
 
+
 def compile_bytecode() -> None:
     """Write xlainspect's .pyc files, as `pip install` does: every figure is then what an installed
     xlainspect costs, also where PYTHONDONTWRITEBYTECODE keeps a source checkout from caching them
@@ -64,8 +73,13 @@ def compile_bytecode() -> None:
 
 def run_python(code: str, *args: str, env: dict | None = None) -> dict:
     """Run `code` in a fresh interpreter; it prints one JSON object as its last line."""
-    completed = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], capture_output=True, text=True,
-                               env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, check=False)
+    completed = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        check=False,
+    )
     if completed.returncode != 0:
         raise RuntimeError(completed.stderr[-3000:])
     return json.loads(completed.stdout.strip().splitlines()[-1])
@@ -76,8 +90,9 @@ def wall(command: list[str], repeat: int, env: dict | None = None) -> float:
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        completed = subprocess.run(command, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
-                                   check=False)
+        completed = subprocess.run(
+            command, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, check=False
+        )
         times.append(time.perf_counter() - start)
         if completed.returncode not in (0, 1):
             raise RuntimeError(completed.stderr.decode()[-3000:])
@@ -99,19 +114,26 @@ XLAINSPECT = [sys.executable, "-m", "xlainspect"]
 
 # ---- 4. start-up
 
+
 def startup_figures(repeat: int) -> list[dict]:
-    imported = median_of("""
+    imported = median_of(
+        """
         import time, json
         start = time.perf_counter()
         import xlainspect
         print(json.dumps({"s": time.perf_counter() - start}))
-    """, repeat)["s"]
+    """,
+        repeat,
+    )["s"]
     helped = wall([*XLAINSPECT, "--help"], repeat)
-    return [figure("import xlainspect", imported, "s", "<= 0.100", imported <= 0.1),
-            figure("xlainspect --help (wall)", helped, "s", "<= 0.4", helped <= 0.4)]
+    return [
+        figure("import xlainspect", imported, "s", "<= 0.100", imported <= 0.1),
+        figure("xlainspect --help (wall)", helped, "s", "<= 0.4", helped <= 0.4),
+    ]
 
 
 # ---- 1. count-recompiles on synthetic dumps
+
 
 def dump_figures(repeat: int) -> list[dict]:
     small = synthetic_dump("dump_2000", 2000, enlarge=1)
@@ -125,10 +147,20 @@ def dump_figures(repeat: int) -> list[dict]:
     ratio_bytes = dump_bytes(fat) / dump_bytes(small)
     return [
         figure("count-recompiles, 2,000 modules (wall, caches off)", t_small, "s", "<= 0.5", t_small <= 0.5),
-        figure("count-recompiles, 20,000 modules (wall, caches off)", t_large, "s", f"<= {10 * t_small:.2f} (10x)",
-               t_large <= 10 * t_small),
-        figure(f"count-recompiles, 2,000 modules, {ratio_bytes:.1f}x the HLO bytes (wall, caches off)", t_fat, "s",
-               f"<= {1.2 * t_small:.2f} (1.2x)", t_fat <= 1.2 * t_small),
+        figure(
+            "count-recompiles, 20,000 modules (wall, caches off)",
+            t_large,
+            "s",
+            f"<= {10 * t_small:.2f} (10x)",
+            t_large <= 10 * t_small,
+        ),
+        figure(
+            f"count-recompiles, 2,000 modules, {ratio_bytes:.1f}x the HLO bytes (wall, caches off)",
+            t_fat,
+            "s",
+            f"<= {1.2 * t_small:.2f} (1.2x)",
+            t_fat <= 1.2 * t_small,
+        ),
     ]
 
 
@@ -309,32 +341,67 @@ def big_module_figures(path: Path, repeat: int) -> list[dict]:
     median_of(WARM_ANALYSIS, 1, str(path), env=cache_env)  # fills the cache
     warm = median_of(WARM_ANALYSIS, repeat, str(path), env=cache_env)
     fast = median_of(FAST_OPS, repeat, str(path))
-    ops_wall = wall([*XLAINSPECT, "ops", str(path), "--format", "json"], repeat, cache_env | {"XLAINSPECT_NO_CACHE": "1"})
+    ops_wall = wall(
+        [*XLAINSPECT, "ops", str(path), "--format", "json"], repeat, cache_env | {"XLAINSPECT_NO_CACHE": "1"}
+    )
     cpp_s = cpp["s"]
     rows = [figure(f"big module: {megabytes:.1f} MB, {one['instructions']:,} instructions", megabytes, "MB")]
     if cpp_s is None:
         rows.append(figure("XLA C++ parser (jaxlib)", None, "s", "hlo_module_from_text not found in this jaxlib"))
     else:
-        rows.append(figure(f"XLA C++ parser ({cpp['where']})", megabytes / cpp_s, "MB/s", f"{cpp_s:.2f} s",
-                           rss=cpp["rss"]))
+        rows.append(
+            figure(f"XLA C++ parser ({cpp['where']})", megabytes / cpp_s, "MB/s", f"{cpp_s:.2f} s", rss=cpp["rss"])
+        )
     for label, run, target in (("1 process", one, 8.0), (f"{os.cpu_count()} processes", many, 13.0)):
         speed = megabytes / run["s"]
         ratio = f", {cpp_s / run['s']:.2f}x C++" if cpp_s else ""
-        rows.append(figure(f"grammar parse, {label}{ratio}", speed, "MB/s", f">= {target} MB/s", speed >= target,
-                           rss=run["rss"], rss_workers=run["rss_workers"]))
+        rows.append(
+            figure(
+                f"grammar parse, {label}{ratio}",
+                speed,
+                "MB/s",
+                f">= {target} MB/s",
+                speed >= target,
+                rss=run["rss"],
+                rss_workers=run["rss_workers"],
+            )
+        )
     rss = max(one["rss"], many["rss"])
-    rows.append(figure("peak RSS of a full parse", rss / 2**20, "MiB",
-                       f"<= C++ {cpp['rss'] / 2**20:.0f} MiB" if cpp_s else "", _ok(cpp_s, rss <= cpp.get("rss", 0))))
+    rows.append(
+        figure(
+            "peak RSS of a full parse",
+            rss / 2**20,
+            "MiB",
+            f"<= C++ {cpp['rss'] / 2**20:.0f} MiB" if cpp_s else "",
+            _ok(cpp_s, rss <= cpp.get("rss", 0)),
+        )
+    )
     collectives = [*XLAINSPECT, "collectives", str(path), "--format", "json"]
     wall(collectives, 1, cache_env)  # the cold run fills the model and results caches
     rerun = wall(collectives, repeat, cache_env)
-    rows.append(figure("warm re-analysis: xlainspect collectives again (wall)", rerun, "s",
-                       f"<= {cpp_s / 5:.2f} (C++ / 5)" if cpp_s else "", _ok(cpp_s, cpp_s and rerun <= cpp_s / 5)))
+    rows.append(
+        figure(
+            "warm re-analysis: xlainspect collectives again (wall)",
+            rerun,
+            "s",
+            f"<= {cpp_s / 5:.2f} (C++ / 5)" if cpp_s else "",
+            _ok(cpp_s, cpp_s and rerun <= cpp_s / 5),
+        )
+    )
     rows.append(figure("  cached model load alone (imports included)", warm["s"], "s", "", None, rss=warm["rss"]))
     rows.append(figure("  then the ops analysis on it (not cached)", warm["analysis_s"], "s", "", None))
-    rows.append(figure("opcode histogram by the line fast path (read + scan + histogram, in process)", fast["s"], "s", "", None))
-    rows.append(figure("xlainspect ops, no cache (wall, start-up included)", ops_wall, "s",
-                       f"< {cpp_s:.2f} (C++)" if cpp_s else "", _ok(cpp_s, cpp_s and ops_wall < cpp_s)))
+    rows.append(
+        figure("opcode histogram by the line fast path (read + scan + histogram, in process)", fast["s"], "s", "", None)
+    )
+    rows.append(
+        figure(
+            "xlainspect ops, no cache (wall, start-up included)",
+            ops_wall,
+            "s",
+            f"< {cpp_s:.2f} (C++)" if cpp_s else "",
+            _ok(cpp_s, cpp_s and ops_wall < cpp_s),
+        )
+    )
     return rows + cost_figures(path, repeat, cache_env | {"XLAINSPECT_NO_CACHE": "1"})
 
 
@@ -343,9 +410,16 @@ def cost_figures(path: Path, repeat: int, env: dict) -> list[dict]:
     both cold, start-up and parse included: the target is 1.2x."""
     fusions_wall = wall([*XLAINSPECT, "fusions", str(path), "--format", "json"], repeat, env)
     cost_wall = wall([*XLAINSPECT, "cost", str(path), "--chip", "h100", "--format", "json"], repeat, env)
-    return [figure("xlainspect cost --chip h100, no cache (wall)", cost_wall, "s",
-                   f"<= {1.2 * fusions_wall:.2f} (1.2x fusions)", cost_wall <= 1.2 * fusions_wall),
-            figure("  xlainspect fusions, no cache (wall)", fusions_wall, "s", "", None)]
+    return [
+        figure(
+            "xlainspect cost --chip h100, no cache (wall)",
+            cost_wall,
+            "s",
+            f"<= {1.2 * fusions_wall:.2f} (1.2x fusions)",
+            cost_wall <= 1.2 * fusions_wall,
+        ),
+        figure("  xlainspect fusions, no cache (wall)", fusions_wall, "s", "", None),
+    ]
 
 
 def _ok(reference: float | None, holds) -> bool | None:

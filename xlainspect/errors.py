@@ -40,7 +40,10 @@ class HloParseError(XlaInspectError):
             caret_at = self.column - 1
             if len(shown) > 160:  # very long HLO lines: show a window around the column
                 start = max(0, caret_at - 80)
-                shown, caret_at = ("..." if start else "") + shown[start : start + 160], caret_at - start + (3 if start else 0)
+                shown, caret_at = (
+                    ("..." if start else "") + shown[start : start + 160],
+                    caret_at - start + (3 if start else 0),
+                )
             lines += [shown, " " * caret_at + "^"]
         if self.expected:
             lines.append("expected one of: " + ", ".join(self.expected[:10]))
@@ -50,7 +53,9 @@ class HloParseError(XlaInspectError):
         return self.render()
 
 
-def error_at(text: str, offset: int, message: str, path: str | None = None, expected: tuple[str, ...] = ()) -> HloParseError:
+def error_at(
+    text: str, offset: int, message: str, path: str | None = None, expected: tuple[str, ...] = ()
+) -> HloParseError:
     """An HloParseError for a character offset into `text`, with its line, column and source line."""
     offset = max(0, min(offset, len(text)))
     line_start = text.rfind("\n", 0, offset) + 1

@@ -29,8 +29,12 @@ def module_graph(module: Module) -> nx.DiGraph:
                 continue
             for index, operand in enumerate(instruction.operands):
                 if operand in names:
-                    graph.add_edge((computation.name, operand), node, operand_index=index,
-                                   shape_index=instruction.operand_shape_index(index))
+                    graph.add_edge(
+                        (computation.name, operand),
+                        node,
+                        operand_index=index,
+                        shape_index=instruction.operand_shape_index(index),
+                    )
     return graph
 
 

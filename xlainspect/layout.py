@@ -9,6 +9,7 @@ Stdlib only.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass, field
@@ -18,12 +19,40 @@ from xlainspect.errors import error_at
 #: Bits per element of every primitive type XLA prints (`primitive_util`); sub-byte types still
 #: occupy one byte each unless the layout sets `E(n)`.
 PRIMITIVE_BITS: dict[str, int] = {
-    "pred": 8, "s1": 1, "u1": 1, "s2": 2, "u2": 2, "s4": 4, "u4": 4, "s8": 8, "u8": 8,
-    "s16": 16, "u16": 16, "s32": 32, "u32": 32, "s64": 64, "u64": 64,
-    "f16": 16, "bf16": 16, "f32": 32, "f64": 64, "c64": 64, "c128": 128,
-    "f8e5m2": 8, "f8e4m3": 8, "f8e4m3fn": 8, "f8e4m3b11fnuz": 8, "f8e3m4": 8,
-    "f8e5m2fnuz": 8, "f8e4m3fnuz": 8, "f8e8m0fnu": 8, "f4e2m1fn": 4, "f6e2m3fn": 6, "f6e3m2fn": 6,
-    "token": 0, "opaque": 64,
+    "pred": 8,
+    "s1": 1,
+    "u1": 1,
+    "s2": 2,
+    "u2": 2,
+    "s4": 4,
+    "u4": 4,
+    "s8": 8,
+    "u8": 8,
+    "s16": 16,
+    "u16": 16,
+    "s32": 32,
+    "u32": 32,
+    "s64": 64,
+    "u64": 64,
+    "f16": 16,
+    "bf16": 16,
+    "f32": 32,
+    "f64": 64,
+    "c64": 64,
+    "c128": 128,
+    "f8e5m2": 8,
+    "f8e4m3": 8,
+    "f8e4m3fn": 8,
+    "f8e4m3b11fnuz": 8,
+    "f8e3m4": 8,
+    "f8e5m2fnuz": 8,
+    "f8e4m3fnuz": 8,
+    "f8e8m0fnu": 8,
+    "f4e2m1fn": 4,
+    "f6e2m3fn": 6,
+    "f6e3m2fn": 6,
+    "token": 0,
+    "opaque": 64,
 }
 
 COMBINE_DIMENSION = -1
@@ -83,7 +112,9 @@ def decode_layout(text: str) -> Layout:
     (Tile(dims=(8, 128)), Tile(dims=(2, 1)))
     """
     if not (text.startswith("{") and text.endswith("}")):
-        raise error_at(text, 0 if not text.startswith("{") else len(text), "a layout is written {minor_to_major[:fields]}")
+        raise error_at(
+            text, 0 if not text.startswith("{") else len(text), "a layout is written {minor_to_major[:fields]}"
+        )
     body_end = len(text) - 1
     colon = text.find(":")
     m2m_end = colon if colon >= 0 else body_end
@@ -122,8 +153,12 @@ def _decode_field(text: str, letter: str, pos: int, values: dict[str, object]) -
     elif letter in "#*":
         values["index_primitive_type" if letter == "#" else "pointer_primitive_type"] = arg.strip()
     else:
-        key = {"L": "tail_padding_alignment_in_elements", "E": "element_size_in_bits", "S": "memory_space",
-               "M": "dynamic_shape_metadata_prefix_bytes"}[letter]
+        key = {
+            "L": "tail_padding_alignment_in_elements",
+            "E": "element_size_in_bits",
+            "S": "memory_space",
+            "M": "dynamic_shape_metadata_prefix_bytes",
+        }[letter]
         (number,) = _ints(text, start, end, f"{letter}(n)") or (None,)
         if number is None:
             raise error_at(text, start, f"layout field {letter} needs a number")
@@ -169,29 +204,21 @@ def _split_config(text: str, start: int, end: int) -> SplitConfig:
 
 def format_layout(layout: Layout) -> str:
     """Print a layout the way XLA's newest `Layout::Print` does (round trip of decode_layout)."""
-    fields = []
-    if layout.dim_level_types:
-        fields.append("D(" + ",".join(layout.dim_level_types) + ")")
-    if layout.tiles:
-        fields.append("T" + "".join(str(t) for t in layout.tiles))
-    if layout.tail_padding_alignment_in_elements != 1:
-        fields.append(f"L({layout.tail_padding_alignment_in_elements})")
-    if layout.index_primitive_type:
-        fields.append(f"#({layout.index_primitive_type})")
-    if layout.pointer_primitive_type:
-        fields.append(f"*({layout.pointer_primitive_type})")
-    if layout.element_size_in_bits:
-        fields.append(f"E({layout.element_size_in_bits})")
-    if layout.memory_space:
-        fields.append(f"S({layout.memory_space})")
-    if layout.split_configs:
-        fields.append("SC" + "".join(f"({c.dimension}:{','.join(map(str, c.split_indices))})" for c in layout.split_configs))
-    if layout.physical_shape is not None:
-        fields.append(f"P({layout.physical_shape})")
-    if layout.dynamic_shape_metadata_prefix_bytes:
-        fields.append(f"M({layout.dynamic_shape_metadata_prefix_bytes})")
-    m2m = ",".join(map(str, layout.minor_to_major))
-    return "{" + m2m + (":" + "".join(fields) if fields else "") + "}"
+    splits = "".join(f"({c.dimension}:{','.join(map(str, c.split_indices))})" for c in layout.split_configs)
+    fields = (  # in Layout::Print's order; a field at its default is not printed
+        f"D({','.join(layout.dim_level_types)})" if layout.dim_level_types else "",
+        "T" + "".join(str(t) for t in layout.tiles) if layout.tiles else "",
+        f"L({layout.tail_padding_alignment_in_elements})" if layout.tail_padding_alignment_in_elements != 1 else "",
+        f"#({layout.index_primitive_type})" if layout.index_primitive_type else "",
+        f"*({layout.pointer_primitive_type})" if layout.pointer_primitive_type else "",
+        f"E({layout.element_size_in_bits})" if layout.element_size_in_bits else "",
+        f"S({layout.memory_space})" if layout.memory_space else "",
+        f"SC{splits}" if splits else "",
+        f"P({layout.physical_shape})" if layout.physical_shape is not None else "",
+        f"M({layout.dynamic_shape_metadata_prefix_bytes})" if layout.dynamic_shape_metadata_prefix_bytes else "",
+    )
+    text = "".join(fields)
+    return "{" + ",".join(map(str, layout.minor_to_major)) + (":" + text if text else "") + "}"
 
 
 def element_bits(dtype: str, layout: Layout | None = None) -> int:
@@ -207,7 +234,7 @@ def max_split_size(dims: tuple[int, ...], layout: Layout, logical_dim: int) -> i
     for config in layout.split_configs:
         if config.dimension < len(layout.minor_to_major) and _major(layout, config.dimension) == logical_dim:
             cuts = (0, *config.split_indices, size)
-            size = max(b - a for a, b in zip(cuts, cuts[1:]))
+            size = max(b - a for a, b in itertools.pairwise(cuts))
     return size
 
 
@@ -231,7 +258,7 @@ def array_size_bytes(dtype: str, dims: tuple[int, ...], layout: Layout | None) -
     for k, extent in enumerate(reversed(tile)):
         size = sizes[k] if k < len(sizes) else 1
         num_elements *= _round_up(size, extent)
-    for size in sizes[len(tile):]:
+    for size in sizes[len(tile) :]:
         num_elements *= size
     num_elements = _round_up(num_elements, layout.tail_padding_alignment_in_elements)
     return math.ceil(num_elements * bits / 8)
@@ -276,8 +303,15 @@ TPU_SMEM = 2
 #: print in the committed fixtures (`Memory Space: smem (color=2)`...), with xprof's name where they
 #: differ; generic XLA: 1 = fast memory, 5 = host; GPU: collective (1) and temp (2) buffers.
 MEMORY_SPACE_NAMES: dict[str, dict[int, str]] = {
-    "tpu": {0: "HBM (default)", 1: "VMEM", 2: "SMEM (sync flags)", 3: "CMEM (v4 report: hbm)",
-            4: "SMEM (xprof)", 5: "host memory (report: cmem)", 6: "color 6 (xprof: workspace register)"},
+    "tpu": {
+        0: "HBM (default)",
+        1: "VMEM",
+        2: "SMEM (sync flags)",
+        3: "CMEM (v4 report: hbm)",
+        4: "SMEM (xprof)",
+        5: "host memory (report: cmem)",
+        6: "color 6 (xprof: workspace register)",
+    },
     "gpu": {0: "device memory", 1: "collective memory", 2: "temp buffers"},
     "cpu": {0: "host memory"},
 }

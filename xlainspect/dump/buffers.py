@@ -102,9 +102,19 @@ def _allocation(header: re.Match, values: list[BufferValue]) -> Allocation:
     color = _COLOR.search(rest)
     parameter = _PARAMETER.search(rest)
     words = re.sub(r"\|[^|]*\|", "", rest)  # drop the printed shapes before splitting on commas
-    flags = tuple(w.strip() for w in words.split(",") if w.strip() and not re.match(r"(color|parameter|output shape|shape)\b", w.strip()))
-    return Allocation(int(header["index"]), int(header["size"]), int(color[1]) if color else 0,
-                      int(parameter[1]) if parameter else None, flags, tuple(values))
+    flags = tuple(
+        w.strip()
+        for w in words.split(",")
+        if w.strip() and not re.match(r"(color|parameter|output shape|shape)\b", w.strip())
+    )
+    return Allocation(
+        int(header["index"]),
+        int(header["size"]),
+        int(color[1]) if color else 0,
+        int(parameter[1]) if parameter else None,
+        flags,
+        tuple(values),
+    )
 
 
 def _value(match: re.Match, line: int) -> BufferValue:
@@ -123,5 +133,5 @@ def _value(match: re.Match, line: int) -> BufferValue:
 
 
 def _error(text: str, line: int, path: str | None, message: str) -> HloParseError:
-    offset = sum(len(l) + 1 for l in text.splitlines()[: line - 1])
+    offset = sum(len(before) + 1 for before in text.splitlines()[: line - 1])
     return error_at(text, offset, message, path)

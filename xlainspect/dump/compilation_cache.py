@@ -122,7 +122,7 @@ def _decompress(data: bytes, path: Path) -> tuple[str, bytes]:
 
 
 def _zstd_decompress(data: bytes, path: Path) -> bytes:
-    """zstandard as jax reads it: Python 3.14's `compression.zstd`, else the `zstandard` package."""
+    """Zstandard as jax reads it: Python 3.14's `compression.zstd`, else the `zstandard` package."""
     try:
         from compression import zstd  # type: ignore[import-not-found]  # Python 3.14+
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from xlainspect.errors import DumpError, HloParseError, XlaInspectError
@@ -20,7 +20,9 @@ from xlainspect.errors import DumpError, HloParseError, XlaInspectError
 if TYPE_CHECKING:
     from xlainspect.hlo.model import Module
 
-_MODULE_FILE = re.compile(r"^(?:(?P<ts>\d+)\.)?(?:(?P<prefix>[A-Za-z_][\w-]*)\.)?module_(?P<id>\d{4,})(?:\.(?P<rest>.+))?$")
+_MODULE_FILE = re.compile(
+    r"^(?:(?P<ts>\d+)\.)?(?:(?P<prefix>[A-Za-z_][\w-]*)\.)?module_(?P<id>\d{4,})(?:\.(?P<rest>.+))?$"
+)
 _STAGE = (
     r"(?P<platform>cpu_|sm_\d+\.\d+[af]?_gpu_|gfx[0-9a-z]+_gpu_)?"
     r"(?P<stage>before_optimizations|after_optimizations_before_buffer_assignment"
@@ -75,10 +77,18 @@ AFTER_STAGES = (
     "after_codegen",
 )
 """After-optimizations HLO, best first: the module XLA executes is the plain `after_optimizations` one."""
-STAGE_ORDER = ("before_optimizations", "pass", "in_pass", "after_optimizations_before_buffer_assignment",
-               "after_optimizations_after_buffer_assignment", "after_optimizations", "after_codegen")
-_TPU_ONLY = frozenset({"after_codegen", "after_optimizations_before_buffer_assignment",
-                       "after_optimizations_after_buffer_assignment"})
+STAGE_ORDER = (
+    "before_optimizations",
+    "pass",
+    "in_pass",
+    "after_optimizations_before_buffer_assignment",
+    "after_optimizations_after_buffer_assignment",
+    "after_optimizations",
+    "after_codegen",
+)
+_TPU_ONLY = frozenset(
+    {"after_codegen", "after_optimizations_before_buffer_assignment", "after_optimizations_after_buffer_assignment"}
+)
 
 
 @dataclass(slots=True)
@@ -144,8 +154,17 @@ def classify(path: str | os.PathLike, host: str = "", folder: DumpFile | None = 
     location = os.fspath(path)
     name = os.path.basename(location)
     if folder is not None:
-        return DumpFile(location, folder.module_id, folder.module_name, folder.platform, None,
-                        _FOLDER_FILES.get(name, "other"), timestamp=folder.timestamp, host=host, cl=folder.cl)
+        return DumpFile(
+            location,
+            folder.module_id,
+            folder.module_name,
+            folder.platform,
+            None,
+            _FOLDER_FILES.get(name, "other"),
+            timestamp=folder.timestamp,
+            host=host,
+            cl=folder.cl,
+        )
     match = _MODULE_FILE.match(name)
     return None if match is None else _classified(match, location, host)
 
@@ -153,8 +172,7 @@ def classify(path: str | os.PathLike, host: str = "", folder: DumpFile | None = 
 def _classified(match: re.Match, location: str, host: str) -> DumpFile:
     """The DumpFile of a name that matched _MODULE_FILE."""
     timestamp = int(match["ts"]) if match["ts"] else None
-    return DumpFile(location, int(match["id"]), timestamp=timestamp, host=host,
-                    **_describe_suffix(match["rest"] or ""))
+    return DumpFile(location, int(match["id"]), timestamp=timestamp, host=host, **_describe_suffix(match["rest"] or ""))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -166,26 +184,59 @@ def _describe_suffix(rest: str) -> dict:
         platform, tag = _platform(main["platform"])
         if platform is None and (cl or main["stage"] in _TPU_ONLY):
             platform = "tpu"
-        return dict(module_name=name, platform=platform, stage=main["stage"], kind=_MAIN_EXTENSIONS[main["ext"]],
-                    platform_tag=tag, cl=cl)
+        return {
+            "module_name": name,
+            "platform": platform,
+            "stage": main["stage"],
+            "kind": _MAIN_EXTENSIONS[main["ext"]],
+            "platform_tag": tag,
+            "cl": cl,
+        }
     if step := _PASS.match(rest):
         name, cl = _split_name(step["name"])
-        return dict(module_name=name, platform=None, stage="pass", kind="hlo", cl=cl, step=int(step["step"]),
-                    pipeline=step["pipeline"], after_pass=step["after"], before_pass=step["before"])
+        return {
+            "module_name": name,
+            "platform": None,
+            "stage": "pass",
+            "kind": "hlo",
+            "cl": cl,
+            "step": int(step["step"]),
+            "pipeline": step["pipeline"],
+            "after_pass": step["after"],
+            "before_pass": step["before"],
+        }
     if side := _SIDE.match(rest):
         name, cl = _split_name(side["name"])
-        return dict(module_name=name, platform="tpu" if cl else None, stage=None,
-                    kind=_SIDE_KINDS.get(side["side"], "other"), cl=cl)
+        return {
+            "module_name": name,
+            "platform": "tpu" if cl else None,
+            "stage": None,
+            "kind": _SIDE_KINDS.get(side["side"], "other"),
+            "cl": cl,
+        }
     if by_extension := _BY_EXTENSION.match(rest):
         name, cl = _split_name(by_extension["name"])
-        return dict(module_name=name, platform=None, stage=None,
-                    kind=_EXTENSION_KINDS.get(by_extension["ext"], "other"), cl=cl)
+        return {
+            "module_name": name,
+            "platform": None,
+            "stage": None,
+            "kind": _EXTENSION_KINDS.get(by_extension["ext"], "other"),
+            "cl": cl,
+        }
     if in_pass := _IN_PASS.match(rest):
         name, cl = _split_name(in_pass["name"])
-        return dict(module_name=name, platform=None, stage="in_pass", kind="hlo", cl=cl,
-                    step=int(in_pass["step"]), pipeline=in_pass["pass_name"], after_pass=in_pass["what"])
+        return {
+            "module_name": name,
+            "platform": None,
+            "stage": "in_pass",
+            "kind": "hlo",
+            "cl": cl,
+            "step": int(in_pass["step"]),
+            "pipeline": in_pass["pass_name"],
+            "after_pass": in_pass["what"],
+        }
     name, cl = _split_name(rest)
-    return dict(module_name=name, platform="tpu" if cl else None, stage=None, kind="folder", cl=cl)
+    return {"module_name": name, "platform": "tpu" if cl else None, "stage": None, "kind": "folder", "cl": cl}
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,8 +339,10 @@ def header_line(path: Path) -> str:
     last = tail.rstrip().rsplit(b"\n", 1)[-1].strip()
     if not last.startswith(b"}"):
         shown = last.decode("utf-8", errors="replace")[:80]
-        raise DumpError(f"{path}: truncated: the file ends inside a computation (last line {shown!r}); "
-                        "the compile was killed or is still being written")
+        raise DumpError(
+            f"{path}: truncated: the file ends inside a computation (last line {shown!r}); "
+            "the compile was killed or is still being written"
+        )
     return line
 
 
@@ -348,12 +401,18 @@ def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
                 files.append(dump_file)
         else:
             raise DumpError(f"{one}: no such file or directory")
-    modules = _group(files) + [DumpModule(None, None, None, "", [DumpFile(str(p), None, None, None, "after_optimizations", "hlo")])
-                               for p in loose]
+    modules = _group(files) + [
+        DumpModule(None, None, None, "", [DumpFile(str(p), None, None, None, "after_optimizations", "hlo")])
+        for p in loose
+    ]
     if not any(m.hlo_file() for m in modules):
         where = paths[0] if len(paths) == 1 else ", ".join(map(str, paths))
-        raise DumpError(f"no XLA dump files (module_*.txt: *before_optimizations.txt, *after_optimizations.txt) under {where}")
-    root = paths[0] if len(paths) == 1 and paths[0].is_dir() else Path(os.path.commonpath([p.absolute() for p in paths]))
+        raise DumpError(
+            f"no XLA dump files (module_*.txt: *before_optimizations.txt, *after_optimizations.txt) under {where}"
+        )
+    root = (
+        paths[0] if len(paths) == 1 and paths[0].is_dir() else Path(os.path.commonpath([p.absolute() for p in paths]))
+    )
     if loose:
         _name_modules_from_headers(modules, strict)
     return Dump(root=root, modules=[m for m in modules if m.hlo_file()])
@@ -418,8 +477,9 @@ def _group(files: list[DumpFile]) -> list[DumpModule]:
             key = (dump_file.host, dump_file.timestamp, dump_file.module_id, dump_file.module_name)
             module = by_key.get(key)
             if module is None:
-                module = by_key[key] = DumpModule(dump_file.module_id, dump_file.module_name, None, dump_file.host,
-                                                  timestamp=dump_file.timestamp)
+                module = by_key[key] = DumpModule(
+                    dump_file.module_id, dump_file.module_name, None, dump_file.host, timestamp=dump_file.timestamp
+                )
             module.files.append(dump_file)
     by_id: dict[tuple, list[DumpModule]] = {}
     for module in by_key.values():
@@ -453,13 +513,22 @@ def _module_platform(files: list[DumpFile]) -> str | None:
 def select_dump_modules(dump: Dump, *, function: str | None = None, module_re: str | None = None) -> list[DumpModule]:
     """The dump's modules of one function, or whose name matches a regex (nothing is parsed)."""
     pattern = re.compile(module_re) if module_re else None
-    return [m for m in dump.modules
-            if (function is None or m.name == function) and (pattern is None or pattern.search(m.name or ""))]
+    return [
+        m
+        for m in dump.modules
+        if (function is None or m.name == function) and (pattern is None or pattern.search(m.name or ""))
+    ]
 
 
-def select_modules(dump: Dump, *, function: str | None = None, module_re: str | None = None,
-                   stage: str = "after", strict: bool = False,
-                   advance: Callable[[int], None] | None = None) -> list[Module]:
+def select_modules(
+    dump: Dump,
+    *,
+    function: str | None = None,
+    module_re: str | None = None,
+    stage: str = "after",
+    strict: bool = False,
+    advance: Callable[[int], None] | None = None,
+) -> list[Module]:
     """Parsed modules of the dump (optionally one function, or names matching a regex); files that do
     not parse are recorded in `dump.skipped` and left out, unless `strict`. `advance(1)` is called
     after each module (a progress bar's)."""

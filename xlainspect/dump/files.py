@@ -38,7 +38,9 @@ def decode_text(data: bytes, path: Path | str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise DumpError(f"{path}: not UTF-8 text (byte {error.start}: {data[error.start:error.start + 1]!r})") from None
+        raise DumpError(
+            f"{path}: not UTF-8 text (byte {error.start}: {data[error.start : error.start + 1]!r})"
+        ) from None
 
 
 def read_first_line_and_tail(path: Path | str, tail_bytes: int) -> tuple[bytes, bytes]:
@@ -53,7 +55,7 @@ def read_first_line_and_tail(path: Path | str, tail_bytes: int) -> tuple[bytes, 
                 return data[: data.find(b"\n") + 1 or len(data)], data[-tail_bytes:]
             if b"\n" not in head and b"\x00" not in head:  # a header longer than 4 KB (many parameters)
                 head = bytearray(head)
-                while b"\n" not in head[-(1 << 16):] and len(head) < size:
+                while b"\n" not in head[-(1 << 16) :] and len(head) < size:
                     head += os.pread(fd, 1 << 16, len(head))
             first = bytes(head[: head.find(b"\n") + 1 or len(head)])
             tail_start = max(len(first), size - tail_bytes)

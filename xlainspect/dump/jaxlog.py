@@ -23,13 +23,21 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xlainspect.errors import DumpError
 from xlainspect.dump.files import read_bytes
+from xlainspect.errors import DumpError
 
 LOG_NAMES = ("jax.log", "jax.log.gz")
 """What `capture` saves in the dump directory (the .gz is read the same way)."""
-COMPONENTS = ("computation", "jax_lib version", "backend version", "XLA flags", "compile_options",
-              "accelerator_config", "compression", "custom_hook")
+COMPONENTS = (
+    "computation",
+    "jax_lib version",
+    "backend version",
+    "XLA flags",
+    "compile_options",
+    "accelerator_config",
+    "compression",
+    "custom_hook",
+)
 """The cache key's components, in the order jax hashes them (cache_key.get, jax 0.10.2)."""
 DEBUG_LOG_MODULES = ("jax._src.cache_key", "jax._src.compiler", "jax._src.compilation_cache", "jax._src.dispatch")
 """The loggers that write the lines above: the narrowest JAX_DEBUG_LOG_MODULES that yields them."""
@@ -83,7 +91,7 @@ class JaxLog:
 
 
 def module_name(fun_name: str) -> str:
-    """jax's HloModule name for a function name: `jit(f)` -> `jit_f` (mlir.sanitize_name, then rstrip "_")."""
+    """Jax's HloModule name for a function name: `jit(f)` -> `jit_f` (mlir.sanitize_name, then rstrip "_")."""
     return _SANITIZE.sub("_", fun_name).rstrip("_")
 
 
@@ -115,8 +123,10 @@ def read_jax_log(path: str | Path) -> JaxLog:
         raise DumpError(f"{path}: no jax log (a file, or a folder holding {' or '.join(LOG_NAMES)})")
     compiles = _compiles(found)
     if not compiles:
-        raise DumpError(f"{found}: no compiles in this log: run with JAX_LOG_COMPILES=1 (seconds only) or "
-                        f"JAX_DEBUG_LOG_MODULES={','.join(DEBUG_LOG_MODULES)} (seconds, cache keys)")
+        raise DumpError(
+            f"{found}: no compiles in this log: run with JAX_LOG_COMPILES=1 (seconds only) or "
+            f"JAX_DEBUG_LOG_MODULES={','.join(DEBUG_LOG_MODULES)} (seconds, cache keys)"
+        )
     return JaxLog(found, compiles)
 
 
@@ -170,11 +180,10 @@ class _Pending:
 
     def close(self, fun_name: str | None, seconds: float | None) -> LogCompile:
         module = self.module or module_name(fun_name or "?")
-        return LogCompile(fun_name, module, seconds, self.cache, self.key, self.why, self.components,
-                          tuple(self.flags))
+        return LogCompile(fun_name, module, seconds, self.cache, self.key, self.why, self.components, tuple(self.flags))
 
 
 def _why_not_written(text: str) -> str:
-    """jax's reason, without the key and module name it repeats: "it took < 1.00 seconds to compile (0.01s)"."""
+    """Jax's reason, without the key and module name it repeats: "it took < 1.00 seconds to compile (0.01s)"."""
     text = re.sub(r"^(for '[^']*' |with key '[^']*' )", "", text.strip())
     return text.removeprefix("because ").removeprefix("since ")

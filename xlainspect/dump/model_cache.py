@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
-from xlainspect.settings import cache_dir, cache_enabled, paused_gc
 from xlainspect.hlo.shape import Shape, array_shape, tuple_shape
+from xlainspect.settings import cache_dir, cache_enabled, paused_gc
 
 #: Bump when the model's classes change shape (fields added, renamed, retyped).
 MODEL_FORMAT = 4
@@ -106,8 +106,8 @@ def _code_fingerprint() -> str:
 
 def _parse(path: Path) -> list[Module]:
     """The grammar's parse (imported here: a cache hit never loads Lark)."""
-    from xlainspect.hlo.parser import parse_hlo
     from xlainspect.dump.files import read_text
+    from xlainspect.hlo.parser import parse_hlo
 
     return parse_hlo(read_text(path), str(path))
 
@@ -115,18 +115,28 @@ def _parse(path: Path) -> list[Module]:
 def _content_digest(path: Path) -> str:
     """Digest of the file's bytes and the parser fingerprint; reuses the last one while size and mtime hold."""
     stat = path.stat()
-    record = cache_dir() / "files" / (hashlib.blake2b(str(path.resolve()).encode(), digest_size=16).hexdigest() + ".json")
+    record = (
+        cache_dir() / "files" / (hashlib.blake2b(str(path.resolve()).encode(), digest_size=16).hexdigest() + ".json")
+    )
     try:
         known = json.loads(record.read_text())
-        if known["size"] == stat.st_size and known["mtime_ns"] == stat.st_mtime_ns and known["parser"] == _parser_fingerprint():
+        if (
+            known["size"] == stat.st_size
+            and known["mtime_ns"] == stat.st_mtime_ns
+            and known["parser"] == _parser_fingerprint()
+        ):
             return known["digest"]
     except (OSError, ValueError, KeyError, TypeError):
         pass
     content = hashlib.blake2b(path.read_bytes(), digest_size=20)
     content.update(_parser_fingerprint().encode())
     digest = content.hexdigest()
-    _write_atomic(record, json.dumps({"size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
-                                      "parser": _parser_fingerprint(), "digest": digest}).encode())
+    _write_atomic(
+        record,
+        json.dumps(
+            {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "parser": _parser_fingerprint(), "digest": digest}
+        ).encode(),
+    )
     return digest
 
 
@@ -170,16 +180,33 @@ def _store(entry: Path, modules: list[Module]) -> None:
 # with marshal: loading it is mostly building the objects, several times faster than unpickling
 # slotted objects, which calls back into Python for each of them.
 
+
 def _record(module: Module) -> tuple:
     frames = tuple((i, f.file, f.function, f.line, f.column, f.parent) for i, f in module.stack_frames.items())
     computations = tuple(
-        (c.name, c.is_entry,
-         None if c.parameter_shapes is None else tuple((n, _shape_record(s)) for n, s in c.parameter_shapes),
-         None if c.result_shape is None else _shape_record(c.result_shape), c.attributes, c.line,
-         tuple((i.name, i.opcode, None if i.shape is None else _shape_record(i.shape), i.operands, i.attributes,
-                i.is_root, i.line, i.operand_shape_indices)
-               for i in c.instructions))
-        for c in module.computations)
+        (
+            c.name,
+            c.is_entry,
+            None if c.parameter_shapes is None else tuple((n, _shape_record(s)) for n, s in c.parameter_shapes),
+            None if c.result_shape is None else _shape_record(c.result_shape),
+            c.attributes,
+            c.line,
+            tuple(
+                (
+                    i.name,
+                    i.opcode,
+                    None if i.shape is None else _shape_record(i.shape),
+                    i.operands,
+                    i.attributes,
+                    i.is_root,
+                    i.line,
+                    i.operand_shape_indices,
+                )
+                for i in c.instructions
+            ),
+        )
+        for c in module.computations
+    )
     layout = module.entry_computation_layout
     layout = None if layout is None else (tuple(_shape_record(s) for s in layout[0]), _shape_record(layout[1]))
     return (module.name, module.attributes, frames, module.line, module.has_header, computations, layout)
@@ -188,7 +215,10 @@ def _record(module: Module) -> tuple:
 def _module(record: tuple) -> Module:
     name, attributes, frames, line, has_header, computations, layout = record
     return Module(
-        name=name, attributes=attributes, line=line, has_header=has_header,
+        name=name,
+        attributes=attributes,
+        line=line,
+        has_header=has_header,
         stack_frames={f[0]: StackFrame(*f[1:]) for f in frames},
         computations=[_computation(c) for c in computations],
         entry_computation_layout=None if layout is None else (tuple(map(_shape, layout[0])), _shape(layout[1])),
@@ -198,10 +228,16 @@ def _module(record: tuple) -> Module:
 def _computation(record: tuple) -> Computation:
     name, is_entry, parameters, result, attributes, line, instructions = record
     return Computation(
-        name, [Instruction(n, o, None if s is None else _shape(s), ops, a, r, ln, x)
-               for n, o, s, ops, a, r, ln, x in instructions],
-        is_entry, None if parameters is None else tuple((n, _shape(s)) for n, s in parameters),
-        None if result is None else _shape(result), attributes, line,
+        name,
+        [
+            Instruction(n, o, None if s is None else _shape(s), ops, a, r, ln, x)
+            for n, o, s, ops, a, r, ln, x in instructions
+        ],
+        is_entry,
+        None if parameters is None else tuple((n, _shape(s)) for n, s in parameters),
+        None if result is None else _shape(result),
+        attributes,
+        line,
     )
 
 

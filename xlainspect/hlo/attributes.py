@@ -12,12 +12,19 @@ import json
 import re
 from dataclasses import dataclass
 
-from xlainspect.hlo.shape import Shape
-
 #: Attributes whose value names called computations (XLA prints them in kNameOnly mode).
 CALLED_COMPUTATION_ATTRIBUTES = (
-    "calls", "to_apply", "condition", "body", "true_computation", "false_computation",
-    "branch_computations", "select", "scatter", "called_computations", "comparator",
+    "calls",
+    "to_apply",
+    "condition",
+    "body",
+    "true_computation",
+    "false_computation",
+    "branch_computations",
+    "select",
+    "scatter",
+    "called_computations",
+    "comparator",
 )
 _CALLED_KEYS = frozenset(CALLED_COMPUTATION_ATTRIBUTES)
 
@@ -100,7 +107,6 @@ def called_computation_names(attributes: dict[str, str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-
 @dataclass(frozen=True, slots=True)
 class Alias:
     """One `input_output_alias` entry: output `{i}` may reuse parameter `p` at `{j}` (donation)."""
@@ -175,8 +181,9 @@ def decode_replica_groups(text: str | None) -> ReplicaGroups:
     return ReplicaGroups("list", groups, len(groups), len(groups[0]) if groups else None)
 
 
-def _expand_iota(num_groups: int, group_size: int, reshape: tuple[int, ...],
-                 transpose: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+def _expand_iota(
+    num_groups: int, group_size: int, reshape: tuple[int, ...], transpose: tuple[int, ...]
+) -> tuple[tuple[int, ...], ...]:
     """iota(N) reshaped to `reshape`, transposed by `transpose`, read row-major as [G, S]."""
     transpose = transpose or tuple(range(len(reshape)))
     strides = [1] * len(reshape)
@@ -190,7 +197,7 @@ def _expand_iota(num_groups: int, group_size: int, reshape: tuple[int, ...],
             rest, coordinate = divmod(rest, dims[position])
             value += coordinate * strides[transpose[position]]
         flat.append(value)
-    return tuple(tuple(flat[g * group_size:(g + 1) * group_size]) for g in range(num_groups))
+    return tuple(tuple(flat[g * group_size : (g + 1) * group_size]) for g in range(num_groups))
 
 
 def _mesh_groups(axes_text: str, used_text: str) -> ReplicaGroups:

@@ -48,10 +48,29 @@ class LineReader:
     """Reads plain computations; built once from the grammar's terminals."""
 
     def __init__(self, terminal: Callable[[str], str], tuple_shape_of: Callable[[str], Shape]) -> None:
-        t = {name: f"(?:{terminal(name)})" for name in (
-            "ARRAY_SHAPE", "NAME", "PARAM_NAME", "ATTR_NAME", "INT", "STRING", "BRACED_TEXT", "PAREN_TEXT",
-            "TUPLE_INDEX", "IOTA_GROUPS", "MESH_AXES", "DEVICE_IDS", "ATOM", "LITERAL_WORD", "ROOT", "ENTRY",
-            "CONSTANT", "COMMENT")}
+        t = {
+            name: f"(?:{terminal(name)})"
+            for name in (
+                "ARRAY_SHAPE",
+                "NAME",
+                "PARAM_NAME",
+                "ATTR_NAME",
+                "INT",
+                "STRING",
+                "BRACED_TEXT",
+                "PAREN_TEXT",
+                "TUPLE_INDEX",
+                "IOTA_GROUPS",
+                "MESH_AXES",
+                "DEVICE_IDS",
+                "ATOM",
+                "LITERAL_WORD",
+                "ROOT",
+                "ENTRY",
+                "CONSTANT",
+                "COMMENT",
+            )
+        }
         b = _BLANK
         tuple_ = t["ARRAY_SHAPE"]
         for _ in range(_TUPLE_DEPTH):
@@ -62,9 +81,11 @@ class LineReader:
         braced = _nested(r"\{", r"\}", rf"(?>{t['BRACED_TEXT']})|{t['STRING']}|(?>[ \t]+)", _BRACE_DEPTH)
         literal = _nested(r"\(", r"\)", rf"(?>{t['PAREN_TEXT']})|{t['STRING']}|(?>[ \t]+)", _PAREN_DEPTH)
         # in the order of the terminals' priorities, as the grammar's lexer tries them
-        value = (f"{t['MESH_AXES']}(?:{b}{t['DEVICE_IDS']}{b}{literal})?{b}{braced}"
-                 f"|{t['ARRAY_SHAPE']}(?:{b}(?:{t['LITERAL_WORD']}|{braced}))?|{t['IOTA_GROUPS']}"
-                 f"|{braced}|{t['STRING']}|{literal}|{t['ATOM']}")
+        value = (
+            f"{t['MESH_AXES']}(?:{b}{t['DEVICE_IDS']}{b}{literal})?{b}{braced}"
+            f"|{t['ARRAY_SHAPE']}(?:{b}(?:{t['LITERAL_WORD']}|{braced}))?|{t['IOTA_GROUPS']}"
+            f"|{braced}|{t['STRING']}|{literal}|{t['ATOM']}"
+        )
         operand = f"{_INDEX_COMMENT}(?:{shape}{b})?({t['NAME']}|{t['INT']})(?:{t['TUPLE_INDEX']})*"
         operand_path = f"{_INDEX_COMMENT}(?:{shape}{b})?{t['NAME']}((?:{t['TUPLE_INDEX']})*)|{t['INT']}"
         operand_list = _list(f"{_INDEX_COMMENT}(?:(?:{shape}{b})?{t['NAME']}(?:{t['TUPLE_INDEX']})*|{t['INT']})")
@@ -74,11 +95,13 @@ class LineReader:
         self._attribute = re.compile(rf"{b},{b}(?:({t['ATTR_NAME']}){b}({value})|({t['NAME']}))")
         self._instruction = re.compile(
             rf"{b}(?:({t['ROOT']})[ \t]+)?({t['NAME']}){b}={b}(?:({shape}){b})?"
-            rf"(?:{t['CONSTANT']}{b}({literal})|({t['NAME']}){b}\({b}({operand_list}){b}\))")
+            rf"(?:{t['CONSTANT']}{b}({literal})|({t['NAME']}){b}\({b}({operand_list}){b}\))"
+        )
         self._operand = re.compile(operand)
         self._operand_path = re.compile(operand_path)
         self._computation_head = re.compile(
-            rf"{b}(?:({t['ENTRY']})[ \t]+)?({t['NAME']}){b}(?:\({b}({_list(param)}){b}\){b}->{b}({shape}){b})?\{{")
+            rf"{b}(?:({t['ENTRY']})[ \t]+)?({t['NAME']}){b}(?:\({b}({_list(param)}){b}\){b}->{b}({shape}){b})?\{{"
+        )
         self._parameter = re.compile(f"({t['PARAM_NAME']}){b}({shape})")
         self._close = re.compile(rf"{b}\}}")
         self._header = re.compile(rf"HloModule[ \t]+({t['PARAM_NAME']}|{t['NAME']})")
@@ -143,8 +166,10 @@ class LineReader:
         try:
             signature = None
             if head.group(4) is not None:
-                params = tuple((p.group(1).lstrip("%").rstrip(":"), self._shape(p.group(2)))
-                               for p in self._parameter.finditer(text, head.start(3), head.end(3)))
+                params = tuple(
+                    (p.group(1).lstrip("%").rstrip(":"), self._shape(p.group(2)))
+                    for p in self._parameter.finditer(text, head.start(3), head.end(3))
+                )
                 signature = (params, self._shape(head.group(4)))
             while (match := self._instruction.match(text, position)) is not None:
                 line += text.count("\n", counted, match.start(2))
@@ -162,8 +187,13 @@ class LineReader:
         attributes, position = attributes
         params, result = signature if signature else (None, None)
         computation = Computation(
-            name=head.group(2).lstrip("%"), instructions=instructions, is_entry=head.group(1) is not None,
-            parameter_shapes=params, result_shape=result, attributes=attributes, line=computation_line,
+            name=head.group(2).lstrip("%"),
+            instructions=instructions,
+            is_entry=head.group(1) is not None,
+            parameter_shapes=params,
+            result_shape=result,
+            attributes=attributes,
+            line=computation_line,
         )
         return computation, position
 
@@ -177,11 +207,17 @@ class LineReader:
         else:  # names never hold a `%` inside, so dropping them all drops the leading ones
             operands = tuple(map(intern, self._operand.findall(operand_text.replace("%", ""))))
             if "#" in operand_text:
-                indices = tuple(tuple(int(i) for i in path.split("#")[1:])
-                                for path in self._operand_path.findall(operand_text))
+                indices = tuple(
+                    tuple(int(i) for i in path.split("#")[1:]) for path in self._operand_path.findall(operand_text)
+                )
         return Instruction(
-            name=intern(name.lstrip("%")), opcode=intern(opcode), shape=self._shape(shape) if shape else None,
-            operands=operands, attributes=attributes, is_root=root is not None, line=line,
+            name=intern(name.lstrip("%")),
+            opcode=intern(opcode),
+            shape=self._shape(shape) if shape else None,
+            operands=operands,
+            attributes=attributes,
+            is_root=root is not None,
+            line=line,
             operand_shape_indices=indices,
         )
 

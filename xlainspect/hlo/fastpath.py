@@ -24,7 +24,8 @@ _COMPUTATION = re.compile(r"(ENTRY\s+)?%?([A-Za-z_][A-Za-z0-9_.\-]*)\b[^\n]*\{\s
 #: `  [ROOT] %name = shape opcode(`: the shape an array token or a parenthesised tuple.
 _INSTRUCTION = re.compile(
     r"\s+(ROOT\s+)?%?([A-Za-z_][A-Za-z0-9_.\-]*) = "
-    r"([a-z][a-z0-9]*\[[^\]\n]*\]\S*|\([^\n]*?\)) ([a-z][a-z0-9\-]*)\(")
+    r"([a-z][a-z0-9]*\[[^\]\n]*\]\S*|\([^\n]*?\)) ([a-z][a-z0-9\-]*)\("
+)
 #: `calls=%a`, `to_apply=%b`, `branch_computations={%c, %d}`: attributes naming computations.
 _CALLS = re.compile(r", (" + "|".join(CALLED_COMPUTATION_ATTRIBUTES) + r")=(\{[^{}\"]*\}|%?[A-Za-z0-9_.\-]+)")
 #: Lines that would make a line-level reading unsure: comments, and `calls=%a, %b` (a list

@@ -6,7 +6,6 @@ import functools
 import importlib.resources
 from pathlib import Path
 
-
 _CHECKOUT_GRAMMAR = Path(__file__).resolve().parents[2] / "grammars" / "hlo.lark"
 
 

@@ -212,4 +212,3 @@ class Module:
         from xlainspect.hlo.attributes import decode_input_output_alias
 
         return decode_input_output_alias(self.attributes.get("input_output_alias"))
-

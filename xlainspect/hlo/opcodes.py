@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-KNOWN_OPCODES = frozenset("""
+KNOWN_OPCODES = frozenset(
+    """
 abs acos acosh add add-dependency after-all all-gather all-gather-done all-gather-start all-reduce
 all-reduce-done all-reduce-start all-to-all and asin asinh async-done async-start async-update atan atan2
 atanh batch-norm-grad batch-norm-inference batch-norm-training bitcast bitcast-convert broadcast call cbrt
@@ -23,7 +24,8 @@ remainder replica-id reshape reverse rng rng-bit-generator rng-get-and-update-st
 round-nearest-even rsqrt scaled-dot scan scatter select select-and-scatter send send-done
 set-dimension-size shift-left shift-right-arithmetic shift-right-logical shuffle sign sine sinh slice sort
 sqrt stochastic-convert subtract tan tanh topk transpose triangular-solve tuple while xor
-""".split())
+""".split()
+)
 
 ASYNC_SUFFIXES = ("-start", "-update", "-done")
 """With async syntax sugar, `<wrapped opcode>-start/-update/-done` stands for async-start/update/done."""

@@ -9,6 +9,7 @@ the rest; `parse_hlo(text, fast=False)` uses the grammar alone.
 from __future__ import annotations
 
 import functools
+import itertools
 import multiprocessing
 import re
 from sys import intern
@@ -18,24 +19,54 @@ from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from xlainspect.errors import HloParseError, error_at
 from xlainspect.hlo.fast import LineReader
-from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame, attribute_dict
 from xlainspect.hlo.grammar import grammar_text
-from xlainspect.settings import cache_dir, cache_enabled, parse_workers, paused_gc
+from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame, attribute_dict
 from xlainspect.hlo.shape import Shape, array_shape, tuple_shape
+from xlainspect.settings import cache_dir, cache_enabled, parse_workers, paused_gc
 
 #: How Lark's terminal names read in an error message: what was found (`unexpected name 'x'`)
 #: and, with an article, what was expected.
 _TERMINAL_WORDS = {
-    "NAME": "name", "ATTR_NAME": "attribute (key=value)", "ARRAY_SHAPE": "shape", "LPAR": "'('",
-    "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'", "COMMA": "','", "EQUAL": "'='", "INT": "integer",
-    "PARAM_NAME": "parameter (name: shape)", "ROOT": "ROOT", "ENTRY": "ENTRY", "HLOMODULE": "HloModule",
-    "STRING": "string", "ATOM": "value", "ARROW": "'->'", "$END": "end of input", "CONSTANT": "constant",
-    "IOTA_GROUPS": "replica groups", "MESH_AXES": "mesh axes", "DEVICE_IDS": "device_ids=",
-    "LITERAL_WORD": "literal", "BUFFER_OPEN": "b(", "TUPLE_INDEX": "tuple index (#N)",
-    "BRACED_TEXT": "text", "PAREN_TEXT": "text",
+    "NAME": "name",
+    "ATTR_NAME": "attribute (key=value)",
+    "ARRAY_SHAPE": "shape",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "COMMA": "','",
+    "EQUAL": "'='",
+    "INT": "integer",
+    "PARAM_NAME": "parameter (name: shape)",
+    "ROOT": "ROOT",
+    "ENTRY": "ENTRY",
+    "HLOMODULE": "HloModule",
+    "STRING": "string",
+    "ATOM": "value",
+    "ARROW": "'->'",
+    "$END": "end of input",
+    "CONSTANT": "constant",
+    "IOTA_GROUPS": "replica groups",
+    "MESH_AXES": "mesh axes",
+    "DEVICE_IDS": "device_ids=",
+    "LITERAL_WORD": "literal",
+    "BUFFER_OPEN": "b(",
+    "TUPLE_INDEX": "tuple index (#N)",
+    "BRACED_TEXT": "text",
+    "PAREN_TEXT": "text",
 }
-_ARTICLES = {"name", "value", "literal", "string", "shape", "integer", "parameter (name: shape)",
-             "attribute (key=value)", "tuple index (#N)", "text"}
+_ARTICLES = {
+    "name",
+    "value",
+    "literal",
+    "string",
+    "shape",
+    "integer",
+    "parameter (name: shape)",
+    "attribute (key=value)",
+    "tuple index (#N)",
+    "text",
+}
 
 
 def _word(terminal: str, article: bool = False) -> str:
@@ -98,8 +129,13 @@ class _ModelBuilder(Transformer):
         instructions = [i for item in items if not isinstance(item, tuple) for i in _as_list(item)]
         params, result = signature if signature else (None, None)
         return Computation(
-            name=name, instructions=instructions, is_entry=is_entry, parameter_shapes=params,
-            result_shape=result, attributes=attribute_dict([i for i in items if isinstance(i, tuple)]), line=line,
+            name=name,
+            instructions=instructions,
+            is_entry=is_entry,
+            parameter_shapes=params,
+            result_shape=result,
+            attributes=attribute_dict([i for i in items if isinstance(i, tuple)]),
+            line=line,
         )
 
     def computation_head(self, entry, name: Token, signature):
@@ -123,8 +159,13 @@ class _ModelBuilder(Transformer):
         if nested:
             operands = tuple(o if isinstance(o, str) else o[-1].name for o in operands)
         instruction = Instruction(
-            name=intern(_strip(name)), opcode=intern(str(opcode)), shape=shape, operands=operands,
-            attributes=attribute_dict(attributes), is_root=root is not None, line=name.line + self.line_offset,
+            name=intern(_strip(name)),
+            opcode=intern(str(opcode)),
+            shape=shape,
+            operands=operands,
+            attributes=attribute_dict(attributes),
+            is_root=root is not None,
+            line=name.line + self.line_offset,
             operand_shape_indices=indices,
         )
         return [*nested, instruction] if nested else instruction
@@ -222,9 +263,13 @@ def _lark(start: str = "start") -> Lark:
     import lark
 
     text = grammar_text()
-    options = dict(
-        parser="lalr", lexer="contextual", maybe_placeholders=True, transformer=_ModelBuilder(), start=start,
-    )
+    options = {
+        "parser": "lalr",
+        "lexer": "contextual",
+        "maybe_placeholders": True,
+        "transformer": _ModelBuilder(),
+        "start": start,
+    }
     if not cache_enabled():
         return Lark(text, **options)
     key = hashlib.blake2b(f"{lark.__version__}\n{start}\n{text}".encode(), digest_size=10).hexdigest()
@@ -350,18 +395,35 @@ def _run_compact_part(job: tuple[int, str, str | None]) -> list:
 def _compact(item):
     if not isinstance(item, Computation):
         return item  # ("header", ...) and ("stack_frames", ...) tuples
-    instructions = [(i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line, i.operand_shape_indices)
-                    for i in item.instructions]
-    return ("computation", item.name, instructions, item.is_entry, item.parameter_shapes, item.result_shape,
-            item.attributes, item.line)
+    instructions = [
+        (i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line, i.operand_shape_indices)
+        for i in item.instructions
+    ]
+    return (
+        "computation",
+        item.name,
+        instructions,
+        item.is_entry,
+        item.parameter_shapes,
+        item.result_shape,
+        item.attributes,
+        item.line,
+    )
 
 
 def _expand(item):
     if item[0] != "computation":
         return item
     _, name, instructions, is_entry, parameter_shapes, result_shape, attributes, line = item
-    return Computation(name, [Instruction(*fields) for fields in instructions], is_entry, parameter_shapes,
-                       result_shape, attributes, line)
+    return Computation(
+        name,
+        [Instruction(*fields) for fields in instructions],
+        is_entry,
+        parameter_shapes,
+        result_shape,
+        attributes,
+        line,
+    )
 
 
 def _split_at_computations(text: str, pieces: int) -> list[tuple[int, int]]:
@@ -379,7 +441,7 @@ def _split_at_computations(text: str, pieces: int) -> list[tuple[int, int]]:
             cuts.append(close + 3)
     if cuts[-1] < len(text):
         cuts.append(len(text))
-    return list(zip(cuts, cuts[1:]))
+    return list(itertools.pairwise(cuts))
 
 
 def split_computations(text: str) -> list[str]:
@@ -502,8 +564,14 @@ def _assemble(items: list, path: str | None, text: str) -> list[Module]:
         elif item[0] == "header":
             _, name, attributes, line = item
             layout = attributes.get("entry_computation_layout")
-            current = Module(name=name, computations=[], attributes=attributes, path=path, line=line,
-                             entry_computation_layout=_entry_layout(layout, text, line, path) if layout else None)
+            current = Module(
+                name=name,
+                computations=[],
+                attributes=attributes,
+                path=path,
+                line=line,
+                entry_computation_layout=_entry_layout(layout, text, line, path) if layout else None,
+            )
             modules.append(current)
         elif current is not None:
             current.stack_frames = _resolve_stack_frames(*item[1])
@@ -537,7 +605,8 @@ def _resolve_stack_frames(files, functions, locations, frames) -> dict[int, Stac
         result[frame_id] = StackFrame(
             file=unquote(files.get(int(location.get("file_name_id", 0)), '""')),
             function=unquote(functions.get(int(location.get("function_name_id", 0)), '""')),
-            line=int(location.get("line", 0)), column=int(location.get("column", 0)),
+            line=int(location.get("line", 0)),
+            column=int(location.get("column", 0)),
             parent=int(frame.get("parent_frame_id", 0)),
         )
     return result

@@ -13,7 +13,14 @@ import re
 from dataclasses import dataclass
 
 from xlainspect.errors import HloParseError, error_at
-from xlainspect.layout import PRIMITIVE_BITS, Layout, array_size_bytes, decode_layout, element_bits, tpu_array_size_bytes
+from xlainspect.layout import (
+    PRIMITIVE_BITS,
+    Layout,
+    array_size_bytes,
+    decode_layout,
+    element_bits,
+    tpu_array_size_bytes,
+)
 
 UNBOUNDED = -1
 """Size recorded for an unbounded dynamic dimension `?`."""
@@ -96,7 +103,10 @@ class Shape:
         return f"{self.dtype}[{self._dims_text()}]"
 
     def _dims_text(self) -> str:
-        return ",".join("?" if d == UNBOUNDED else (f"<={d}" if dyn else str(d)) for d, dyn in zip(self.dims, self.dynamic))
+        return ",".join(
+            "?" if d == UNBOUNDED else (f"<={d}" if dyn else str(d))
+            for d, dyn in zip(self.dims, self.dynamic, strict=True)
+        )
 
     def __str__(self) -> str:
         if self.is_tuple:
@@ -159,7 +169,11 @@ def _check_layout(text: str, offset: int, dims: tuple[int, ...], layout: Layout)
     """The checks XLA's parser and `LayoutUtil::ValidateLayoutForShape` make on a layout."""
     m2m = layout.minor_to_major
     if m2m and sorted(m2m) != list(range(len(dims))):
-        raise error_at(text, offset + 1, f"minor_to_major {{{','.join(map(str, m2m))}}} is not a permutation of the {len(dims)} dimensions")
+        raise error_at(
+            text,
+            offset + 1,
+            f"minor_to_major {{{','.join(map(str, m2m))}}} is not a permutation of the {len(dims)} dimensions",
+        )
     if not m2m and dims:
         raise error_at(text, offset + 1, f"minor_to_major is empty but the shape has {len(dims)} dimensions")
     # A first tile longer than the rank is left alone here: `ShapeUtil::ArraySize` counts the missing

@@ -29,7 +29,11 @@ def parse_shape(text: str) -> Shape:
 
     normalized = _normalize(text)
     if normalized.startswith("{"):
-        raise error_at(normalized, 0, "a layout alone is not a shape: put the element type and dimensions first, e.g. f32[3,5]{1,0}")
+        raise error_at(
+            normalized,
+            0,
+            "a layout alone is not a shape: put the element type and dimensions first, e.g. f32[3,5]{1,0}",
+        )
     _check_braces(normalized)
     shape = parse_shape_text(normalized)
     for leaf in shape.leaves():
@@ -63,4 +67,8 @@ def _check_braces(text: str) -> None:
             stack.pop()
     if stack:
         opener = text[stack[-1]]
-        raise error_at(text, len(text), f"{opener!r} at column {stack[-1] + 1} is never closed: add {'}' if opener == '{' else ')'!r}")
+        raise error_at(
+            text,
+            len(text),
+            f"{opener!r} at column {stack[-1] + 1} is never closed: add {'}' if opener == '{' else ')'!r}",
+        )

@@ -52,9 +52,15 @@ def to_graphml(graph: nx.DiGraph, center: tuple[str, str]) -> str:
     plain = nx.DiGraph()
     for node, node_id in ids.items():
         instruction = graph.nodes[node]["instruction"]
-        plain.add_node(node_id, name=instruction.name, computation=node[0], opcode=instruction.opcode,
-                       shape=str(instruction.shape or ""), op_name=instruction.op_name or "",
-                       center=str(node == center).lower())
+        plain.add_node(
+            node_id,
+            name=instruction.name,
+            computation=node[0],
+            opcode=instruction.opcode,
+            shape=str(instruction.shape or ""),
+            op_name=instruction.op_name or "",
+            center=str(node == center).lower(),
+        )
     plain.add_edges_from((ids[a], ids[b]) for a, b in graph.edges)
     buffer = io.BytesIO()
     nx.write_graphml(plain, buffer)
