@@ -19,21 +19,36 @@ from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import CALLED_COMPUTATION_ATTRIBUTES, called_computation_names
 from xlainspect.hlo.shape import array_shape
 
-#: `[ENTRY] %name (params) -> shape {` at column 0 (header-less and short text: `name {`).
-_COMPUTATION = re.compile(r"(ENTRY\s+)?%?([A-Za-z_][A-Za-z0-9_.\-]*)\b[^\n]*\{\s*$")
-#: `  [ROOT] %name = shape opcode(`: the shape an array token or a parenthesised tuple.
-_INSTRUCTION = re.compile(
-    r"\s+(ROOT\s+)?%?([A-Za-z_][A-Za-z0-9_.\-]*) = "
-    r"([a-z][a-z0-9]*\[[^\]\n]*\]\S*|\([^\n]*?\)) ([a-z][a-z0-9\-]*)\("
-)
-#: `calls=%a`, `to_apply=%b`, `branch_computations={%c, %d}`: attributes naming computations.
-_CALLS = re.compile(r", (" + "|".join(CALLED_COMPUTATION_ATTRIBUTES) + r")=(\{[^{}\"]*\}|%?[A-Za-z0-9_.\-]+)")
-#: Lines that would make a line-level reading unsure: comments, and `calls=%a, %b` (a list
-#: continued after a comma). Each pattern starts with a literal, so searching the whole text with
-#: each alone is fast (the regex engine skips to the literal); as one alternation it is 10x slower.
-_UNSURE_PATTERNS = (re.compile(r"/\*(?!index=)"), re.compile("//"), re.compile(r"=%[A-Za-z0-9_.\-]+, %"))
-#: A string holding `calls=`-like text: unsure only on a line where `_CALLS` found something.
-_CALLS_IN_STRING = re.compile(r"\"[^\"\n]*(?:" + "|".join(CALLED_COMPUTATION_ATTRIBUTES) + r")=")
+
+class _Patterns(NamedTuple):
+    computation: re.Pattern
+    """`[ENTRY] %name (params) -> shape {` at column 0 (header-less and short text: `name {`)."""
+    instruction: re.Pattern
+    """`  [ROOT] %name = shape opcode(`: the shape an array token or a parenthesised tuple."""
+    calls: re.Pattern
+    """`calls=%a`, `to_apply=%b`, `branch_computations={%c, %d}`: attributes naming computations."""
+    unsure: tuple[re.Pattern, ...]
+    """Lines that would make a line-level reading unsure: comments, and `calls=%a, %b` (a list
+    continued after a comma). Each pattern starts with a literal, so searching the whole text with
+    each alone is fast (the regex engine skips to the literal); as one alternation it is 10x slower."""
+    calls_in_string: re.Pattern
+    """A string holding `calls=`-like text: unsure only on a line where `calls` found something."""
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    """The line regexes, made of the grammar's terminals (NAME, ARRAY_SHAPE, ROOT, ENTRY)."""
+    from xlainspect.hlo.parser import terminal
+
+    name, shape = f"(?:{terminal('NAME')})", f"(?:{terminal('ARRAY_SHAPE')})"
+    called = "|".join(CALLED_COMPUTATION_ATTRIBUTES)
+    return _Patterns(
+        computation=re.compile(rf"(?:({terminal('ENTRY')})\s+)?({name})\b[^\n]*\{{\s*$"),
+        instruction=re.compile(rf"\s+(?:({terminal('ROOT')})\s+)?({name}) = ({shape}|\([^\n]*?\)) ({name})\("),
+        calls=re.compile(rf", ({called})=(\{{[^{{}}\"]*\}}|{name})"),
+        unsure=(re.compile(r"/\*(?!index=)"), re.compile("//"), re.compile(rf"={name}, %")),
+        calls_in_string=re.compile(rf"\"[^\"\n]*(?:{called})="),
+    )
 
 
 #: Lines at column 0 outside computations: the header and the stack-frame table names.
@@ -63,28 +78,31 @@ def scan(text: str) -> list[InstructionLine] | None:
         return None
     result: list[InstructionLine] = []
     computation: str | None = None
-    check_lines = any(p.search(text) for p in _UNSURE_PATTERNS)  # per line only when the text has any
+    patterns = _patterns()
+    check_lines = any(p.search(text) for p in patterns.unsure)  # per line only when the text has any
     for number, line in enumerate(text.split("\n"), start=1):
         if computation is None:
             if not line.strip() or line.startswith(_OUTSIDE_COMPUTATIONS) or line[0].isdigit():
                 continue  # header, stack-frame tables and their entries, blank lines
-            match = _COMPUTATION.match(line)
+            match = patterns.computation.match(line)
             if match is None:
                 return None
-            computation = match.group(2)
+            computation = match.group(2).lstrip("%")
         elif line.startswith("}"):
             computation = None
         else:
-            match = _INSTRUCTION.match(line)
-            if match is None or check_lines and any(p.search(line) for p in _UNSURE_PATTERNS):
+            match = patterns.instruction.match(line)
+            if match is None or check_lines and any(p.search(line) for p in patterns.unsure):
                 return None
             root, name, shape, opcode = match.groups()
             if not _valid_shape(shape):
                 return None
-            called = _called(line, match.end())
-            if called and _CALLS_IN_STRING.search(line):
+            called = _called(patterns.calls, line, match.end())
+            if called and patterns.calls_in_string.search(line):
                 return None
-            result.append(InstructionLine(computation, name, opcode, shape, root is not None, number, called))
+            result.append(
+                InstructionLine(computation, name.lstrip("%"), opcode, shape, root is not None, number, called)
+            )
     return result if computation is None else None
 
 
@@ -104,8 +122,8 @@ def _valid_shape(text: str) -> bool:
     return True
 
 
-def _called(line: str, start: int) -> tuple[str, ...]:
-    found = _CALLS.findall(line, start)
+def _called(calls: re.Pattern, line: str, start: int) -> tuple[str, ...]:
+    found = calls.findall(line, start)
     if not found:
         return ()
     if len(found) == 1:  # the common case (fusion calls=, reduce to_apply=): no ordering to do

@@ -325,9 +325,14 @@ def _read(text: str, path: str | None, first_line: int = 1) -> list:
     return items
 
 
+def terminal(name: str) -> str:
+    """The regex of one of the grammar's terminals: the speed layers build theirs from these."""
+    return _lark().get_terminal(name).pattern.to_regexp()
+
+
 @functools.cache
 def _line_reader() -> LineReader:
-    return LineReader(lambda name: _lark().get_terminal(name).pattern.to_regexp(), parse_shape)
+    return LineReader(terminal, parse_shape)
 
 
 @functools.lru_cache(maxsize=16384)
@@ -540,7 +545,7 @@ def _describe(token: Token) -> str:
     value = str(token)
     word = _word(token.type)
     if token.type in _TEXT_TERMINALS:
-        word = "name" if re.fullmatch(_lark().get_terminal("NAME").pattern.to_regexp(), value) else "text"
+        word = "name" if re.fullmatch(terminal("NAME"), value) else "text"
     if not value or word == repr(value):  # punctuation names itself: `unexpected '{'`
         return word
     return f"{word} {value[:40]!r}"
