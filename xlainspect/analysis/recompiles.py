@@ -397,6 +397,29 @@ def _bucket_advice(cause: Cause) -> str:
             f"compiles, multiples of {step} {multiples} -> {len(multiples)}, or always {max(sizes)} -> 1 compile")
 
 
+def describe_cause(cause: Cause) -> str:
+    """`shape x dim 0: 100 -> 5`: one cause in the words the table, the report and the pytest plugin share."""
+    values = " -> ".join(map(str, cause.values))
+    if cause.kind == "shape" and cause.dims:
+        return f"shape {cause.parameter} dim {','.join(map(str, cause.dims))}: {values}"
+    if cause.kind in ("shape", "dtype", "layout", "sharding", "donation"):
+        return f"{cause.kind} {cause.parameter}: {values}" + (f" ({cause.detail})" if cause.detail else "")
+    if cause.kind == "identical":
+        return f"identical modules {values}: function re-created"
+    return f"{cause.kind}: {values}" if cause.kind == "body" else f"{cause.kind}: {cause.detail}"
+
+
+def explain_recompiles(rows: list[FunctionCompiles]) -> str:
+    """The functions compiled more than once, each with its causes and suggestion, as indented plain text:
+    the explanation where no table can be drawn (a pytest failure message)."""
+    lines = []
+    for row in sorted((r for r in rows if r.modules > 1), key=lambda r: -r.modules):
+        lines.append(f"{row.name}: {row.modules} compiles (module ids {', '.join(map(str, row.module_ids))})")
+        lines += [f"  why: {describe_cause(c)}" for c in row.causes]
+        lines += [f"  suggestion: {row.suggestion}"] if row.suggestion else []
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
     """The CI gate: compile budgets per function and in total; a baseline's counts are budgets too."""

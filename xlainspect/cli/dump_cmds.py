@@ -135,8 +135,10 @@ def _emit(rows, dump, violations: list[str], fmt: OutputFormat) -> None:
 
 
 def _table_row(row) -> dict:
+    from xlainspect.analysis.recompiles import describe_cause
+
     return {"function": row.name, "compiles": row.modules, "eager": row.eager,
-            "why": "; ".join(_describe(c) for c in row.causes), "suggestion": row.suggestion or ""}
+            "why": "; ".join(describe_cause(c) for c in row.causes), "suggestion": row.suggestion or ""}
 
 
 def _for_people(rows: list) -> list[dict]:
@@ -150,18 +152,6 @@ def _for_people(rows: list) -> list[dict]:
               "why": "compiled once each: " + ", ".join(r.name for r in single_eager),
               "suggestion": single_eager[0].suggestion or ""}
     return [_table_row(r) for r in ranked if r not in single_eager] + [folded]
-
-
-def _describe(cause) -> str:
-    """`shape x dim 0: 100 -> 5` style text for one cause."""
-    values = " -> ".join(map(str, cause.values))
-    if cause.kind == "shape" and cause.dims:
-        return f"shape {cause.parameter} dim {','.join(map(str, cause.dims))}: {values}"
-    if cause.kind in ("shape", "dtype", "layout", "sharding", "donation"):
-        return f"{cause.kind} {cause.parameter}: {values}" + (f" ({cause.detail})" if cause.detail else "")
-    if cause.kind == "identical":
-        return f"identical modules {values}: function re-created"
-    return f"{cause.kind}: {values}" if cause.kind == "body" else f"{cause.kind}: {cause.detail}"
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
