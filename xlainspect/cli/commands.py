@@ -7,3 +7,4 @@ from xlainspect.cli import doctor_cmd  # noqa: F401
 from xlainspect.cli import dump_cmds  # noqa: F401
 from xlainspect.cli import memory_cmd  # noqa: F401
 from xlainspect.cli import diff_cmd  # noqa: F401
+from xlainspect.cli import report_cmd  # noqa: F401
