@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xlainspect.analysis.collectives import collectives
@@ -103,14 +104,17 @@ class Threshold:
         return f"{self.metric}={self.value:g}{'%' if self.relative else ''}"
 
 
-def diff_dumps(a: Dump, b: Dump) -> list[FunctionDiff]:
-    """Every function of either dump: A's in compile order, then those only in B."""
+def diff_dumps(a: Dump, b: Dump, advance: Callable[[int], None] | None = None) -> list[FunctionDiff]:
+    """Every function of either dump: A's in compile order, then those only in B. `advance(n)` is called
+    with the modules of each function profiled (a progress bar's)."""
     functions_a, functions_b = a.functions(), b.functions()
     rows = []
     for name in [*functions_a, *(n for n in functions_b if n not in functions_a)]:
         left = profile(a, name, functions_a[name]) if name in functions_a else None
         right = profile(b, name, functions_b[name]) if name in functions_b else None
         rows.append(diff_profiles(name, left, right))
+        if advance is not None:
+            advance(len(functions_a.get(name, ())) + len(functions_b.get(name, ())))
     return rows
 
 

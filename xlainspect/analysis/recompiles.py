@@ -12,6 +12,7 @@ import functools
 import math
 import operator
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -69,10 +70,13 @@ def is_eager(name: str) -> bool:
     return name.startswith("jit_") and name[4:] in EAGER_OPS
 
 
-def count_recompiles(dump: Dump) -> list[FunctionCompiles]:
-    """Per function, in first-compile order: the number of compiles and, where above one, why."""
+def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -> list[FunctionCompiles]:
+    """Per function, in first-compile order: the number of compiles and, where above one, why.
+    `advance(n)` is called with each function's module count (a progress bar's)."""
     rows = []
     for name, modules in dump.functions().items():
+        if advance is not None:
+            advance(len(modules))
         modules = _readable(dump, modules)
         if not modules:
             continue

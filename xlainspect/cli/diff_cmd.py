@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from xlainspect.cli.app import EXIT_GATE_FAILED, StrictOpt, app, note_skipped, user_errors
+from xlainspect.cli.progress import progress
 from xlainspect.cli.render import emit_json, stderr_console, stdout_console
 
 
@@ -47,7 +48,8 @@ def diff(
     with user_errors():
         thresholds = [parse_threshold(t) for t in max_increase or []]
         dump_a, dump_b = load_dump(a, strict=strict), load_dump(b, strict=strict)
-        rows = diff_dumps(dump_a, dump_b)
+        with progress("comparing modules", total=len(dump_a.modules) + len(dump_b.modules)) as advance:
+            rows = diff_dumps(dump_a, dump_b, advance)
     if fail_on_regression and not thresholds:
         thresholds = [Threshold(metric, 0, False) for metric in METRICS]
     over = regressions(rows, thresholds)

@@ -18,6 +18,7 @@ from xlainspect.cli.app import (
     note_skipped,
     user_errors,
 )
+from xlainspect.cli.progress import progress
 from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, emit_rows, stderr_console
 from xlainspect.errors import XlaInspectError
 
@@ -32,7 +33,8 @@ def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, strict: StrictO
 
     with user_errors():
         dump = load_dump(path, strict=strict)
-        rows = [_module_row(dump, m, strict) for m in dump.modules]
+        with progress("reading modules", total=len(dump.modules)) as advance:
+            rows = [_module_row(dump, m, strict, advance) for m in dump.modules]
     columns = ["host", "module_id", "function", "platform", "stages", "instructions", "bytes"]
     frame = pd.DataFrame(rows, columns=columns)
     if not any(m.host for m in dump.modules):
@@ -41,9 +43,10 @@ def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, strict: StrictO
     note_skipped(dump, strict)
 
 
-def _module_row(dump, module, strict: bool) -> dict:
+def _module_row(dump, module, strict: bool, advance) -> dict:
     from xlainspect.analysis.ops import instruction_count
 
+    advance(1)
     hlo = module.hlo_file()
     try:
         instructions = instruction_count(module)
@@ -83,7 +86,8 @@ def count_recompiles_cmd(
         if update_baseline and baseline is None:
             raise XlaInspectError("--update-baseline needs --baseline FILE")
         dump = load_dump(path, strict=strict)
-        rows = count_recompiles(dump)
+        with progress("counting compiles", total=len(dump.modules)) as advance:
+            rows = count_recompiles(dump, advance)
     shown = [r for r in rows if not (ignore_eager and r.eager)]
     violations = budget_violations(rows, budget)
     if update_baseline:
