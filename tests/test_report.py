@@ -51,7 +51,7 @@ def test_collectives_and_eager_flood_findings():
 
 def test_a_builder_appended_to_the_hook_becomes_a_section(monkeypatch):
     def cost_section(source):
-        return reports.Section("cost", "Cost", f"{len(source.readable.modules)} modules",
+        return reports.Section("cost", "Cost", f"{len(source.readable)} modules",
                                [reports.table("flops", ("module", "flops"), [("module_0000.jit_train_step", 7)])],
                                [reports.Finding("cost", "slow", 10**9, "bytes")])
 

@@ -1,9 +1,11 @@
 """`report`: one report of a whole dump, built from the analyses the other commands run.
 
 A report is a list of sections, each made by one function of `SECTION_BUILDERS` from the same
-`ReportInput` (the dump, each module parsed once). A section holds tables and findings; a finding
-carries what it costs, so the summary can rank findings from every section together. A new analysis
-(cost and roofline, say) joins the report by appending one builder to `SECTION_BUILDERS`.
+`ReportInput`: the dump and, per module, the `ModuleFacts` the analyses found in its files (computed
+once per module and kept in the results cache beside its file, so a second report of a dump reads no
+HLO). A section holds tables and findings; a finding carries what it costs, so the summary can rank
+findings from every section together. A new analysis (cost and roofline, say) joins the report by
+appending one builder to `SECTION_BUILDERS`; it may parse modules itself (`DumpModule.module()`).
 
 Tables keep at most `MAX_ROWS` rows (the largest first) and memory curves are drawn for the
 `MAX_CURVES` modules with the highest peaks, each with a note naming what was left out: a dump of
@@ -12,6 +14,7 @@ thousands of modules still gives a page of a few megabytes that a browser opens 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -58,18 +61,30 @@ class Section:
     """`ModuleMemory` rows whose curves the HTML page draws (the memory section's)."""
 
 
+@dataclass(frozen=True, slots=True)
+class ModuleFacts:
+    """What the analyses found in one module's after-optimizations HLO and side files."""
+
+    label: str
+    memory: object | None
+    """`ModuleMemory`, None without a buffer assignment."""
+    padding: tuple
+    """The module's `PaddingRow`s (the padding ledger)."""
+    fusions: tuple
+    unfused: dict[str, int]
+    copies: tuple
+    collectives: tuple
+    problems: tuple[tuple[str, str], ...] = ()
+    """(path, message) of side files that could not be read; the rest of the module is analysed."""
+
+
 @dataclass
 class ReportInput:
-    """What every builder reads: the whole dump (headers: compiles) and the modules that parsed."""
+    """What every builder reads: the whole dump (headers: compiles) and the facts of each module that parsed."""
 
     dump: Dump
-    readable: Dump
-    """The modules whose after-optimizations HLO parsed (each parsed once, cached on its DumpModule);
-    files skipped later are recorded in the dump's own `skipped` list."""
-
-    @property
-    def parsed(self) -> list[tuple[DumpModule, object]]:
-        return [(m, m.module("after")) for m in self.readable.modules]
+    facts: list[ModuleFacts]
+    readable: list[DumpModule]
 
 
 @dataclass
@@ -87,20 +102,59 @@ class DumpReport:
 
 
 def dump_report(dump: Dump, advance: Callable[[int], None] | None = None) -> DumpReport:
-    """Run every section builder on the dump; `advance(1)` after each module parsed (a progress bar's)."""
-    readable = []
+    """Run every section builder on the dump; `advance(1)` after each module (a progress bar's)."""
+    from xlainspect.cache import cached_result
+
+    facts, readable = [], []
     for dump_module in dump.modules:
+        hlo = dump_module.hlo_file()
         try:
-            dump_module.module("after")
+            found = cached_result(hlo.path, f"report:{_side_stamp(dump_module)}", lambda m=dump_module: module_facts(m))
         except XlaInspectError as error:
-            dump.skip(dump_module.hlo_file().path, error)
+            dump.skip(hlo.path, error)
         else:
+            facts.append(found)
             readable.append(dump_module)
+            for path, message in found.problems:
+                dump.skip(path, XlaInspectError(message))
         if advance is not None:
             advance(1)
-    source = ReportInput(dump, Dump(dump.root, readable, dump.skipped))
+    source = ReportInput(dump, facts, readable)
     sections = [section for build in SECTION_BUILDERS if (section := build(source)) is not None]
     return DumpReport(str(dump.root), _modules_table(dump), sections, dump.skipped)
+
+
+def module_facts(dump_module: DumpModule) -> ModuleFacts:
+    """Run the per-module analyses once on a parsed module; raises XlaInspectError when its HLO does not parse."""
+    from xlainspect.analysis.collectives import collectives
+    from xlainspect.analysis.copies import copies
+    from xlainspect.analysis.fusions import fusions, unfused_ops
+    from xlainspect.analysis.layouts import ledger_input, padding_ledger
+    from xlainspect.analysis.ops import module_label
+
+    from xlainspect.analysis.memory import module_memory
+
+    module = dump_module.module("after")
+    problems, memory, padding = [], None, ()
+    try:
+        memory = module_memory(dump_module)
+        padding = tuple(padding_ledger([ledger_input(dump_module)]))
+    except XlaInspectError as error:
+        problems.append((str(dump_module.file(kind="buffer-assignment").path), str(error)))
+    return ModuleFacts(module_label(module), memory, padding, tuple(fusions(module)),
+                       dict(unfused_ops(module).most_common()), tuple(copies(module, dump_module.platform)),
+                       tuple(collectives(module)), tuple(problems))
+
+
+def _side_stamp(dump_module: DumpModule) -> str:
+    """Size and mtime of the side files, so cached facts follow a buffer assignment rewritten on its own."""
+    stamps = []
+    for dump_file in dump_module.files:
+        if dump_file.kind != "hlo":
+            with contextlib.suppress(OSError):
+                stat = dump_file.path.stat()
+                stamps.append(f"{dump_file.kind}:{stat.st_size}:{stat.st_mtime_ns}")
+    return ",".join(sorted(stamps))
 
 
 def _modules_table(dump: Dump) -> Table:
@@ -147,17 +201,7 @@ def recompiles_section(source: ReportInput) -> Section:
 
 def memory_section(source: ReportInput) -> Section | None:
     """memory: totals and peak per module, the curve and top buffers of the highest peaks."""
-    from xlainspect.analysis.memory import module_memory
-
-    rows = []
-    for dump_module in source.readable.modules:
-        try:
-            row = module_memory(dump_module)
-        except XlaInspectError as error:
-            source.dump.skip(dump_module.file(kind="buffer-assignment").path, error)
-            continue
-        if row is not None:
-            rows.append(row)
+    rows = [f.memory for f in source.facts if f.memory is not None]
     if not rows:
         return None
     peaks = sorted(rows, key=lambda r: -(r.peak_bytes or 0))
@@ -176,9 +220,9 @@ def memory_section(source: ReportInput) -> Section | None:
 
 def padding_section(source: ReportInput) -> Section | None:
     """layouts: bytes lost to tile padding, per function and the most wasteful values."""
-    from xlainspect.analysis.layouts import dump_ledger_inputs, ledger_totals, padding_ledger
+    from xlainspect.analysis.layouts import ledger_totals
 
-    rows = padding_ledger(dump_ledger_inputs(source.readable))
+    rows = sorted((r for f in source.facts for r in f.padding), key=lambda r: -r.wasted_bytes)
     if not rows:
         return None
     per_function = ledger_totals(rows, "function")
@@ -197,12 +241,11 @@ def padding_section(source: ReportInput) -> Section | None:
 
 def fusions_section(source: ReportInput) -> Section:
     """fusions: totals per kind, the largest fusions, and compute ops left outside fusions."""
-    from xlainspect.analysis.fusions import fusion_kind_totals, fusions, unfused_ops
-    from xlainspect.analysis.ops import module_label
+    from xlainspect.analysis.fusions import fusion_kind_totals
 
-    rows = [f for _, module in source.parsed for f in fusions(module)]
-    unfused = [(module_label(m), sum(c.values()), " ".join(f"{k}:{n}" for k, n in c.most_common()))
-               for _, m in source.parsed if (c := unfused_ops(m))]
+    rows = [fusion for f in source.facts for fusion in f.fusions]
+    unfused = [(f.label, sum(f.unfused.values()), " ".join(f"{k}:{n}" for k, n in f.unfused.items()))
+               for f in source.facts if f.unfused]
     kinds = table("fusions per kind", ("module", "kind", "count", "output_bytes"),
                   [(t.module, t.kind, t.count, t.output_bytes) for t in fusion_kind_totals(rows)], "xlainspect fusions")
     largest = table("largest fusions", ("module", "name", "kind", "root", "output_shape", "output_bytes", "op_name"),
@@ -216,9 +259,9 @@ def fusions_section(source: ReportInput) -> Section:
 
 def copies_section(source: ReportInput) -> Section:
     """copies: bytes moved per module and the largest copies."""
-    from xlainspect.analysis.copies import copies, copy_totals
+    from xlainspect.analysis.copies import copy_totals
 
-    rows = [c for dm, module in source.parsed for c in copies(module, dm.platform)]
+    rows = [c for f in source.facts for c in f.copies]
     totals = copy_totals(rows)
     findings = [Finding("copies", f"{t.module}: {t.kind} x{t.count} moves {t.bytes:,} bytes", t.bytes, "bytes")
                 for t in _largest(totals, lambda t: t.bytes)]
@@ -234,9 +277,9 @@ def copies_section(source: ReportInput) -> Section:
 
 def collectives_section(source: ReportInput) -> Section:
     """collectives: payload and bytes per step per module and kind, and every collective."""
-    from xlainspect.analysis.collectives import collective_totals, collectives
+    from xlainspect.analysis.collectives import collective_totals
 
-    rows = [c for _, module in source.parsed for c in collectives(module)]
+    rows = [c for f in source.facts for c in f.collectives]
     totals = collective_totals(rows)
     findings = [Finding("collectives", f"{t.module}: {t.kind} x{t.count} sends {t.bytes_per_step or t.payload_bytes:,} "
                         "bytes a step", t.bytes_per_step or t.payload_bytes, "bytes")
