@@ -64,7 +64,7 @@ def test_total_over_budget():
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines([
         "*max_compiles(jit_train_step=1) exceeded:",
-        "*jit_train_step compiled 2 times, budget 1*",
+        "*jit_train_step compiled 2 times, budget 1 (max_compiles jit_train_step)",
         "*why (count-recompiles):",
         "*jit_train_step: 2 compiles*",
         "*why: shape x dim 0: 8 -> 16",

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import DUMPS
-from xlainspect import dump_report as reports
+from xlainspect import report_sections as reports
 from xlainspect.cli.app import app
 from xlainspect.dump import load_dump
 from xlainspect.report_page import render_html, render_markdown

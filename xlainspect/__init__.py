@@ -15,6 +15,9 @@ _EXPORTS = {
     "parse_hlo": "xlainspect.hlo.parser",
     "parse_shape": "xlainspect.shapes_api",
     "load_dump": "xlainspect.dump",
+    "dump_report": "xlainspect.report_sections",
+    "render_html": "xlainspect.report_page",
+    "render_markdown": "xlainspect.report_page",
     "HloParseError": "xlainspect.errors",
     "XlaInspectError": "xlainspect.errors",
     "DumpError": "xlainspect.errors",
@@ -32,6 +35,8 @@ if TYPE_CHECKING:
     from xlainspect.errors import DumpError, HloParseError, XlaInspectError
     from xlainspect.hlo.model import Computation, Instruction, Module
     from xlainspect.hlo.parser import parse_hlo
+    from xlainspect.report_page import render_html, render_markdown
+    from xlainspect.report_sections import dump_report
     from xlainspect.layout import Layout, Tile
     from xlainspect.shape import Shape
 

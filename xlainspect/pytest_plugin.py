@@ -126,7 +126,7 @@ class XlaCompiles:
         rows = self.recompiles()
         names = {r.name for r in rows}
         budgets = tuple((_resolve(name, names), limit) for name, limit in per_function.items())
-        return budget_violations(rows, Budget(per_name=budgets, max_total=total))
+        return budget_violations(rows, Budget(per_name=budgets, max_total=total, named_by="max_compiles"))
 
 
 def _resolve(name: str, compiled: set[str]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from xlainspect.dump_report import DumpReport, Finding, Section, Table
+from xlainspect.report_sections import DumpReport, Finding, Section, Table
 from xlainspect.memory_html import module_section, page
 from xlainspect.report import cell_text, is_numeric, markdown_table
 

@@ -433,6 +433,9 @@ class Budget:
     max_total: int | None = None
     ignore_eager: bool = False
     baseline: tuple[tuple[str, int], ...] = ()
+    named_by: str = "--max"
+    """How the messages name a per-function budget and the total one (`--max NAME`, `--max-total`):
+    the option a person set, which the pytest plugin spells `max_compiles`."""
 
 
 def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]:
@@ -441,7 +444,7 @@ def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]
     counted = [r for r in rows if not (budget.ignore_eager and r.eager)]
     messages = []
     for row in counted:
-        limits = [(f"--max {row.name}", per_name.get(row.name, budget.max_per_function)), ("baseline", baseline.get(row.name))]
+        limits = [(f"{budget.named_by} {row.name}", per_name.get(row.name, budget.max_per_function)), ("baseline", baseline.get(row.name))]
         if row.name not in per_name and budget.max_per_function is not None:
             limits[0] = ("--max-per-function", budget.max_per_function)
         over = [(limit, source) for source, limit in limits if limit is not None and row.modules > limit]
@@ -450,7 +453,7 @@ def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]
             messages.append(f"{row.name} compiled {row.modules} times, budget {limit} ({source})")
     total = sum(r.modules for r in counted)
     if budget.max_total is not None and total > budget.max_total:
-        messages.append(f"{total} compiles in total, budget {budget.max_total} (--max-total)")
+        messages.append(f"{total} compiles in total, budget {budget.max_total} ({budget.named_by}-total)")
     return messages
 
 

@@ -21,7 +21,7 @@ def report(path: DumpPath, html: OutFile = None, markdown: OutFile = None, stric
     ranked by cost on top. [bold]--html[/bold] writes one self-contained page (every table sortable),
     [bold]--markdown[/bold] a Markdown document."""
     from xlainspect.dump import load_dump
-    from xlainspect.dump_report import dump_report
+    from xlainspect.report_sections import dump_report
     from xlainspect.report_page import render_html, render_markdown
 
     with user_errors():
