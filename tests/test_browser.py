@@ -74,3 +74,16 @@ def test_a_broken_page_fails(tmp_path):
     page.write_text("<!DOCTYPE html><html><body><script>undefinedFunction();</script></body></html>")
     with pytest.raises(AssertionError, match="Uncaught ReferenceError"):
         _open(page, "broken.png")
+
+
+def test_a_click_on_a_heading_sorts_the_table(tmp_path):
+    """The page's own sortBy, run by the browser as a click would: memory per module by total_bytes, ascending."""
+    page = tmp_path / "sorted.html"
+    _cli("report", str(DUMPS / "tpu_v5e"), "--html", str(page))
+    click = "<script>document.querySelector('#memory thead th:nth-child(3)').click();</script></body>"
+    page.write_text(page.read_text().replace("</body>", click))
+    dom = _open(page, "report_sorted.png")
+    memory = dom[dom.index('<section id="memory">'):]
+    body = memory[memory.index("<tbody>"):]
+    first_row = body[:body.index("</tr>")]
+    assert "module_0244.jit_psum_sum" in first_row and "6,144" in first_row  # the smallest total first

@@ -98,3 +98,12 @@ def test_cli_markdown_to_stdout():
 def test_cli_bad_input_exits_2(args, message):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+
+
+def test_a_page_over_the_limit_leaves_curves_out_with_a_note():
+    report = _report("tpu_v5e")
+    full = render_html(report)
+    assert full.count("<polyline") == 7
+    smaller = render_html(report, limit=len(full.encode()) - 1)
+    assert smaller.count("<polyline") == 3  # 7 -> 3 curves
+    assert "4 more memory curves left out to keep the page under 5 MB" in smaller

@@ -17,13 +17,27 @@ _STYLE = """nav a{margin-right:1em}.finding td{vertical-align:top}.note{color:#6
 .intro{max-width:70em}td a{color:#0b5394}tr:target{background:#fff3b0}"""
 
 
-def render_html(report: DumpReport) -> str:
-    """The whole page: summary of ranked findings, one section per builder, then the modules table."""
+PAGE_LIMIT = 5_000_000
+"""Bytes a page may take; past it memory curves (a point per program point) are left out, with a note."""
+
+
+def render_html(report: DumpReport, limit: int = PAGE_LIMIT) -> str:
+    """The whole page: summary of ranked findings, one section per builder, then the modules table.
+    A page over `limit` bytes is drawn again with half the curves until it fits (or has none)."""
+    curves = max((len(s.memory) for s in report.sections), default=0)
+    while True:
+        text = _page(report, curves)
+        if len(text.encode()) <= limit or curves == 0:
+            return text
+        curves //= 2
+
+
+def _page(report: DumpReport, curves: int) -> str:
     known = {row[0] for row in report.modules.rows}
     nav = " ".join(f"<a href='#{s.key}'>{html.escape(s.title)}</a>" for s in report.sections)
     body = [f"<h1>xlainspect report: {html.escape(report.root)}</h1>",
             f"<nav>{nav} <a href='#modules'>Modules</a></nav>", _summary_html(report)]
-    body += [_section_html(s, known) for s in report.sections]
+    body += [_section_html(s, known, curves) for s in report.sections]
     body.append(f"<section id='modules'><h2>Modules</h2>{_table_html(report.modules, known, anchor='module')}</section>")
     return page(f"xlainspect report: {report.root}", "\n".join(body), _STYLE)
 
@@ -47,13 +61,16 @@ def _cost(finding: Finding) -> str:
     return f"{finding.cost:,} {'extra compile' + 's' * (finding.cost != 1) if finding.unit == 'compiles' else 'bytes'}"
 
 
-def _section_html(section: Section, known: set[str]) -> str:
+def _section_html(section: Section, known: set[str], curves: int) -> str:
     parts = [f"<section id='{section.key}'><h2>{html.escape(section.title)}</h2>",
              f"<p class='intro'>{html.escape(section.intro)}</p>"]
     for tab in section.tables:
         anchor = "function" if section.key == "recompiles" else None
         parts.append(f"<h3>{html.escape(tab.title)}</h3>{_table_html(tab, known, anchor)}")
-    parts += [module_section(m) for m in section.memory]
+    parts += [module_section(m) for m in section.memory[:curves]]
+    if len(section.memory) > curves:
+        parts.append(f"<p class='note'>{len(section.memory) - curves} more memory curves left out to keep the page "
+                     f"under {PAGE_LIMIT // 1_000_000} MB; xlainspect memory DIR --html draws them all.</p>")
     return "".join(parts) + "</section>"
 
 
