@@ -222,16 +222,17 @@ def padding_section(source: ReportInput) -> Section | None:
     """layouts: bytes lost to tile padding, per function and the most wasteful values."""
     from xlainspect.analysis.layouts import ledger_totals
 
-    rows = sorted((r for f in source.facts for r in f.padding), key=lambda r: -r.wasted_bytes)
+    labelled = sorted(((f.label, r) for f in source.facts for r in f.padding), key=lambda lr: -lr[1].wasted_bytes)
+    rows = [r for _, r in labelled]
     if not rows:
         return None
     per_function = ledger_totals(rows, "function")
     totals = table("per function", ("function", "values", "logical_bytes", "padded_bytes", "wasted_bytes", "expansion"),
                    [(t.group, t.values, t.logical_bytes, t.padded_bytes, t.wasted_bytes, t.expansion) for t in per_function])
-    values = table("most wasted bytes", ("function", "instruction", "shape", "logical_bytes", "padded_bytes",
+    values = table("most wasted bytes", ("module", "instruction", "shape", "logical_bytes", "padded_bytes",
                                          "wasted_bytes", "expansion", "op_name"),
-                   [(r.function, r.instruction, r.shape, r.logical_bytes, r.padded_bytes, r.wasted_bytes, r.expansion,
-                     r.op_name) for r in rows if r.wasted_bytes], "xlainspect layouts lists every value")
+                   [(label, r.instruction, r.shape, r.logical_bytes, r.padded_bytes, r.wasted_bytes, r.expansion,
+                     r.op_name) for label, r in labelled if r.wasted_bytes], "xlainspect layouts lists every value")
     findings = [Finding("padding", f"{t.group} loses {t.wasted_bytes:,} bytes to tile padding ({t.expansion}x)",
                         t.wasted_bytes, "bytes") for t in _largest(per_function, lambda t: t.wasted_bytes)]
     wasted = sum(t.wasted_bytes for t in per_function)
