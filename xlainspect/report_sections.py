@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from xlainspect.dump import Dump, DumpModule
@@ -116,7 +117,7 @@ def dump_report(dump: Dump, advance: Callable[[int], None] | None = None) -> Dum
             facts.append(found)
             readable.append(dump_module)
             for path, message in found.problems:
-                dump.skip(path, XlaInspectError(message))
+                dump.skip(Path(path), XlaInspectError(message))
         if advance is not None:
             advance(1)
     source = ReportInput(dump, facts, readable)
@@ -130,17 +131,17 @@ def module_facts(dump_module: DumpModule) -> ModuleFacts:
     from xlainspect.analysis.copies import copies
     from xlainspect.analysis.fusions import fusions, unfused_ops
     from xlainspect.analysis.layouts import ledger_input, padding_ledger
-    from xlainspect.analysis.ops import module_label
-
     from xlainspect.analysis.memory import module_memory
+    from xlainspect.analysis.ops import module_label
 
     module = dump_module.module("after")
     problems, memory, padding = [], None, ()
     try:
         memory = module_memory(dump_module)
         padding = tuple(padding_ledger([ledger_input(dump_module)]))
-    except XlaInspectError as error:
-        problems.append((str(dump_module.file(kind="buffer-assignment").path), str(error)))
+    except XlaInspectError as error:  # a side file (buffer assignment, live ranges) unreadable: say which
+        side = dump_module.file(kind="buffer-assignment") or dump_module.hlo_file()
+        problems.append((str(side.path), str(error)))
     return ModuleFacts(module_label(module), memory, padding, tuple(fusions(module)),
                        dict(unfused_ops(module).most_common()), tuple(copies(module, dump_module.platform)),
                        tuple(collectives(module)), tuple(problems))
