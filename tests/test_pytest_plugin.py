@@ -94,6 +94,13 @@ def test_plain():
     assert "@pytest.mark.max_compiles needs `pytest --xla-dump[=DIR]`" in output
 
 
+def test_a_test_file_taken_for_the_folder_is_a_usage_error(pytester: pytest.Pytester):
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    result = _run(pytester, "--xla-dump", "test_one.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--xla-dump: cannot use 'test_one.py' as the dump folder" in result.stderr.str()
+
+
 def test_jax_started_before_the_option_is_named(pytester: pytest.Pytester):
     pytester.makepyfile(early_jax="import jax\njax.devices()\n")
     pytester.makepyfile(test_one="def test_one():\n    pass\n")

@@ -43,7 +43,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
     folder = Path(wanted) if wanted else Path(tempfile.mkdtemp(prefix="xla-dump-"))
     folder = (folder / os.environ[_WORKER] if _WORKER in os.environ else folder).absolute()
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # `--xla-dump test_x.py` reads the test file as DIR: say so, write --xla-dump=DIR
+        raise pytest.UsageError(f"--xla-dump: cannot use {wanted!r} as the dump folder ({error.strerror}); "
+                                "write --xla-dump=DIR, or --xla-dump alone before the test paths' options") from None
     early_config.stash[_FOLDER] = folder
     problem = _jax_started_first()
     os.environ["XLA_FLAGS"] = xla_flags_with_dump(os.environ.get("XLA_FLAGS", ""), folder)
