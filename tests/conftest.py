@@ -40,6 +40,8 @@ def model_summary(modules) -> list:
 
 requires_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus not present")
 
+# `pytester` runs the pytest plugin's tests (tests/test_pytest_plugin.py) in fresh pytest processes.
+pytest_plugins = ["pytester"]
 
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from today's output")

@@ -22,6 +22,9 @@ _EXPORTS = {
     "compile_times": "xlainspect.analysis.compile_times",
     "module_cost": "xlainspect.analysis.cost",
     "get_chip": "xlainspect.analysis.chips",
+    "dump_report": "xlainspect.report.dump_report",
+    "render_html": "xlainspect.report.page",
+    "render_markdown": "xlainspect.report.page",
     "HloParseError": "xlainspect.errors",
     "XlaInspectError": "xlainspect.errors",
     "DumpError": "xlainspect.errors",
@@ -46,6 +49,8 @@ if TYPE_CHECKING:
     from xlainspect.errors import DumpError, HloParseError, XlaInspectError
     from xlainspect.hlo.model import Computation, Instruction, Module
     from xlainspect.hlo.parser import parse_hlo
+    from xlainspect.report.page import render_html, render_markdown
+    from xlainspect.report.dump_report import dump_report
     from xlainspect.layout import Layout, Tile
     from xlainspect.hlo.shape import Shape
 

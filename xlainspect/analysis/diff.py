@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xlainspect.analysis.chips import Chip, default_chip_key, get_chip
@@ -105,15 +106,19 @@ class Threshold:
         return f"{self.metric}={self.value:g}{'%' if self.relative else ''}"
 
 
-def diff_dumps(a: Dump, b: Dump, chip: Chip | None = None) -> list[FunctionDiff]:
+def diff_dumps(a: Dump, b: Dump, chip: Chip | None = None,
+               advance: Callable[[int], None] | None = None) -> list[FunctionDiff]:
     """Every function of either dump: A's in compile order, then those only in B. `roofline_seconds` is
-    on `chip`, else on the GPU a dump names (None for TPU and CPU dumps)."""
+    on `chip`, else on the GPU a dump names (None for TPU and CPU dumps). `advance(n)` is called with
+    the modules of each function profiled (a progress bar's)."""
     functions_a, functions_b = a.functions(), b.functions()
     rows = []
     for name in [*functions_a, *(n for n in functions_b if n not in functions_a)]:
         left = profile(a, name, functions_a[name], chip) if name in functions_a else None
         right = profile(b, name, functions_b[name], chip) if name in functions_b else None
         rows.append(diff_profiles(name, left, right))
+        if advance is not None:
+            advance(len(functions_a.get(name, ())) + len(functions_b.get(name, ())))
     return rows
 
 

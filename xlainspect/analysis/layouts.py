@@ -8,7 +8,7 @@ assignments print. Where a buffer assignment exists, XLA's own byte count is car
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from xlainspect.dump.buffers import BufferAssignment
@@ -182,6 +182,34 @@ class PaddingTotal:
     padded_bytes: int
     wasted_bytes: int
     expansion: float
+
+
+def dump_ledger_inputs(dump, platform: str | None = None,
+                       advance: Callable[[int], None] | None = None) -> list[LedgerInput]:
+    """Ledger inputs of every module of a `Dump`; a module that cannot be read goes to `dump.skipped`.
+    `advance(1)` is called per module (a progress bar's)."""
+    from xlainspect.errors import XlaInspectError
+
+    inputs = []
+    for dump_module in dump.modules:
+        if advance is not None:
+            advance(1)
+        try:
+            inputs.append(ledger_input(dump_module, platform))
+        except XlaInspectError as error:
+            dump.skip(dump_module.files[0].path, error)
+    return inputs
+
+
+def ledger_input(dump_module, platform: str | None = None) -> LedgerInput:
+    """One `DumpModule`'s after-optimizations module and buffer assignment; raises XlaInspectError when unreadable."""
+    from xlainspect.dump.buffers import read_buffer_assignment
+    from xlainspect.dump.files import read_text
+
+    module = dump_module.module("after")
+    side = dump_module.file("buffer-assignment", "after")
+    buffers = read_buffer_assignment(read_text(side.path), str(side.path)) if side else None
+    return LedgerInput(module, dump_module.name or module.name, platform or dump_module.platform, buffers)
 
 
 def padding_ledger(inputs: Iterable[LedgerInput]) -> list[PaddingRow]:

@@ -12,6 +12,7 @@ import functools
 import math
 import operator
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -69,10 +70,13 @@ def is_eager(name: str) -> bool:
     return name.startswith("jit_") and name[4:] in EAGER_OPS
 
 
-def count_recompiles(dump: Dump) -> list[FunctionCompiles]:
-    """Per function, in first-compile order: the number of compiles and, where above one, why."""
+def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -> list[FunctionCompiles]:
+    """Per function, in first-compile order: the number of compiles and, where above one, why.
+    `advance(n)` is called with each function's module count (a progress bar's)."""
     rows = []
     for name, modules in dump.functions().items():
+        if advance is not None:
+            advance(len(modules))
         modules = _readable(dump, modules)
         if not modules:
             continue
@@ -397,6 +401,29 @@ def _bucket_advice(cause: Cause) -> str:
             f"compiles, multiples of {step} {multiples} -> {len(multiples)}, or always {max(sizes)} -> 1 compile")
 
 
+def describe_cause(cause: Cause) -> str:
+    """`shape x dim 0: 100 -> 5`: one cause in the words the table, the report and the pytest plugin share."""
+    values = " -> ".join(map(str, cause.values))
+    if cause.kind == "shape" and cause.dims:
+        return f"shape {cause.parameter} dim {','.join(map(str, cause.dims))}: {values}"
+    if cause.kind in ("shape", "dtype", "layout", "sharding", "donation"):
+        return f"{cause.kind} {cause.parameter}: {values}" + (f" ({cause.detail})" if cause.detail else "")
+    if cause.kind == "identical":
+        return f"identical modules {values}: function re-created"
+    return f"{cause.kind}: {values}" if cause.kind == "body" else f"{cause.kind}: {cause.detail}"
+
+
+def explain_recompiles(rows: list[FunctionCompiles]) -> str:
+    """The functions compiled more than once, each with its causes and suggestion, as indented plain text:
+    the explanation where no table can be drawn (a pytest failure message)."""
+    lines = []
+    for row in sorted((r for r in rows if r.modules > 1), key=lambda r: -r.modules):
+        lines.append(f"{row.name}: {row.modules} compiles (module ids {', '.join(map(str, row.module_ids))})")
+        lines += [f"  why: {describe_cause(c)}" for c in row.causes]
+        lines += [f"  suggestion: {row.suggestion}"] if row.suggestion else []
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
     """The CI gate: compile budgets per function and in total; a baseline's counts are budgets too."""
@@ -406,6 +433,9 @@ class Budget:
     max_total: int | None = None
     ignore_eager: bool = False
     baseline: tuple[tuple[str, int], ...] = ()
+    named_by: str = "--max"
+    """How the messages name a per-function budget and the total one (`--max NAME`, `--max-total`):
+    the option a person set, which the pytest plugin spells `max_compiles`."""
 
 
 def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]:
@@ -414,7 +444,7 @@ def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]
     counted = [r for r in rows if not (budget.ignore_eager and r.eager)]
     messages = []
     for row in counted:
-        limits = [(f"--max {row.name}", per_name.get(row.name, budget.max_per_function)), ("baseline", baseline.get(row.name))]
+        limits = [(f"{budget.named_by} {row.name}", per_name.get(row.name, budget.max_per_function)), ("baseline", baseline.get(row.name))]
         if row.name not in per_name and budget.max_per_function is not None:
             limits[0] = ("--max-per-function", budget.max_per_function)
         over = [(limit, source) for source, limit in limits if limit is not None and row.modules > limit]
@@ -423,7 +453,7 @@ def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]
             messages.append(f"{row.name} compiled {row.modules} times, budget {limit} ({source})")
     total = sum(r.modules for r in counted)
     if budget.max_total is not None and total > budget.max_total:
-        messages.append(f"{total} compiles in total, budget {budget.max_total} (--max-total)")
+        messages.append(f"{total} compiles in total, budget {budget.max_total} ({budget.named_by}-total)")
     return messages
 
 

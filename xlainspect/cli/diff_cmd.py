@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from xlainspect.cli.app import EXIT_GATE_FAILED, StrictOpt, app, note_skipped, user_errors
+from xlainspect.cli.progress import progress
 from xlainspect.cli.render import emit_json, stderr_console, stdout_console
 
 
@@ -51,7 +52,8 @@ def diff(
         thresholds = [parse_threshold(t) for t in max_increase or []]
         roofline_chip = get_chip(chip) if chip else None
         dump_a, dump_b = load_dump(a, strict=strict), load_dump(b, strict=strict)
-        rows = diff_dumps(dump_a, dump_b, roofline_chip)
+        with progress("comparing modules", total=len(dump_a.modules) + len(dump_b.modules)) as advance:
+            rows = diff_dumps(dump_a, dump_b, roofline_chip, advance)
     if fail_on_regression and not thresholds:
         thresholds = [Threshold(metric, 0, False) for metric in METRICS]
     over = regressions(rows, thresholds)

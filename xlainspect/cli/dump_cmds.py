@@ -19,6 +19,7 @@ from xlainspect.cli.app import (
     note_skipped,
     user_errors,
 )
+from xlainspect.cli.progress import progress
 from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, emit_rows, stderr_console
 from xlainspect.errors import XlaInspectError
 
@@ -36,7 +37,8 @@ def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, log: LogOpt = N
     with user_errors():
         dump = load_dump(path, strict=strict)
         times = _compile_times(dump, path, log)
-        rows = [_module_row(dump, m, strict) | _module_times(times, m) for m in dump.modules]
+        with progress("reading modules", total=len(dump.modules)) as advance:
+            rows = [_module_row(dump, m, strict, advance) | _module_times(times, m) for m in dump.modules]
     columns = ["host", "module_id", "function", "platform", "stages", "instructions", "bytes", "seconds", "cache"]
     frame = pd.DataFrame(rows, columns=columns)
     if not any(m.host for m in dump.modules):
@@ -74,9 +76,10 @@ def _note_unpaired(times) -> None:
         stderr_console().print(f"not paired: {sentence}", markup=False, highlight=False)
 
 
-def _module_row(dump, module, strict: bool) -> dict:
+def _module_row(dump, module, strict: bool, advance) -> dict:
     from xlainspect.analysis.ops import instruction_count
 
+    advance(1)
     hlo = module.hlo_file()
     try:
         instructions = instruction_count(module)
@@ -117,7 +120,8 @@ def count_recompiles_cmd(
         if update_baseline and baseline is None:
             raise XlaInspectError("--update-baseline needs --baseline FILE")
         dump = load_dump(path, strict=strict)
-        rows = count_recompiles(dump)
+        with progress("counting compiles", total=len(dump.modules)) as advance:
+            rows = count_recompiles(dump, advance)
         times = _compile_times(dump, path, log)
     shown = [r for r in rows if not (ignore_eager and r.eager)]
     violations = budget_violations(rows, budget)
@@ -186,12 +190,14 @@ def _times_json(times, name: str) -> dict:
 
 
 def _table_row(row, times=None) -> dict:
+    from xlainspect.analysis.recompiles import describe_cause
+
     function = times.functions.get(row.name) if times else None
     seconds = {} if function is None else {
         "seconds": function.total_seconds,
         "per_compile": ", ".join(_compile_cell(s, c) for s, c in zip(function.seconds, function.cache))}
     return {"function": row.name, "compiles": row.modules, "eager": row.eager, **seconds,
-            "why": "; ".join(_describe(c) for c in row.causes), "suggestion": row.suggestion or ""}
+            "why": "; ".join(describe_cause(c) for c in row.causes), "suggestion": row.suggestion or ""}
 
 
 def _compile_cell(seconds: float | None, cache: str | None) -> str:
@@ -212,18 +218,6 @@ def _for_people(rows: list, times=None) -> list[dict]:
     if times:
         folded["seconds"] = sum(times.functions[r.name].total_seconds for r in single_eager)
     return [_table_row(r, times) for r in ranked if r not in single_eager] + [folded]
-
-
-def _describe(cause) -> str:
-    """`shape x dim 0: 100 -> 5` style text for one cause."""
-    values = " -> ".join(map(str, cause.values))
-    if cause.kind == "shape" and cause.dims:
-        return f"shape {cause.parameter} dim {','.join(map(str, cause.dims))}: {values}"
-    if cause.kind in ("shape", "dtype", "layout", "sharding", "donation"):
-        return f"{cause.kind} {cause.parameter}: {values}" + (f" ({cause.detail})" if cause.detail else "")
-    if cause.kind == "identical":
-        return f"identical modules {values}: function re-created"
-    return f"{cause.kind}: {values}" if cause.kind == "body" else f"{cause.kind}: {cause.detail}"
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

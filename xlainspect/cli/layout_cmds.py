@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -82,13 +81,17 @@ def layouts(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """The padding ledger: every array value of the after-optimizations modules, ranked by wasted bytes."""
-    from xlainspect.analysis.layouts import PaddingRow, PaddingTotal, filter_ledger, ledger_totals, padding_ledger
+    from xlainspect.analysis.layouts import (PaddingRow, PaddingTotal, dump_ledger_inputs, filter_ledger,
+                                             ledger_totals, padding_ledger)
+    from xlainspect.dump.directory import load_dump
     from xlainspect.report.table import to_frame
 
     with user_errors():
-        inputs, skipped = ledger_inputs(path, platform.value if platform else None)  # skipped: the Dump
+        dump = load_dump(path)
+        with progress("reading modules", total=len(dump.modules)) as advance:
+            inputs = dump_ledger_inputs(dump, platform.value if platform else None, advance)
         rows = filter_ledger(padding_ledger(inputs), function=function, min_expansion=min_expansion)
-    note_skipped(skipped)
+    note_skipped(dump)
     shown = rows[:top] if top is not None else rows
     if fmt is OutputFormat.json:
         emit_json({"values": [dataclasses.asdict(r) for r in shown],
@@ -99,28 +102,3 @@ def layouts(
     if fmt in (OutputFormat.table, OutputFormat.markdown):
         emit_frame(to_frame(ledger_totals(rows, "module"), PaddingTotal), fmt, title="per module")
         emit_frame(to_frame(ledger_totals(rows, "function"), PaddingTotal), fmt, title="per function")
-
-
-def ledger_inputs(path: Path, platform: str | None):
-    """Ledger inputs from a dump directory or HLO file; a module that cannot be read is skipped."""
-    from xlainspect.dump.buffers import read_buffer_assignment
-    from xlainspect.analysis.layouts import LedgerInput
-    from xlainspect.dump.directory import load_dump
-    from xlainspect.errors import XlaInspectError
-    from xlainspect.dump.files import read_text
-
-    dump = load_dump(path)
-    inputs = []
-    with progress("reading modules", total=len(dump.modules)) as advance:
-        for dump_module in dump.modules:
-            advance(1)
-            try:
-                module = dump_module.module("after")
-                side = dump_module.file("buffer-assignment", "after")
-                buffers = read_buffer_assignment(read_text(side.path), str(side.path)) if side else None
-            except XlaInspectError as error:
-                dump.skip(dump_module.files[0].path, error)
-                continue
-            function = dump_module.name or module.name
-            inputs.append(LedgerInput(module, function, platform or dump_module.platform, buffers))
-    return inputs, dump

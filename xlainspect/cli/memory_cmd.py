@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from xlainspect.cli.app import DumpPath, FormatOpt, FunctionOpt, app, note_skipped, user_errors
+from xlainspect.cli.progress import progress
 from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stderr_console, stdout_console
 
 _SUMMARY = ["module", "function", "total_bytes", "reported_total_bytes", "parameter", "output", "temporary",
@@ -35,14 +36,16 @@ def memory(
         chosen = [m for m in dump.modules if (function is None or m.name == function)
                   and (not path.is_file() or any(f.path.resolve() == path.resolve() for f in m.files))]
         rows = []
-        for dump_module in chosen:
-            try:
-                row = module_memory(dump_module, top)
-            except XlaInspectError as error:  # report and skip, like a truncated file
-                dump.skip(dump_module.file(kind="buffer-assignment").path, error)
-                continue
-            if row is not None:
-                rows.append(row)
+        with progress("reading buffer assignments", total=len(chosen)) as advance:
+            for dump_module in chosen:
+                advance(1)
+                try:
+                    row = module_memory(dump_module, top)
+                except XlaInspectError as error:  # report and skip, like a truncated file
+                    dump.skip(dump_module.file(kind="buffer-assignment").path, error)
+                    continue
+                if row is not None:
+                    rows.append(row)
         note_skipped(dump)
         if not rows:
             raise DumpError(f"no *buffer-assignment.txt for the selected modules under {path} (XLA writes it "

@@ -4,12 +4,13 @@ already taken about a second, so quick commands, pipes and CI logs never see it.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
 
-#: Seconds of work before the bar appears.
-SHOW_AFTER = 1.0
+#: Seconds of work before the bar appears; XLAINSPECT_PROGRESS_AFTER sets it (0: at once, as the pty test does).
+SHOW_AFTER = float(os.environ.get("XLAINSPECT_PROGRESS_AFTER", "1.0"))
 
 
 @contextlib.contextmanager

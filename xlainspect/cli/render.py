@@ -14,6 +14,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from xlainspect.report.table import cell_text, is_numeric, markdown_table
+
 if TYPE_CHECKING:  # pandas and rich are imported where a table is drawn: `--help` and JSON output skip them
     import pandas as pd
     from rich.console import Console
@@ -83,37 +85,12 @@ def rich_table(records: list[dict], columns: list[str], title: str | None = None
     table = Table(title=title, title_justify="left", show_lines=False)
     for index, column in enumerate(columns):
         # The first column names the row (function, module): keep it whole on narrow terminals.
-        table.add_column(column, justify="right" if _is_numeric(records, column) else "left", overflow="fold",
+        table.add_column(column, justify="right" if is_numeric(records, column) else "left", overflow="fold",
                          no_wrap=index == 0)
     for record in records:
-        table.add_row(*(Text(_cell(record.get(c))) for c in columns))  # Text(): HLO is never rich markup
+        table.add_row(*(Text(cell_text(record.get(c))) for c in columns))  # Text(): HLO is never rich markup
     return table
-
-
-def markdown_table(records: list[dict], columns: list[str], title: str | None = None) -> str:
-    """A GitHub-flavoured Markdown table (pandas' own needs the optional tabulate package)."""
-    lines = [f"**{title}**", ""] if title else []
-    lines.append("| " + " | ".join(columns) + " |")
-    lines.append("|" + "|".join("---:" if _is_numeric(records, c) else "---" for c in columns) + "|")
-    for record in records:
-        lines.append("| " + " | ".join(_cell(record.get(c)).replace("|", "\\|") for c in columns) + " |")
-    return "\n".join(lines)
-
-
-def _is_numeric(records: list[dict], column: str) -> bool:
-    values = [r.get(column) for r in records if r.get(column) is not None]
-    return bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
 def _csv_cell(value: object) -> object:
     return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
-
-
-def _cell(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:,.2f}"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(map(str, value))
-    return "" if value is None else str(value)

@@ -1,0 +1,123 @@
+"""The pytest plugin (`pytest --xla-dump`, the `xla_compiles` fixture, the `max_compiles` marker), run by
+`pytester` in fresh pytest processes that compile real jax functions on CPU: XLA reads XLA_FLAGS once
+per process, so each run needs its own interpreter."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("jax")
+
+STEP = """
+import numpy as np
+import jax
+import pytest
+
+@jax.jit
+def train_step(x):
+    return (x * 2.0).sum()
+
+def batch(n):
+    return np.ones((n, 4), np.float32)  # numpy inputs: no eager jax op is compiled besides train_step
+"""
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+
+
+def test_fixture_counts_this_tests_compiles_and_says_why(pytester: pytest.Pytester):
+    pytester.makepyfile(STEP + """
+def test_ragged(xla_compiles):
+    train_step(batch(8)); train_step(batch(8)); train_step(batch(5))
+    assert xla_compiles.functions() == {"jit_train_step": 2}
+    assert xla_compiles.count("jit_train_step") == 2 and xla_compiles.count("train_step") == 2
+    (row,) = xla_compiles.recompiles()
+    assert row.modules == 2 and [c.kind for c in row.causes] == ["shape"]
+    assert row.causes[0].parameter == "x" and row.causes[0].dims == (0,)
+    assert "shape x dim 0: 8 -> 5" in xla_compiles.explain()
+
+def test_cached_function_is_not_compiled_again(xla_compiles):
+    train_step(batch(8))
+    assert xla_compiles.count("jit_train_step") == 0 and xla_compiles.functions() == {}
+""")
+    result = _run(pytester, "--xla-dump")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["xla dump: *xla-dump-*"])
+
+
+def test_marker_fails_with_the_count_recompiles_explanation(pytester: pytest.Pytester):
+    pytester.makepyfile(STEP + """
+@pytest.mark.max_compiles(jit_train_step=1)
+def test_over_budget():
+    train_step(batch(8)); train_step(batch(16))
+
+@pytest.mark.max_compiles(train_step=2, total=2)
+def test_within_budget():
+    train_step(batch(3)); train_step(batch(4))
+
+@pytest.mark.max_compiles(total=1)
+def test_total_over_budget():
+    train_step(batch(30)); jax.jit(lambda x: x + 1)(batch(1))
+""")
+    result = _run(pytester, f"--xla-dump={pytester.path / 'dump'}")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines([
+        "*max_compiles(jit_train_step=1) exceeded:",
+        "*jit_train_step compiled 2 times, budget 1 (max_compiles jit_train_step)",
+        "*why (count-recompiles):",
+        "*jit_train_step: 2 compiles*",
+        "*why: shape x dim 0: 8 -> 16",
+    ])
+    result.stdout.fnmatch_lines(["*max_compiles(total=1) exceeded:", "*2 compiles in total, budget 1*"])
+    assert any((pytester.path / "dump").glob("module_*.jit_train_step.*after_optimizations.txt"))
+
+
+def test_without_the_option_the_fixture_and_marker_say_what_is_missing(pytester: pytest.Pytester):
+    pytester.makepyfile("""
+import pytest
+
+def test_fixture(xla_compiles):
+    pass
+
+@pytest.mark.max_compiles(total=1)
+def test_marker():
+    pass
+
+def test_plain():
+    pass
+""")
+    result = _run(pytester)
+    result.assert_outcomes(passed=1, errors=1, failed=1)
+    output = result.stdout.str()
+    assert "the xla_compiles fixture needs `pytest --xla-dump[=DIR]`" in output
+    assert "@pytest.mark.max_compiles needs `pytest --xla-dump[=DIR]`" in output
+
+
+def test_a_test_file_taken_for_the_folder_is_a_usage_error(pytester: pytest.Pytester):
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    result = _run(pytester, "--xla-dump", "test_one.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--xla-dump: cannot use 'test_one.py' as the dump folder" in result.stderr.str()
+
+
+def test_jax_started_before_the_option_is_named(pytester: pytest.Pytester):
+    pytester.makepyfile(early_jax="import jax\njax.devices()\n")
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    result = _run(pytester, "-p", "early_jax", "--xla-dump")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*--xla-dump has no effect: jax was imported and started its backend*"])
+
+
+def test_each_xdist_worker_dumps_into_its_own_folder(pytester: pytest.Pytester):
+    pytest.importorskip("xdist")
+    pytester.makepyfile(STEP + "".join(f"""
+def test_{n}(xla_compiles):
+    train_step(batch({n}))
+    assert xla_compiles.functions() == {{"jit_train_step": 1}}
+""" for n in (2, 3, 4, 5)))
+    dump = pytester.path / "dump"
+    result = _run(pytester, f"--xla-dump={dump}", "-n", "2")
+    result.assert_outcomes(passed=4)
+    assert sorted(p.name for p in dump.iterdir()) == ["gw0", "gw1"]
+    assert all(any(w.glob("module_*.jit_train_step.*")) for w in dump.iterdir())

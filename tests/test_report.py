@@ -1,0 +1,109 @@
+"""`xlainspect report`: one report of a whole dump, from the same analyses as the other commands."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import DUMPS
+from xlainspect.report import dump_report as reports
+from xlainspect.cli.app import app
+from xlainspect.dump.directory import load_dump
+from xlainspect.report.page import render_html, render_markdown
+
+import xlainspect.cli.commands  # noqa: F401  (registers the commands)
+
+SECTIONS = ["recompiles", "memory", "padding", "fusions", "copies", "collectives"]
+
+
+def _report(name: str):
+    return reports.dump_report(load_dump(DUMPS / name))
+
+
+def test_findings_are_ranked_extra_compiles_first_then_bytes():
+    report = _report("tpu_v5e")
+    assert [s.key for s in report.sections] == SECTIONS
+    findings = report.findings()
+    assert findings[0].section == "recompiles" and findings[0].cost == 11 and findings[0].unit == "compiles"
+    assert findings[0].text.startswith("jit_layouts compiled 12 times: shape (parameter count)")
+    byte_costs = [f.cost for f in findings[1:]]
+    assert byte_costs == sorted(byte_costs, reverse=True)
+    assert findings[1].text == "jit_layouts loses 1,329,275 bytes to tile padding (2.58x)"
+
+
+def test_recompiles_link_each_function_to_its_modules():
+    report = _report("ragged_batch")
+    (table,) = report.sections[0].tables
+    assert table.rows[0][:3] == ("jit_train_step", 2, ("module_0000.jit_train_step", "module_0002.jit_train_step"))
+    page = render_html(report)
+    assert "<tr id='function-jit_train_step'>" in page
+    assert "<a href='#module-module_0002.jit_train_step'>module_0002.jit_train_step</a>" in page
+    assert "<tr id='module-module_0002.jit_train_step'>" in page  # the modules table is the link's target
+    assert "http://" not in page and "https://" not in page and "src=" not in page  # self-contained
+
+
+def test_collectives_and_eager_flood_findings():
+    collectives = {f.text for f in _report("collectives_cpu").findings()}
+    assert "module_0002.jit_ring_body: all-reduce x1 sends 1,120 bytes a step" in collectives
+    flood = _report("eager_flood").findings()
+    assert flood[0].cost == 11 and flood[0].text.startswith("11 eager single-op modules (jit_add, jit_sin")
+
+
+def test_a_builder_appended_to_the_hook_becomes_a_section(monkeypatch):
+    def cost_section(source):
+        return reports.Section("cost", "Cost", f"{len(source.readable)} modules",
+                               [reports.table("flops", ("module", "flops"), [("module_0000.jit_train_step", 7)])],
+                               [reports.Finding("cost", "slow", 10**9, "bytes")])
+
+    monkeypatch.setattr(reports, "SECTION_BUILDERS", [*reports.SECTION_BUILDERS, cost_section])
+    report = _report("ragged_batch")
+    assert [s.key for s in report.sections] == [*SECTIONS, "cost"]
+    assert report.findings()[2].section == "cost"  # after the two recompiles, the largest bytes
+    assert "<section id='cost'><h2>Cost</h2><p class='intro'>4 modules</p>" in render_html(report)
+
+
+def test_large_tables_are_sampled_with_a_note(monkeypatch):
+    monkeypatch.setattr(reports, "MAX_ROWS", 5)
+    monkeypatch.setattr(reports, "MAX_CURVES", 2)
+    report = _report("tpu_v5e")
+    copies = next(s for s in report.sections if s.key == "copies")
+    assert len(copies.tables[1].rows) == 5
+    assert copies.tables[1].note == "showing 5 of 214 rows; xlainspect copies lists every copy"
+    memory = next(s for s in report.sections if s.key == "memory")
+    assert len(memory.memory) == 2 and "curves of the 2 highest peaks of 7 with live ranges" in memory.intro
+    assert "showing 5 of 214 rows" in render_markdown(report)
+
+
+def test_cli_writes_html_and_markdown(tmp_path):
+    page, text = tmp_path / "r.html", tmp_path / "r.md"
+    result = CliRunner().invoke(app, ["report", str(DUMPS / "ragged_batch"), "--html", str(page), "--markdown", str(text)])
+    assert result.exit_code == 0, result.output
+    assert all(f"<section id='{key}'>" in page.read_text() for key in SECTIONS)
+    markdown = text.read_text()
+    assert markdown.splitlines()[4] == ("1. **1 extra compile** (recompiles): jit_train_step compiled 2 times: "
+                                        "shape x dim 0: 100 -> 5; shape y dim 0: 100 -> 5")
+    assert "| jit_train_step | 2 | module_0000.jit_train_step, module_0002.jit_train_step |" in markdown
+
+
+def test_cli_markdown_to_stdout():
+    result = CliRunner().invoke(app, ["report", str(DUMPS / "clean_run"), "--markdown", "-"])
+    assert result.exit_code == 0 and result.stdout.startswith("# xlainspect report: ")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["report", str(DUMPS / "ragged_batch")], "--html FILE and/or --markdown FILE"),
+    (["report", "/nonexistent/dump", "--html", "x.html"], "/nonexistent/dump: no such file or directory"),
+    (["report", str(DUMPS / "ragged_batch"), "--html", "/nonexistent/dir/x.html"], "cannot write the report"),
+])
+def test_cli_bad_input_exits_2(args, message):
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+
+
+def test_a_page_over_the_limit_leaves_curves_out_with_a_note():
+    report = _report("tpu_v5e")
+    full = render_html(report)
+    assert full.count("<polyline") == 7
+    smaller = render_html(report, limit=len(full.encode()) - 1)
+    assert smaller.count("<polyline") == 3  # 7 -> 3 curves
+    assert "4 more memory curves left out to keep the page under 5 MB" in smaller

@@ -1,0 +1,181 @@
+"""pytest plugin (entry point `pytest11`): gate compiles where Python teams already gate behaviour.
+
+`pytest --xla-dump[=DIR]` adds `--xla_dump_to` to XLA_FLAGS before the test modules import jax (XLA
+reads XLA_FLAGS once, when jax starts its backend: a flag set later is ignored). Without DIR the dump
+goes to a fresh temporary folder; under pytest-xdist each worker dumps into its own sub-folder
+(`DIR/gw0`, ...), since module ids restart at 0 in every process and would collide in one folder.
+
+A test sees the modules compiled while it ran: a file new or rewritten since the test started belongs
+to it. The fixture `xla_compiles` counts them per function and explains recompiles with
+count-recompiles' own analysis; the marker `max_compiles(jit_f=1, total=3)` fails a test over budget
+with that explanation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_FOLDER = pytest.StashKey[Path]()
+_WORKER = "PYTEST_XDIST_WORKER"
+_NEEDS_OPTION = "needs `pytest --xla-dump[=DIR]` (XLA_FLAGS must name the dump folder before jax starts)"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("xlainspect").addoption(
+        "--xla-dump", nargs="?", const="", default=None, metavar="DIR",
+        help="Dump XLA compiles to DIR (default: a temporary folder; DIR/<worker> under xdist) for the "
+             "xla_compiles fixture and the max_compiles marker.")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Set XLA_FLAGS here, the earliest hook: before conftest.py files (which may import jax) load."""
+    wanted = early_config.known_args_namespace.xla_dump
+    if wanted is None:
+        return
+    from xlainspect.capture import xla_flags_with_dump
+
+    folder = Path(wanted) if wanted else Path(tempfile.mkdtemp(prefix="xla-dump-"))
+    folder = (folder / os.environ[_WORKER] if _WORKER in os.environ else folder).absolute()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # `--xla-dump test_x.py` reads the test file as DIR: say so, write --xla-dump=DIR
+        raise pytest.UsageError(f"--xla-dump: cannot use {wanted!r} as the dump folder ({error.strerror}); "
+                                "write --xla-dump=DIR, or --xla-dump alone before the test paths' options") from None
+    early_config.stash[_FOLDER] = folder
+    problem = _jax_started_first()
+    os.environ["XLA_FLAGS"] = xla_flags_with_dump(os.environ.get("XLA_FLAGS", ""), folder)
+    if problem:
+        early_config.issue_config_time_warning(pytest.PytestConfigWarning(problem), stacklevel=2)
+
+
+def _jax_started_first() -> str | None:
+    """Why the dump may not happen: jax imported before the flag was set (fatal once its backend started)."""
+    if "jax" not in sys.modules:
+        return None
+    try:
+        from jax._src import xla_bridge
+
+        started = bool(xla_bridge._backends)
+    except (ImportError, AttributeError):  # a jax without that private table: say what is known
+        started = False
+    if started:
+        return ("--xla-dump has no effect: jax was imported and started its backend before pytest set XLA_FLAGS "
+                "(a plugin or an earlier import ran jax); export XLA_FLAGS=--xla_dump_to=DIR instead")
+    return ("jax was imported before --xla-dump set XLA_FLAGS; the dump works only while nothing runs jax "
+            "before the tests (XLA reads XLA_FLAGS when its backend starts)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "max_compiles(NAME=N, ..., total=N): fail the test when a function "
+                                       "(HloModule name, e.g. jit_train_step) or all functions together "
+                                       "compile more often during it; needs --xla-dump")
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    folder = config.stash.get(_FOLDER, None)
+    return f"xla dump: {folder}" if folder is not None else None
+
+
+class XlaCompiles:
+    """The modules XLA compiled since this object was made (during one test), read from the dump folder."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._before = _stamps(folder)
+
+    def dump(self):
+        """An `xlainspect.dump.Dump` holding only this test's modules (empty before the first compile)."""
+        from xlainspect.dump.directory import Dump, load_dump
+        from xlainspect.errors import DumpError
+
+        fresh = {path for path, stamp in _stamps(self.folder).items() if self._before.get(path) != stamp}
+        try:
+            dump = load_dump(self.folder)
+        except DumpError:  # no module files yet
+            return Dump(self.folder, [])
+        return Dump(dump.root, [m for m in dump.modules if any(str(f.path) in fresh for f in m.files)])
+
+    def functions(self) -> dict[str, int]:
+        """Compiles per function (HloModule name, e.g. `jit_train_step`), in first-compile order."""
+        return {name: len(modules) for name, modules in self.dump().functions().items()}
+
+    def count(self, function: str) -> int:
+        """Compiles of `function`; `train_step` also finds jax's `jit_train_step`."""
+        counts = self.functions()
+        return counts.get(function, counts.get(f"jit_{function}", 0))
+
+    def recompiles(self) -> list:
+        """count-recompiles' rows (`FunctionCompiles`: count, module ids, causes, suggestion) for this test."""
+        from xlainspect.analysis.recompiles import count_recompiles
+
+        return count_recompiles(self.dump())
+
+    def explain(self) -> str:
+        """Every function compiled more than once during the test, with its causes and a suggestion."""
+        from xlainspect.analysis.recompiles import explain_recompiles
+
+        return explain_recompiles(self.recompiles())
+
+    def over_budget(self, total: int | None = None, **per_function: int) -> list[str]:
+        """count-recompiles' gate messages for these budgets; empty when within them."""
+        from xlainspect.analysis.recompiles import Budget, budget_violations
+
+        rows = self.recompiles()
+        names = {r.name for r in rows}
+        budgets = tuple((_resolve(name, names), limit) for name, limit in per_function.items())
+        return budget_violations(rows, Budget(per_name=budgets, max_total=total, named_by="max_compiles"))
+
+
+def _resolve(name: str, compiled: set[str]) -> str:
+    return f"jit_{name}" if name not in compiled and f"jit_{name}" in compiled else name
+
+
+def _stamps(folder: Path) -> dict[str, tuple[int, int]]:
+    """(mtime, size) of every file under the dump folder: a module's files appear or change when it compiles."""
+    stamps = {}
+    for directory, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(directory, name)
+            with contextlib.suppress(FileNotFoundError):  # a file replaced while we walk
+                stat = os.stat(path)
+                stamps[path] = (stat.st_mtime_ns, stat.st_size)
+    return stamps
+
+
+def _folder(config: pytest.Config, what: str) -> Path:
+    folder = config.stash.get(_FOLDER, None)
+    if folder is None:
+        pytest.fail(f"{what} {_NEEDS_OPTION}", pytrace=False)
+    return folder
+
+
+@pytest.fixture
+def xla_compiles(request: pytest.FixtureRequest) -> XlaCompiles:
+    """The modules compiled during this test: `count(fn)`, `functions()`, `recompiles()`, `explain()`."""
+    return XlaCompiles(_folder(request.config, "the xla_compiles fixture"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Check a `max_compiles` marker around the test body, so going over budget fails the test itself."""
+    marker = item.get_closest_marker("max_compiles")
+    if marker is None:
+        return (yield)
+    if marker.args:
+        pytest.fail("max_compiles takes keywords only: max_compiles(jit_train_step=1, total=3)", pytrace=False)
+    compiles = XlaCompiles(_folder(item.config, "@pytest.mark.max_compiles"))
+    result = yield
+    violations = compiles.over_budget(**marker.kwargs)
+    if violations:
+        budgets = ", ".join(f"{k}={v}" for k, v in marker.kwargs.items())
+        pytest.fail(f"max_compiles({budgets}) exceeded:\n" + "\n".join(f"  {v}" for v in violations)
+                    + f"\n\nwhy (count-recompiles):\n{compiles.explain() or '  no function compiled twice'}",
+                    pytrace=False)
+    return result
