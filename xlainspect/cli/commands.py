@@ -9,3 +9,4 @@ from xlainspect.cli import memory_cmd  # noqa: F401
 from xlainspect.cli import diff_cmd  # noqa: F401
 from xlainspect.cli import cache_cmds  # noqa: F401
 from xlainspect.cli import cost_cmd  # noqa: F401
+from xlainspect.cli import profile_cmd  # noqa: F401

@@ -1,0 +1,232 @@
+"""Measured time per HLO op from a jax.profiler trace, beside the op's roofline; compiles on the timeline.
+
+* **Op events** carry the stats `hlo_op` and `hlo_module` (XLA's thunk executor on CPU, the device
+  streams on GPU/TPU), and `program_id`, the module id of the dump file the op belongs to, so an op is
+  labelled like the other commands label it (`module_0002.jit_train_step`) and joined to that dump
+  module's `cost` row by instruction name.
+* **Steps** are the trace's step markers (events with a `step_num` stat: `jax.profiler.StepTraceAnnotation`),
+  else the executions (`run_id`) of the module executed most often.
+* **Compiles** are the host events jax names `backend_compile_and_load` (jax 0.10.2,
+  jax/_src/compiler.py) or `backend_compile` (older jax); the function is the HloModule name XLA's
+  passes carry (`module` stat) during the compile, else the enclosing `PjitFunction(f)` as `jit_f`.
+  A compile falls in the last step that started before it (None: before the first step).
+* **Efficiency** is roofline time / measured time per execution; **lost** is measured - roofline over
+  all executions, the time an op spends above its roofline (a layout copy, a bad sharding, a stall).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from xlainspect.analysis.chips import Chip
+from xlainspect.analysis.cost import OpCost, module_cost
+from xlainspect.dump import Dump, DumpModule
+from xlainspect.errors import XlaInspectError
+from xlainspect.xplane import Trace, TraceEvent
+
+COMPILE_EVENTS = frozenset({"backend_compile_and_load", "backend_compile"})
+_KERNEL_MODULE = ("__compute_module", "_kernel_module")  # XLA:CPU's per-kernel codegen modules, not functions
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    number: int
+    start_seconds: float
+    """Seconds since the trace's first event."""
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class CompileEvent:
+    name: str
+    """The event as jax names it (`backend_compile_and_load`)."""
+    function: str | None
+    """The HloModule name (`jit_train_step`), as in the dump and count-recompiles."""
+    start_seconds: float
+    seconds: float
+    step: int | None
+    thread: str
+
+
+@dataclass(frozen=True, slots=True)
+class OpTime:
+    module: str
+    """`module_0002.jit_train_step` (the dump file's label) where the trace names the module id."""
+    function: str
+    name: str
+    count: int
+    total_seconds: float
+    per_step_seconds: float | None
+    min_seconds: float
+    median_seconds: float
+    max_seconds: float
+    step_share: float | None
+    """Of all steps' time, the fraction this op took."""
+    kind: str | None = None
+    """From the dump (`cost`): fusion kind, collective kind or opcode."""
+    flops: float | None = None
+    bytes_accessed: int | None = None
+    """Padded bytes read and written per execution."""
+    measured_bytes_per_second: float | None = None
+    roofline_seconds: float | None = None
+    """Per execution, on the chip."""
+    efficiency: float | None = None
+    lost_seconds: float | None = None
+    bound: str | None = None
+    op_name: str | None = None
+    source: str | None = None
+
+
+@dataclass
+class ProfileReport:
+    paths: list[str]
+    steps: list[Step]
+    step_source: str
+    """`step markers`, `executions of <module>` or `none`."""
+    ops: list[OpTime]
+    """Ranked by time lost (measured - roofline) where a roofline is known, else by measured time."""
+    compiles: list[CompileEvent]
+    joined: list[str] = field(default_factory=list)
+    """Modules whose ops were joined with a dump module's cost."""
+    op_events: list[TraceEvent] = field(default_factory=list, repr=False)
+    """The op events themselves, for the timeline."""
+
+
+def profile(trace: Trace, dump: Dump | None = None, chip: Chip | None = None) -> ProfileReport:
+    """Op times, steps and compiles of `trace`; with `dump` (the same run's) each op gets its cost row."""
+    op_events = [e for e in trace.events if "hlo_op" in e.stats and "hlo_module" in e.stats]
+    steps, source = _steps(trace.events, op_events)
+    costs = _costs(dump, {_label(e) for e in op_events}, chip)
+    ops = [_op_time(key, events, steps, costs.get(key[0], {})) for key, events in _by_op(op_events).items()]
+    known = any(op.lost_seconds is not None for op in ops)
+    ops.sort(key=lambda op: -((op.lost_seconds or 0.0) if known else op.total_seconds))
+    return ProfileReport([str(p) for p in trace.paths], steps, source, ops, compiles(trace, steps),
+                         sorted(costs), op_events)
+
+
+def compiles(trace: Trace, steps: list[Step]) -> list[CompileEvent]:
+    """Every compile event of the trace with its function and the step it fell in."""
+    found = []
+    for event in trace.events:
+        if event.name in COMPILE_EVENTS:
+            start = event.start_ns / 1e9
+            found.append(CompileEvent(event.name, _compiled_function(trace.events, event), start,
+                                      event.duration_ns / 1e9, _step_at(steps, start), event.line))
+    return found
+
+
+def compiles_after(report: ProfileReport, step: int) -> list[CompileEvent]:
+    """The compiles that fell in a step after `step`: the gate of `--max-compiles-after-step`."""
+    return [c for c in report.compiles if c.step is not None and c.step > step]
+
+
+def compile_seconds(report: ProfileReport) -> dict[str, list[float]]:
+    """Measured seconds of each function's compiles, in trace order (to pair with a dump's modules)."""
+    seconds: dict[str, list[float]] = defaultdict(list)
+    for event in report.compiles:
+        seconds[event.function or "?"].append(event.seconds)
+    return dict(seconds)
+
+
+def _label(event: TraceEvent) -> str:
+    program = event.stats.get("program_id")
+    name = str(event.stats["hlo_module"])
+    return f"module_{int(program):04d}.{name}" if isinstance(program, int) else name
+
+
+def _by_op(op_events: list[TraceEvent]) -> dict[tuple[str, str, str], list[TraceEvent]]:
+    grouped: dict[tuple[str, str, str], list[TraceEvent]] = defaultdict(list)
+    for event in op_events:
+        grouped[(_label(event), str(event.stats["hlo_module"]), str(event.stats["hlo_op"]))].append(event)
+    return grouped
+
+
+def _steps(events: list[TraceEvent], op_events: list[TraceEvent]) -> tuple[list[Step], str]:
+    marked: dict[int, tuple[float, float]] = {}
+    for event in events:
+        number = event.stats.get("step_num")
+        if isinstance(number, int) or (isinstance(number, str) and number.isdigit()):
+            start, end = marked.get(int(number), (event.start_ns, event.start_ns + event.duration_ns))
+            marked[int(number)] = (min(start, event.start_ns), max(end, event.start_ns + event.duration_ns))
+    if marked:
+        return [Step(n, s / 1e9, (e - s) / 1e9) for n, (s, e) in sorted(marked.items())], "step markers"
+    runs: dict[tuple[str, object], list[TraceEvent]] = defaultdict(list)
+    for event in op_events:
+        runs[(_label(event), event.stats.get("run_id"))].append(event)
+    if not runs:
+        return [], "none"
+    module = Counter(label for label, _ in runs).most_common(1)[0][0]
+    spans = sorted((min(e.start_ns for e in run), max(e.start_ns + e.duration_ns for e in run))
+                   for (label, _), run in runs.items() if label == module)
+    return [Step(n, s / 1e9, (e - s) / 1e9) for n, (s, e) in enumerate(spans)], f"executions of {module}"
+
+
+def _step_at(steps: list[Step], seconds: float) -> int | None:
+    started = [s for s in steps if s.start_seconds <= seconds]
+    return started[-1].number if started else None
+
+
+def _compiled_function(events: list[TraceEvent], compile_event: TraceEvent) -> str | None:
+    """The HloModule XLA's passes name during the compile, else the enclosing PjitFunction(f) as jit_f."""
+    start, end = compile_event.start_ns, compile_event.start_ns + compile_event.duration_ns
+    inside = Counter(str(e.stats["module"]) for e in events
+                     if start <= e.start_ns <= end and "module" in e.stats
+                     and not str(e.stats["module"]).startswith(_KERNEL_MODULE[0])
+                     and not str(e.stats["module"]).endswith(_KERNEL_MODULE[1]))
+    if inside:
+        return inside.most_common(1)[0][0]
+    callers = [e for e in events if e.name.startswith("PjitFunction(") and e.line == compile_event.line
+               and e.start_ns <= start and end <= e.start_ns + e.duration_ns]
+    return f"jit_{callers[-1].name.removeprefix('PjitFunction(').removesuffix(')')}" if callers else None
+
+
+def _costs(dump: Dump | None, labels: set[str], chip: Chip | None) -> dict[str, dict[str, OpCost]]:
+    """Per traced module label, the cost rows of its dump module by instruction name."""
+    if dump is None:
+        return {}
+    costs = {}
+    for module in _traced_modules(dump, labels):
+        try:
+            rows = module_cost(module.module("after"), chip).ops
+        except XlaInspectError as error:
+            dump.skip(module.hlo_file().path, error)
+            continue
+        costs[_dump_label(module)] = {row.name: row for row in rows}
+    return costs
+
+
+def _traced_modules(dump: Dump, labels: set[str]) -> list[DumpModule]:
+    return [m for m in dump.modules if _dump_label(m) in labels]
+
+
+def _dump_label(module: DumpModule) -> str:
+    """The label `_label` gives an op event of this module (the host prefix is not in the trace)."""
+    return module.label.rpartition("/")[2]
+
+
+def _op_time(key: tuple[str, str, str], events: list[TraceEvent], steps: list[Step], costs: dict) -> OpTime:
+    label, function, name = key
+    seconds = [e.duration_ns / 1e9 for e in events]
+    total = sum(seconds)
+    stepped = sum(s.seconds for s in steps)
+    measured = OpTime(label, function, name, len(seconds), total, total / len(steps) if steps else None,
+                      min(seconds), statistics.median(seconds), max(seconds),
+                      total / stepped if stepped else None)
+    cost = costs.get(name)
+    return measured if cost is None else _with_cost(measured, cost)
+
+
+def _with_cost(measured: OpTime, cost: OpCost) -> OpTime:
+    from dataclasses import replace
+
+    moved = cost.padded_bytes_read + cost.padded_bytes_written
+    per_run = measured.total_seconds / measured.count
+    roofline = cost.roofline_seconds
+    return replace(
+        measured, kind=cost.kind, flops=cost.flops, bytes_accessed=moved,
+        measured_bytes_per_second=moved / per_run if per_run > 0 and moved >= 0 else None,
+        roofline_seconds=roofline, efficiency=roofline / per_run if roofline is not None and per_run > 0 else None,
+        lost_seconds=measured.total_seconds - roofline * measured.count if roofline is not None else None,
+        bound=cost.bound, op_name=cost.op_name, source=cost.source)
