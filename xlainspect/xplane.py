@@ -9,7 +9,7 @@ shipping generated code, keeps the reader working with every protobuf from 4.21 
 read as their wire form (repeated key/value entries). `tests/test_profile.py` compares every event
 with jaxlib's reader.
 
-The perfetto `*.trace.json.gz` written beside it holds the same events as JSON; it is found through
+The `<host>.trace.json.gz` and `perfetto_trace.json.gz` written beside it holds the same events as JSON; it is found through
 its folder, and the XSpace beside it is what is read.
 """
 
@@ -81,7 +81,7 @@ def find_trace_files(path: str | Path) -> list[Path]:
         if path.name.endswith(".xplane.pb"):
             return [path]
         beside = sorted(path.parent.glob("*.xplane.pb"))
-        if path.name.endswith(".trace.json.gz") and beside:
+        if path.name.endswith("trace.json.gz") and beside:  # <host>.trace.json.gz, perfetto_trace.json.gz
             return beside
         raise XlaInspectError(f"{path}: not a jax.profiler trace (expected a *.xplane.pb file, or the log dir "
                               f"jax.profiler.trace wrote)")
