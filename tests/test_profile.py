@@ -176,3 +176,21 @@ def test_without_protobuf_the_command_says_what_to_install():
 
 def test_rows_are_dataclasses(report):
     assert dataclasses.is_dataclass(report.ops[0]) and dataclasses.is_dataclass(report.compiles[0])
+
+
+def test_html_page_draws_the_timeline_compiles_and_measured_points(tmp_path):
+    page = tmp_path / "profile.html"
+    result = _cli(TRACE, "--dump", DUMP, "--peak-flops", "1e11", "--hbm-bandwidth", "2e10", "--html", page)
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    # 11 ops x 6 steps on the whole timeline, and the 11 of the median step again
+    assert text.count("<rect class='bar'") == 66 + 11
+    assert text.count("<rect class='compile'") == 2 and "in step 3" in text
+    assert text.count("<circle class='measured'") == text.count("<circle class='op ") > 0
+    assert "http://" not in text and "https://" not in text and "<script src" not in text
+
+
+def test_html_without_a_chip_says_how_to_get_the_roofline(tmp_path):
+    page = tmp_path / "profile.html"
+    assert _cli(TRACE, "--html", page).exit_code == 0
+    assert "pass --dump, and on CPU a chip" in page.read_text()

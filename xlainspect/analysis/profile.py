@@ -92,6 +92,8 @@ class ProfileReport:
     """Modules whose ops were joined with a dump module's cost."""
     op_events: list[TraceEvent] = field(default_factory=list, repr=False)
     """The op events themselves, for the timeline."""
+    chip: Chip | None = field(default=None, repr=False)
+    """The chip the roofline times are for."""
 
 
 def profile(trace: Trace, dump: Dump | None = None, chip: Chip | None = None) -> ProfileReport:
@@ -103,7 +105,7 @@ def profile(trace: Trace, dump: Dump | None = None, chip: Chip | None = None) ->
     known = any(op.lost_seconds is not None for op in ops)
     ops.sort(key=lambda op: -((op.lost_seconds or 0.0) if known else op.total_seconds))
     return ProfileReport([str(p) for p in trace.paths], steps, source, ops, compiles(trace, steps),
-                         sorted(costs), op_events)
+                         sorted(costs), op_events, chip)
 
 
 def compiles(trace: Trace, steps: list[Step]) -> list[CompileEvent]:
