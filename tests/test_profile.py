@@ -194,3 +194,13 @@ def test_html_without_a_chip_says_how_to_get_the_roofline(tmp_path):
     page = tmp_path / "profile.html"
     assert _cli(TRACE, "--html", page).exit_code == 0
     assert "pass --dump, and on CPU a chip" in page.read_text()
+
+
+def test_count_recompiles_adds_the_measured_compile_seconds():
+    result = CliRunner().invoke(app, ["count-recompiles", str(DUMP), "--profile", str(TRACE), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    [function] = json.loads(result.stdout)["functions"]
+    assert function["name"] == "jit_train_step" and function["modules"] == 2
+    assert len(function["profile_compile_seconds"]) == 2 and all(s > 0 for s in function["profile_compile_seconds"])
+    table = CliRunner().invoke(app, ["count-recompiles", str(DUMPS / "clean_run"), "--profile", str(TRACE)])
+    assert "not paired with the profile: jit_train_step: 1 compile(s) in the dump, 2 in the trace" in table.stderr

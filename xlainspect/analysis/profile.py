@@ -132,6 +132,22 @@ def compile_seconds(report: ProfileReport) -> dict[str, list[float]]:
     return dict(seconds)
 
 
+def paired_compile_seconds(counts: dict[str, int], report: ProfileReport) -> tuple[dict[str, tuple], list[str]]:
+    """Per function of a dump (`counts`: its compiles), the measured seconds of the trace's compiles paired
+    in order with its modules (None past the trace's), and a sentence for each function whose counts
+    differ: a trace covers a window of the run, so compiles before or after it are not in it."""
+    measured = compile_seconds(report)
+    paired, unpaired = {}, []
+    for name, count in counts.items():
+        seconds = measured.pop(name, [])
+        paired[name] = tuple(seconds[:count]) + (None,) * (count - len(seconds))
+        if len(seconds) != count:
+            unpaired.append(f"{name}: {count} compile(s) in the dump, {len(seconds)} in the trace; the first "
+                            f"{min(count, len(seconds))} paired in order")
+    unpaired += [f"{name}: {len(s)} compile(s) in the trace, none in the dump" for name, s in measured.items()]
+    return paired, unpaired
+
+
 def _label(event: TraceEvent) -> str:
     program = event.stats.get("program_id")
     name = str(event.stats["hlo_module"])
