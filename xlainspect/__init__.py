@@ -22,6 +22,8 @@ _EXPORTS = {
     "compile_times": "xlainspect.analysis.compile_times",
     "module_cost": "xlainspect.analysis.cost",
     "get_chip": "xlainspect.analysis.chips",
+    "read_trace": "xlainspect.xplane",
+    "profile": "xlainspect.analysis.profile",
     "HloParseError": "xlainspect.errors",
     "XlaInspectError": "xlainspect.errors",
     "DumpError": "xlainspect.errors",
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
     from xlainspect.jaxlog import read_jax_log
     from xlainspect.analysis.chips import get_chip
     from xlainspect.analysis.cost import module_cost
+    from xlainspect.analysis.profile import profile
+    from xlainspect.xplane import read_trace
     from xlainspect.errors import DumpError, HloParseError, XlaInspectError
     from xlainspect.hlo.model import Computation, Instruction, Module
     from xlainspect.hlo.parser import parse_hlo
