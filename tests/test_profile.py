@@ -204,3 +204,20 @@ def test_count_recompiles_adds_the_measured_compile_seconds():
     assert len(function["profile_compile_seconds"]) == 2 and all(s > 0 for s in function["profile_compile_seconds"])
     table = CliRunner().invoke(app, ["count-recompiles", str(DUMPS / "clean_run"), "--profile", str(TRACE)])
     assert "not paired with the profile: jit_train_step: 1 compile(s) in the dump, 2 in the trace" in table.stderr
+
+
+def _without(trace, *stats):
+    """The real trace with some stats removed, as an older jax or another framework would leave it."""
+    events = [dataclasses.replace(e, stats={k: v for k, v in e.stats.items() if k not in stats}) for e in trace.events]
+    return dataclasses.replace(trace, events=events)
+
+
+def test_without_step_markers_steps_are_the_step_functions_executions(trace):
+    report = profile(_without(trace, "step_num"))
+    assert report.step_source == "executions of jit_train_step"
+    assert len(report.steps) == 6 and [c.step for c in report.compiles] == [None, 2]  # compiles precede the run
+
+
+def test_without_pass_events_the_compile_is_named_by_its_pjit_caller(trace):
+    report = profile(_without(trace, "module"))
+    assert [c.function for c in report.compiles] == ["jit_train_step", "jit_train_step"]

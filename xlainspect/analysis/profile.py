@@ -5,7 +5,7 @@
   labelled like the other commands label it (`module_0002.jit_train_step`) and joined to that dump
   module's `cost` row by instruction name.
 * **Steps** are the trace's step markers (events with a `step_num` stat: `jax.profiler.StepTraceAnnotation`),
-  else the executions (`run_id`) of the module executed most often.
+  else the executions (`run_id`) of the function executed most often.
 * **Compiles** are the host events jax names `backend_compile_and_load` (jax 0.10.2,
   jax/_src/compiler.py) or `backend_compile` (older jax); the function is the HloModule name XLA's
   passes carry (`module` stat) during the compile, else the enclosing `PjitFunction(f)` as `jit_f`.
@@ -16,9 +16,10 @@
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.cost import OpCost, module_cost
@@ -27,7 +28,6 @@ from xlainspect.errors import XlaInspectError
 from xlainspect.xplane import Trace, TraceEvent
 
 COMPILE_EVENTS = frozenset({"backend_compile_and_load", "backend_compile"})
-_KERNEL_MODULE = ("__compute_module", "_kernel_module")  # XLA:CPU's per-kernel codegen modules, not functions
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +84,7 @@ class ProfileReport:
     paths: list[str]
     steps: list[Step]
     step_source: str
-    """`step markers`, `executions of <module>` or `none`."""
+    """`step markers`, `executions of <function>` or `none`."""
     ops: list[OpTime]
     """Ranked by time lost (measured - roofline) where a roofline is known, else by measured time."""
     compiles: list[CompileEvent]
@@ -110,11 +110,12 @@ def profile(trace: Trace, dump: Dump | None = None, chip: Chip | None = None) ->
 
 def compiles(trace: Trace, steps: list[Step]) -> list[CompileEvent]:
     """Every compile event of the trace with its function and the step it fell in."""
+    starts = [e.start_ns for e in trace.events]  # the trace's events are sorted by start
     found = []
     for event in trace.events:
         if event.name in COMPILE_EVENTS:
             start = event.start_ns / 1e9
-            found.append(CompileEvent(event.name, _compiled_function(trace.events, event), start,
+            found.append(CompileEvent(event.name, _compiled_function(trace.events, starts, event), start,
                                       event.duration_ns / 1e9, _step_at(steps, start), event.line))
     return found
 
@@ -171,14 +172,14 @@ def _steps(events: list[TraceEvent], op_events: list[TraceEvent]) -> tuple[list[
     if marked:
         return [Step(n, s / 1e9, (e - s) / 1e9) for n, (s, e) in sorted(marked.items())], "step markers"
     runs: dict[tuple[str, object], list[TraceEvent]] = defaultdict(list)
-    for event in op_events:
-        runs[(_label(event), event.stats.get("run_id"))].append(event)
+    for event in op_events:  # by function, not module: a recompiled step function is still the step
+        runs[(str(event.stats["hlo_module"]), event.stats.get("run_id"), _label(event))].append(event)
     if not runs:
         return [], "none"
-    module = Counter(label for label, _ in runs).most_common(1)[0][0]
+    function = Counter(key[0] for key in runs).most_common(1)[0][0]
     spans = sorted((min(e.start_ns for e in run), max(e.start_ns + e.duration_ns for e in run))
-                   for (label, _), run in runs.items() if label == module)
-    return [Step(n, s / 1e9, (e - s) / 1e9) for n, (s, e) in enumerate(spans)], f"executions of {module}"
+                   for key, run in runs.items() if key[0] == function)
+    return [Step(n, s / 1e9, (e - s) / 1e9) for n, (s, e) in enumerate(spans)], f"executions of {function}"
 
 
 def _step_at(steps: list[Step], seconds: float) -> int | None:
@@ -186,18 +187,22 @@ def _step_at(steps: list[Step], seconds: float) -> int | None:
     return started[-1].number if started else None
 
 
-def _compiled_function(events: list[TraceEvent], compile_event: TraceEvent) -> str | None:
+def _compiled_function(events: list[TraceEvent], starts: list[float], compile_event: TraceEvent) -> str | None:
     """The HloModule XLA's passes name during the compile, else the enclosing PjitFunction(f) as jit_f."""
     start, end = compile_event.start_ns, compile_event.start_ns + compile_event.duration_ns
-    inside = Counter(str(e.stats["module"]) for e in events
-                     if start <= e.start_ns <= end and "module" in e.stats
-                     and not str(e.stats["module"]).startswith(_KERNEL_MODULE[0])
-                     and not str(e.stats["module"]).endswith(_KERNEL_MODULE[1]))
-    if inside:
-        return inside.most_common(1)[0][0]
-    callers = [e for e in events if e.name.startswith("PjitFunction(") and e.line == compile_event.line
-               and e.start_ns <= start and end <= e.start_ns + e.duration_ns]
+    during = events[bisect.bisect_left(starts, start):bisect.bisect_right(starts, end)]
+    named = Counter(str(e.stats["module"]) for e in during if "module" in e.stats)
+    functions = [(name, n) for name, n in named.most_common() if _is_function(name)]
+    if functions:
+        return functions[0][0]
+    callers = [e for e in events[:bisect.bisect_right(starts, start)] if e.name.startswith("PjitFunction(")
+               and e.line == compile_event.line and end <= e.start_ns + e.duration_ns]
     return f"jit_{callers[-1].name.removeprefix('PjitFunction(').removesuffix(')')}" if callers else None
+
+
+def _is_function(module: str) -> bool:
+    """Not one of XLA:CPU's per-kernel codegen modules (`__compute_module_x`, `x_kernel_module`)."""
+    return not module.startswith("__compute_module") and not module.endswith("_kernel_module")
 
 
 def _costs(dump: Dump | None, labels: set[str], chip: Chip | None) -> dict[str, dict[str, OpCost]]:
@@ -237,8 +242,6 @@ def _op_time(key: tuple[str, str, str], events: list[TraceEvent], steps: list[St
 
 
 def _with_cost(measured: OpTime, cost: OpCost) -> OpTime:
-    from dataclasses import replace
-
     moved = cost.padded_bytes_read + cost.padded_bytes_written
     per_run = measured.total_seconds / measured.count
     roofline = cost.roofline_seconds
