@@ -221,3 +221,25 @@ def test_without_step_markers_steps_are_the_step_functions_executions(trace):
 def test_without_pass_events_the_compile_is_named_by_its_pjit_caller(trace):
     report = profile(_without(trace, "module"))
     assert [c.function for c in report.compiles] == ["jit_train_step", "jit_train_step"]
+
+
+def test_without_a_dump_the_hlo_the_trace_embeds_gives_the_same_costs(trace, report):
+    """The profiler embeds each module's optimized HloProto; printed by jaxlib, it costs what the dump does."""
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed")
+    assert sorted(trace.hlo_protos) == [0, 2]
+    embedded = profile(trace, None, report.chip)
+    assert (embedded.hlo_source, report.hlo_source) == ("embedded in the trace", "dump")
+    fields = ("kind", "flops", "bytes_accessed", "roofline_seconds", "op_name", "source")
+    by_key = {(op.module, op.name): [getattr(op, f) for f in fields] for op in report.ops}
+    assert {(op.module, op.name): [getattr(op, f) for f in fields] for op in embedded.ops} == by_key
+    assert all(values[1] is not None for values in by_key.values())
+
+
+def test_without_jax_the_embedded_hlo_is_named_not_used():
+    script = ("import sys; sys.modules['jax'] = None\n"
+              "from xlainspect.cli import main; sys.argv = ['xlainspect', 'profile', sys.argv[1], '-f', 'json']; main()")
+    done = subprocess.run([sys.executable, "-c", script, str(TRACE)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "printing the HLO the profile embeds needs jax" in done.stderr
+    assert json.loads(done.stdout)["hlo_source"] is None

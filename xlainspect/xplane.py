@@ -44,6 +44,8 @@ _SCHEMA = {
     "XEventMetadata": [("id", 1, "int64", False), ("name", 2, "string", False), ("metadata", 3, "bytes", False),
                        ("display_name", 4, "string", False), ("stats", 5, "XStat", True)],
     "XStatMetadata": [("id", 1, "int64", False), ("name", 2, "string", False), ("description", 3, "string", False)],
+    # xla/service/hlo.proto: HloProto's HloModuleProto, kept as bytes for jaxlib to print (`embedded_hlo_text`)
+    "HloProto": [("hlo_module", 1, "bytes", False)],
 }
 _STAT_VALUES = ("double_value", "uint64_value", "int64_value", "str_value", "bytes_value")
 
@@ -71,6 +73,9 @@ class Trace:
     events: list[TraceEvent]
     """Every timed event of every plane, by start time."""
     hostnames: list[str]
+    hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict)
+    """program_id -> (HloModule name, serialized HloProto): the optimized HLO the profiler embeds
+    (`Hlo Proto` stats of the `/host:metadata` plane)."""
 
 
 def find_trace_files(path: str | Path) -> list[Path]:
@@ -102,7 +107,38 @@ def read_trace(path: str | Path) -> Trace:
     origin = min((e.start_ns for e in events), default=0.0)
     events = sorted((TraceEvent(e.plane, e.line, e.name, e.start_ns - origin, e.duration_ns, e.stats) for e in events),
                     key=lambda e: (e.start_ns, -e.duration_ns))
-    return Trace([p for p, _ in spaces], events, [h for _, space in spaces for h in space.hostnames])
+    return Trace([p for p, _ in spaces], events, [h for _, space in spaces for h in space.hostnames],
+                 {k: v for _, space in spaces for k, v in _hlo_protos(space).items()})
+
+
+def embedded_hlo_text(hlo_proto: bytes) -> str:
+    """The HLO text of an embedded HloProto, printed by jaxlib (XLA's own printer; jax is imported here
+    only). Raises XlaInspectError when jax is missing or the proto is not one."""
+    try:
+        from jax._src.lib import xla_client
+        from jaxlib import _hlo
+    except ImportError:
+        raise XlaInspectError("printing the HLO the profile embeds needs jax (pip install jax); or pass --dump "
+                              "with the run's --xla_dump_to directory") from None
+    module = _message_class("HloProto").FromString(hlo_proto).hlo_module
+    try:
+        options = _hlo.HloPrintOptions()
+        options.print_metadata = True  # op_name and source lines, as a dump prints them
+        return xla_client.XlaComputation(module).get_hlo_module().to_string(options)
+    except Exception as error:  # noqa: BLE001 (jaxlib raises its own error types)
+        raise XlaInspectError(f"the HLO embedded in the profile does not load: {error}") from None
+
+
+def _hlo_protos(space) -> dict[int, tuple[str, bytes]]:
+    protos = {}
+    for plane in space.planes:
+        names = {entry.key: entry.value.name for entry in plane.stat_metadata}
+        for entry in plane.event_metadata:
+            stats = _stats(entry.value.stats, names)
+            if isinstance(stats.get("Hlo Proto"), bytes) and isinstance(stats.get("program_id"), int):
+                protos[stats["program_id"]] = (entry.value.name.rpartition("(")[0] or entry.value.name,
+                                               stats["Hlo Proto"])
+    return protos
 
 
 def _read_space(path: Path):
@@ -111,7 +147,7 @@ def _read_space(path: Path):
         data = path.read_bytes()
     except OSError as error:
         raise XlaInspectError(f"{path}: {error.strerror or error}") from None
-    message_class = _space_class()
+    message_class = _message_class("XSpace")
     try:
         space = message_class.FromString(data)
     except Exception as error:  # noqa: BLE001 (protobuf's DecodeError differs between its backends)
@@ -122,8 +158,8 @@ def _read_space(path: Path):
 
 
 @functools.cache
-def _space_class():
-    """The XSpace message class, built from `_SCHEMA` in a private descriptor pool."""
+def _message_class(name: str):
+    """A message class of `_SCHEMA` (XSpace, HloProto), built in a private descriptor pool."""
     try:
         from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
     except ImportError:
@@ -131,8 +167,8 @@ def _space_class():
     proto = descriptor_pb2.FieldDescriptorProto
     file = descriptor_pb2.FileDescriptorProto(name="xlainspect/xplane.proto", package="tensorflow.profiler",
                                               syntax="proto2")  # proto2: HasField tells which stat value is set
-    for name, fields in _SCHEMA.items():
-        message = file.message_type.add(name=name)
+    for message_name, fields in _SCHEMA.items():
+        message = file.message_type.add(name=message_name)
         for field_name, number, kind, repeated in fields:
             declared = message.field.add(name=field_name, number=number,
                                          label=proto.LABEL_REPEATED if repeated else proto.LABEL_OPTIONAL)
@@ -142,7 +178,7 @@ def _space_class():
                 declared.type = getattr(proto, f"TYPE_{kind.upper()}")
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file)
-    descriptor = pool.FindMessageTypeByName("tensorflow.profiler.XSpace")
+    descriptor = pool.FindMessageTypeByName(f"tensorflow.profiler.{name}")
     if hasattr(message_factory, "GetMessageClass"):
         return message_factory.GetMessageClass(descriptor)
     return message_factory.MessageFactory(pool).GetPrototype(descriptor)  # protobuf before 4.22

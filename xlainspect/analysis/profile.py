@@ -2,8 +2,8 @@
 
 * **Op events** carry the stats `hlo_op` and `hlo_module` (XLA's thunk executor on CPU, the device
   streams on GPU/TPU), and `program_id`, the module id of the dump file the op belongs to, so an op is
-  labelled like the other commands label it (`module_0002.jit_train_step`) and joined to that dump
-  module's `cost` row by instruction name.
+  labelled like the other commands label it (`module_0002.jit_train_step`) and joined to the `cost` row
+  of that module by instruction name: the dump's module, else the HLO the trace embeds.
 * **Steps** are the trace's step markers (events with a `step_num` stat: `jax.profiler.StepTraceAnnotation`),
   else the executions (`run_id`) of the function executed most often.
 * **Compiles** are the host events jax names `backend_compile_and_load` (jax 0.10.2,
@@ -25,7 +25,9 @@ from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.cost import OpCost, module_cost
 from xlainspect.dump import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
-from xlainspect.xplane import Trace, TraceEvent
+from xlainspect.hlo.model import Module
+from xlainspect.hlo.parser import parse_hlo
+from xlainspect.xplane import Trace, TraceEvent, embedded_hlo_text
 
 COMPILE_EVENTS = frozenset({"backend_compile_and_load", "backend_compile"})
 
@@ -94,18 +96,27 @@ class ProfileReport:
     """The op events themselves, for the timeline."""
     chip: Chip | None = field(default=None, repr=False)
     """The chip the roofline times are for."""
+    hlo_source: str | None = None
+    """Where the ops' costs come from: `dump`, `embedded in the trace`, or None (no costs)."""
+    notes: list[str] = field(default_factory=list)
+    """Why costs are missing, for stderr."""
 
 
 def profile(trace: Trace, dump: Dump | None = None, chip: Chip | None = None) -> ProfileReport:
-    """Op times, steps and compiles of `trace`; with `dump` (the same run's) each op gets its cost row."""
+    """Op times, steps and compiles of `trace`. Each op gets its cost row from the module of `dump` (the
+    same run's) with its module id, else from the HLO the trace embeds (printed by jaxlib, when jax is
+    installed; otherwise a note says so)."""
     op_events = [e for e in trace.events if "hlo_op" in e.stats and "hlo_module" in e.stats]
     steps, source = _steps(trace.events, op_events)
-    costs = _costs(dump, {_label(e) for e in op_events}, chip)
+    labels, notes = {_label(e) for e in op_events}, []
+    modules = _dump_modules(dump, labels) if dump is not None else _embedded_modules(trace, labels, notes)
+    costs = {label: {row.name: row for row in module_cost(module, chip).ops} for label, module in modules.items()}
     ops = [_op_time(key, events, steps, costs.get(key[0], {})) for key, events in _by_op(op_events).items()]
     known = any(op.lost_seconds is not None for op in ops)
     ops.sort(key=lambda op: -((op.lost_seconds or 0.0) if known else op.total_seconds))
+    hlo = ("dump" if dump is not None else "embedded in the trace") if costs else None
     return ProfileReport([str(p) for p in trace.paths], steps, source, ops, compiles(trace, steps),
-                         sorted(costs), op_events, chip)
+                         sorted(costs), op_events, chip, hlo, notes)
 
 
 def compiles(trace: Trace, steps: list[Step]) -> list[CompileEvent]:
@@ -205,19 +216,30 @@ def _is_function(module: str) -> bool:
     return not module.startswith("__compute_module") and not module.endswith("_kernel_module")
 
 
-def _costs(dump: Dump | None, labels: set[str], chip: Chip | None) -> dict[str, dict[str, OpCost]]:
-    """Per traced module label, the cost rows of its dump module by instruction name."""
-    if dump is None:
-        return {}
-    costs = {}
+def _dump_modules(dump: Dump, labels: set[str]) -> dict[str, Module]:
+    """The after-optimizations module of each traced label in the dump; files that do not parse are skipped."""
+    modules = {}
     for module in _traced_modules(dump, labels):
         try:
-            rows = module_cost(module.module("after"), chip).ops
+            modules[_dump_label(module)] = module.module("after")
         except XlaInspectError as error:
             dump.skip(module.hlo_file().path, error)
+    return modules
+
+
+def _embedded_modules(trace: Trace, labels: set[str], notes: list[str]) -> dict[str, Module]:
+    """The HLO modules the trace embeds (XLA's optimized HLO, with the names the op events carry)."""
+    modules = {}
+    for program_id, (name, proto) in sorted(trace.hlo_protos.items()):
+        label = f"module_{program_id:04d}.{name}"
+        if label not in labels:
             continue
-        costs[_dump_label(module)] = {row.name: row for row in rows}
-    return costs
+        try:
+            modules[label] = parse_hlo(embedded_hlo_text(proto), label)[0]
+        except XlaInspectError as error:
+            notes.append(f"{label}: {error}")
+            break  # the same reason (no jax) holds for every module
+    return modules
 
 
 def _traced_modules(dump: Dump, labels: set[str]) -> list[DumpModule]:

@@ -67,15 +67,29 @@ def _report(trace: Path, dump: Path | None, figures: tuple, strict: bool):
 
     read = read_trace(trace)
     if dump is None:
-        return profile_trace(read)
-    loaded = load_dump(dump, strict=strict)
-    first = next(iter(loaded.modules), None)
-    report = profile_trace(read, loaded, chip_for(first, *figures) if first is not None else None)
-    note_skipped(loaded, strict)
-    if not report.joined:
-        stderr_console().print(f"{dump}: none of the traced modules is in this dump (module ids and names differ); "
-                               f"ops are shown without costs", markup=False, highlight=False)
+        report = profile_trace(read, None, _chip(None, figures))
+    else:
+        loaded = load_dump(dump, strict=strict)
+        report = profile_trace(read, loaded, _chip(next(iter(loaded.modules), None), figures))
+        note_skipped(loaded, strict)
+        if not report.joined:
+            report.notes.append(f"{dump}: none of the traced modules is in this dump (module ids and names "
+                                f"differ); ops are shown without costs")
+    for note in report.notes:
+        stderr_console().print(f"note: {note}", markup=False, highlight=False)
     return report
+
+
+def _chip(dump_module, figures: tuple):
+    """`cost`'s choice of chip; with no dump module, the one named (or the figures given), else none."""
+    from xlainspect.analysis.chips import custom_chip, get_chip
+
+    if dump_module is not None:
+        return chip_for(dump_module, *figures)
+    key, peak_flops, hbm_bandwidth, ici_bandwidth = figures
+    if key is not None:
+        return get_chip(key, peak_flops, hbm_bandwidth, ici_bandwidth)
+    return custom_chip(peak_flops, hbm_bandwidth, ici_bandwidth) if peak_flops and hbm_bandwidth else None
 
 
 def _only_function(report, function: str | None):
@@ -105,6 +119,7 @@ def _emit(report, top: int, fmt: OutputFormat, violations: list[str]) -> None:
     if fmt is OutputFormat.json:
         emit_json({"paths": report.paths, "step_source": report.step_source,
                    "steps": [dataclasses.asdict(s) for s in report.steps], "joined": report.joined,
+                   "hlo_source": report.hlo_source,
                    "ops": ops, "compiles": compiles, "violations": violations})
         return
     if fmt is OutputFormat.csv:
