@@ -243,3 +243,21 @@ def test_without_jax_the_embedded_hlo_is_named_not_used():
     assert done.returncode == 0, done.stderr
     assert "printing the HLO the profile embeds needs jax" in done.stderr
     assert json.loads(done.stdout)["hlo_source"] is None
+
+
+XSPACE = next(TRACE.rglob("*.xplane.pb")).read_bytes()
+
+
+@pytest.mark.parametrize("damage", [f"cut:{n}" for n in (1, 7, 100, 5000, len(XSPACE) // 3, len(XSPACE) - 1)]
+                         + [f"flip:{n}" for n in (0, 3, 999, len(XSPACE) // 2, len(XSPACE) - 5)])
+def test_damage_anywhere_is_an_error_message_or_a_partial_trace_never_a_traceback(tmp_path, damage):
+    """Protobuf has no end marker: a cut at a field boundary decodes; anything else is `path: message`."""
+    kind, at = damage.split(":")
+    data = XSPACE[: int(at)] if kind == "cut" else XSPACE[: int(at)] + bytes([XSPACE[int(at)] ^ 0xFF]) + XSPACE[int(at) + 1:]
+    bad = tmp_path / "host.xplane.pb"
+    bad.write_bytes(data)
+    result = _cli(bad, "-f", "json")
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code in (0, 2), result.output
+    if result.exit_code == 2:
+        assert result.stderr.startswith(f"{bad}: ")
