@@ -163,7 +163,12 @@ def paired_compile_seconds(counts: dict[str, int], report: ProfileReport) -> tup
 def _label(event: TraceEvent) -> str:
     program = event.stats.get("program_id")
     name = str(event.stats["hlo_module"])
-    return f"module_{int(program):04d}.{name}" if isinstance(program, int) else name
+    return _module_label(program, name) if isinstance(program, int) else name
+
+
+def _module_label(program_id: int, name: str) -> str:
+    """The trace's program_id is the dump's module id: label as `DumpModule.label` does, without the host."""
+    return f"module_{program_id:04d}.{name}"
 
 
 def _by_op(op_events: list[TraceEvent]) -> dict[tuple[str, str, str], list[TraceEvent]]:
@@ -231,7 +236,7 @@ def _embedded_modules(trace: Trace, labels: set[str], notes: list[str]) -> dict[
     """The HLO modules the trace embeds (XLA's optimized HLO, with the names the op events carry)."""
     modules = {}
     for program_id, (name, proto) in sorted(trace.hlo_protos.items()):
-        label = f"module_{program_id:04d}.{name}"
+        label = _module_label(program_id, name)
         if label not in labels:
             continue
         try:
