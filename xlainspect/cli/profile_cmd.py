@@ -128,10 +128,18 @@ def _emit(report, top: int, fmt: OutputFormat, violations: list[str]) -> None:
     columns = _TABLE_OP_COLUMNS if fmt is OutputFormat.table else OP_COLUMNS
     if not report.joined:  # no dump: the cost columns would be empty
         columns = [c for c in columns if c not in _COST_COLUMNS]
-    emit_rows([readable(op) for op in ops], columns, fmt, title=_title(report))
+    emit_rows([_for_people(op) for op in ops], columns, fmt, title=_title(report))
     print()
     emit_rows([readable(c) for c in compiles], COMPILE_COLUMNS, fmt,
               title=f"{len(compiles)} compile(s) in the trace")
+
+
+def _for_people(op: dict) -> dict:
+    """Seconds with units, and the share and efficiency as percentages (an op on CPU against a GPU's
+    roofline is at 0.01%: two decimals would print 0.00)."""
+    shares = {k: f"{op[k] * 100:.3g}%" for k in ("step_share", "efficiency")
+              if op[k] is not None}
+    return readable(op) | shares
 
 
 def _title(report) -> str:
