@@ -25,6 +25,8 @@ _EXPORTS = {
     "dump_report": "xlainspect.report.dump_report",
     "render_html": "xlainspect.report.page",
     "render_markdown": "xlainspect.report.page",
+    "read_trace": "xlainspect.dump.xplane",
+    "profile": "xlainspect.analysis.profile",
     "HloParseError": "xlainspect.errors",
     "XlaInspectError": "xlainspect.errors",
     "DumpError": "xlainspect.errors",
@@ -46,6 +48,8 @@ if TYPE_CHECKING:
     from xlainspect.dump.jaxlog import read_jax_log
     from xlainspect.analysis.chips import get_chip
     from xlainspect.analysis.cost import module_cost
+    from xlainspect.analysis.profile import profile
+    from xlainspect.dump.xplane import read_trace
     from xlainspect.errors import DumpError, HloParseError, XlaInspectError
     from xlainspect.hlo.model import Computation, Instruction, Module
     from xlainspect.hlo.parser import parse_hlo

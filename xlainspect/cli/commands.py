@@ -10,3 +10,4 @@ from xlainspect.cli import diff_cmd  # noqa: F401
 from xlainspect.cli import cache_cmds  # noqa: F401
 from xlainspect.cli import cost_cmd  # noqa: F401
 from xlainspect.cli import report_cmd  # noqa: F401
+from xlainspect.cli import profile_cmd  # noqa: F401

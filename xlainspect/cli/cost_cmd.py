@@ -22,6 +22,15 @@ _TABLE_OP_COLUMNS = ["name", "kind", "flops", "bytes_read", "bytes_written", "ar
                      "roofline_seconds", "bound", "op_name", "source"]
 
 
+ChipOpt = Annotated[str | None, typer.Option("--chip", help="The chip the roofline is drawn for: h100, h200, b200, "
+                                             "a100, tpu-v4, tpu-v5e, tpu-v5p or tpu-v6e (default: the GPU the dump "
+                                             "was compiled for).")]
+PeakFlopsOpt = Annotated[float | None, typer.Option("--peak-flops", help="Peak FLOP/s, for every dtype.")]
+HbmOpt = Annotated[float | None, typer.Option("--hbm-bandwidth", help="HBM bytes/s.")]
+IciOpt = Annotated[float | None, typer.Option("--ici-bandwidth", help="Interconnect bytes/s a chip sends on one "
+                                              "collective axis.")]
+
+
 class ChipUsageError(typer.BadParameter):
     """No chip for a dump that does not name one: a usage error (exit 2), not a file to skip."""
 
@@ -30,13 +39,7 @@ class ChipUsageError(typer.BadParameter):
 def cost(
     paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = None, stage: StageOpt = Stage.after,
     top: Annotated[int, typer.Option("--top", min=0, help="Ops to list per module, slowest first (0: all).")] = 10,
-    chip: Annotated[str | None, typer.Option("--chip", help="The chip the roofline is drawn for: h100, h200, b200, "
-                                             "a100, tpu-v4, tpu-v5e, tpu-v5p or tpu-v6e (default: the GPU the dump "
-                                             "was compiled for).")] = None,
-    peak_flops: Annotated[float | None, typer.Option("--peak-flops", help="Peak FLOP/s, for every dtype.")] = None,
-    hbm_bandwidth: Annotated[float | None, typer.Option("--hbm-bandwidth", help="HBM bytes/s.")] = None,
-    ici_bandwidth: Annotated[float | None, typer.Option("--ici-bandwidth", help="Interconnect bytes/s a chip "
-                                                       "sends on one collective axis.")] = None,
+    chip: ChipOpt = None, peak_flops: PeakFlopsOpt = None, hbm_bandwidth: HbmOpt = None, ici_bandwidth: IciOpt = None,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained roofline page.")] = None,
     fmt: FormatOpt = OutputFormat.table, strict: StrictOpt = False,
 ) -> None:
@@ -49,7 +52,7 @@ def cost(
     key = f"cost:{figures}:{rows_wanted}:{sorted(chip_table().items())}"  # the table is data, not code
     with user_errors():
         rows = _analyse(paths, function, module_re, stage, strict, key,
-                        lambda m: module_cost(m.module(stage.value), _chip(m, *figures), rows_wanted))
+                        lambda m: module_cost(m.module(stage.value), chip_for(m, *figures), rows_wanted))
     if html is not None:
         from xlainspect.report.cost_html import write_cost_html
 
@@ -58,7 +61,7 @@ def cost(
     _emit(rows, top, fmt)
 
 
-def _chip(dump_module, key: str | None, peak_flops, hbm_bandwidth, ici_bandwidth):
+def chip_for(dump_module, key: str | None, peak_flops, hbm_bandwidth, ici_bandwidth):
     """The chip named, else the GPU the dump was compiled for; a TPU dump must name one (exit 2), a CPU
     dump gets none (counts without times)."""
     from xlainspect.analysis.chips import chip_table, custom_chip, default_chip_key, get_chip
@@ -87,14 +90,14 @@ def _emit(modules: list, top: int, fmt: OutputFormat) -> None:
         emit_rows(op_records, OP_COLUMNS, fmt)
     else:
         columns = _TABLE_MODULE_COLUMNS if fmt is OutputFormat.table else MODULE_COLUMNS
-        emit_rows([_readable(r) for r in module_records], columns, fmt, title="cost per module")
+        emit_rows([readable(r) for r in module_records], columns, fmt, title="cost per module")
         for module in modules:
             print()
-            emit_rows([_readable(dataclasses.asdict(op)) for op in module.ops[:top or None]], _TABLE_OP_COLUMNS, fmt,
+            emit_rows([readable(dataclasses.asdict(op)) for op in module.ops[:top or None]], _TABLE_OP_COLUMNS, fmt,
                       title=f"{module.module}: top ops by roofline time")
 
 
-def _readable(record: dict) -> dict:
+def readable(record: dict) -> dict:
     """Seconds as `1.23 us` for people (a table's two decimals would print 0.00)."""
     return {k: _duration(v) if k.endswith("_seconds") and v is not None else v for k, v in record.items()}
 

@@ -107,6 +107,9 @@ def count_recompiles_cmd(
     update_baseline: Annotated[bool, typer.Option("--update-baseline", help="Write the counts to --baseline "
                                                   "instead of checking them.")] = False,
     log: LogOpt = None,
+    profile: Annotated[Path | None, typer.Option("--profile", help="The run's jax.profiler trace: the measured "
+                                                 "seconds of each compile (needs xlainspect[profile]).",
+                                                 show_default=False)] = None,
     strict: StrictOpt = False,
 ) -> None:
     """Count compiles per function and explain every recompile (shape, dtype, layout, sharding, donation,
@@ -123,18 +126,31 @@ def count_recompiles_cmd(
         with progress("counting compiles", total=len(dump.modules)) as advance:
             rows = count_recompiles(dump, advance)
         times = _compile_times(dump, path, log)
+        profiled, unpaired = _profiled_seconds(rows, profile)
     shown = [r for r in rows if not (ignore_eager and r.eager)]
     violations = budget_violations(rows, budget)
     if update_baseline:
         baseline.write_text(json.dumps(baseline_counts(shown), indent=2) + "\n", encoding="utf-8")
         stderr_console().print(f"wrote {baseline}", markup=False, highlight=False)
-    _emit(shown, dump, violations, fmt, times)
+    _emit(shown, dump, violations, fmt, times, profiled)
     note_skipped(dump, strict)
     _note_unpaired(times)
+    for sentence in unpaired:
+        stderr_console().print(f"not paired with the profile: {sentence}", markup=False, highlight=False)
     if violations:
         for message in violations:
             stderr_console().print(f"over budget: {message}", markup=False, highlight=False)
         raise typer.Exit(EXIT_GATE_FAILED)
+
+
+def _profiled_seconds(rows, trace: Path | None) -> tuple[dict[str, tuple], list[str]]:
+    """Measured compile seconds per function from a jax.profiler trace, paired in order with the dump's."""
+    if trace is None:
+        return {}, []
+    from xlainspect.analysis.profile import paired_compile_seconds, profile
+    from xlainspect.dump.xplane import read_trace
+
+    return paired_compile_seconds({r.name: r.modules for r in rows}, profile(read_trace(trace)))
 
 
 def _named_budgets(items: list[str]) -> tuple[tuple[str, int], ...]:
@@ -159,12 +175,15 @@ def _read_baseline(path: Path | None) -> tuple[tuple[str, int], ...]:
         raise XlaInspectError(f"{path}: not a baseline file ({{\"functions\": {{name: count}}}}): {error}") from None
 
 
-def _emit(rows, dump, violations: list[str], fmt: OutputFormat, times=None) -> None:
+def _emit(rows, dump, violations: list[str], fmt: OutputFormat, times=None, profiled=None) -> None:
     import dataclasses
 
+    profiled = profiled or {}
     if fmt is OutputFormat.json:
         document = {"total_modules": sum(r.modules for r in rows),
-                    "functions": [dataclasses.asdict(r) | _times_json(times, r.name) for r in rows],
+                    "functions": [dataclasses.asdict(r) | _times_json(times, r.name)
+                                  | ({"profile_compile_seconds": list(profiled[r.name])} if r.name in profiled else {})
+                                  for r in rows],
                     "violations": violations,
                     "skipped": [{"path": str(s.path), "reason": s.reason} for s in dump.skipped]}
         if times is not None:
@@ -173,8 +192,12 @@ def _emit(rows, dump, violations: list[str], fmt: OutputFormat, times=None) -> N
         return
     table = (_for_people(rows, times) if fmt in (OutputFormat.table, OutputFormat.markdown)
              else [_table_row(r, times) for r in rows])
+    for row in table:
+        if row["function"] in profiled:
+            row["profiled"] = ", ".join("?" if s is None else f"{s:.2f}" for s in profiled[row["function"]])
     total, recompiled = sum(r.modules for r in rows), sum(1 for r in rows if r.modules > 1)
-    columns = ["function", "compiles"] + (["seconds", "per_compile"] if times else []) + ["eager", "why", "suggestion"]
+    columns = (["function", "compiles"] + (["seconds", "per_compile"] if times else [])
+               + (["profiled"] if profiled else []) + ["eager", "why", "suggestion"])
     title = (f"{total} compile{'s' * (total != 1)} of {len(rows)} function{'s' * (len(rows) != 1)}, "
              f"{recompiled} compiled more than once" + (f"; {_seconds(times)}" if times else ""))
     emit_rows(table, columns, fmt, title=title)

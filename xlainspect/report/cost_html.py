@@ -9,22 +9,24 @@ from __future__ import annotations
 
 import html
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 _WIDTH, _HEIGHT, _PAD = 900, 420, 60
 
-_STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 section{margin-bottom:2.5em}svg{background:#fafafa;border:1px solid #ddd}
 .roof{fill:none;stroke:#d1242f;stroke-width:1.5}.roof.f32{stroke-dasharray:5 3}.grid{stroke:#e4e4e4}
 .op{fill:#1f6feb;fill-opacity:.45;stroke:#1f6feb}.op.memory{fill:#bf8700;stroke:#bf8700}
-.op.collective{fill:#8250df;stroke:#8250df}.label{font-size:11px;fill:#555}"""
+.op.collective{fill:#8250df;stroke:#8250df}.label{font-size:11px;fill:#555}
+.measured{fill:#d1242f;fill-opacity:.45;stroke:#d1242f}"""
 
 
 def write_cost_html(modules: list, path: str | Path) -> None:
     """Write the page for `modules` (ModuleCost rows); modules without a chip get their totals only."""
     body = "\n".join(_section(m) for m in modules)
     page = (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect roofline</title>"
-            f"<style>{_STYLE}</style></head><body><h1>Roofline</h1>\n{body}\n</body></html>\n")
+            f"<style>{STYLE}</style></head><body><h1>Roofline</h1>\n{body}\n</body></html>\n")
     Path(path).write_text(page, encoding="utf-8")
 
 
@@ -40,9 +42,30 @@ def _section(module) -> str:
 
 
 def _chart(module, points: list) -> str:
-    chip = module.chip_figures
-    intensities = [op.arithmetic_intensity for op in points]
-    attained = [op.flops / op.roofline_seconds for op in points]
+    dots = []
+    for op in points:
+        tip = (f"{op.name} ({op.kind}): {op.flops:,.0f} FLOPs, {op.arithmetic_intensity:.2f} FLOP/B, "
+               f"{op.roofline_seconds:.3e} s, {op.bound} bound; {op.op_name or ''}")
+        dots.append(Point(op.arithmetic_intensity, op.flops / op.roofline_seconds, op.roofline_seconds,
+                          f"op {op.bound}", tip))
+    return roofline_svg(module.chip_figures, dots)
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One dot of a roofline: FLOPs per padded byte, attained FLOP/s, a weight its area grows with."""
+
+    intensity: float
+    flops_per_second: float
+    weight: float
+    css_class: str
+    tip: str
+
+
+def roofline_svg(chip, points: list[Point]) -> str:
+    """Log-log roofline of `chip` (its bf16 and f32 ceilings) with `points` (`cost` and `profile` pages)."""
+    intensities = [p.intensity for p in points]
+    attained = [p.flops_per_second for p in points]
     peaks = {dtype: chip.peak_flops(dtype) for dtype in ("bf16", "f32")}
     x_range = (math.floor(math.log10(min(intensities))) - 1, math.ceil(math.log10(max(intensities))) + 1)
     y_range = (math.floor(math.log10(min(attained))) - 1, math.ceil(math.log10(max([*attained, *peaks.values()]))))
@@ -54,13 +77,12 @@ def _chart(module, points: list) -> str:
         line = " ".join(f"{scale.x(x):.1f},{scale.y(min(peak, x * chip.hbm_bandwidth)):.1f}" for x in xs)
         parts.append(f"<polyline class='roof {dtype}' points='{line}'><title>{dtype} peak {peak:.3g} FLOP/s, "
                      f"HBM {chip.hbm_bandwidth:.3g} B/s</title></polyline>")
-    longest = max(op.roofline_seconds for op in points)
-    for op, x, y in zip(points, intensities, attained):
-        radius = 3 + 12 * math.sqrt(op.roofline_seconds / longest)
-        tip = html.escape(f"{op.name} ({op.kind}): {op.flops:,.0f} FLOPs, {x:.2f} FLOP/B, "
-                          f"{op.roofline_seconds:.3e} s, {op.bound} bound; {op.op_name or ''}")
-        parts.append(f"<circle class='op {op.bound}' cx='{scale.x(x):.1f}' cy='{scale.y(y):.1f}' r='{radius:.1f}'>"
-                     f"<title>{tip}</title></circle>")
+    heaviest = max(p.weight for p in points)
+    for point in points:
+        radius = 3 + 12 * math.sqrt(point.weight / heaviest)
+        parts.append(f"<circle class='{point.css_class}' cx='{scale.x(point.intensity):.1f}' "
+                     f"cy='{scale.y(point.flops_per_second):.1f}' r='{radius:.1f}'>"
+                     f"<title>{html.escape(point.tip)}</title></circle>")
     return f"<svg viewBox='0 0 {_WIDTH} {_HEIGHT}' width='{_WIDTH}' height='{_HEIGHT}'>{''.join(parts)}</svg>"
 
 

@@ -1,0 +1,213 @@
+"""Reading what `jax.profiler.trace(log_dir)` writes: `plugins/profile/<run>/<host>.xplane.pb`, an XSpace.
+
+The schema is XLA's `xla/tsl/profiler/protobuf/xplane.proto` (package `tensorflow.profiler`: XSpace,
+XPlane, XLine, XEvent, XStat, XEventMetadata, XStatMetadata), declared below field by field and built
+into message classes by the `protobuf` runtime (the `xlainspect[profile]` extra). No package on the
+index ships a generated `xplane_pb2` short of tensorflow: jaxlib 0.10.2 reads XSpace in C++ only
+(`jax.profiler.ProfileData`) and xprof 2.24.2 has no `xplane_pb2` either. Declaring the fields, not
+shipping generated code, keeps the reader working with every protobuf from 4.21 on; the maps are
+read as their wire form (repeated key/value entries). `tests/test_profile.py` compares every event
+with jaxlib's reader.
+
+The `<host>.trace.json.gz` and `perfetto_trace.json.gz` written beside it holds the same events as JSON; it is found through
+its folder, and the XSpace beside it is what is read.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xlainspect.errors import XlaInspectError
+
+INSTALL_HINT = "reading profiles needs protobuf: pip install 'xlainspect[profile]' (or pip install protobuf)"
+
+# (field, number, type, repeated): type is a scalar name or another message of this schema.
+_SCHEMA = {
+    "XSpace": [("planes", 1, "XPlane", True), ("errors", 2, "string", True), ("warnings", 3, "string", True),
+               ("hostnames", 4, "string", True)],
+    "XPlane": [("id", 1, "int64", False), ("name", 2, "string", False), ("lines", 3, "XLine", True),
+               ("event_metadata", 4, "EventMetadataEntry", True), ("stat_metadata", 5, "StatMetadataEntry", True),
+               ("stats", 6, "XStat", True)],
+    "EventMetadataEntry": [("key", 1, "int64", False), ("value", 2, "XEventMetadata", False)],
+    "StatMetadataEntry": [("key", 1, "int64", False), ("value", 2, "XStatMetadata", False)],
+    "XLine": [("id", 1, "int64", False), ("display_id", 10, "int64", False), ("name", 2, "string", False),
+              ("display_name", 11, "string", False), ("timestamp_ns", 3, "int64", False),
+              ("duration_ps", 9, "int64", False), ("events", 4, "XEvent", True)],
+    "XEvent": [("metadata_id", 1, "int64", False), ("offset_ps", 2, "int64", False),
+               ("num_occurrences", 5, "int64", False), ("duration_ps", 3, "int64", False),
+               ("stats", 4, "XStat", True)],
+    "XStat": [("metadata_id", 1, "int64", False), ("double_value", 2, "double", False),
+              ("uint64_value", 3, "uint64", False), ("int64_value", 4, "int64", False),
+              ("str_value", 5, "string", False), ("bytes_value", 6, "bytes", False), ("ref_value", 7, "uint64", False)],
+    "XEventMetadata": [("id", 1, "int64", False), ("name", 2, "string", False), ("metadata", 3, "bytes", False),
+                       ("display_name", 4, "string", False), ("stats", 5, "XStat", True)],
+    "XStatMetadata": [("id", 1, "int64", False), ("name", 2, "string", False), ("description", 3, "string", False)],
+    # xla/service/hlo.proto: HloProto's HloModuleProto, kept as bytes for jaxlib to print (`embedded_hlo_text`)
+    "HloProto": [("hlo_module", 1, "bytes", False)],
+}
+_STAT_VALUES = ("double_value", "uint64_value", "int64_value", "str_value", "bytes_value")
+
+
+class ProfileDependencyError(XlaInspectError):
+    """The `profile` extra (protobuf) is not installed."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    plane: str
+    line: str
+    """The thread (host) or stream (device) the event ran on."""
+    name: str
+    start_ns: float
+    """Nanoseconds since the trace's first event."""
+    duration_ns: float
+    stats: dict = field(hash=False, compare=False)
+    """The event's and its metadata's stats by name (`hlo_op`, `hlo_module`, `program_id`, `step_num`...)."""
+
+
+@dataclass
+class Trace:
+    paths: list[Path]
+    events: list[TraceEvent]
+    """Every timed event of every plane, by start time."""
+    hostnames: list[str]
+    hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict)
+    """program_id -> (HloModule name, serialized HloProto): the optimized HLO the profiler embeds
+    (`Hlo Proto` stats of the `/host:metadata` plane)."""
+
+
+def find_trace_files(path: str | Path) -> list[Path]:
+    """The XSpace files of one profiling run: `path` itself, those beside a perfetto trace, or those of
+    the newest `plugins/profile/<run>` folder under a log dir (runs are named by their start time)."""
+    path = Path(path)
+    if path.is_file():
+        if path.name.endswith(".xplane.pb"):
+            return [path]
+        beside = sorted(path.parent.glob("*.xplane.pb"))
+        if path.name.endswith("trace.json.gz") and beside:  # <host>.trace.json.gz, perfetto_trace.json.gz
+            return beside
+        raise XlaInspectError(f"{path}: not a jax.profiler trace (expected a *.xplane.pb file, or the log dir "
+                              f"jax.profiler.trace wrote)")
+    if not path.is_dir():
+        raise XlaInspectError(f"{path}: no such file or directory")
+    found = sorted(path.rglob("*.xplane.pb"))
+    if not found:
+        raise XlaInspectError(f"{path}: no *.xplane.pb file under it (jax.profiler.trace(log_dir) writes "
+                              f"log_dir/plugins/profile/<run>/<host>.xplane.pb)")
+    newest = max(p.parent for p in found)
+    return [p for p in found if p.parent == newest]
+
+
+def read_trace(path: str | Path) -> Trace:
+    """Every event of a jax.profiler trace (a file, or a log dir: its newest run), times from its start."""
+    spaces = [(p, _read_space(p)) for p in find_trace_files(path)]
+    events = [e for p, space in spaces for e in _events(space)]
+    origin = min((e.start_ns for e in events), default=0.0)
+    events = sorted((TraceEvent(e.plane, e.line, e.name, e.start_ns - origin, e.duration_ns, e.stats) for e in events),
+                    key=lambda e: (e.start_ns, -e.duration_ns))
+    return Trace([p for p, _ in spaces], events, [h for _, space in spaces for h in space.hostnames],
+                 {k: v for _, space in spaces for k, v in _hlo_protos(space).items()})
+
+
+def embedded_hlo_text(hlo_proto: bytes) -> str:
+    """The HLO text of an embedded HloProto, printed by jaxlib (XLA's own printer; jax is imported here
+    only). Raises XlaInspectError when jax is missing or the proto is not one."""
+    try:
+        from jax._src.lib import xla_client
+        from jaxlib import _hlo
+    except ImportError:
+        raise XlaInspectError("printing the HLO the profile embeds needs jax (pip install jax); or pass --dump "
+                              "with the run's --xla_dump_to directory") from None
+    module = _message_class("HloProto").FromString(hlo_proto).hlo_module
+    try:
+        options = _hlo.HloPrintOptions()
+        options.print_metadata = True  # op_name and source lines, as a dump prints them
+        return xla_client.XlaComputation(module).get_hlo_module().to_string(options)
+    except Exception as error:  # noqa: BLE001 (jaxlib raises its own error types)
+        raise XlaInspectError(f"the HLO embedded in the profile does not load: {error}") from None
+
+
+def _hlo_protos(space) -> dict[int, tuple[str, bytes]]:
+    protos = {}
+    for plane in space.planes:
+        names = {entry.key: entry.value.name for entry in plane.stat_metadata}
+        for entry in plane.event_metadata:
+            stats = _stats(entry.value.stats, names)
+            if isinstance(stats.get("Hlo Proto"), bytes) and isinstance(stats.get("program_id"), int):
+                protos[stats["program_id"]] = (entry.value.name.rpartition("(")[0] or entry.value.name,
+                                               stats["Hlo Proto"])
+    return protos
+
+
+def _read_space(path: Path):
+    """One XSpace; a damaged or foreign file is an input error naming the file."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise XlaInspectError(f"{path}: {error.strerror or error}") from None
+    message_class = _message_class("XSpace")
+    try:
+        space = message_class.FromString(data)
+    except Exception as error:  # noqa: BLE001 (protobuf's DecodeError differs between its backends)
+        raise XlaInspectError(f"{path}: not an XPlane profile (the protobuf does not decode: {error})") from None
+    if not space.planes or not any(plane.name for plane in space.planes):
+        raise XlaInspectError(f"{path}: not an XPlane profile (no named planes)")
+    return space
+
+
+@functools.cache
+def _message_class(name: str):
+    """A message class of `_SCHEMA` (XSpace, HloProto), built in a private descriptor pool."""
+    try:
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    except ImportError:
+        raise ProfileDependencyError(INSTALL_HINT) from None
+    proto = descriptor_pb2.FieldDescriptorProto
+    file = descriptor_pb2.FileDescriptorProto(name="xlainspect/xplane.proto", package="tensorflow.profiler",
+                                              syntax="proto2")  # proto2: HasField tells which stat value is set
+    for message_name, fields in _SCHEMA.items():
+        message = file.message_type.add(name=message_name)
+        for field_name, number, kind, repeated in fields:
+            declared = message.field.add(name=field_name, number=number,
+                                         label=proto.LABEL_REPEATED if repeated else proto.LABEL_OPTIONAL)
+            if kind in _SCHEMA:
+                declared.type, declared.type_name = proto.TYPE_MESSAGE, f".tensorflow.profiler.{kind}"
+            else:
+                declared.type = getattr(proto, f"TYPE_{kind.upper()}")
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    descriptor = pool.FindMessageTypeByName(f"tensorflow.profiler.{name}")
+    if hasattr(message_factory, "GetMessageClass"):
+        return message_factory.GetMessageClass(descriptor)
+    return message_factory.MessageFactory(pool).GetPrototype(descriptor)  # protobuf before 4.22
+
+
+def _events(space) -> list[TraceEvent]:
+    events = []
+    for plane in space.planes:
+        stat_names = {entry.key: entry.value.name for entry in plane.stat_metadata}
+        metadata = {entry.key: entry.value for entry in plane.event_metadata}
+        for line in plane.lines:
+            name = line.display_name or line.name
+            for event in line.events:
+                meta = metadata.get(event.metadata_id)
+                stats = _stats(meta.stats, stat_names) if meta is not None else {}
+                stats.update(_stats(event.stats, stat_names))
+                start = line.timestamp_ns + event.offset_ps / 1000
+                events.append(TraceEvent(plane.name, name, meta.name if meta is not None else "", start,
+                                         event.duration_ps / 1000, stats))
+    return events
+
+
+def _stats(stats, names: dict[int, str]) -> dict:
+    """Stats by name; a reference value is the name of the stat metadata it points at."""
+    values = {}
+    for stat in stats:
+        if stat.HasField("ref_value"):
+            value = names.get(stat.ref_value, "")
+        else:
+            value = next((getattr(stat, f) for f in _STAT_VALUES if stat.HasField(f)), None)
+        values[names.get(stat.metadata_id, str(stat.metadata_id))] = value
+    return values

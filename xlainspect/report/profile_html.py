@@ -1,0 +1,111 @@
+"""`profile --html FILE`: one self-contained page (inline SVG and CSS, no URLs) of a jax.profiler trace.
+
+* The whole trace: steps as bands, one lane per thread that ran ops (ops as bars), compiles marked in
+  red on their own lane; a compile after the first steps is what the recompilation checklist asks for.
+* The typical step (the one of median duration) alone, where the ops are wide enough to see.
+* The roofline of each module that has one (`--dump` and a chip): each op twice, at its roofline
+  (blue, as `cost --html` draws it) and as measured (red: FLOPs over measured time per execution).
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from xlainspect.report.cost_html import STYLE, Point, roofline_svg
+
+_WIDTH, _LANE, _PAD = 1100, 22, 150
+
+_TIMELINE_STYLE = """.band{fill:#f0f0f0}.band.odd{fill:#e6ecf5}.bar{fill:#1f6feb}.compile{fill:#d1242f}
+.mark{stroke:#d1242f;stroke-dasharray:4 3}table{border-collapse:collapse;font-size:13px}
+td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}td.l,th.l{text-align:left}"""
+
+
+def write_profile_html(report, path: str | Path) -> None:
+    """Write the page for a ProfileReport."""
+    sections = [_timeline_section("Timeline: the whole trace", report, None), _typical_step(report),
+                _roofline_section(report)]
+    page = (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect profile</title>"
+            f"<style>{STYLE}\n{_TIMELINE_STYLE}</style></head><body><h1>Profile</h1>"
+            f"<p>{html.escape(', '.join(report.paths))}: {len(report.steps)} steps ({html.escape(report.step_source)}), "
+            f"{len(report.op_events):,} op events, {len(report.compiles)} compiles</p>\n"
+            + "\n".join(s for s in sections if s) + "\n</body></html>\n")
+    Path(path).write_text(page, encoding="utf-8")
+
+
+def _typical_step(report) -> str:
+    if not report.steps:
+        return ""
+    step = sorted(report.steps, key=lambda s: s.seconds)[len(report.steps) // 2]
+    return _timeline_section(f"Step {step.number} (the median step, {step.seconds * 1e3:.3g} ms)", report, step)
+
+
+def _timeline_section(title: str, report, step) -> str:
+    start, end = _window(report, step)
+    events = [e for e in report.op_events if start <= e.start_ns / 1e9 <= end]
+    compiles = [c for c in report.compiles if c.start_seconds <= end and c.start_seconds + c.seconds >= start]
+    lanes = sorted({e.line for e in events})
+    height = _LANE * (len(lanes) + 2) + 30
+    x = _linear(start, end)
+    parts = [_band(x, s, height) for s in report.steps if s.start_seconds <= end and s.start_seconds + s.seconds >= start]
+    for row, lane in enumerate(lanes, start=1):
+        parts.append(f"<text class='label' x='4' y='{row * _LANE + 15}'>{html.escape(lane[:24])}</text>")
+    rows = {lane: row for row, lane in enumerate(lanes, start=1)}
+    for event in events:
+        seconds, began = event.duration_ns / 1e9, event.start_ns / 1e9
+        tip = f"{event.stats.get('hlo_module')} {event.stats.get('hlo_op')}: {seconds * 1e6:.3g} us at {began:.6f} s"
+        parts.append(_bar("bar", x(began), x(began + seconds), rows[event.line] * _LANE + 3, tip))
+    compile_row = (len(lanes) + 1) * _LANE + 3
+    parts.append(f"<text class='label' x='4' y='{compile_row + 12}'>compiles</text>")
+    for event in compiles:
+        tip = f"{event.name} {event.function}: {event.seconds:.3f} s in step {event.step}"
+        parts.append(f"<line class='mark' x1='{x(event.start_seconds):.1f}' y1='0' x2='{x(event.start_seconds):.1f}' "
+                     f"y2='{height}'/>" + _bar("compile", x(event.start_seconds),
+                                               x(event.start_seconds + event.seconds), compile_row, tip))
+    svg = f"<svg viewBox='0 0 {_WIDTH} {height}' width='{_WIDTH}' height='{height}'>{''.join(parts)}</svg>"
+    return f"<section><h2>{html.escape(title)}</h2>{svg}</section>"
+
+
+def _window(report, step) -> tuple[float, float]:
+    if step is not None:
+        return step.start_seconds, step.start_seconds + step.seconds
+    ends = [e.start_ns / 1e9 + e.duration_ns / 1e9 for e in report.op_events]
+    ends += [c.start_seconds + c.seconds for c in report.compiles] + [s.start_seconds + s.seconds for s in report.steps]
+    return 0.0, max(ends, default=1.0) or 1.0
+
+
+def _linear(start: float, end: float):
+    span = (end - start) or 1.0
+    return lambda seconds: _PAD + (min(max(seconds, start), end) - start) / span * (_WIDTH - _PAD - 10)
+
+
+def _band(x, step, height: int) -> str:
+    left, right = x(step.start_seconds), x(step.start_seconds + step.seconds)
+    odd = " odd" if step.number % 2 else ""
+    return (f"<rect class='band{odd}' x='{left:.1f}' y='0' width='{max(right - left, 0.5):.1f}' height='{height}'>"
+            f"<title>step {step.number}: {step.seconds * 1e3:.3g} ms</title></rect>"
+            f"<text class='label' x='{left + 2:.1f}' y='{height - 4}'>{step.number}</text>")
+
+
+def _bar(css: str, left: float, right: float, y: float, tip: str) -> str:
+    return (f"<rect class='{css}' x='{left:.1f}' y='{y:.1f}' width='{max(right - left, 0.5):.1f}' "
+            f"height='{_LANE - 6}'><title>{html.escape(tip)}</title></rect>")
+
+
+def _roofline_section(report) -> str:
+    """Predicted and measured points per op with FLOPs; a note where no chip was given."""
+    ops = [op for op in report.ops if op.flops and op.flops > 0 and op.bytes_accessed and op.roofline_seconds]
+    if not ops:
+        return ("<section><h2>Roofline</h2><p>No op with FLOPs and a roofline time: pass --dump, and on CPU a "
+                "chip (--chip, or --peak-flops with --hbm-bandwidth).</p></section>")
+    points = []
+    for op in ops:
+        intensity, measured = op.flops / op.bytes_accessed, op.total_seconds / op.count
+        label = f"{op.module} {op.name} ({op.kind}): {op.op_name or ''}"
+        points.append(Point(intensity, op.flops / op.roofline_seconds, op.roofline_seconds, f"op {op.bound}",
+                            f"{label}; roofline {op.roofline_seconds:.3e} s"))
+        points.append(Point(intensity, op.flops / measured, measured, "measured",
+                            f"{label}; measured {measured:.3e} s, efficiency {op.efficiency:.3g}"))
+    return (f"<section><h2>Roofline: each op at its roofline (blue) and as measured (red)</h2>"
+            f"{roofline_svg(report.chip, points)}</section>")
