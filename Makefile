@@ -1,12 +1,13 @@
 # Two commands set a fresh machine up (python3, pip, git and make are all it needs):
 #   make demo   installs into .venv and runs count-recompiles on a committed example dump
 #   make test   installs with the test extra into .venv and runs the test suite
+#   make check  what CI runs: ruff (lint and format), import-linter (layers), then the test suite
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DUMP := fixtures/dumps/ragged_batch
 
-.PHONY: demo test bench
+.PHONY: demo test check bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +25,12 @@ demo: $(VENV)/.installed
 	$(BIN)/xlainspect count-recompiles $(DEMO_DUMP)
 
 test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest
+
+check: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed-test

@@ -167,6 +167,7 @@ def dump_figures(repeat: int) -> list[dict]:
 
 # ---- report of a whole dump
 
+
 def report_figures(repeat: int) -> list[dict]:
     """`report --html` of the 2,000-module dump: the page must open at once (under 5 MB, sampled past
     that) and a report of a dump already analysed (results cache warm) take under 2 s. The first report
@@ -179,9 +180,11 @@ def report_figures(repeat: int) -> list[dict]:
     wall(command, 1, warm_env)  # fills the results cache
     warm = wall(command, repeat, warm_env)
     size = page.stat().st_size / 1e6
-    return [figure("report --html, 2,000 modules, results cache warm (wall)", warm, "s", "<= 2.0", warm <= 2.0),
-            figure("report --html, 2,000 modules, caches off (wall)", cold, "s"),
-            figure("report --html, 2,000 modules: page size", size, "MB", "<= 5", size <= 5)]
+    return [
+        figure("report --html, 2,000 modules, results cache warm (wall)", warm, "s", "<= 2.0", warm <= 2.0),
+        figure("report --html, 2,000 modules, caches off (wall)", cold, "s"),
+        figure("report --html, 2,000 modules: page size", size, "MB", "<= 5", size <= 5),
+    ]
 
 
 def dump_bytes(folder: Path) -> int:

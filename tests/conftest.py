@@ -24,24 +24,63 @@ def corpus_files(pattern: str) -> list[Path]:
 
 def hlo_fixture_files() -> list[Path]:
     """Every committed HLO text file under fixtures/dumps (not the buffer-assignment side files)."""
-    side = ("buffer-assignment", "live-range", "memory-usage-report", "basic_compiler_metadata",
-            "execution_options", "target_arguments", "transfer_stats", "hlo_module_config", "tpu_comp_env")
+    side = (
+        "buffer-assignment",
+        "live-range",
+        "memory-usage-report",
+        "basic_compiler_metadata",
+        "execution_options",
+        "target_arguments",
+        "transfer_stats",
+        "hlo_module_config",
+        "tpu_comp_env",
+    )
     return sorted(p for p in DUMPS.rglob("module_*.txt") if not any(s in p.name for s in side))
 
 
 def model_summary(modules) -> list:
     """Every field of a parsed model as plain values: models compare by identity, this by content."""
-    return [(m.name, m.attributes, repr(m.stack_frames), m.line, m.has_header,
-             [(c.name, c.is_entry, c.parameter_shapes, c.result_shape, c.attributes, c.line,
-               [(i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line, i.operand_shape_indices)
-                for i in c.instructions])
-              for c in m.computations]) for m in modules]
+    return [
+        (
+            m.name,
+            m.attributes,
+            repr(m.stack_frames),
+            m.line,
+            m.has_header,
+            [
+                (
+                    c.name,
+                    c.is_entry,
+                    c.parameter_shapes,
+                    c.result_shape,
+                    c.attributes,
+                    c.line,
+                    [
+                        (
+                            i.name,
+                            i.opcode,
+                            i.shape,
+                            i.operands,
+                            i.attributes,
+                            i.is_root,
+                            i.line,
+                            i.operand_shape_indices,
+                        )
+                        for i in c.instructions
+                    ],
+                )
+                for c in m.computations
+            ],
+        )
+        for m in modules
+    ]
 
 
 requires_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus not present")
 
 # `pytester` runs the pytest plugin's tests (tests/test_pytest_plugin.py) in fresh pytest processes.
 pytest_plugins = ["pytester"]
+
 
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from today's output")

@@ -12,14 +12,17 @@ from xlainspect.hlo.attributes import (
 )
 
 
-@pytest.mark.parametrize("text, groups", [
-    ("[4,2]<=[8]", ((0, 1), (2, 3), (4, 5), (6, 7))),             # reference §1.8 examples
-    ("[2,4]<=[4,2]T(1,0)", ((0, 2, 4, 6), (1, 3, 5, 7))),
-    ("[1,8]<=[8]", ((0, 1, 2, 3, 4, 5, 6, 7),)),                   # llama 1x8 corpus file
-    ("[2,4]<=[2,2,2]T(2,1,0)", ((0, 4, 2, 6), (1, 5, 3, 7))),
-    ("{{0,1},{2,3}}", ((0, 1), (2, 3))),
-    ("{{0,1,2,3}}", ((0, 1, 2, 3),)),
-])
+@pytest.mark.parametrize(
+    ("text", "groups"),
+    [
+        ("[4,2]<=[8]", ((0, 1), (2, 3), (4, 5), (6, 7))),  # reference §1.8 examples
+        ("[2,4]<=[4,2]T(1,0)", ((0, 2, 4, 6), (1, 3, 5, 7))),
+        ("[1,8]<=[8]", ((0, 1, 2, 3, 4, 5, 6, 7),)),  # llama 1x8 corpus file
+        ("[2,4]<=[2,2,2]T(2,1,0)", ((0, 4, 2, 6), (1, 5, 3, 7))),
+        ("{{0,1},{2,3}}", ((0, 1), (2, 3))),
+        ("{{0,1,2,3}}", ((0, 1, 2, 3),)),
+    ],
+)
 def test_replica_groups_expand_lists_and_iota(text, groups):
     decoded = decode_replica_groups(text)
     assert decoded.groups == groups

@@ -13,20 +13,31 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from tests.conftest import DUMPS, REPO
 from xlainspect.cli.app import app
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
-
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SHOTS = Path(os.environ.get("XLAINSPECT_SCREENSHOTS", REPO / "build" / "screenshots"))
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH: apt-get install chromium "
-                                "(.ci/run does this as root) to run the browser tests")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no chromium on PATH: apt-get install chromium (.ci/run does this as root) to run the browser tests",
+)
 
 
 def _chromium(page: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-               "--enable-logging=stderr", f"--user-data-dir={page.parent / 'chromium-profile'}", *args, page.as_uri()]
+    command = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--enable-logging=stderr",
+        f"--user-data-dir={page.parent / 'chromium-profile'}",
+        *args,
+        page.as_uri(),
+    ]
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -65,7 +76,7 @@ def test_memory_page_opens_with_a_curve_per_module(tmp_path):
     _cli("memory", str(DUMPS / "ragged_batch"), "--html", str(page))
     dom = _open(page, "memory_ragged_batch.png")
     assert 'data-ready="1"' in dom
-    assert dom.count("<polyline") == 4 and dom.count("<section id=\"memory-module_") == 4
+    assert dom.count("<polyline") == 4 and dom.count('<section id="memory-module_') == 4
 
 
 def test_a_broken_page_fails(tmp_path):
@@ -83,7 +94,7 @@ def test_a_click_on_a_heading_sorts_the_table(tmp_path):
     click = "<script>document.querySelector('#memory thead th:nth-child(3)').click();</script></body>"
     page.write_text(page.read_text().replace("</body>", click))
     dom = _open(page, "report_sorted.png")
-    memory = dom[dom.index('<section id="memory">'):]
-    body = memory[memory.index("<tbody>"):]
-    first_row = body[:body.index("</tr>")]
+    memory = dom[dom.index('<section id="memory">') :]
+    body = memory[memory.index("<tbody>") :]
+    first_row = body[: body.index("</tr>")]
     assert "module_0244.jit_psum_sum" in first_row and "6,144" in first_row  # the smallest total first

@@ -8,8 +8,7 @@ import shutil
 import pytest
 
 from tests.conftest import DUMPS
-from xlainspect import HloParseError
-from xlainspect import settings
+from xlainspect import HloParseError, settings
 from xlainspect.dump.model_cache import cache_dir, parse_file
 from xlainspect.hlo import parser
 
@@ -26,10 +25,29 @@ def hlo(tmp_path, monkeypatch):
 
 
 def _summary(modules):
-    return [(m.name, m.path, m.attributes, repr(m.stack_frames), m.line, m.has_header,
-             [(c.name, c.is_entry, c.parameter_shapes, c.result_shape, c.attributes, c.line,
-               [(i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line) for i in c.instructions])
-              for c in m.computations]) for m in modules]
+    return [
+        (
+            m.name,
+            m.path,
+            m.attributes,
+            repr(m.stack_frames),
+            m.line,
+            m.has_header,
+            [
+                (
+                    c.name,
+                    c.is_entry,
+                    c.parameter_shapes,
+                    c.result_shape,
+                    c.attributes,
+                    c.line,
+                    [(i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line) for i in c.instructions],
+                )
+                for c in m.computations
+            ],
+        )
+        for m in modules
+    ]
 
 
 def _forbid_parsing(monkeypatch):
@@ -129,15 +147,24 @@ def test_cli_no_cache_writes_nothing(hlo, tmp_path):
     where = tmp_path / "cache-dir"
     env = {**os.environ, "XLAINSPECT_CACHE_DIR": str(where)}
     env.pop("XLAINSPECT_NO_CACHE", None)
-    done = subprocess.run([sys.executable, "-m", "xlainspect", "--no-cache", "parse", str(hlo), "--format", "json"],
-                          capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "xlainspect", "--no-cache", "parse", str(hlo), "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert not where.exists()
-    done = subprocess.run([sys.executable, "-m", "xlainspect", "parse", str(hlo), "--format", "json"],
-                          capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "xlainspect", "parse", str(hlo), "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert list(where.glob("grammar-*.lark"))  # `parse` keeps no model, but the tables
-
 
 
 def test_cached_result_is_served_until_the_file_changes(hlo):

@@ -14,13 +14,12 @@ import textwrap
 import pytest
 from typer.testing import CliRunner
 
+import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from tests.conftest import FIXTURES, REPO
 from xlainspect.analysis.cache_misses import cache_misses
 from xlainspect.capture import _tee, child_env
 from xlainspect.cli.app import app
 from xlainspect.dump.jaxlog import DEBUG_LOG_MODULES, read_jax_log
-
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 
 RUNS = FIXTURES / "cache" / "runs"
 runner = CliRunner()
@@ -37,8 +36,11 @@ def _summary(rows: dict) -> dict:
 
 def test_repeat_hits_but_custom_partitioning_misses_every_run():
     assert _summary(_rows("1_cold", "2_repeat")) == {
-        "jit_train_step": ("hit", ()), "jit_predict": ("hit", ()), "jit_deep": ("hit", ()),
-        "jit_scaled": ("miss", ("computation",))}  # jax #21159: the callback pointer is in the computation
+        "jit_train_step": ("hit", ()),
+        "jit_predict": ("hit", ()),
+        "jit_deep": ("hit", ()),
+        "jit_scaled": ("miss", ("computation",)),
+    }  # jax #21159: the callback pointer is in the computation
 
 
 def test_added_flag_is_named():
@@ -54,8 +56,11 @@ def test_added_flag_is_named():
 
 def test_changed_constant_is_computation_for_that_function_alone():
     assert _summary(_rows("2_repeat", "4_constant")) == {
-        "jit_train_step": ("hit", ()), "jit_predict": ("miss", ("computation",)), "jit_deep": ("hit", ()),
-        "jit_scaled": ("miss", ("computation",))}
+        "jit_train_step": ("hit", ()),
+        "jit_predict": ("miss", ("computation",)),
+        "jit_deep": ("hit", ()),
+        "jit_scaled": ("miss", ("computation",)),
+    }
 
 
 def test_zlib_instead_of_zstandard_is_compression():
@@ -137,9 +142,27 @@ def test_live_runs_sharing_one_cache(tmp_path):
         env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO), XLA_FLAGS=flags)
         for name in ("JAX_LOGGING_LEVEL", "JAX_DEBUG_LOG_MODULES", "JAX_ENABLE_COMPILATION_CACHE"):
             env.pop(name, None)
-        done = subprocess.run([sys.executable, "-m", "xlainspect", "capture", "--dump-dir", str(tmp_path / run),
-                               "--", sys.executable, "-c", PROGRAM, str(cache_dir), scale],
-                              env=env, capture_output=True, text=True, timeout=120, cwd=REPO)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "xlainspect",
+                "capture",
+                "--dump-dir",
+                str(tmp_path / run),
+                "--",
+                sys.executable,
+                "-c",
+                PROGRAM,
+                str(cache_dir),
+                scale,
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO,
+        )
         assert done.returncode == 0, done.stderr
         return done
 
@@ -149,12 +172,16 @@ def test_live_runs_sharing_one_cache(tmp_path):
     capture("constant", "3.0")
     cold = read_jax_log(tmp_path / "cold")
     flag = cache_misses(cold, read_jax_log(tmp_path / "flag"))
-    assert [(r.name, r.status, r.changed) for r in flag] == [("jit_step", "miss", ("XLA flags", "compile_options")),
-                                                             ("jit_loss", "miss", ("XLA flags", "compile_options"))]
+    assert [(r.name, r.status, r.changed) for r in flag] == [
+        ("jit_step", "miss", ("XLA flags", "compile_options")),
+        ("jit_loss", "miss", ("XLA flags", "compile_options")),
+    ]
     assert all(f"added {FLAG}" in r.detail for r in flag)
     constant = cache_misses(cold, read_jax_log(tmp_path / "constant"))
-    assert [(r.name, r.status, r.changed) for r in constant] == [("jit_step", "miss", ("computation",)),
-                                                                 ("jit_loss", "hit", ())]
+    assert [(r.name, r.status, r.changed) for r in constant] == [
+        ("jit_step", "miss", ("computation",)),
+        ("jit_loss", "hit", ()),
+    ]
     result = runner.invoke(app, ["cache", str(cache_dir), "--format", "json"])
     assert {f["name"]: f["entries"] for f in json.loads(result.stdout)["functions"]} == {"jit_step": 3, "jit_loss": 2}
     seconds = runner.invoke(app, ["count-recompiles", str(tmp_path / "constant"), "--format", "json"])
@@ -165,13 +192,20 @@ def test_live_runs_sharing_one_cache(tmp_path):
 
 
 def test_custom_partitioning_is_named_from_the_dump():
-    result = runner.invoke(app, ["cache-misses", str(RUNS / "2_repeat"), str(RUNS / "4_constant"), "--format",
-                                 "json"])
+    result = runner.invoke(app, ["cache-misses", str(RUNS / "2_repeat"), str(RUNS / "4_constant"), "--format", "json"])
     details = {f["name"]: f["detail"] for f in json.loads(result.stdout)["functions"]}
     # jit_scaled's before_optimizations HLO has custom_call_target="CustomSPMDPartitioning"; jit_predict's not
     assert details["jit_scaled"].startswith("computation changed: it calls custom_partitioning")
     assert "jax #21159" in details["jit_scaled"]
     assert details["jit_predict"] == "2 compiles: 2 miss; computation changed"
-    lone_log = runner.invoke(app, ["cache-misses", str(RUNS / "2_repeat" / "jax.log.gz"),
-                                   str(RUNS / "4_constant" / "jax.log.gz"), "--format", "json"])
+    lone_log = runner.invoke(
+        app,
+        [
+            "cache-misses",
+            str(RUNS / "2_repeat" / "jax.log.gz"),
+            str(RUNS / "4_constant" / "jax.log.gz"),
+            "--format",
+            "json",
+        ],
+    )
     assert "jax #21159" not in lone_log.stdout  # no dump beside a lone log: nothing to look into

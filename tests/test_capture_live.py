@@ -32,10 +32,22 @@ PROGRAM = textwrap.dedent("""
 
 
 def _xlainspect(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_ENABLE_COMPILATION_CACHE="false", PYTHONPATH=str(REPO),
-               XLA_FLAGS="--xla_cpu_enable_fast_min_max=false")
-    return subprocess.run([sys.executable, "-m", "xlainspect", *args], env=env, capture_output=True, text=True,
-                          timeout=120, cwd=REPO, **kwargs)
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        JAX_ENABLE_COMPILATION_CACHE="false",
+        PYTHONPATH=str(REPO),
+        XLA_FLAGS="--xla_cpu_enable_fast_min_max=false",
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "xlainspect", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        **kwargs,
+    )
 
 
 def test_xla_flags_keep_the_users_flags(tmp_path):
@@ -45,8 +57,18 @@ def test_xla_flags_keep_the_users_flags(tmp_path):
 def test_capture_counts_equal_jax_compile_events(tmp_path):
     pytest.importorskip("jax")
     reported_file = tmp_path / "reported.json"
-    done = _xlainspect("capture", "--dump-dir", str(tmp_path / "dump"), "--format", "json", "--",
-                       sys.executable, "-c", PROGRAM, str(reported_file))
+    done = _xlainspect(
+        "capture",
+        "--dump-dir",
+        str(tmp_path / "dump"),
+        "--format",
+        "json",
+        "--",
+        sys.executable,
+        "-c",
+        PROGRAM,
+        str(reported_file),
+    )
     assert done.returncode == 0, done.stderr
     reported = json.loads(reported_file.read_text())
     report = json.loads(done.stdout)

@@ -33,8 +33,10 @@ def _run(*args: str):
 
 
 def _registered(command: str) -> bool:
-    return any(c.name == command or (c.name is None and c.callback.__name__ == command.replace("-", "_"))
-               for c in app.registered_commands)
+    return any(
+        c.name == command or (c.name is None and c.callback.__name__ == command.replace("-", "_"))
+        for c in app.registered_commands
+    )
 
 
 @pytest.fixture
@@ -77,7 +79,10 @@ def test_directory_without_dump_files(tmp_path):
         result = _run(command, tmp_path)
         assert result.exit_code == 2
         (line,) = result.output.strip().splitlines()
-        assert f"no XLA dump files (module_*.txt: *before_optimizations.txt, *after_optimizations.txt) under {tmp_path}" in line
+        assert (
+            f"no XLA dump files (module_*.txt: *before_optimizations.txt, *after_optimizations.txt) under {tmp_path}"
+            in line
+        )
 
 
 def test_truncated_file_given_directly_points_at_line_and_column(truncated):
@@ -151,8 +156,14 @@ def test_unreadable_directory_is_one_line(tmp_path):
 
 def test_real_interpreter_prints_no_traceback(truncated, tmp_path):
     """One run outside the in-process runner: the installed entry point with a real stderr."""
-    result = subprocess.run([sys.executable, "-m", "xlainspect", "parse", str(truncated)], cwd=REPO,
-                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "xlainspect", "parse", str(truncated)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
     assert result.returncode == 2
     assert result.stderr.startswith(f"{truncated}:58:59: ") and "Traceback" not in result.stderr
     assert result.stdout == ""

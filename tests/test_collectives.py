@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
 from conftest import DUMPS, corpus_files
+
 from xlainspect.analysis.collectives import collective_totals, collectives, execution_counts
 from xlainspect.dump.directory import load_dump, select_modules
-from xlainspect.hlo.parser import parse_hlo
 from xlainspect.dump.files import read_text
+from xlainspect.hlo.parser import parse_hlo
 
 SYNC_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")
 
@@ -29,12 +29,13 @@ def test_cpu_collectives_body_has_one_of_each_with_exact_bytes():
     rows = {r.kind: r for r in _rows("collectives_cpu", "jit_collectives_body")}
     assert sorted(rows) == sorted(SYNC_KINDS)
     assert (rows["all-gather"].payload_bytes, rows["all-gather"].bytes_per_device) == (1024, 896)  # f32[64,4], 7/8
-    assert (rows["all-reduce"].payload_bytes, rows["all-reduce"].bytes_per_device) == (128, 224)   # 2*7/8
+    assert (rows["all-reduce"].payload_bytes, rows["all-reduce"].bytes_per_device) == (128, 224)  # 2*7/8
     assert (rows["reduce-scatter"].payload_bytes, rows["reduce-scatter"].bytes_per_device) == (128, 112)
     assert rows["all-to-all"].payload_bytes == 128  # eight f32[1,4] operands
     assert rows["collective-permute"].source_target_pairs == 8
     assert {(r.num_groups, r.group_size, r.group_form) for k, r in rows.items() if k != "collective-permute"} == {
-        (1, 8, "list")}
+        (1, 8, "list")
+    }
     assert all(r.channel_id == 1 and not r.is_spmd_generated and not r.is_async for r in rows.values())
 
 
@@ -51,7 +52,12 @@ def test_collectives_in_a_while_body_are_multiplied_by_the_known_trip_count():
 def test_partitioner_inserted_all_reduce_with_mesh_axes_groups():
     (row,) = _rows("collectives_cpu", "jit_auto_sharded")
     assert (row.kind, row.group_form, row.group_size, row.payload_bytes, row.is_spmd_generated) == (
-        "all-reduce", "mesh", 8, 16, True)
+        "all-reduce",
+        "mesh",
+        8,
+        16,
+        True,
+    )
 
 
 def test_tpu_collectives_after_optimization():
@@ -63,7 +69,11 @@ def test_tpu_collectives_after_optimization():
     assert (merged.replica_groups, merged.num_groups, merged.group_size) == ("{{0,1,2,3}}", 1, 4)
     permute = by_kind["collective-permute"]
     assert (permute.opcode, permute.is_async, permute.done, permute.payload_bytes) == (
-        "collective-permute-start", True, "collective-permute-done", 48)
+        "collective-permute-start",
+        True,
+        "collective-permute-done",
+        48,
+    )
 
 
 def test_tpu_while_without_known_trip_count_has_unknown_executions():

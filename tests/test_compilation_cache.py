@@ -10,15 +10,14 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
+import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from tests.conftest import FIXTURES
 from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries
 from xlainspect.cli.app import app
 from xlainspect.dump.compilation_cache import read_cache_dir
 from xlainspect.dump.directory import load_dump
-from xlainspect.errors import DumpError
 from xlainspect.dump.jaxlog import read_jax_log
-
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
+from xlainspect.errors import DumpError
 
 RUNS = FIXTURES / "cache" / "runs"
 CACHE = RUNS / "cache"
@@ -39,8 +38,12 @@ def test_entries_per_function_are_exact():
     # 1_cold writes 5 (predict twice); 2_repeat jit_scaled (custom_partitioning pointer); 3_flag 5;
     # 4_constant predict x2 + scaled; 5_zlib 5 (zlib); 6_threshold none (min compile time 1 s)
     rows = {r.name: r for r in cache_inventory(read_cache_dir(CACHE))}
-    assert {n: r.entries for n, r in rows.items()} == {"jit_predict": 8, "jit_scaled": 5, "jit_deep": 3,
-                                                       "jit_train_step": 3}
+    assert {n: r.entries for n, r in rows.items()} == {
+        "jit_predict": 8,
+        "jit_scaled": 5,
+        "jit_deep": 3,
+        "jit_train_step": 3,
+    }
     assert [n for n, r in rows.items() if r.many_entries] == ["jit_predict", "jit_scaled"]
     recorded = json.loads((FIXTURES / "cache" / "runs.json").read_text())["cache_entries"]
     assert sorted(f"{e.key}-cache" for e in read_cache_dir(CACHE).entries) == recorded
@@ -51,12 +54,17 @@ def test_stored_compile_seconds_and_compression():
     # jax stores int(seconds): jit_deep's 40 matmuls took 2 to 3.7 s to compile, the rest under a second
     assert {e.compile_seconds for e in entries if e.function != "jit_deep"} == {0}
     assert sorted((e.compile_seconds, e.compression) for e in entries if e.function == "jit_deep") == [
-        (2, "zlib"), (2, "zstandard"), (3, "zstandard")]
+        (2, "zlib"),
+        (2, "zstandard"),
+        (3, "zstandard"),
+    ]
     by_compression = {c: sum(e.compression == c for e in entries) for c in ("zstandard", "zlib")}
     assert by_compression == {"zstandard": 14, "zlib": 5}  # 5_zlib ran without zstandard
     rows = {r.name: r for r in cache_inventory(read_cache_dir(CACHE))}
-    assert (rows["jit_deep"].compile_seconds, rows["jit_deep"].bytes) == (7, sum(
-        p.stat().st_size for p in CACHE.glob("jit_deep-*-cache")))
+    assert (rows["jit_deep"].compile_seconds, rows["jit_deep"].bytes) == (
+        7,
+        sum(p.stat().st_size for p in CACHE.glob("jit_deep-*-cache")),
+    )
 
 
 def test_cli_json_schema():
@@ -64,7 +72,11 @@ def test_cli_json_schema():
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert {f["name"]: (f["entries"], f["compile_seconds"]) for f in document["functions"]} == {
-        "jit_predict": (8, 0), "jit_scaled": (5, 0), "jit_deep": (3, 7), "jit_train_step": (3, 0)}
+        "jit_predict": (8, 0),
+        "jit_scaled": (5, 0),
+        "jit_deep": (3, 7),
+        "jit_train_step": (3, 0),
+    }
     assert len(document["entries"]) == 19
     assert set(document["entries"][0]) >= {"function", "key", "bytes", "compile_seconds", "modified"}
 
@@ -114,8 +126,12 @@ def test_dump_join_by_key_with_the_runs_log():
     rows = dump_entries(read_cache_dir(CACHE), load_dump(RUNS / "4_constant"), read_jax_log(RUNS / "4_constant"))
     # hits leave the loaded executable's HLO in the dump too (train_step, deep): they are compiles here
     assert [(r.function, r.compile, r.module_id, r.cached, r.matched_by) for r in rows] == [
-        ("jit_train_step", 1, 2, True, "key"), ("jit_predict", 1, 3, True, "key"),
-        ("jit_predict", 2, 6, True, "key"), ("jit_deep", 1, 11, True, "key"), ("jit_scaled", 1, 12, True, "key")]
+        ("jit_train_step", 1, 2, True, "key"),
+        ("jit_predict", 1, 3, True, "key"),
+        ("jit_predict", 2, 6, True, "key"),
+        ("jit_deep", 1, 11, True, "key"),
+        ("jit_scaled", 1, 12, True, "key"),
+    ]
     assert all(r.key in {e.key for e in read_cache_dir(CACHE).entries} for r in rows)
 
 
@@ -128,12 +144,19 @@ def test_dump_join_by_order_without_a_log(tmp_path):
     joined = json.loads(result.stdout)["dump"]
     # jit_evaluate was never written (6_threshold's 1 s minimum); by order, jit_scaled's first entry is taken
     assert [(r["function"], r["cached"], r["matched_by"]) for r in joined] == [
-        ("jit_train_step", True, "order"), ("jit_predict", True, "order"), ("jit_predict", True, "order"),
-        ("jit_deep", True, "order"), ("jit_scaled", True, "order"), ("jit_evaluate", False, "order")]
+        ("jit_train_step", True, "order"),
+        ("jit_predict", True, "order"),
+        ("jit_predict", True, "order"),
+        ("jit_deep", True, "order"),
+        ("jit_scaled", True, "order"),
+        ("jit_evaluate", False, "order"),
+    ]
     with_log = runner.invoke(app, ["cache", str(CACHE), "--dump", str(RUNS / "6_threshold"), "--format", "json"])
     # with the log the keys are known: 6_threshold's jit_scaled key was not written either
     assert [(r["function"], r["cached"]) for r in json.loads(with_log.stdout)["dump"]][-2:] == [
-        ("jit_scaled", False), ("jit_evaluate", False)]
+        ("jit_scaled", False),
+        ("jit_evaluate", False),
+    ]
 
 
 def test_log_without_dump_is_a_usage_error():

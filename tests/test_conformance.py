@@ -88,8 +88,11 @@ def instruction_lines(text: str) -> int:
 
 
 def _valid_files():
-    return [p for p in corpus_files("xla_parser_tests_*/valid/*.hlo") + corpus_files("models/*")
-            if not any(name in p.name for name in EXPECTED_FAILURES) and p.name not in SPARSE_2019]
+    return [
+        p
+        for p in corpus_files("xla_parser_tests_*/valid/*.hlo") + corpus_files("models/*")
+        if not any(name in p.name for name in EXPECTED_FAILURES) and p.name not in SPARSE_2019
+    ]
 
 
 @pytest.mark.parametrize("path", _valid_files(), ids=_id)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import Counter
 
 from conftest import DUMPS
+
 from xlainspect.analysis.copies import copies, copy_totals
 from xlainspect.dump.directory import load_dump, select_modules
-from xlainspect.hlo.parser import parse_hlo
 from xlainspect.dump.files import read_text
+from xlainspect.hlo.parser import parse_hlo
 
 
 def _module(scenario: str, function: str):
@@ -19,7 +20,11 @@ def _module(scenario: str, function: str):
 def test_host_offload_copy_start_to_s5():
     (row,) = copies(_module("tpu_v5e", "jit_offload"), "tpu")
     assert (row.opcode, row.kind, row.from_layout, row.to_layout) == (
-        "copy-start", "async copy", "{1,0:T(8,128)}", "{1,0:T(8,128)S(5)}")
+        "copy-start",
+        "async copy",
+        "{1,0:T(8,128)}",
+        "{1,0:T(8,128)S(5)}",
+    )
     assert row.memory_space_change.startswith("S(0)->S(5) (host memory")
     assert (row.bytes, row.producer, row.consumers) == (4096, "tanh_multiply_fusion (fusion)", ())
 
@@ -41,15 +46,19 @@ def test_every_copy_opcode_is_listed_once():
     for dump_module in load_dump(DUMPS / "tpu_v5e").modules:
         text = read_text(dump_module.hlo_file().path)
         found = Counter(r.opcode for r in copies(dump_module.module()) if r.kind in ("copy", "async copy", "transpose"))
-        expected = Counter({"copy": text.count(" copy("), "copy-start": text.count(" copy-start("),
-                            "transpose": text.count(" transpose(")})
+        expected = Counter(
+            {
+                "copy": text.count(" copy("),
+                "copy-start": text.count(" copy-start("),
+                "transpose": text.count(" transpose("),
+            }
+        )
         assert found == +expected, dump_module.label
 
 
 def test_cpu_copies_resolve_operand_shapes_in_long_text():
     rows = {r.name: r for r in copies(_module("collectives_cpu", "jit_ring_body"))}
-    assert (rows["copy.8"].from_shape, rows["copy.8"].bytes, rows["copy.8"].relayout) == (
-        "f32[8,4]{1,0}", 128, False)
+    assert (rows["copy.8"].from_shape, rows["copy.8"].bytes, rows["copy.8"].relayout) == ("f32[8,4]{1,0}", 128, False)
     assert rows["copy.9"].producer == "constant.8.clone.1 (constant)"
 
 
@@ -64,4 +73,9 @@ ENTRY %e (x: f32[8,4]) -> f32[8,4] {
 """
     (row,) = copies(parse_hlo(text)[0])
     assert (row.from_layout, row.to_layout, row.relayout, row.layout_only, row.bytes) == (
-        "{1,0}", "{0,1}", True, True, 128)
+        "{1,0}",
+        "{0,1}",
+        True,
+        True,
+        128,
+    )

@@ -12,7 +12,8 @@ pytestmark = requires_corpus
 #: XLA parser tests the corpus files as valid/ but whose C++ expects a failure (see its README),
 #: plus the 2019 sparse-array syntax that XLA has since removed and that we deliberately reject.
 EXPECTED_FAILURES = {
-    "HloParserTest.WrongShape", "HloParserTest.InvalidDimLabels",
+    "HloParserTest.WrongShape",
+    "HloParserTest.InvalidDimLabels",
 }
 SPARSE_2019 = {"0057_L845_no_test.hlo", "0058_L856_no_test.hlo", "0059_L867_no_test.hlo", "0060_L878_no_test.hlo"}
 

@@ -52,8 +52,9 @@ def xla_costs() -> dict:
     if importlib.util.find_spec("jax") is None:
         pytest.skip("jax is not installed")
     files = [*hlo_fixture_files(), *corpus_files("models/*"), *corpus_files("xla_parser_tests_20*/valid/*")]
-    child = subprocess.run([sys.executable, "-c", XLA_COST], input="\n".join(map(str, files)), capture_output=True,
-                           text=True, check=True)
+    child = subprocess.run(
+        [sys.executable, "-c", XLA_COST], input="\n".join(map(str, files)), capture_output=True, text=True, check=True
+    )
     return json.loads(child.stdout)
 
 
@@ -61,7 +62,8 @@ def _assert_equals_xla(path, xla_costs) -> None:
     ours = module_cost(_module(path), None)
     # XLA sums in float32: equal within 1%, exactly for small modules.
     assert (ours.flops, ours.transcendentals, ours.bytes_accessed) == pytest.approx(
-        xla_costs[str(path)], rel=0.01, abs=0.5), path.name
+        xla_costs[str(path)], rel=0.01, abs=0.5
+    ), path.name
 
 
 @pytest.mark.parametrize("path", hlo_fixture_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -71,8 +73,9 @@ def test_every_fixture_module_equals_xla_cost_analysis(path, xla_costs):
 
 
 @requires_corpus
-@pytest.mark.parametrize("path", [p for p in corpus_files("models/*") if "layouts_and_names" not in p.name],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [p for p in corpus_files("models/*") if "layouts_and_names" not in p.name], ids=lambda p: p.name
+)
 def test_corpus_models_equal_xla_cost_analysis(path, xla_costs):
     """Convolutions (resnet50, mobilenet), while loops and big dots (llama 8B); layouts_and_names is
     left out because XLA's own parser rejects it."""
@@ -107,7 +110,9 @@ def test_transcendentals_and_host_offload_bytes():
 
 def test_convolution_window_rules():
     assert _window("{size=3x3 stride=2x1 pad=1_1x0_2 lhs_dilate=1x2}", 2) == [
-        _WindowDim(3, 2, 1, 1, 1, 1), _WindowDim(3, 1, 0, 2, 2, 1)]
+        _WindowDim(3, 2, 1, 1, 1, 1),
+        _WindowDim(3, 1, 0, 2, 2, 1),
+    ]
     assert _valid_positions(8, 3, 8, _WindowDim(3, 1, 1, 1)) == 22  # 3 taps x 8 outputs, 2 fall in padding
     assert _valid_positions(4, 2, 7, _WindowDim(2, 1, 0, 0, base_dilation=2)) == 7  # holes of lhs dilation skipped
 
@@ -133,7 +138,14 @@ def test_chip_table_has_sources_and_every_dtype():
 
 def test_dtype_classes_and_default_chips():
     assert [dtype_class(d) for d in ("bf16", "f16", "f32", "f8e4m3fn", "s8", "s32", "pred")] == [
-        "bf16", "bf16", "f32", "fp8", "int8", "int8", "int8"]
+        "bf16",
+        "bf16",
+        "f32",
+        "fp8",
+        "int8",
+        "int8",
+        "int8",
+    ]
     assert default_chip_key("gpu", "sm_9.0a") == "h100"
     assert default_chip_key("gpu", "sm_8.0") == "a100"
     assert default_chip_key("tpu", None) is None
@@ -143,17 +155,53 @@ runner = CliRunner()
 
 
 def test_cli_json_schema():
-    result = runner.invoke(app, ["cost", str(DUMPS / "tpu_v5e"), "--chip", "tpu-v5e", "--function", "jit_dots",
-                                 "--top", "2", "--format", "json"])
+    result = runner.invoke(
+        app,
+        [
+            "cost",
+            str(DUMPS / "tpu_v5e"),
+            "--chip",
+            "tpu-v5e",
+            "--function",
+            "jit_dots",
+            "--top",
+            "2",
+            "--format",
+            "json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert [m["module"] for m in document["modules"]] == ["module_0219.jit_dots"]
-    assert set(document["modules"][0]) >= {"module", "function", "flops", "transcendentals", "bytes_accessed",
-                                           "padded_bytes_accessed", "roofline_seconds", "bound", "chip"}
+    assert set(document["modules"][0]) >= {
+        "module",
+        "function",
+        "flops",
+        "transcendentals",
+        "bytes_accessed",
+        "padded_bytes_accessed",
+        "roofline_seconds",
+        "bound",
+        "chip",
+    }
     assert len(document["ops"]) == 2
-    assert set(document["ops"][0]) >= {"module", "name", "opcode", "kind", "flops", "transcendentals", "bytes_read",
-                                       "bytes_written", "arithmetic_intensity", "compute_seconds", "memory_seconds",
-                                       "roofline_seconds", "bound", "op_name", "source"}
+    assert set(document["ops"][0]) >= {
+        "module",
+        "name",
+        "opcode",
+        "kind",
+        "flops",
+        "transcendentals",
+        "bytes_read",
+        "bytes_written",
+        "arithmetic_intensity",
+        "compute_seconds",
+        "memory_seconds",
+        "roofline_seconds",
+        "bound",
+        "op_name",
+        "source",
+    }
 
 
 def test_cli_tpu_dump_without_chip_is_a_usage_error():
@@ -168,13 +216,18 @@ def test_cli_cpu_dump_without_chip_counts_without_times():
     header, row = result.stdout.splitlines()[:2]
     assert header.startswith("module,name,opcode,kind,flops")
     assert row.startswith("module_0000.jit_train_step,dot.2,dot,dot,512,")
-    assert json.loads(runner.invoke(app, ["cost", str(CLEAN.parent), "--format", "json"]).stdout)[
-        "modules"][0]["roofline_seconds"] is None
+    assert (
+        json.loads(runner.invoke(app, ["cost", str(CLEAN.parent), "--format", "json"]).stdout)["modules"][0][
+            "roofline_seconds"
+        ]
+        is None
+    )
 
 
 def test_cli_overrides_and_unknown_chip(tmp_path):
-    result = runner.invoke(app, ["cost", str(CLEAN), "--peak-flops", "1e12", "--hbm-bandwidth", "1e9",
-                                 "--format", "json", "--top", "1"])
+    result = runner.invoke(
+        app, ["cost", str(CLEAN), "--peak-flops", "1e12", "--hbm-bandwidth", "1e9", "--format", "json", "--top", "1"]
+    )
     op = json.loads(result.stdout)["ops"][0]
     assert op["memory_seconds"] == pytest.approx((op["bytes_read"] + op["bytes_written"]) / 1e9)
     assert runner.invoke(app, ["cost", str(CLEAN), "--chip", "tpu-v9"]).exit_code == 2
@@ -182,8 +235,9 @@ def test_cli_overrides_and_unknown_chip(tmp_path):
 
 def test_cli_html_roofline_is_self_contained(tmp_path):
     page = tmp_path / "roofline.html"
-    result = runner.invoke(app, ["cost", str(DUMPS / "tpu_v5e"), "--chip", "tpu-v5e", "--function", "jit_dots",
-                                 "--html", str(page)])
+    result = runner.invoke(
+        app, ["cost", str(DUMPS / "tpu_v5e"), "--chip", "tpu-v5e", "--function", "jit_dots", "--html", str(page)]
+    )
     assert result.exit_code == 0, result.output
     text = page.read_text()
     assert text.count("<circle class='op") >= 3 and "class='roof bf16'" in text
@@ -209,7 +263,8 @@ def test_xla_parser_test_modules_equal_xla_cost_analysis(xla_costs):
             continue
         compared += 1
         if (ours.flops, ours.transcendentals, ours.bytes_accessed) != pytest.approx(
-                xla_costs[str(path)], rel=0.01, abs=0.5):
+            xla_costs[str(path)], rel=0.01, abs=0.5
+        ):
             differ.append(path.name)
     assert compared >= 280 and differ == []
     assert ("0208_L3878_HloParserTest.InferDotShape.hlo", 5) in refused
@@ -221,8 +276,16 @@ def test_elementwise_opcodes_split_as_xla_splits_them(tmp_path):
     reference §1.5), counted by us and by jaxlib: one FLOP or one transcendental per element each."""
     if importlib.util.find_spec("jax") is None:
         pytest.skip("jax is not installed")
-    unary = sorted(TRANSCENDENTAL - {"power", "atan2"}) + ["abs", "negate", "sign", "floor", "ceil",
-                                                          "round-nearest-even", "copy", "is-finite"]
+    unary = sorted(TRANSCENDENTAL - {"power", "atan2"}) + [
+        "abs",
+        "negate",
+        "sign",
+        "floor",
+        "ceil",
+        "round-nearest-even",
+        "copy",
+        "is-finite",
+    ]
     binary = ["power", "atan2", "add", "divide", "maximum", "remainder", "compare"]
     paths = []
     for opcode in unary + binary:
@@ -230,11 +293,14 @@ def test_elementwise_opcodes_split_as_xla_splits_them(tmp_path):
         operands = "p0" if opcode in unary else "p0, p1"
         extra = ", direction=LT" if opcode == "compare" else ""
         path = tmp_path / f"{opcode}.hlo"
-        path.write_text(f"HloModule m_{opcode.replace('-', '_')}\nENTRY e {{\n  p0 = f32[4]{{0}} parameter(0)\n"
-                        f"  p1 = f32[4]{{0}} parameter(1)\n  ROOT r = {out}[4]{{0}} {opcode}({operands}){extra}\n}}\n")
+        path.write_text(
+            f"HloModule m_{opcode.replace('-', '_')}\nENTRY e {{\n  p0 = f32[4]{{0}} parameter(0)\n"
+            f"  p1 = f32[4]{{0}} parameter(1)\n  ROOT r = {out}[4]{{0}} {opcode}({operands}){extra}\n}}\n"
+        )
         paths.append(path)
-    child = subprocess.run([sys.executable, "-c", XLA_COST], input="\n".join(map(str, paths)), capture_output=True,
-                           text=True, check=True)
+    child = subprocess.run(
+        [sys.executable, "-c", XLA_COST], input="\n".join(map(str, paths)), capture_output=True, text=True, check=True
+    )
     xla = json.loads(child.stdout)
     for path in paths:
         ours = module_cost(_module(path), None)

@@ -75,8 +75,15 @@ def test_roofline_seconds_on_a_chip_and_gate():
     (row,) = diff_dumps(load_dump(DUMPS / "diff_remat_a"), load_dump(DUMPS / "diff_remat_b"), get_chip("h100"))
     a, b, delta = _metrics(row)["roofline_seconds"]
     assert b < a and delta == pytest.approx(b - a)  # one fusion fewer moves fewer bytes than the recompute costs
-    result = _cli(str(DUMPS / "diff_remat_a"), str(DUMPS / "diff_remat_b"), "--chip", "h100", "--fail-on-regression",
-                  "--max-increase", "flops=1%")
+    result = _cli(
+        str(DUMPS / "diff_remat_a"),
+        str(DUMPS / "diff_remat_b"),
+        "--chip",
+        "h100",
+        "--fail-on-regression",
+        "--max-increase",
+        "flops=1%",
+    )
     assert result.exit_code == 1 and "flops 42,048 -> 44,096" in result.stderr
 
 
@@ -117,8 +124,15 @@ def test_json_document_shape():
     assert function["name"] == "jit_forward" and function["status"] == "changed"
     assert function["metrics"]["collective_bytes"] == {"a": 0, "b": 32, "delta": 32, "change": None}
     assert function["ops"]["all-reduce"] == {"a": 0, "b": 1, "delta": 1}
-    assert {"kind": "sharding", "parameter": "x", "a": "{replicated}", "b": "{devices=[8,1]<=[8]}", "detail": "",
-            "a_bytes": None, "b_bytes": None} in function["signature"]
+    assert {
+        "kind": "sharding",
+        "parameter": "x",
+        "a": "{replicated}",
+        "b": "{devices=[8,1]<=[8]}",
+        "detail": "",
+        "a_bytes": None,
+        "b_bytes": None,
+    } in function["signature"]
 
 
 def test_markdown_has_a_heading_and_metric_table_per_changed_function():
@@ -145,7 +159,8 @@ def test_relative_and_absolute_thresholds():
     assert regressions(rows, [parse_threshold("peak_memory=100%")]) == []
     assert regressions(rows, [parse_threshold("peak_memory=352")]) == []
     assert regressions(rows, [parse_threshold("peak_memory=50%")]) == [
-        "jit_train_step: peak_memory 396 -> 748 (+88.9%), over --max-increase peak_memory=50%"]
+        "jit_train_step: peak_memory 396 -> 748 (+88.9%), over --max-increase peak_memory=50%"
+    ]
     assert parse_threshold("copies=10%") == Threshold("copies", 10.0, True)
 
 

@@ -10,8 +10,8 @@ import pytest
 from tests.conftest import corpus_files, hlo_fixture_files, model_summary
 from tests.test_syntax_forms import SYNTAX_EXAMPLES
 from xlainspect import HloParseError, parse_hlo
-from xlainspect.hlo import parser
 from xlainspect.dump.files import read_text
+from xlainspect.hlo import parser
 
 _CORPUS = corpus_files("models/*") + corpus_files("xla_parser_tests_20*/valid/*.hlo")
 
@@ -43,20 +43,24 @@ def test_syntax_example(text):
     _assert_equal(text)
 
 
-_LINE = "  %add.3 = f32[8]{0} add(f32[8]{0} %a, %b#1), metadata={op_name=\"x\"}\n"
+_LINE = '  %add.3 = f32[8]{0} add(f32[8]{0} %a, %b#1), metadata={op_name="x"}\n'
 _BROKEN = [
-    _LINE.replace("add(", "add(("),          # unbalanced operand list
+    _LINE.replace("add(", "add(("),  # unbalanced operand list
     _LINE.replace("f32[8]{0} add", "f33[8]{0} add"),  # unknown element type
-    _LINE.replace("{0} add", "{0,1} add"),   # layout of the wrong rank
-    _LINE.replace('"x"}', '"x"'),            # metadata never closed
-    _LINE.replace("%b#1", "%b#"),            # tuple index without a number
-    _LINE.replace(" = ", " "),               # no `=`
+    _LINE.replace("{0} add", "{0,1} add"),  # layout of the wrong rank
+    _LINE.replace('"x"}', '"x"'),  # metadata never closed
+    _LINE.replace("%b#1", "%b#"),  # tuple index without a number
+    _LINE.replace(" = ", " "),  # no `=`
 ]
 
 
 @pytest.mark.parametrize("line", _BROKEN, ids=range(len(_BROKEN)))
 def test_same_error_from_both(line):
-    text = "HloModule m\n\nENTRY %e (a: f32[8], b: (f32[], f32[8])) -> f32[8] {\n  %a = f32[8]{0} parameter(0)\n" + line + "}\n"
+    text = (
+        "HloModule m\n\nENTRY %e (a: f32[8], b: (f32[], f32[8])) -> f32[8] {\n  %a = f32[8]{0} parameter(0)\n"
+        + line
+        + "}\n"
+    )
     outcome = _outcome(text, fast=True)
     assert outcome[0] == "error"
     assert outcome == _outcome(text, fast=False)

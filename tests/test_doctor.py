@@ -42,7 +42,10 @@ def test_per_pass_files_are_counted_per_module():
     health = diagnose(DUMPS / "per_pass_all")
     (finding,) = health.findings
     assert (finding.check, finding.severity, finding.count, health.modules) == ("per-pass-files", "info", 21, 1)
-    assert finding.examples[0] == "module_0000.jit_step.0000.async-collective.after_pipeline-start.before_async-collective-replacer.txt"
+    assert (
+        finding.examples[0]
+        == "module_0000.jit_step.0000.async-collective.after_pipeline-start.before_async-collective-replacer.txt"
+    )
     assert "21 between-pass HLO files for 1 module(s)" in finding.explanation
 
 
@@ -122,7 +125,10 @@ def test_cli_json_and_exit_codes(tmp_path):
     assert result.exit_code == 0
     document = json.loads(result.stdout)
     assert (document["modules"], document["findings"][0]["check"], document["findings"][0]["count"]) == (
-        1, "per-pass-files", 21)
+        1,
+        "per-pass-files",
+        21,
+    )
     markdown = runner.invoke(app, ["doctor", str(DUMPS / "clean_run"), "--format", "markdown"])
     assert markdown.exit_code == 0 and "no findings: the dump looks healthy" in markdown.stdout
     missing = runner.invoke(app, ["doctor", str(tmp_path / "nope")])

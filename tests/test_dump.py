@@ -11,50 +11,147 @@ import pytest
 
 from tests.conftest import DUMPS, corpus_files, hlo_fixture_files
 from xlainspect.dump.directory import classify, header_line, load_dump, select_modules
-from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.dump.files import read_text
+from xlainspect.errors import DumpError, XlaInspectError
 
 
 @pytest.mark.parametrize(
-    "name, module_id, module_name, platform, tag, stage, kind",
+    ("name", "module_id", "module_name", "platform", "tag", "stage", "kind"),
     [
         ("module_0000.jit_f.before_optimizations.txt", 0, "jit_f", None, None, "before_optimizations", "hlo"),
         ("module_0002.jit_g.cpu_after_optimizations.txt", 2, "jit_g", "cpu", "cpu", "after_optimizations", "hlo"),
-        ("module_0001.jit_f.sm_9.0a_gpu_after_optimizations.txt", 1, "jit_f", "gpu", "sm_9.0a", "after_optimizations", "hlo"),
-        ("module_0001.jit_f.sm_9.0_gpu_after_optimizations.txt", 1, "jit_f", "gpu", "sm_9.0", "after_optimizations", "hlo"),
-        ("module_0003.jit_f.gfx90a_gpu_after_optimizations.txt", 3, "jit_f", "rocm", "gfx90a", "after_optimizations", "hlo"),
+        (
+            "module_0001.jit_f.sm_9.0a_gpu_after_optimizations.txt",
+            1,
+            "jit_f",
+            "gpu",
+            "sm_9.0a",
+            "after_optimizations",
+            "hlo",
+        ),
+        (
+            "module_0001.jit_f.sm_9.0_gpu_after_optimizations.txt",
+            1,
+            "jit_f",
+            "gpu",
+            "sm_9.0",
+            "after_optimizations",
+            "hlo",
+        ),
+        (
+            "module_0003.jit_f.gfx90a_gpu_after_optimizations.txt",
+            3,
+            "jit_f",
+            "rocm",
+            "gfx90a",
+            "after_optimizations",
+            "hlo",
+        ),
         ("module_12345.after_optimizations.txt", 12345, None, None, None, "after_optimizations", "hlo"),
-        ("module_0029.jit_layouts.cl_933746096.after_optimizations_before_buffer_assignment.txt", 29, "jit_layouts",
-         "tpu", None, "after_optimizations_before_buffer_assignment", "hlo"),
-        ("module_0029.jit_layouts.cl_933746096.after_codegen.txt", 29, "jit_layouts", "tpu", None, "after_codegen", "hlo"),
-        ("module_0002.jit_g.cpu_after_optimizations-memory-usage-report.txt", 2, "jit_g", "cpu", "cpu",
-         "after_optimizations", "memory-usage-report"),
-        ("module_0002.jit_g.cpu_after_optimizations-buffer-assignment-values.txt", 2, "jit_g", "cpu", "cpu",
-         "after_optimizations", "buffer-assignment-values"),
-        ("module_0002.jit_g.cpu_after_optimizations-live-range.txt", 2, "jit_g", "cpu", "cpu", "after_optimizations", "live-range"),
+        (
+            "module_0029.jit_layouts.cl_933746096.after_optimizations_before_buffer_assignment.txt",
+            29,
+            "jit_layouts",
+            "tpu",
+            None,
+            "after_optimizations_before_buffer_assignment",
+            "hlo",
+        ),
+        (
+            "module_0029.jit_layouts.cl_933746096.after_codegen.txt",
+            29,
+            "jit_layouts",
+            "tpu",
+            None,
+            "after_codegen",
+            "hlo",
+        ),
+        (
+            "module_0002.jit_g.cpu_after_optimizations-memory-usage-report.txt",
+            2,
+            "jit_g",
+            "cpu",
+            "cpu",
+            "after_optimizations",
+            "memory-usage-report",
+        ),
+        (
+            "module_0002.jit_g.cpu_after_optimizations-buffer-assignment-values.txt",
+            2,
+            "jit_g",
+            "cpu",
+            "cpu",
+            "after_optimizations",
+            "buffer-assignment-values",
+        ),
+        (
+            "module_0002.jit_g.cpu_after_optimizations-live-range.txt",
+            2,
+            "jit_g",
+            "cpu",
+            "cpu",
+            "after_optimizations",
+            "live-range",
+        ),
         ("module_0002.jit_g.after_optimizations.hlo.pb.gz", 2, "jit_g", None, None, "after_optimizations", "proto"),
         ("module_0002.jit_g.after_optimizations.dot", 2, "jit_g", None, None, "after_optimizations", "dot"),
         ("module_0002.jit_g.debug_options", 2, "jit_g", None, None, None, "debug_options"),
-        ("module_0000.jit_layouts.cl_933746096.execution_options.txt", 0, "jit_layouts", "tpu", None, None, "execution_options"),
+        (
+            "module_0000.jit_layouts.cl_933746096.execution_options.txt",
+            0,
+            "jit_layouts",
+            "tpu",
+            None,
+            None,
+            "execution_options",
+        ),
         ("module_0000.jit_f.jit_f.ir-no-opt.ll", 0, "jit_f", None, None, None, "llvm-ir"),
         ("module_0000.jit_f.obj-file.jit_f.o", 0, "jit_f", None, None, None, "object"),
-        ("module_0004.jit_top.0004.fusion.after_pipeline-start.before_priority-fusion.txt", 4, "jit_top", None, None,
-         "pass", "hlo"),
-        ("1795239450663901.module_0000.jit_train_step.before_optimizations.txt", 0, "jit_train_step", None, None,
-         "before_optimizations", "hlo"),
+        (
+            "module_0004.jit_top.0004.fusion.after_pipeline-start.before_priority-fusion.txt",
+            4,
+            "jit_top",
+            None,
+            None,
+            "pass",
+            "hlo",
+        ),
+        (
+            "1795239450663901.module_0000.jit_train_step.before_optimizations.txt",
+            0,
+            "jit_train_step",
+            None,
+            None,
+            "before_optimizations",
+            "hlo",
+        ),
     ],
 )
 def test_classify_file_names(name, module_id, module_name, platform, tag, stage, kind):
     dump_file = classify(Path(name))
-    assert (dump_file.module_id, dump_file.module_name, dump_file.platform, dump_file.platform_tag,
-            dump_file.stage, dump_file.kind) == (module_id, module_name, platform, tag, stage, kind)
+    assert (
+        dump_file.module_id,
+        dump_file.module_name,
+        dump_file.platform,
+        dump_file.platform_tag,
+        dump_file.stage,
+        dump_file.kind,
+    ) == (module_id, module_name, platform, tag, stage, kind)
 
 
 def test_classify_pass_fields_and_timestamp():
-    per_pass = classify(Path("module_0000.jit_step.0004.HLO_passes_through_layout_assignment"
-                             ".after_flatten-call-graph.before_layout-assignment.txt"))
+    per_pass = classify(
+        Path(
+            "module_0000.jit_step.0004.HLO_passes_through_layout_assignment"
+            ".after_flatten-call-graph.before_layout-assignment.txt"
+        )
+    )
     assert (per_pass.step, per_pass.pipeline, per_pass.after_pass, per_pass.before_pass) == (
-        4, "HLO_passes_through_layout_assignment", "flatten-call-graph", "layout-assignment")
+        4,
+        "HLO_passes_through_layout_assignment",
+        "flatten-call-graph",
+        "layout-assignment",
+    )
     assert classify(Path("1795239450663901.module_0000.jit_f.debug_options")).timestamp == 1795239450663901
     assert classify(Path("README.md")) is None
 
@@ -75,9 +172,20 @@ def test_cpu_module_files_and_stages():
     first = dump.modules[0]
     assert (first.module_id, first.name, first.platform, first.platform_tag) == (0, "jit_train_step", "cpu", "cpu")
     assert first.stages == ["before_optimizations", "after_optimizations"]
-    assert sorted(f.kind for f in first.files) == sorted([
-        "hlo", "hlo", "buffer-assignment", "buffer-assignment-values", "live-range", "memory-usage-report",
-        "debug_options", "mlir", "other", "other"])
+    assert sorted(f.kind for f in first.files) == sorted(
+        [
+            "hlo",
+            "hlo",
+            "buffer-assignment",
+            "buffer-assignment-values",
+            "live-range",
+            "memory-usage-report",
+            "debug_options",
+            "mlir",
+            "other",
+            "other",
+        ]
+    )
     assert first.file().path.name == "module_0000.jit_train_step.cpu_after_optimizations.txt"
     assert first.header().parameter_shapes[2].dims == (100, 8)
     assert first.module().instruction_count > 10
@@ -87,8 +195,13 @@ def test_tpu_stages_and_ids():
     dump = load_dump(DUMPS / "tpu_v5e")
     first = dump.modules[0]
     assert first.platform == "tpu"
-    assert first.stages == ["before_optimizations", "after_optimizations_before_buffer_assignment",
-                            "after_optimizations_after_buffer_assignment", "after_optimizations", "after_codegen"]
+    assert first.stages == [
+        "before_optimizations",
+        "after_optimizations_before_buffer_assignment",
+        "after_optimizations_after_buffer_assignment",
+        "after_optimizations",
+        "after_codegen",
+    ]
     assert [m.module_id for m in dump.functions()["jit_layouts"]][:3] == [0, 29, 58]
 
 
@@ -126,7 +239,9 @@ def test_damaged_files_are_skipped(tmp_path):
     parsed = select_modules(dump)
     assert len(parsed) == 2  # module 0000 and the gzip-compressed 0006
     assert sorted(s.path.name for s in dump.skipped) == [
-        "module_0002.jit_train_step.cpu_after_optimizations.txt", "module_0004.jit_eval_step.cpu_after_optimizations.txt"]
+        "module_0002.jit_train_step.cpu_after_optimizations.txt",
+        "module_0004.jit_eval_step.cpu_after_optimizations.txt",
+    ]
     assert any("binary" in s.reason for s in dump.skipped)
     with pytest.raises(XlaInspectError, match="truncated"):
         select_modules(load_dump(tmp_path / "d"), strict=True)
@@ -166,6 +281,10 @@ def test_modules_command_lists_compiles_with_the_grammars_instruction_counts():
     rows = json.loads(result.stdout)
     assert result.exit_code == 0
     assert [(r["module_id"], r["function"], r["instructions"]) for r in rows] == [
-        (0, "jit_train_step", 94), (2, "jit_train_step", 74), (4, "jit_eval_step", 37), (6, "jit_eval_step", 27)]
+        (0, "jit_train_step", 94),
+        (2, "jit_train_step", 74),
+        (4, "jit_eval_step", 37),
+        (6, "jit_eval_step", 27),
+    ]
     dump = load_dump(DUMPS / "ragged_batch")
     assert [r["instructions"] for r in rows] == [m.module().instruction_count for m in dump.modules]

@@ -7,9 +7,9 @@ from collections import Counter
 from tests.conftest import CORPUS, DUMPS, hlo_fixture_files
 from xlainspect import HloParseError, parse_hlo
 from xlainspect.analysis.ops import line_histogram
+from xlainspect.dump.files import read_text
 from xlainspect.hlo.fastpath import scan
 from xlainspect.hlo.parser import parse_shape
-from xlainspect.dump.files import read_text
 
 
 def _files():
@@ -19,13 +19,16 @@ def _files():
 
 def _grammar_view(text):
     modules = parse_hlo(text)
-    return [(c.name, i.name, i.opcode, i.shape, i.is_root, i.line, i.called_computations)
-            for module in modules for c in module.computations for i in c.instructions]
+    return [
+        (c.name, i.name, i.opcode, i.shape, i.is_root, i.line, i.called_computations)
+        for module in modules
+        for c in module.computations
+        for i in c.instructions
+    ]
 
 
 def _fast_view(lines):
-    return [(f.computation, f.name, f.opcode, parse_shape(f.shape),
-             f.is_root, f.line, f.called) for f in lines]
+    return [(f.computation, f.name, f.opcode, parse_shape(f.shape), f.is_root, f.line, f.called) for f in lines]
 
 
 def test_fast_path_equals_the_grammar_on_every_fixture_and_corpus_module():
@@ -60,5 +63,11 @@ def test_unsure_text_is_left_to_the_grammar():
     assert scan("HloModule m\nENTRY e {\n  p = f32[] call(), calls=%a, %b\n}\n") is None
     assert scan("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n") is None
     (line,) = scan("HloModule m\nENTRY e {\n  ROOT p = f32[2]{0} parameter(0)\n}\n")
-    assert (line.computation, line.name, line.opcode, line.shape, line.is_root, line.line) == \
-        ("e", "p", "parameter", "f32[2]{0}", True, 3)
+    assert (line.computation, line.name, line.opcode, line.shape, line.is_root, line.line) == (
+        "e",
+        "p",
+        "parameter",
+        "f32[2]{0}",
+        True,
+        3,
+    )

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
 from conftest import DUMPS, corpus_files
+
 from xlainspect.analysis.fusions import fusion_kind_totals, fusions, unfused_contractions, unfused_ops
 from xlainspect.dump.directory import load_dump, select_modules
-from xlainspect.hlo.parser import parse_hlo
 from xlainspect.dump.files import read_text
+from xlainspect.hlo.parser import parse_hlo
 
 
 def _module(scenario: str, function: str):
@@ -62,8 +62,9 @@ def test_triton_gemm_fusions(path):
     assert {t.kind: t.count for t in fusion_kind_totals(rows)} == {"__triton_gemm": 3, "kLoop": 1}
 
 
-@pytest.mark.parametrize("path", corpus_files("models/rudrite__kernels__hlo-after-optimizations.txt"),
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", corpus_files("models/rudrite__kernels__hlo-after-optimizations.txt"), ids=lambda p: p.name
+)
 def test_rudrite_three_loop_fusions(path):
     module = parse_hlo(read_text(path), str(path))[0]
     rows = fusions(module)

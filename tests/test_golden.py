@@ -4,7 +4,6 @@ output shows in review as a diff of these files. Regenerate them all with
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -35,7 +34,10 @@ CASES = [
     ("memory-clean_run.json", ["memory", f"{D}/clean_run", "--format", "json"]),
     ("diff-batch.json", ["diff", f"{D}/diff_batch_a", f"{D}/diff_batch_b", "--format", "json"]),
     ("cost-tpu_v5e.json", ["cost", f"{D}/tpu_v5e", "--chip", "tpu-v5e", "--format", "json", "--top", "5"]),
-    ("cache-misses-flag.json", ["cache-misses", "fixtures/cache/runs/2_repeat", "fixtures/cache/runs/3_flag", "--format", "json"]),
+    (
+        "cache-misses-flag.json",
+        ["cache-misses", "fixtures/cache/runs/2_repeat", "fixtures/cache/runs/3_flag", "--format", "json"],
+    ),
 ]
 
 

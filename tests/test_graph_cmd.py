@@ -6,12 +6,11 @@ import json
 import shutil
 
 import networkx as nx
+from conftest import DUMPS
 from typer.testing import CliRunner
 
-from conftest import DUMPS
-from xlainspect.cli.app import app
-
 import xlainspect.cli.commands  # noqa: F401  (registers the commands)
+from xlainspect.cli.app import app
 
 runner = CliRunner()
 RING = DUMPS / "collectives_cpu" / "module_0002.jit_ring_body.cpu_after_optimizations.txt"
@@ -31,7 +30,11 @@ def test_collectives_json_has_the_documented_keys():
     assert (permute["opcode"], permute["async"]) == ("collective-permute-start", True)
     assert {"module", "name", "opcode", "kind", "async", "group_size", "num_groups", "payload_bytes"} <= set(rows[0])
     assert {t["kind"]: t["count"] for t in document["totals"]} == {
-        "collective-permute": 1, "all-reduce": 1, "all-to-all": 1, "all-gather": 1}
+        "collective-permute": 1,
+        "all-reduce": 1,
+        "all-to-all": 1,
+        "all-gather": 1,
+    }
 
 
 def test_fusions_and_copies_json_and_module_regex():
@@ -42,12 +45,27 @@ def test_fusions_and_copies_json_and_module_regex():
     copies = _json("copies", str(DUMPS / "tpu_v5e"), "--function", "jit_offload")
     (row,) = copies["copies"]
     assert (row["opcode"], row["from_layout"], row["to_layout"], row["bytes"]) == (
-        "copy-start", "{1,0:T(8,128)}", "{1,0:T(8,128)S(5)}", 4096)
+        "copy-start",
+        "{1,0:T(8,128)}",
+        "{1,0:T(8,128)S(5)}",
+        4096,
+    )
 
 
 def test_before_stage_and_csv():
-    result = runner.invoke(app, ["collectives", str(DUMPS / "collectives_cpu"), "--function", "jit_collectives_body",
-                                 "--stage", "before", "--format", "csv"])
+    result = runner.invoke(
+        app,
+        [
+            "collectives",
+            str(DUMPS / "collectives_cpu"),
+            "--function",
+            "jit_collectives_body",
+            "--stage",
+            "before",
+            "--format",
+            "csv",
+        ],
+    )
     assert result.exit_code == 0, result.output
     lines = result.stdout.strip().splitlines()
     assert lines[0].startswith("module,computation,name,opcode,kind,is_async")
@@ -55,8 +73,9 @@ def test_before_stage_and_csv():
 
 
 def test_ops_markdown_per_function():
-    result = runner.invoke(app, ["ops", str(DUMPS / "tpu_v5e"), "--function", "jit_offload", "--per-function",
-                                 "--format", "markdown"])
+    result = runner.invoke(
+        app, ["ops", str(DUMPS / "tpu_v5e"), "--function", "jit_offload", "--per-function", "--format", "markdown"]
+    )
     assert result.exit_code == 0, result.output
     assert "| function | opcode | variants | total |" in result.stdout
     assert "| jit_offload | copy-start | 1 | 1 |" in result.stdout
@@ -70,7 +89,9 @@ def test_skipped_file_is_named_on_stderr(tmp_path):
     result = runner.invoke(app, ["collectives", str(dump), "--format", "json"])
     assert result.exit_code == 0, result.output
     assert {r["module"] for r in json.loads(result.stdout)["collectives"]} == {
-        "module_0000.jit_collectives_body", "module_0004.jit_auto_sharded"}
+        "module_0000.jit_collectives_body",
+        "module_0004.jit_auto_sharded",
+    }
     assert f"skipped {damaged}" in result.stderr
 
 
@@ -81,8 +102,9 @@ def test_graph_around_in_three_formats(tmp_path):
     assert dot.stdout.count(" -> ") == 2 and "psum_invariant.7\\nall-reduce f32[8,4]{1,0}" in dot.stdout
     mermaid = runner.invoke(app, ["graph", str(RING), "--around", "%psum_invariant.7", "--format", "mermaid"])
     assert mermaid.stdout.startswith("flowchart TD") and "style" in mermaid.stdout
-    graphml = runner.invoke(app, ["graph", str(RING), "--around", "psum_invariant.7", "--depth", "2",
-                                  "--format", "graphml"])
+    graphml = runner.invoke(
+        app, ["graph", str(RING), "--around", "psum_invariant.7", "--depth", "2", "--format", "graphml"]
+    )
     path = tmp_path / "n.graphml"
     path.write_text(graphml.stdout)
     graph = nx.read_graphml(path)

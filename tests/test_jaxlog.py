@@ -10,14 +10,13 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
+import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from tests.conftest import DUMPS, FIXTURES
 from xlainspect.analysis.compile_times import compile_times
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
-from xlainspect.errors import DumpError
 from xlainspect.dump.jaxlog import COMPONENTS, module_name, parse_jax_log, read_jax_log
-
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
+from xlainspect.errors import DumpError
 
 RUNS = FIXTURES / "cache" / "runs"
 runner = CliRunner()
@@ -30,9 +29,12 @@ def _text(run: str) -> str:
 def test_cold_run_compiles_in_order_with_all_components():
     log = read_jax_log(RUNS / "1_cold")
     assert [(c.module, c.fun_name, c.cache) for c in log.compiles] == [
-        ("jit_train_step", "jit(train_step)", "written"), ("jit_predict", "jit(predict)", "written"),
-        ("jit_predict", "jit(predict)", "written"), ("jit_deep", "jit(deep)", "written"),
-        ("jit_scaled", "jit(scaled)", "written")]
+        ("jit_train_step", "jit(train_step)", "written"),
+        ("jit_predict", "jit(predict)", "written"),
+        ("jit_predict", "jit(predict)", "written"),
+        ("jit_deep", "jit(deep)", "written"),
+        ("jit_scaled", "jit(scaled)", "written"),
+    ]
     assert all(tuple(c.components) == COMPONENTS for c in log.compiles)
     # every flag of this run is one jax leaves out of the key (dump flags, the CPU device count)
     assert all(c.xla_flags == () for c in log.compiles)
@@ -49,8 +51,12 @@ def test_each_line_printed_twice_counts_once():
 def test_hits_flags_and_not_written():
     repeat = read_jax_log(RUNS / "2_repeat").compiles
     assert [(c.module, c.cache) for c in repeat] == [
-        ("jit_train_step", "hit"), ("jit_predict", "hit"), ("jit_predict", "hit"), ("jit_deep", "hit"),
-        ("jit_scaled", "written")]
+        ("jit_train_step", "hit"),
+        ("jit_predict", "hit"),
+        ("jit_predict", "hit"),
+        ("jit_deep", "hit"),
+        ("jit_scaled", "written"),
+    ]
     assert {c.xla_flags for c in read_jax_log(RUNS / "3_flag").compiles} == {("--xla_cpu_enable_fast_math=true",)}
     threshold = {c.module: c for c in read_jax_log(RUNS / "6_threshold").compiles}
     assert threshold["jit_evaluate"].cache == "not written"
@@ -61,8 +67,10 @@ def test_log_compiles_lines_alone_give_seconds_without_cache():
     # The "Finished XLA compilation" lines of the real log: what JAX_LOG_COMPILES=1 prints (at WARNING)
     lines = "\n".join(line for line in _text("1_cold").splitlines() if "Finished XLA compilation" in line)
     compiles = parse_jax_log(lines)
-    assert [(c.module, c.cache, c.key) for c in compiles][:2] == [("jit_train_step", "off", None),
-                                                                 ("jit_predict", "off", None)]
+    assert [(c.module, c.cache, c.key) for c in compiles][:2] == [
+        ("jit_train_step", "off", None),
+        ("jit_predict", "off", None),
+    ]
     assert [c.seconds for c in compiles] == [c.seconds for c in read_jax_log(RUNS / "1_cold").compiles]
 
 
@@ -94,18 +102,24 @@ def test_hits_pair_with_the_executables_xla_dumped():
     # a hit leaves module_N.jit_f.after_optimizations.txt (the loaded executable) and debug_options
     times = compile_times(load_dump(RUNS / "2_repeat"), read_jax_log(RUNS / "2_repeat"))
     assert {n: f.cache for n, f in times.functions.items()} == {
-        "jit_train_step": ("hit",), "jit_predict": ("hit", "hit"), "jit_deep": ("hit",), "jit_scaled": ("written",)}
+        "jit_train_step": ("hit",),
+        "jit_predict": ("hit", "hit"),
+        "jit_deep": ("hit",),
+        "jit_scaled": ("written",),
+    }
     assert times.unpaired == []
 
 
 def test_a_log_of_another_run_says_what_does_not_pair():
     log = read_jax_log(RUNS / "6_threshold")
     assert compile_times(load_dump(RUNS / "1_cold"), log).unpaired == [
-        f"jit_evaluate: 1 compile(s) in the log {log.path}, none in the dump"]
+        f"jit_evaluate: 1 compile(s) in the log {log.path}, none in the dump"
+    ]
     other = read_jax_log(RUNS / "1_cold")
     times = compile_times(load_dump(DUMPS / "ragged_batch"), other)
-    assert times.unpaired[0] == (f"jit_train_step: 2 compile(s) in the dump, 1 in the log {other.path}; "
-                                 "the first 1 paired in order")
+    assert times.unpaired[0] == (
+        f"jit_train_step: 2 compile(s) in the dump, 1 in the log {other.path}; the first 1 paired in order"
+    )
     assert times.functions["jit_train_step"].seconds == (other.compiles[0].seconds, None)
 
 
@@ -150,8 +164,9 @@ def test_a_folder_with_one_log_of_another_name(tmp_path):
         read_jax_log(tmp_path)
 
 
-@pytest.mark.parametrize("run", json.loads((FIXTURES / "cache" / "runs.json").read_text())["runs"],
-                         ids=lambda run: run["name"])
+@pytest.mark.parametrize(
+    "run", json.loads((FIXTURES / "cache" / "runs.json").read_text())["runs"], ids=lambda run: run["name"]
+)
 def test_log_agrees_with_jax_own_events(run):
     # jax's monitoring events in the same process: one compile event per request (hits too), a cache_hits
     # event per hit, a cache_misses event per entry written

@@ -7,8 +7,8 @@ import collections
 import pytest
 
 from tests.conftest import DUMPS
-from xlainspect.dump.buffers import read_buffer_assignment
 from xlainspect.analysis.layouts import LedgerInput, filter_ledger, ledger_totals, padding_ledger
+from xlainspect.dump.buffers import read_buffer_assignment
 from xlainspect.dump.files import read_text
 
 TPU_DUMPS = ("tpu_v4", "tpu_v5e", "tpu_v6e")
@@ -38,7 +38,11 @@ def test_buffer_assignment_reader_fields():
     assignment = read_buffer_assignment(read_text(path), str(path))
     first, second = assignment.allocations[:2]
     assert (first.index, first.size, first.flags) == (0, 512, ("thread-local",))
-    assert (first.values[0].instruction, first.values[0].size, first.values[0].shape_text) == ("reduce_sum.5", 512, "f32[]{:T(128)}")
+    assert (first.values[0].instruction, first.values[0].size, first.values[0].shape_text) == (
+        "reduce_sum.5",
+        512,
+        "f32[]{:T(128)}",
+    )
     assert (second.size, second.values[0].instruction) == (16384, "copy.18")
     parameter = assignment.allocations[2]
     assert (parameter.parameter, parameter.values[0].shape_text) == (11, "bf16[1000,5]{0,1:T(8,128)(2,1)}")
@@ -87,8 +91,9 @@ def test_layouts_cli_json(tmp_path):
     import xlainspect.cli.commands  # noqa: F401
     from xlainspect.cli.app import app
 
-    result = CliRunner().invoke(app, ["layouts", str(DUMPS / "tpu_v5e"), "--function", "jit_layouts", "--top", "2",
-                                      "--format", "json"])
+    result = CliRunner().invoke(
+        app, ["layouts", str(DUMPS / "tpu_v5e"), "--function", "jit_layouts", "--top", "2", "--format", "json"]
+    )
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert document["values"][0]["instruction"] == "bitcast.11" and document["values"][0]["wasted_bytes"] == 14520

@@ -8,18 +8,32 @@ import pytest
 from conftest import DUMPS
 from typer.testing import CliRunner
 
+from xlainspect.analysis.memory import (
+    LiveRange,
+    LiveRanges,
+    bytes_by_color,
+    bytes_by_kind,
+    live_curve,
+    logical_curve,
+    module_memory,
+    read_live_ranges,
+    read_total_bytes_used,
+    read_usage_report,
+)
 from xlainspect.dump.buffers import read_buffer_assignment
-from xlainspect.analysis.memory import (LiveRange, LiveRanges, bytes_by_color, bytes_by_kind, live_curve,
-                                        logical_curve, module_memory, read_live_ranges, read_total_bytes_used,
-                                        read_usage_report)
 from xlainspect.dump.directory import load_dump
-from xlainspect.errors import HloParseError
 from xlainspect.dump.files import read_text
+from xlainspect.errors import HloParseError
 
 
 def _modules():
-    return [(d.name, m) for d in sorted(DUMPS.iterdir()) if d.is_dir()
-            for m in load_dump(d).modules if m.file(kind="buffer-assignment")]
+    return [
+        (d.name, m)
+        for d in sorted(DUMPS.iterdir())
+        if d.is_dir()
+        for m in load_dump(d).modules
+        if m.file(kind="buffer-assignment")
+    ]
 
 
 MODULES = _modules()
@@ -35,7 +49,7 @@ def test_every_fixture_module_has_a_buffer_assignment_and_report():
     assert all(m.file(kind="memory-usage-report") for _, m in MODULES)
 
 
-@pytest.mark.parametrize("scenario,dump_module", MODULES, ids=[f"{s}-{m.module_id}" for s, m in MODULES])
+@pytest.mark.parametrize(("scenario", "dump_module"), MODULES, ids=[f"{s}-{m.module_id}" for s, m in MODULES])
 def test_allocation_totals_equal_what_xla_printed(scenario, dump_module):
     assignment = _read(dump_module, "buffer-assignment", read_buffer_assignment)
     report = _read(dump_module, "memory-usage-report", read_usage_report)
@@ -50,7 +64,7 @@ def test_allocation_totals_equal_what_xla_printed(scenario, dump_module):
 LIVE = [(s, m) for s, m in MODULES if m.file(kind="live-range")]
 
 
-@pytest.mark.parametrize("scenario,dump_module", LIVE, ids=[f"{s}-{m.module_id}" for s, m in LIVE])
+@pytest.mark.parametrize(("scenario", "dump_module"), LIVE, ids=[f"{s}-{m.module_id}" for s, m in LIVE])
 def test_live_bytes_at_xla_peak_equal_its_cumulative(scenario, dump_module):
     """XLA lists the values live at its peak with a running sum of logical bytes: same sum here."""
     assignment = _read(dump_module, "buffer-assignment", read_buffer_assignment)
@@ -65,15 +79,27 @@ def _module(scenario, module_id):
 def test_clean_run_memory():
     memory = module_memory(_module("clean_run", 0), top=3)
     assert (memory.total_bytes, memory.reported_total_bytes) == (1532, 1532)
-    assert memory.by_kind == {"parameter": 1188, "constant": 0, "output": 64, "thread-local": 24,
-                              "preallocated-temp": 256, "temporary": 0}
+    assert memory.by_kind == {
+        "parameter": 1188,
+        "constant": 0,
+        "output": 64,
+        "thread-local": 24,
+        "preallocated-temp": 256,
+        "temporary": 0,
+    }
     # dot.2 (live 5-8) is still an operand of multiply_subtract_fusion at point 8: 1452 B, above
     # the 1356 B XLA printed for its point 9.
     assert (memory.peak_bytes, memory.peak_time, memory.peak_instruction) == (1452, 8, "multiply_subtract_fusion")
     assert memory.reported_peak_bytes == 1356
     assert len(memory.curve) == 13 and memory.curve[9] == 1356
     first = memory.top[0]
-    assert (first.name, first.shape, first.bytes, first.kind, first.op_name) == ("x.1{}", "f32[32,8]{1,0}", 1024, "parameter", "x")
+    assert (first.name, first.shape, first.bytes, first.kind, first.op_name) == (
+        "x.1{}",
+        "f32[32,8]{1,0}",
+        1024,
+        "parameter",
+        "x",
+    )
     assert [b.name for b in memory.top[1:]] == ["bitcast_bitcast_fusion{}", "dot.2{}"]
 
 
@@ -81,12 +107,20 @@ def test_tpu_v5e_layouts_memory_counts_padded_bytes():
     memory = module_memory(_module("tpu_v5e", 0), top=2)
     assert memory.total_bytes == 408100
     assert [(s.color, s.name, s.bytes) for s in memory.spaces] == [
-        (0, "default", 340992), (1, "vmem", 66560), (2, "smem", 36), (6, "color_6", 512)]
+        (0, "default", 340992),
+        (1, "vmem", 66560),
+        (2, "smem", 36),
+        (6, "color_6", 512),
+    ]
     assert (memory.peak_bytes, memory.peak_time, memory.peak_instruction) == (122368, 78, "tuple.3")
     assert memory.reported_peak_bytes == 55834
     copy = memory.top[0]
     assert (copy.name, copy.shape, copy.bytes, copy.logical_bytes) == (
-        "copy.18{}", "bf16[5,1000]{1,0:T(8,128)(2,1)}", 16384, 10000)
+        "copy.18{}",
+        "bf16[5,1000]{1,0:T(8,128)(2,1)}",
+        16384,
+        10000,
+    )
 
 
 def test_module_without_live_range_file_has_totals_only():
@@ -117,20 +151,26 @@ def test_bad_live_range_line_names_the_place():
 
 
 def test_cli_json_and_html(tmp_path):
-    from xlainspect.cli.app import app
     import xlainspect.cli.commands  # noqa: F401
+    from xlainspect.cli.app import app
 
     page = tmp_path / "memory.html"
-    result = CliRunner().invoke(app, ["memory", str(DUMPS / "clean_run"), "--format", "json", "--top", "2",
-                                      "--html", str(page)])
+    result = CliRunner().invoke(
+        app, ["memory", str(DUMPS / "clean_run"), "--format", "json", "--top", "2", "--html", str(page)]
+    )
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     module = document["modules"][0]
     assert (module["function"], module["total_bytes"], module["peak_bytes"]) == ("jit_train_step", 1532, 1452)
     assert [(b["name"], b["shape"], b["bytes"], b["op_name"]) for b in module["top"]] == [
         ("x.1{}", "f32[32,8]{1,0}", 1024, "x"),
-        ("bitcast_bitcast_fusion{}", "f32[32,1]{1,0}", 128,
-         "jit(train_step)/transpose(jvp())/mul;jit(train_step)/transpose(jvp())/broadcast_in_dim")]
+        (
+            "bitcast_bitcast_fusion{}",
+            "f32[32,1]{1,0}",
+            128,
+            "jit(train_step)/transpose(jvp())/mul;jit(train_step)/transpose(jvp())/broadcast_in_dim",
+        ),
+    ]
     html = page.read_text()
     assert "<svg" in html and "<polyline" in html and "http" not in html.replace("http-equiv", "")
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typer.testing import CliRunner
 
 from tests.conftest import hlo_fixture_files
-from xlainspect.cli import app
-from xlainspect.cli import commands  # noqa: F401  (registers the commands)
+from xlainspect.cli import (
+    app,
+    commands,  # noqa: F401  (registers the commands)
+)
+from xlainspect.dump.files import read_text
 from xlainspect.hlo.opcodes import is_known_opcode, unknown_opcodes
 from xlainspect.hlo.parser import parse_hlo
-from xlainspect.dump.files import read_text
 
 
 def test_every_fixture_opcode_is_known():
@@ -24,8 +26,10 @@ def test_sugared_async_forms_are_known():
 
 
 def test_unknown_opcode_and_attribute_parse_with_a_note(tmp_path):
-    text = ("HloModule future\n\nENTRY %main (p: f32[8]) -> f32[8] {\n  %p = f32[8]{0} parameter(0)\n"
-            "  ROOT %w = f32[8]{0} warp-shuffle(%p), lane_mask={0xff}, new_knob=fast\n}\n")
+    text = (
+        "HloModule future\n\nENTRY %main (p: f32[8]) -> f32[8] {\n  %p = f32[8]{0} parameter(0)\n"
+        "  ROOT %w = f32[8]{0} warp-shuffle(%p), lane_mask={0xff}, new_knob=fast\n}\n"
+    )
     (module,) = parse_hlo(text)
     root = module.entry.root
     assert (root.opcode, root.attributes) == ("warp-shuffle", {"lane_mask": "{0xff}", "new_knob": "fast"})

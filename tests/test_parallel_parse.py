@@ -33,13 +33,18 @@ def test_an_error_in_a_later_part_is_reported_as_serially(monkeypatch):
     monkeypatch.setattr(parser, "PARALLEL_MIN_BYTES", 0)
     with pytest.raises(HloParseError) as parallel:
         parser.parse_hlo(bad, "bad.hlo", workers=2)
-    assert (parallel.value.line, parallel.value.column, parallel.value.message) == \
-        (serial.value.line, serial.value.column, serial.value.message)
+    assert (parallel.value.line, parallel.value.column, parallel.value.message) == (
+        serial.value.line,
+        serial.value.column,
+        serial.value.message,
+    )
     assert "unknown element type 'f33'" in serial.value.message
 
 
 def test_split_points_follow_computation_ends():
-    text = "HloModule m\n\na {\n  x = f32[] parameter(0)\n}\n\nENTRY e {\n  y = f32[] parameter(0)\n}\n"  # inline snippet
+    text = (
+        "HloModule m\n\na {\n  x = f32[] parameter(0)\n}\n\nENTRY e {\n  y = f32[] parameter(0)\n}\n"  # inline snippet
+    )
     parts = parser._split_at_computations(text, 2)
     assert [text[a:b].count("{") for a, b in parts] == [1, 1]
     assert text[parts[0][1] - 2 : parts[0][1]] == "}\n"

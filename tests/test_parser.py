@@ -6,8 +6,8 @@ import pytest
 
 from tests.conftest import DUMPS, corpus_files, hlo_fixture_files
 from xlainspect import HloParseError, parse_hlo
-from xlainspect.hlo.parser import split_computations
 from xlainspect.dump.files import read_text
+from xlainspect.hlo.parser import split_computations
 
 
 def test_every_fixture_file_parses():
@@ -114,16 +114,20 @@ ENTRY e {
 
 
 def test_headerless_computations_and_several_modules():
-    (module,) = parse_hlo("e {\n  a = u4[1024,512]{1,0:E(4)} parameter(0)\n  b = u4[1024,4096]{1,0:E(4)} all-gather(a), dimensions={1}\n}\n")
+    (module,) = parse_hlo(
+        "e {\n  a = u4[1024,512]{1,0:E(4)} parameter(0)\n  b = u4[1024,4096]{1,0:E(4)} all-gather(a), dimensions={1}\n}\n"
+    )
     assert module.name == "module_e" and not module.has_header
     assert module.entry.root.name == "b"  # no ROOT: the last instruction
     assert module.entry.root.shape.padded_bytes == 1024 * 4096 // 2
-    modules = parse_hlo("HloModule a\nENTRY e {\n ROOT p = f32[] parameter(0)\n}\n// -----\nHloModule b\nENTRY e {\n ROOT p = f32[] parameter(0)\n}\n")
+    modules = parse_hlo(
+        "HloModule a\nENTRY e {\n ROOT p = f32[] parameter(0)\n}\n// -----\nHloModule b\nENTRY e {\n ROOT p = f32[] parameter(0)\n}\n"
+    )
     assert [m.name for m in modules] == ["a", "b"]
 
 
 def test_calls_with_several_computations_and_nested_operands():
-    text = "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = add(f32[2] parameter(1), multiply(f32[2] p, f32[2] p)), calls=%x, %y, metadata={op_name=\"z\"}\n}\n"
+    text = 'HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = add(f32[2] parameter(1), multiply(f32[2] p, f32[2] p)), calls=%x, %y, metadata={op_name="z"}\n}\n'
     (module,) = parse_hlo(text)
     root = module.entry.root
     assert root.attributes["calls"] == "%x, %y"
@@ -135,7 +139,12 @@ def test_calls_with_several_computations_and_nested_operands():
 @pytest.mark.parametrize(
     ("text", "line", "column", "words"),
     [
-        ("HloModule m\nENTRY e {\n  p = f32[2]{0} parameter(0)\n  q = f32[2]{0} add(p p)\n}\n", 4, 23, "unexpected name 'p'"),
+        (
+            "HloModule m\nENTRY e {\n  p = f32[2]{0} parameter(0)\n  q = f32[2]{0} add(p p)\n}\n",
+            4,
+            23,
+            "unexpected name 'p'",
+        ),
         ("HloModule m\nENTRY e {\n  p = f32[2]{0} parameter(0)\n", 3, 29, "ends too early"),
         ("HloModule m\nENTRY e {\n  p = f33[2]{0} parameter(0)\n}\n", 3, 7, "unknown element type 'f33'"),
         ("HloModule m\nENTRY e {\n  p = f32[2,3]{1,1} parameter(0)\n}\n", 3, 16, "not a permutation"),
@@ -158,7 +167,7 @@ def test_a_broken_line_deep_in_a_long_computation_fails_fast():
     """Guard against regex backtracking that is exponential in the number of lines (once: 2^lines)."""
     import signal
 
-    lines = [f"  %b.{i} = f32[8,1]{{1,0}} broadcast(%c), dimensions={{}}, metadata={{op_name=\"x\"}}" for i in range(200)]
+    lines = [f'  %b.{i} = f32[8,1]{{1,0}} broadcast(%c), dimensions={{}}, metadata={{op_name="x"}}' for i in range(200)]
     text = "HloModule m\n\nENTRY %e () -> f32[] {\n  %c = f32[] constant(1)\n" + "\n".join(lines)
     text += "\n  %bad = f32[8,1]{1,0} broadcast(%c), dimens)ons={}\n  ROOT %r = f32[] constant(2)\n}\n"
 

@@ -19,15 +19,25 @@ from xlainspect.analysis.chips import custom_chip
 from xlainspect.analysis.profile import compile_seconds, compiles_after, profile
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
-from xlainspect.errors import XlaInspectError
 from xlainspect.dump.xplane import find_trace_files, read_trace
+from xlainspect.errors import XlaInspectError
 
 TRACE = FIXTURES / "profiles" / "profile_steps"
 DUMP = DUMPS / "profile_steps"
 SCENARIO = json.loads((DUMPS / "profile_steps.compiles.json").read_text())
 #: The ops of one execution of train_step on XLA:CPU (thunks), as the after-optimizations modules name them.
-OPS = {"bitcast_bitcast_fusion.1", "ynn_fusion", "wrapped_tanh", "dot.4", "multiply_add_fusion",
-       "reduce_multiply_fusion", "dot.5", "multiply_subtract_fusion", "dot.2", "bitcast_subtract_fusion"}
+OPS = {
+    "bitcast_bitcast_fusion.1",
+    "ynn_fusion",
+    "wrapped_tanh",
+    "dot.4",
+    "multiply_add_fusion",
+    "reduce_multiply_fusion",
+    "dot.5",
+    "multiply_subtract_fusion",
+    "dot.2",
+    "bitcast_subtract_fusion",
+}
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +103,8 @@ def test_the_dump_gives_each_op_its_cost_and_roofline(report):
 def test_compiles_fall_in_steps_0_and_3(report):
     assert [(c.name, c.function, c.step, c.thread) for c in report.compiles] == [
         ("backend_compile_and_load", "jit_train_step", 0, "python"),
-        ("backend_compile_and_load", "jit_train_step", 3, "python")]
+        ("backend_compile_and_load", "jit_train_step", 3, "python"),
+    ]
     assert all(c.seconds > 0 for c in report.compiles)
     assert [c.step for c in compiles_after(report, 2)] == [3] and compiles_after(report, 3) == []
     assert len(compile_seconds(report)["jit_train_step"]) == SCENARIO["backend_compiles"]["jit_train_step"]
@@ -103,12 +114,15 @@ def test_every_event_equals_jaxlibs_reader(trace):
     """The declared schema reads what XLA's own C++ reader (jax.profiler.ProfileData) reads."""
     if importlib.util.find_spec("jax") is None:
         pytest.skip("jax is not installed")
-    script = ("import sys, json\nfrom jax.profiler import ProfileData\n"
-              "data = ProfileData.from_file(sys.argv[1])\n"
-              "print(json.dumps(sorted([line.name, e.name, round(e.duration_ns), sorted(k for k, _ in e.stats)] "
-              "for p in data.planes for line in p.lines for e in line.events)))")
-    done = subprocess.run([sys.executable, "-c", script, str(trace.paths[0])], capture_output=True, text=True,
-                          check=True)
+    script = (
+        "import sys, json\nfrom jax.profiler import ProfileData\n"
+        "data = ProfileData.from_file(sys.argv[1])\n"
+        "print(json.dumps(sorted([line.name, e.name, round(e.duration_ns), sorted(k for k, _ in e.stats)] "
+        "for p in data.planes for line in p.lines for e in line.events)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(trace.paths[0])], capture_output=True, text=True, check=True
+    )
     theirs = json.loads(done.stdout)
     ours = sorted([e.line, e.name, round(e.duration_ns), sorted(e.stats)] for e in trace.events)
     assert len(ours) == len(theirs) > 1000
@@ -125,18 +139,21 @@ def test_cli_gate_exits_1_for_a_compile_after_step_2():
 
 
 def test_cli_json_with_dump_and_chip():
-    result = _cli(TRACE, "--dump", DUMP, "--peak-flops", "1e12", "--hbm-bandwidth", "1e11", "--top", "0", "-f",
-                  "json")
+    result = _cli(TRACE, "--dump", DUMP, "--peak-flops", "1e12", "--hbm-bandwidth", "1e11", "--top", "0", "-f", "json")
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
-    assert len(document["steps"]) == 6 and document["joined"] == ["module_0000.jit_train_step",
-                                                                 "module_0002.jit_train_step"]
+    assert len(document["steps"]) == 6 and document["joined"] == [
+        "module_0000.jit_train_step",
+        "module_0002.jit_train_step",
+    ]
     assert all(op["roofline_seconds"] is not None for op in document["ops"])
 
 
 def test_cli_table_without_dump_and_a_function_that_matches_nothing():
     table = _cli(TRACE)
-    assert table.exit_code == 0 and "6 steps (step markers)" in table.stdout and "backend_compile_and_load" in table.stdout
+    assert (
+        table.exit_code == 0 and "6 steps (step markers)" in table.stdout and "backend_compile_and_load" in table.stdout
+    )
     missing = _cli(TRACE, "--function", "jit_nothing")
     assert missing.exit_code == 2 and "--function jit_nothing: no op or compile of it" in missing.stderr
 
@@ -168,8 +185,10 @@ def test_paths_without_a_trace(tmp_path):
 
 
 def test_without_protobuf_the_command_says_what_to_install():
-    script = ("import sys; sys.modules['google.protobuf'] = None\n"
-              "from xlainspect.cli import main; sys.argv = ['xlainspect', 'profile', sys.argv[1]]; main()")
+    script = (
+        "import sys; sys.modules['google.protobuf'] = None\n"
+        "from xlainspect.cli import main; sys.argv = ['xlainspect', 'profile', sys.argv[1]]; main()"
+    )
     done = subprocess.run([sys.executable, "-c", script, str(TRACE)], capture_output=True, text=True)
     assert done.returncode == 2 and "pip install 'xlainspect[profile]'" in done.stderr
 
@@ -237,8 +256,10 @@ def test_without_a_dump_the_hlo_the_trace_embeds_gives_the_same_costs(trace, rep
 
 
 def test_without_jax_the_embedded_hlo_is_named_not_used():
-    script = ("import sys; sys.modules['jax'] = None\n"
-              "from xlainspect.cli import main; sys.argv = ['xlainspect', 'profile', sys.argv[1], '-f', 'json']; main()")
+    script = (
+        "import sys; sys.modules['jax'] = None\n"
+        "from xlainspect.cli import main; sys.argv = ['xlainspect', 'profile', sys.argv[1], '-f', 'json']; main()"
+    )
     done = subprocess.run([sys.executable, "-c", script, str(TRACE)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "printing the HLO the profile embeds needs jax" in done.stderr
@@ -248,12 +269,19 @@ def test_without_jax_the_embedded_hlo_is_named_not_used():
 XSPACE = next(TRACE.rglob("*.xplane.pb")).read_bytes()
 
 
-@pytest.mark.parametrize("damage", [f"cut:{n}" for n in (1, 7, 100, 5000, len(XSPACE) // 3, len(XSPACE) - 1)]
-                         + [f"flip:{n}" for n in (0, 3, 999, len(XSPACE) // 2, len(XSPACE) - 5)])
+@pytest.mark.parametrize(
+    "damage",
+    [f"cut:{n}" for n in (1, 7, 100, 5000, len(XSPACE) // 3, len(XSPACE) - 1)]
+    + [f"flip:{n}" for n in (0, 3, 999, len(XSPACE) // 2, len(XSPACE) - 5)],
+)
 def test_damage_anywhere_is_an_error_message_or_a_partial_trace_never_a_traceback(tmp_path, damage):
     """Protobuf has no end marker: a cut at a field boundary decodes; anything else is `path: message`."""
     kind, at = damage.split(":")
-    data = XSPACE[: int(at)] if kind == "cut" else XSPACE[: int(at)] + bytes([XSPACE[int(at)] ^ 0xFF]) + XSPACE[int(at) + 1:]
+    data = (
+        XSPACE[: int(at)]
+        if kind == "cut"
+        else XSPACE[: int(at)] + bytes([XSPACE[int(at)] ^ 0xFF]) + XSPACE[int(at) + 1 :]
+    )
     bad = tmp_path / "host.xplane.pb"
     bad.write_bytes(data)
     result = _cli(bad, "-f", "json")

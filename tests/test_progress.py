@@ -38,8 +38,15 @@ def _environment() -> dict[str, str]:
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_terminal_shows_the_bar(name):
     args, description, total = COMMANDS[name]
-    child = pexpect.spawn(sys.executable, ["-m", "xlainspect", *args], cwd=str(REPO), env=_environment(),
-                          dimensions=(40, 120), encoding="utf-8", timeout=120)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "xlainspect", *args],
+        cwd=str(REPO),
+        env=_environment(),
+        dimensions=(40, 120),
+        encoding="utf-8",
+        timeout=120,
+    )
     output = ANSI.sub("", child.read())
     child.close()
     assert child.exitstatus in (0, 1), output[-2000:]  # diff's gate may say 1; never a crash
@@ -50,7 +57,14 @@ def test_terminal_shows_the_bar(name):
 @pytest.mark.parametrize("name", ["count-recompiles", "report"])
 def test_pipe_gets_no_bar(name):
     args, description, _ = COMMANDS[name]
-    result = subprocess.run([sys.executable, "-m", "xlainspect", *args], cwd=REPO, env=_environment(),
-                            capture_output=True, text=True, timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "xlainspect", *args],
+        cwd=REPO,
+        env=_environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert description not in result.stderr and description not in result.stdout

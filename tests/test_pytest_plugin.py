@@ -27,7 +27,9 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def test_fixture_counts_this_tests_compiles_and_says_why(pytester: pytest.Pytester):
-    pytester.makepyfile(STEP + """
+    pytester.makepyfile(
+        STEP
+        + """
 def test_ragged(xla_compiles):
     train_step(batch(8)); train_step(batch(8)); train_step(batch(5))
     assert xla_compiles.functions() == {"jit_train_step": 2}
@@ -40,14 +42,17 @@ def test_ragged(xla_compiles):
 def test_cached_function_is_not_compiled_again(xla_compiles):
     train_step(batch(8))
     assert xla_compiles.count("jit_train_step") == 0 and xla_compiles.functions() == {}
-""")
+"""
+    )
     result = _run(pytester, "--xla-dump")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["xla dump: *xla-dump-*"])
 
 
 def test_marker_fails_with_the_count_recompiles_explanation(pytester: pytest.Pytester):
-    pytester.makepyfile(STEP + """
+    pytester.makepyfile(
+        STEP
+        + """
 @pytest.mark.max_compiles(jit_train_step=1)
 def test_over_budget():
     train_step(batch(8)); train_step(batch(16))
@@ -59,16 +64,19 @@ def test_within_budget():
 @pytest.mark.max_compiles(total=1)
 def test_total_over_budget():
     train_step(batch(30)); jax.jit(lambda x: x + 1)(batch(1))
-""")
+"""
+    )
     result = _run(pytester, f"--xla-dump={pytester.path / 'dump'}")
     result.assert_outcomes(passed=1, failed=2)
-    result.stdout.fnmatch_lines([
-        "*max_compiles(jit_train_step=1) exceeded:",
-        "*jit_train_step compiled 2 times, budget 1 (max_compiles jit_train_step)",
-        "*why (count-recompiles):",
-        "*jit_train_step: 2 compiles*",
-        "*why: shape x dim 0: 8 -> 16",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*max_compiles(jit_train_step=1) exceeded:",
+            "*jit_train_step compiled 2 times, budget 1 (max_compiles jit_train_step)",
+            "*why (count-recompiles):",
+            "*jit_train_step: 2 compiles*",
+            "*why: shape x dim 0: 8 -> 16",
+        ]
+    )
     result.stdout.fnmatch_lines(["*max_compiles(total=1) exceeded:", "*2 compiles in total, budget 1*"])
     assert any((pytester.path / "dump").glob("module_*.jit_train_step.*after_optimizations.txt"))
 
@@ -111,11 +119,17 @@ def test_jax_started_before_the_option_is_named(pytester: pytest.Pytester):
 
 def test_each_xdist_worker_dumps_into_its_own_folder(pytester: pytest.Pytester):
     pytest.importorskip("xdist")
-    pytester.makepyfile(STEP + "".join(f"""
+    pytester.makepyfile(
+        STEP
+        + "".join(
+            f"""
 def test_{n}(xla_compiles):
     train_step(batch({n}))
     assert xla_compiles.functions() == {{"jit_train_step": 1}}
-""" for n in (2, 3, 4, 5)))
+"""
+            for n in (2, 3, 4, 5)
+        )
+    )
     dump = pytester.path / "dump"
     result = _run(pytester, f"--xla-dump={dump}", "-n", "2")
     result.assert_outcomes(passed=4)

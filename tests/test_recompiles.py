@@ -6,12 +6,11 @@ import json
 
 from typer.testing import CliRunner
 
+import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from tests.conftest import DUMPS
 from xlainspect.analysis.recompiles import count_recompiles
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
-
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 
 runner = CliRunner()
 
@@ -82,18 +81,38 @@ def test_cli_json_and_gate_exit_codes():
     assert result.exit_code == 0
     assert document["total_modules"] == 4
     train = document["functions"][0]
-    assert (train["name"], train["modules"], train["module_ids"], train["eager"]) == ("jit_train_step", 2, [0, 2], False)
+    assert (train["name"], train["modules"], train["module_ids"], train["eager"]) == (
+        "jit_train_step",
+        2,
+        [0, 2],
+        False,
+    )
     assert train["causes"][0]["kind"] == "shape" and train["causes"][0]["values"] == [100, 5]
 
     gated = runner.invoke(app, ["count-recompiles", str(DUMPS / "ragged_batch"), "--max-per-function", "1"])
     assert gated.exit_code == 1 and "jit_train_step compiled 2 times" in gated.stderr
-    named = runner.invoke(app, ["count-recompiles", str(DUMPS / "ragged_batch"), "--max-per-function", "1",
-                                "--max", "jit_train_step=2", "--max", "jit_eval_step=2"])
+    named = runner.invoke(
+        app,
+        [
+            "count-recompiles",
+            str(DUMPS / "ragged_batch"),
+            "--max-per-function",
+            "1",
+            "--max",
+            "jit_train_step=2",
+            "--max",
+            "jit_eval_step=2",
+        ],
+    )
     assert named.exit_code == 0
     clean = runner.invoke(app, ["count-recompiles", str(DUMPS / "clean_run"), "--max-per-function", "1"])
     assert clean.exit_code == 0
-    assert runner.invoke(app, ["count-recompiles", str(DUMPS / "eager_flood"), "--max-per-function", "1",
-                               "--ignore-eager"]).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["count-recompiles", str(DUMPS / "eager_flood"), "--max-per-function", "1", "--ignore-eager"]
+        ).exit_code
+        == 0
+    )
     assert runner.invoke(app, ["count-recompiles", str(DUMPS / "eager_flood"), "--max-total", "17"]).exit_code == 1
 
 
@@ -107,8 +126,9 @@ def test_cli_usage_errors(tmp_path):
 
 def test_baseline_round_trip(tmp_path):
     baseline = tmp_path / "baseline.json"
-    written = runner.invoke(app, ["count-recompiles", str(DUMPS / "clean_run"), "--baseline", str(baseline),
-                                  "--update-baseline"])
+    written = runner.invoke(
+        app, ["count-recompiles", str(DUMPS / "clean_run"), "--baseline", str(baseline), "--update-baseline"]
+    )
     assert written.exit_code == 0
     assert json.loads(baseline.read_text()) == {"functions": {"jit_train_step": 1}}
     worse = runner.invoke(app, ["count-recompiles", str(DUMPS / "ragged_batch"), "--baseline", str(baseline)])
@@ -122,11 +142,12 @@ def test_sharding_change_across_two_dumps():
     assert [m.host for m in dump.modules] == ["diff_sharding_a", "diff_sharding_b"]
     (row,) = count_recompiles(dump)
     assert [(c.kind, c.parameter, c.values) for c in row.causes] == [
-        ("sharding", "x", ("{replicated}", "{devices=[8,1]<=[8]}"))]
+        ("sharding", "x", ("{replicated}", "{devices=[8,1]<=[8]}"))
+    ]
 
 
 def test_tpu_layouts_one_compile_per_dtype():
-    """libtpu dumps (cl_ tags, ids jumping by 13-29): jit_layouts compiled once per dtype of 12."""
+    """Libtpu dumps (cl_ tags, ids jumping by 13-29): jit_layouts compiled once per dtype of 12."""
     row = _rows("tpu_v5e")["jit_layouts"]
     assert row.modules == 12 and row.module_ids[:3] == (0, 29, 58)
     dtype = next(c for c in row.causes if c.kind == "dtype")

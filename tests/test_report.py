@@ -5,13 +5,12 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
+import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from tests.conftest import DUMPS
-from xlainspect.report import dump_report as reports
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
+from xlainspect.report import dump_report as reports
 from xlainspect.report.page import render_html, render_markdown
-
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 
 SECTIONS = ["recompiles", "memory", "padding", "fusions", "copies", "collectives"]
 
@@ -51,9 +50,13 @@ def test_collectives_and_eager_flood_findings():
 
 def test_a_builder_appended_to_the_hook_becomes_a_section(monkeypatch):
     def cost_section(source):
-        return reports.Section("cost", "Cost", f"{len(source.readable)} modules",
-                               [reports.table("flops", ("module", "flops"), [("module_0000.jit_train_step", 7)])],
-                               [reports.Finding("cost", "slow", 10**9, "bytes")])
+        return reports.Section(
+            "cost",
+            "Cost",
+            f"{len(source.readable)} modules",
+            [reports.table("flops", ("module", "flops"), [("module_0000.jit_train_step", 7)])],
+            [reports.Finding("cost", "slow", 10**9, "bytes")],
+        )
 
     monkeypatch.setattr(reports, "SECTION_BUILDERS", [*reports.SECTION_BUILDERS, cost_section])
     report = _report("ragged_batch")
@@ -76,12 +79,16 @@ def test_large_tables_are_sampled_with_a_note(monkeypatch):
 
 def test_cli_writes_html_and_markdown(tmp_path):
     page, text = tmp_path / "r.html", tmp_path / "r.md"
-    result = CliRunner().invoke(app, ["report", str(DUMPS / "ragged_batch"), "--html", str(page), "--markdown", str(text)])
+    result = CliRunner().invoke(
+        app, ["report", str(DUMPS / "ragged_batch"), "--html", str(page), "--markdown", str(text)]
+    )
     assert result.exit_code == 0, result.output
     assert all(f"<section id='{key}'>" in page.read_text() for key in SECTIONS)
     markdown = text.read_text()
-    assert markdown.splitlines()[4] == ("1. **1 extra compile** (recompiles): jit_train_step compiled 2 times: "
-                                        "shape x dim 0: 100 -> 5; shape y dim 0: 100 -> 5")
+    assert markdown.splitlines()[4] == (
+        "1. **1 extra compile** (recompiles): jit_train_step compiled 2 times: "
+        "shape x dim 0: 100 -> 5; shape y dim 0: 100 -> 5"
+    )
     assert "| jit_train_step | 2 | module_0000.jit_train_step, module_0002.jit_train_step |" in markdown
 
 
@@ -90,11 +97,14 @@ def test_cli_markdown_to_stdout():
     assert result.exit_code == 0 and result.stdout.startswith("# xlainspect report: ")
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["report", str(DUMPS / "ragged_batch")], "--html FILE and/or --markdown FILE"),
-    (["report", "/nonexistent/dump", "--html", "x.html"], "/nonexistent/dump: no such file or directory"),
-    (["report", str(DUMPS / "ragged_batch"), "--html", "/nonexistent/dir/x.html"], "cannot write the report"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["report", str(DUMPS / "ragged_batch")], "--html FILE and/or --markdown FILE"),
+        (["report", "/nonexistent/dump", "--html", "x.html"], "/nonexistent/dump: no such file or directory"),
+        (["report", str(DUMPS / "ragged_batch"), "--html", "/nonexistent/dir/x.html"], "cannot write the report"),
+    ],
+)
 def test_cli_bad_input_exits_2(args, message):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output

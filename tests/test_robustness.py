@@ -20,13 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
 from tests.conftest import DUMPS, REPO
 from xlainspect import get_chip, module_cost, parse_hlo
 from xlainspect.cli.app import app
-from xlainspect.errors import HloParseError, XlaInspectError
 from xlainspect.dump.files import read_text
-
-import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
+from xlainspect.errors import HloParseError, XlaInspectError
 
 EXTRA = int(os.environ.get("XLAINSPECT_FUZZ_EXAMPLES", "0"))
 
@@ -65,7 +64,7 @@ def _delete_lines(draw, data: bytes) -> bytes:
     if not lines:
         return data
     start = draw(st.integers(0, len(lines) - 1))
-    return b"".join(lines[:start] + lines[start + draw(st.integers(1, 3)):])
+    return b"".join(lines[:start] + lines[start + draw(st.integers(1, 3)) :])
 
 
 def _duplicate_line(draw, data: bytes) -> bytes:
@@ -73,7 +72,7 @@ def _duplicate_line(draw, data: bytes) -> bytes:
     if not lines:
         return data
     at = draw(st.integers(0, len(lines) - 1))
-    return b"".join(lines[: at + 1] + [lines[at]] + lines[at + 1:])
+    return b"".join(lines[: at + 1] + [lines[at]] + lines[at + 1 :])
 
 
 def _flip_bytes(draw, data: bytes) -> bytes:
@@ -93,15 +92,19 @@ def _insert_not_utf8(draw, data: bytes) -> bytes:
 def _splice(draw, data: bytes) -> bytes:
     """The head of this file glued to the tail of another (two processes writing one file)."""
     other = draw(st.sampled_from(SEED_BYTES))
-    return data[: draw(st.integers(0, len(data)))] + other[draw(st.integers(0, len(other))):]
+    return data[: draw(st.integers(0, len(data)))] + other[draw(st.integers(0, len(other))) :]
 
 
 DAMAGE = [_truncate, _delete_lines, _duplicate_line, _flip_bytes, _insert_not_utf8, _splice]
 
 
 def _settings(examples: int):
-    return settings(max_examples=max(examples, EXTRA), deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    return settings(
+        max_examples=max(examples, EXTRA),
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -152,8 +155,14 @@ def test_cli_subprocess_truncated_file_never_prints_a_traceback(tmp_path, cut):
     data = SEED_BYTES[0]
     path = tmp_path / SEEDS[0].name
     path.write_bytes(data[: int(len(data) * cut)])
-    result = subprocess.run([sys.executable, "-m", "xlainspect", "parse", str(path)], cwd=REPO,
-                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "xlainspect", "parse", str(path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr + result.stdout
     assert result.stderr.startswith(f"{path}:")

@@ -170,8 +170,17 @@ ENTRY %e () -> f32[] {
 }
 """
 
-SYNTAX_EXAMPLES = [COMPACT_GTE, COMPACT_GTE_SHORT, SPACED_LAYOUT, ORIGINS, ATTRIBUTES_2024_2026, NEW_OPCODES,
-                   ELEMENT_TYPES, MESH_FORMS, DEEP_BRACES]
+SYNTAX_EXAMPLES = [
+    COMPACT_GTE,
+    COMPACT_GTE_SHORT,
+    SPACED_LAYOUT,
+    ORIGINS,
+    ATTRIBUTES_2024_2026,
+    NEW_OPCODES,
+    ELEMENT_TYPES,
+    MESH_FORMS,
+    DEEP_BRACES,
+]
 
 
 def _instructions(text):
@@ -231,8 +240,18 @@ def test_result_accuracy_statistics_and_metadata_payload():
 def test_new_opcodes_are_known():
     module, by_name = _instructions(NEW_OPCODES)
     opcodes = [i.opcode for i in module.instructions()]
-    assert opcodes[3:13] == ["erf", "acos", "acosh", "asin", "asinh", "atanh", "sinh", "cosh", "mulhi",
-                             "collective-broadcast"]
+    assert opcodes[3:13] == [
+        "erf",
+        "acos",
+        "acosh",
+        "asin",
+        "asinh",
+        "atanh",
+        "sinh",
+        "cosh",
+        "mulhi",
+        "collective-broadcast",
+    ]
     assert unknown_opcodes(opcodes + ["ragged-all-to-all", "ragged-dot", "scaled-dot", "scan"]) == []
 
 
@@ -250,7 +269,9 @@ def test_mesh_shardings_and_replica_groups():
     _, by_name = _instructions(MESH_FORMS)
     assert by_name["p"].attributes["sharding"] == "{mesh['x'=2,'y'=2], [{'x'}, {}], unreduced={'y'}}"
     assert by_name["ar"].attributes["replica_groups"] == "mesh['axis_0'=2,'axis_1'=4] {'axis_1'}"
-    assert by_name["ag"].attributes["replica_groups"] == "mesh['axis_0'=2,'axis_1'=4], device_ids=([4,2]T(1,0)) {'axis_0'}"
+    assert (
+        by_name["ag"].attributes["replica_groups"] == "mesh['axis_0'=2,'axis_1'=4], device_ids=([4,2]T(1,0)) {'axis_0'}"
+    )
     assert by_name["ag"].attributes["use_global_device_ids"] == "true"
     assert by_name["ag"].called_computations == ("add",)
 
@@ -269,11 +290,21 @@ def test_one_instruction_per_instruction_line(text):
 
 
 # COMPACT_GTE_SHORT with its get-tuple-element lines written out, as XLA printed before 2026-07.
-SPELLED_OUT_GTE = (COMPACT_GTE_SHORT
-                   .replace("  i = s32[] add(p#0, one)", "  p.0 = s32[] get-tuple-element(p), index=0\n  i = s32[] add(p.0, one)")
-                   .replace("  x = f32[8]{0} negate(p#1)", "  p.1 = f32[8]{0} get-tuple-element(p), index=1\n  x = f32[8]{0} negate(p.1)")
-                   .replace("  ROOT lt = pred[] compare(p#0, n)", "  c.0 = s32[] get-tuple-element(p), index=0\n  ROOT lt = pred[] compare(c.0, n)")
-                   .replace("  f = f32[8]{0} fusion(w#1)", "  w.1 = f32[8]{0} get-tuple-element(w), index=1\n  f = f32[8]{0} fusion(w.1)"))
+SPELLED_OUT_GTE = (
+    COMPACT_GTE_SHORT.replace(
+        "  i = s32[] add(p#0, one)", "  p.0 = s32[] get-tuple-element(p), index=0\n  i = s32[] add(p.0, one)"
+    )
+    .replace(
+        "  x = f32[8]{0} negate(p#1)", "  p.1 = f32[8]{0} get-tuple-element(p), index=1\n  x = f32[8]{0} negate(p.1)"
+    )
+    .replace(
+        "  ROOT lt = pred[] compare(p#0, n)",
+        "  c.0 = s32[] get-tuple-element(p), index=0\n  ROOT lt = pred[] compare(c.0, n)",
+    )
+    .replace(
+        "  f = f32[8]{0} fusion(w#1)", "  w.1 = f32[8]{0} get-tuple-element(w), index=1\n  f = f32[8]{0} fusion(w.1)"
+    )
+)
 
 
 def test_cost_reads_compact_operands_as_their_elements():

@@ -27,8 +27,15 @@ def _environment(**extra: str) -> dict[str, str]:
 
 
 def _terminal_run(**extra: str) -> tuple[str, int]:
-    child = pexpect.spawn(sys.executable, COMMAND, cwd=str(REPO), env=_environment(**extra),
-                          dimensions=(40, WIDTH), encoding="utf-8", timeout=120)
+    child = pexpect.spawn(
+        sys.executable,
+        COMMAND,
+        cwd=str(REPO),
+        env=_environment(**extra),
+        dimensions=(40, WIDTH),
+        encoding="utf-8",
+        timeout=120,
+    )
     output = child.read()
     child.close()
     return output.replace("\r\n", "\n"), child.exitstatus
@@ -56,8 +63,15 @@ def test_terminal_with_colour_fits_and_pipe_is_plain(tmp_path):
     assert "jit_train_step" in plain and max(len(line) for line in plain.splitlines()) <= WIDTH
     target = tmp_path / "recompiles.txt"
     with open(target, "w") as handle:  # `xlainspect count-recompiles DIR > file`
-        result = subprocess.run([sys.executable, *COMMAND], cwd=REPO, env=_environment(), stdout=handle,
-                                stderr=subprocess.PIPE, text=True, timeout=120)
+        result = subprocess.run(
+            [sys.executable, *COMMAND],
+            cwd=REPO,
+            env=_environment(),
+            stdout=handle,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
     assert result.returncode == 0, result.stderr
     piped = target.read_text()
     assert not ANSI.search(piped) and not ANSI.search(result.stderr)

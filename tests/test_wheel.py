@@ -17,8 +17,11 @@ pytestmark = pytest.mark.skipif(os.environ.get("XLAINSPECT_SKIP_WHEEL") == "1", 
 
 def test_wheel_ships_grammar_and_parses_outside_the_repo(tmp_path):
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(REPO)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = dist.glob("xlainspect-*.whl")
     assert {"xlainspect/grammars/hlo.lark", "xlainspect/data/chips.json"} <= set(zipfile.ZipFile(wheel).namelist())
 

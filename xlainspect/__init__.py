@@ -43,20 +43,20 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from xlainspect.analysis.cache_inventory import cache_inventory
     from xlainspect.analysis.cache_misses import cache_misses
-    from xlainspect.analysis.compile_times import compile_times
-    from xlainspect.dump.compilation_cache import read_cache_dir
-    from xlainspect.dump.jaxlog import read_jax_log
     from xlainspect.analysis.chips import get_chip
+    from xlainspect.analysis.compile_times import compile_times
     from xlainspect.analysis.cost import module_cost
     from xlainspect.analysis.profile import profile
+    from xlainspect.dump.compilation_cache import read_cache_dir
+    from xlainspect.dump.jaxlog import read_jax_log
     from xlainspect.dump.xplane import read_trace
     from xlainspect.errors import DumpError, HloParseError, XlaInspectError
     from xlainspect.hlo.model import Computation, Instruction, Module
     from xlainspect.hlo.parser import parse_hlo
-    from xlainspect.report.page import render_html, render_markdown
-    from xlainspect.report.dump_report import dump_report
-    from xlainspect.layout import Layout, Tile
     from xlainspect.hlo.shape import Shape
+    from xlainspect.layout import Layout, Tile
+    from xlainspect.report.dump_report import dump_report
+    from xlainspect.report.page import render_html, render_markdown
 
 
 def __getattr__(name: str):

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from xlainspect.errors import XlaInspectError
 from xlainspect.dump.jaxlog import DEBUG_LOG_MODULES, LOG_NAMES
+from xlainspect.errors import XlaInspectError
 
 _DUMP_TO = re.compile(r"(?:^|\s)--xla_dump_to=\S*")
 _JAX_RECORD = re.compile(rb"^(?P<level>[A-Z]+):\d{4}-\d\d-\d\d [\d:,]+:(?P<logger>[\w.]+):\d+: ")
@@ -59,7 +59,7 @@ def run_with_dump(command: list[str], dump_dir: Path) -> int:
 
 
 def _tee(stream, log, hidden: frozenset[str]) -> None:
-    """Everything to the log; to our stderr the rest, once (a jax record reaching two handlers prints twice).
+    r"""Everything to the log; to our stderr the rest, once (a jax record reaching two handlers prints twice).
     Read as it comes and cut after every newline or carriage return, so a progress bar redrawn with `\r`
     shows at once."""
     previous, partial = b"", b""

@@ -28,9 +28,14 @@ _NEEDS_OPTION = "needs `pytest --xla-dump[=DIR]` (XLA_FLAGS must name the dump f
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("xlainspect").addoption(
-        "--xla-dump", nargs="?", const="", default=None, metavar="DIR",
+        "--xla-dump",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DIR",
         help="Dump XLA compiles to DIR (default: a temporary folder; DIR/<worker> under xdist) for the "
-             "xla_compiles fixture and the max_compiles marker.")
+        "xla_compiles fixture and the max_compiles marker.",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -46,8 +51,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:  # `--xla-dump test_x.py` reads the test file as DIR: say so, write --xla-dump=DIR
-        raise pytest.UsageError(f"--xla-dump: cannot use {wanted!r} as the dump folder ({error.strerror}); "
-                                "write --xla-dump=DIR, or --xla-dump alone before the test paths' options") from None
+        raise pytest.UsageError(
+            f"--xla-dump: cannot use {wanted!r} as the dump folder ({error.strerror}); "
+            "write --xla-dump=DIR, or --xla-dump alone before the test paths' options"
+        ) from None
     early_config.stash[_FOLDER] = folder
     problem = _jax_started_first()
     os.environ["XLA_FLAGS"] = xla_flags_with_dump(os.environ.get("XLA_FLAGS", ""), folder)
@@ -66,16 +73,23 @@ def _jax_started_first() -> str | None:
     except (ImportError, AttributeError):  # a jax without that private table: say what is known
         started = False
     if started:
-        return ("--xla-dump has no effect: jax was imported and started its backend before pytest set XLA_FLAGS "
-                "(a plugin or an earlier import ran jax); export XLA_FLAGS=--xla_dump_to=DIR instead")
-    return ("jax was imported before --xla-dump set XLA_FLAGS; the dump works only while nothing runs jax "
-            "before the tests (XLA reads XLA_FLAGS when its backend starts)")
+        return (
+            "--xla-dump has no effect: jax was imported and started its backend before pytest set XLA_FLAGS "
+            "(a plugin or an earlier import ran jax); export XLA_FLAGS=--xla_dump_to=DIR instead"
+        )
+    return (
+        "jax was imported before --xla-dump set XLA_FLAGS; the dump works only while nothing runs jax "
+        "before the tests (XLA reads XLA_FLAGS when its backend starts)"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "max_compiles(NAME=N, ..., total=N): fail the test when a function "
-                                       "(HloModule name, e.g. jit_train_step) or all functions together "
-                                       "compile more often during it; needs --xla-dump")
+    config.addinivalue_line(
+        "markers",
+        "max_compiles(NAME=N, ..., total=N): fail the test when a function "
+        "(HloModule name, e.g. jit_train_step) or all functions together "
+        "compile more often during it; needs --xla-dump",
+    )
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -175,7 +189,10 @@ def pytest_runtest_call(item: pytest.Item):
     violations = compiles.over_budget(**marker.kwargs)
     if violations:
         budgets = ", ".join(f"{k}={v}" for k, v in marker.kwargs.items())
-        pytest.fail(f"max_compiles({budgets}) exceeded:\n" + "\n".join(f"  {v}" for v in violations)
-                    + f"\n\nwhy (count-recompiles):\n{compiles.explain() or '  no function compiled twice'}",
-                    pytrace=False)
+        pytest.fail(
+            f"max_compiles({budgets}) exceeded:\n"
+            + "\n".join(f"  {v}" for v in violations)
+            + f"\n\nwhy (count-recompiles):\n{compiles.explain() or '  no function compiled twice'}",
+            pytrace=False,
+        )
     return result

@@ -12,7 +12,7 @@ of a function is matched with its k-th entry, oldest first.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from xlainspect.analysis.compile_times import compile_times
 from xlainspect.dump.compilation_cache import CacheDir, CacheEntry
@@ -51,7 +51,7 @@ class DumpCompileEntry:
 
 def timestamp(seconds: float) -> str:
     """A file time as UTC ISO 8601, to the second."""
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def cache_inventory(cache: CacheDir, many: int = MANY_ENTRIES) -> list[CachedFunction]:
@@ -69,8 +69,15 @@ def entries_by_function(cache: CacheDir) -> dict[str, list[CacheEntry]]:
 
 
 def _function_row(name: str, entries: list[CacheEntry], many: int) -> CachedFunction:
-    return CachedFunction(name, len(entries), sum(e.bytes for e in entries), sum(e.compile_seconds for e in entries),
-                          timestamp(entries[0].modified), timestamp(entries[-1].modified), len(entries) > many)
+    return CachedFunction(
+        name,
+        len(entries),
+        sum(e.bytes for e in entries),
+        sum(e.compile_seconds for e in entries),
+        timestamp(entries[0].modified),
+        timestamp(entries[-1].modified),
+        len(entries) > many,
+    )
 
 
 def dump_entries(cache: CacheDir, dump: Dump, log: JaxLog | None = None) -> list[DumpCompileEntry]:
@@ -78,15 +85,25 @@ def dump_entries(cache: CacheDir, dump: Dump, log: JaxLog | None = None) -> list
     if log is not None:
         paired = compile_times(dump, log).by_module
         keys = cache.by_key()
-        return [DumpCompileEntry(name, index, m.module_id, paired[m].key if m in paired else None,
-                                 m in paired and paired[m].key in keys, "key")
-                for name, modules in dump.functions().items() for index, m in enumerate(modules, 1)]
+        return [
+            DumpCompileEntry(
+                name,
+                index,
+                m.module_id,
+                paired[m].key if m in paired else None,
+                m in paired and paired[m].key in keys,
+                "key",
+            )
+            for name, modules in dump.functions().items()
+            for index, m in enumerate(modules, 1)
+        ]
     stored = entries_by_function(cache)
     rows = []
     for name, modules in dump.functions().items():
         entries = stored.get(name, [])
         for index, module in enumerate(modules, 1):
             entry = entries[index - 1] if index <= len(entries) else None
-            rows.append(DumpCompileEntry(name, index, module.module_id, entry and entry.key, entry is not None,
-                                         "order"))
+            rows.append(
+                DumpCompileEntry(name, index, module.module_id, entry and entry.key, entry is not None, "order")
+            )
     return rows

@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xlainspect.dump.directory import Dump, DumpModule
-from xlainspect.errors import XlaInspectError
 from xlainspect.dump.files import read_text
 from xlainspect.dump.jaxlog import COMPONENTS, JaxLog, LogCompile
+from xlainspect.errors import XlaInspectError
 
 _SEVERITY = ("hit", "miss", "not written", "off")
 CUSTOM_PARTITIONING = 'custom_call_target="CustomSPMDPartitioning"'
@@ -49,9 +49,11 @@ def _custom_partitioning(row: CacheMiss, dump: Dump) -> CacheMiss:
     modules = dump.functions().get(row.name, [])
     if "computation" not in row.changed or not any(_calls_custom_partitioning(m) for m in modules):
         return row
-    why = ("computation changed: it calls custom_partitioning, whose callback address (backend_config) is "
-           "hashed into the key anew in every process (jax #21159; jax_remove_custom_partitioning_ptr_from_"
-           "cache_key=True leaves it out)")
+    why = (
+        "computation changed: it calls custom_partitioning, whose callback address (backend_config) is "
+        "hashed into the key anew in every process (jax #21159; jax_remove_custom_partitioning_ptr_from_"
+        "cache_key=True leaves it out)"
+    )
     return CacheMiss(row.name, row.status, row.changed, row.detail.replace("computation changed", why, 1))
 
 
@@ -115,16 +117,18 @@ def _describe(component: str, before: LogCompile, after: LogCompile, changed: li
     removed = [f for f in before.xla_flags if f not in after.xla_flags]
     if not added and not removed:
         return "XLA flags changed (the log lists no flag that differs)"
-    return "XLA flags: " + ", ".join(([f"added {' '.join(added)}"] if added else [])
-                                     + ([f"removed {' '.join(removed)}"] if removed else []))
+    return "XLA flags: " + ", ".join(
+        ([f"added {' '.join(added)}"] if added else []) + ([f"removed {' '.join(removed)}"] if removed else [])
+    )
 
 
 def _same_key(earlier: LogCompile) -> str:
     if earlier.cache == "not written":
         return f"same key as in A, where it was not written ({earlier.why_not_written})"
     if earlier.cache == "hit":
-        return ("same key as in A, where it was a hit: the entry was removed since (eviction?) "
-                "or B used another cache dir")
+        return (
+            "same key as in A, where it was a hit: the entry was removed since (eviction?) or B used another cache dir"
+        )
     return "same key as in A, which wrote it: the entry was removed since (eviction?) or B used another cache dir"
 
 

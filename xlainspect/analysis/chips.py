@@ -50,21 +50,28 @@ def chip_table() -> dict[str, dict]:
     return json.loads(text)["chips"]
 
 
-def get_chip(key: str, peak_flops: float | None = None, hbm_bandwidth: float | None = None,
-             ici_bandwidth: float | None = None) -> Chip:
+def get_chip(
+    key: str, peak_flops: float | None = None, hbm_bandwidth: float | None = None, ici_bandwidth: float | None = None
+) -> Chip:
     """A chip of the table, with any figure overridden (`--peak-flops` replaces every dtype's peak)."""
     entry = chip_table().get(key.lower())
     if entry is None:
         raise XlaInspectError(f"unknown chip {key!r}; known chips: {', '.join(chip_table())}")
-    flops = {c: peak_flops for c in DTYPE_CLASSES} if peak_flops else dict(entry["peak_flops"])
-    return Chip(key.lower(), entry["name"], flops, hbm_bandwidth or entry["hbm_bandwidth"],
-                ici_bandwidth or entry["ici_bandwidth"])
+    flops = dict.fromkeys(DTYPE_CLASSES, peak_flops) if peak_flops else dict(entry["peak_flops"])
+    return Chip(
+        key.lower(),
+        entry["name"],
+        flops,
+        hbm_bandwidth or entry["hbm_bandwidth"],
+        ici_bandwidth or entry["ici_bandwidth"],
+    )
 
 
 def custom_chip(peak_flops: float, hbm_bandwidth: float, ici_bandwidth: float | None) -> Chip:
     """A chip given only by its figures (all of --peak-flops and --hbm-bandwidth, without --chip)."""
-    return Chip("custom", "custom", {c: peak_flops for c in DTYPE_CLASSES}, hbm_bandwidth,
-                ici_bandwidth or float("inf"))
+    return Chip(
+        "custom", "custom", dict.fromkeys(DTYPE_CLASSES, peak_flops), hbm_bandwidth, ici_bandwidth or float("inf")
+    )
 
 
 def default_chip_key(platform: str | None, platform_tag: str | None) -> str | None:

@@ -31,8 +31,18 @@ from xlainspect.graph import call_graph
 from xlainspect.hlo.attributes import decode_replica_groups, decode_source_target_pairs, known_trip_count
 from xlainspect.hlo.model import Computation, Instruction, Module
 
-KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "ragged-all-to-all", "collective-permute",
-         "collective-broadcast", "collective-reduce", "send", "recv")
+KINDS = (
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "all-to-all",
+    "ragged-all-to-all",
+    "collective-permute",
+    "collective-broadcast",
+    "collective-reduce",
+    "send",
+    "recv",
+)
 
 #: Fraction of the payload each device sends, by kind, as a function of the group size n.
 SEND_FACTORS = {
@@ -49,10 +59,25 @@ SEND_FACTORS = {
 }
 
 #: Last op_name components of jax's collective primitives (written by the user, not the partitioner).
-JAX_COLLECTIVE_PRIMITIVES = frozenset({
-    "psum", "pmax", "pmin", "pmean", "psum_invariant", "all_gather", "all_gather_invariant", "psum_scatter",
-    "reduce_scatter", "all_to_all", "ragged_all_to_all", "ppermute", "pshuffle", "pbroadcast", "axis_index",
-})
+JAX_COLLECTIVE_PRIMITIVES = frozenset(
+    {
+        "psum",
+        "pmax",
+        "pmin",
+        "pmean",
+        "psum_invariant",
+        "all_gather",
+        "all_gather_invariant",
+        "psum_scatter",
+        "reduce_scatter",
+        "all_to_all",
+        "ragged_all_to_all",
+        "ppermute",
+        "pshuffle",
+        "pbroadcast",
+        "axis_index",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,12 +154,23 @@ def _kind(module: Module, instruction: Instruction) -> str | None:
 
 
 def _async_wrapped_computations(module: Module) -> set[str]:
-    return {callee for instruction in module.instructions() if instruction.opcode == "async-start"
-            for callee in instruction.called_computations}
+    return {
+        callee
+        for instruction in module.instructions()
+        if instruction.opcode == "async-start"
+        for callee in instruction.called_computations
+    }
 
 
-def _row(module: Module, computation: Computation, instruction: Instruction, kind: str,
-         index: dict[str, Instruction], uses: dict[str, list[Instruction]], executions: int | None) -> Collective:
+def _row(
+    module: Module,
+    computation: Computation,
+    instruction: Instruction,
+    kind: str,
+    index: dict[str, Instruction],
+    uses: dict[str, list[Instruction]],
+    executions: int | None,
+) -> Collective:
     is_async = instruction.opcode != kind
     done = _done(instruction, uses) if is_async or kind in ("send", "recv") else None
     result = done.shape if done is not None and done.shape is not None else instruction.shape
@@ -153,14 +189,25 @@ def _row(module: Module, computation: Computation, instruction: Instruction, kin
     sent = _bytes_sent(kind, payload, group_size)
     leaves = result.leaves() if result else ()
     return Collective(
-        module=module_label(module), computation=computation.name, name=instruction.name, opcode=instruction.opcode,
-        kind=kind, is_async=is_async, done=done.name if done is not None else None,
+        module=module_label(module),
+        computation=computation.name,
+        name=instruction.name,
+        opcode=instruction.opcode,
+        kind=kind,
+        is_async=is_async,
+        done=done.name if done is not None else None,
         dtype=",".join(dict.fromkeys(s.dtype for s in leaves if s.is_array and s.dtype not in ("u32", "token"))),
-        shape=str(result) if result else "", payload_bytes=payload, replica_groups=groups_text,
-        group_form=groups.form if groups else None, num_groups=groups.num_groups if groups else None,
-        group_size=group_size, source_target_pairs=len(pairs) if kind == "collective-permute" else None,
-        bytes_per_device=sent, channel_id=int(channel) if channel and channel.isdigit() else None,
-        use_global_device_ids=global_ids, is_spmd_generated=_is_spmd_generated(channel, instruction.op_name),
+        shape=str(result) if result else "",
+        payload_bytes=payload,
+        replica_groups=groups_text,
+        group_form=groups.form if groups else None,
+        num_groups=groups.num_groups if groups else None,
+        group_size=group_size,
+        source_target_pairs=len(pairs) if kind == "collective-permute" else None,
+        bytes_per_device=sent,
+        channel_id=int(channel) if channel and channel.isdigit() else None,
+        use_global_device_ids=global_ids,
+        is_spmd_generated=_is_spmd_generated(channel, instruction.op_name),
         executions=executions,
         bytes_per_step=sent * executions if sent is not None and executions is not None else None,
         op_name=instruction.op_name,

@@ -57,8 +57,10 @@ def compile_times(dump: Dump, log: JaxLog) -> CompileTimes:
         compiles = _paired_compiles(logged.pop(name, []), len(modules))
         result.by_module.update(zip(modules, compiles))
         if len(compiles) != len(modules):
-            result.unpaired.append(f"{name}: {len(modules)} compile(s) in the dump, {len(compiles)} in the log "
-                                   f"{log.path}; the first {min(len(modules), len(compiles))} paired in order")
+            result.unpaired.append(
+                f"{name}: {len(modules)} compile(s) in the dump, {len(compiles)} in the log "
+                f"{log.path}; the first {min(len(modules), len(compiles))} paired in order"
+            )
         missing = (None,) * (len(modules) - len(compiles))
         seconds = tuple(c.seconds for c in compiles[: len(modules)]) + missing
         cache = tuple(c.cache for c in compiles[: len(modules)]) + missing

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from xlainspect.analysis.ops import instruction_index, module_label, operand_shapes, users
 from xlainspect.hlo.model import Computation, Instruction, Module
-from xlainspect.layout import Layout, format_layout, memory_space_name
 from xlainspect.hlo.shape import Shape
+from xlainspect.layout import Layout, format_layout, memory_space_name
 
 HOST_OFFLOAD_TARGETS = ("MoveToHost", "MoveToDevice")
 
@@ -89,8 +89,15 @@ def _kind(module: Module, instruction: Instruction) -> str | None:
     return None
 
 
-def _row(module: Module, computation: Computation, instruction: Instruction, kind: str,
-         index: dict[str, Instruction], uses: dict[str, list[Instruction]], platform: str | None) -> Copy:
+def _row(
+    module: Module,
+    computation: Computation,
+    instruction: Instruction,
+    kind: str,
+    index: dict[str, Instruction],
+    uses: dict[str, list[Instruction]],
+    platform: str | None,
+) -> Copy:
     last = instruction
     if kind == "async copy":
         last = next((u for u in uses.get(instruction.name, ()) if u.opcode == "copy-done"), instruction)
@@ -101,14 +108,22 @@ def _row(module: Module, computation: Computation, instruction: Instruction, kin
     producer = index.get(instruction.operands[0]) if instruction.operands else None
     relayout = _relayout(source, destination)
     return Copy(
-        module=module_label(module), computation=computation.name, name=instruction.name, opcode=instruction.opcode,
-        kind=kind, from_shape=str(source) if source else "", to_shape=str(destination) if destination else "",
-        from_layout=_layout(source), to_layout=_layout(destination),
+        module=module_label(module),
+        computation=computation.name,
+        name=instruction.name,
+        opcode=instruction.opcode,
+        kind=kind,
+        from_shape=str(source) if source else "",
+        to_shape=str(destination) if destination else "",
+        from_layout=_layout(source),
+        to_layout=_layout(destination),
         memory_space_change=_memory_space_change(source, destination, platform),
-        bytes=destination.padded_bytes if destination else 0, relayout=relayout,
+        bytes=destination.padded_bytes if destination else 0,
+        relayout=relayout,
         layout_only=relayout and _space(source) == _space(destination),
         producer=f"{producer.name} ({producer.opcode})" if producer else None,
-        consumers=tuple(u.name for u in uses.get(last.name, ())), op_name=instruction.op_name,
+        consumers=tuple(u.name for u in uses.get(last.name, ())),
+        op_name=instruction.op_name,
     )
 
 

@@ -50,16 +50,70 @@ from xlainspect.hlo.attributes import backend_config_kind
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.hlo.shape import Shape
 
-TRANSCENDENTAL = frozenset({
-    "erf", "exponential", "log", "logistic", "power", "sqrt", "cbrt", "rsqrt", "tanh", "sine", "cosine", "tan",
-    "exponential-minus-one", "log-plus-one", "atan2", "acos", "acosh", "asin", "asinh", "atanh", "cosh", "sinh",
-})
-ELEMENTWISE = frozenset({
-    "abs", "add", "and", "bitcast-convert", "ceil", "clamp", "compare", "complex", "convert", "count-leading-zeros",
-    "divide", "floor", "imag", "is-finite", "maximum", "minimum", "multiply", "negate", "not", "or", "popcnt", "real",
-    "reduce-precision", "remainder", "round-nearest-afz", "round-nearest-even", "select", "shift-left",
-    "shift-right-arithmetic", "shift-right-logical", "sign", "stochastic-convert", "subtract", "xor",
-})
+TRANSCENDENTAL = frozenset(
+    {
+        "erf",
+        "exponential",
+        "log",
+        "logistic",
+        "power",
+        "sqrt",
+        "cbrt",
+        "rsqrt",
+        "tanh",
+        "sine",
+        "cosine",
+        "tan",
+        "exponential-minus-one",
+        "log-plus-one",
+        "atan2",
+        "acos",
+        "acosh",
+        "asin",
+        "asinh",
+        "atanh",
+        "cosh",
+        "sinh",
+    }
+)
+ELEMENTWISE = frozenset(
+    {
+        "abs",
+        "add",
+        "and",
+        "bitcast-convert",
+        "ceil",
+        "clamp",
+        "compare",
+        "complex",
+        "convert",
+        "count-leading-zeros",
+        "divide",
+        "floor",
+        "imag",
+        "is-finite",
+        "maximum",
+        "minimum",
+        "multiply",
+        "negate",
+        "not",
+        "or",
+        "popcnt",
+        "real",
+        "reduce-precision",
+        "remainder",
+        "round-nearest-afz",
+        "round-nearest-even",
+        "select",
+        "shift-left",
+        "shift-right-arithmetic",
+        "shift-right-logical",
+        "sign",
+        "stochastic-convert",
+        "subtract",
+        "xor",
+    }
+)
 #: Ops XLA charges no bytes: they forward pointers or emit no code.
 NO_BYTES = frozenset({"parameter", "constant", "get-tuple-element", "bitcast", "after-all", "add-dependency", "domain"})
 #: Ops whose cost is that of the computations they run; their insides are rows of their own.
@@ -80,8 +134,14 @@ class Cost(NamedTuple):
     padded_written: int = 0
 
     def __add__(self, other: Cost) -> Cost:  # type: ignore[override]  (elementwise, not concatenation)
-        return Cost(self[0] + other[0], self[1] + other[1], self[2] + other[2], self[3] + other[3],
-                    self[4] + other[4], self[5] + other[5])
+        return Cost(
+            self[0] + other[0],
+            self[1] + other[1],
+            self[2] + other[2],
+            self[3] + other[3],
+            self[4] + other[4],
+            self[5] + other[5],
+        )
 
     def scaled(self, factor: float) -> Cost:
         """The flops and transcendentals of `factor` applications (bytes are the caller's own)."""
@@ -157,8 +217,19 @@ def module_cost(module: Module, chip: Chip | None, top: int | None = None) -> Mo
     seconds, bound = _module_time([t[0] for t in timed], chip)
     label = module_label(module)
     rows = [_row(module, label, *entry) for entry in (timed[:top] if top is not None else timed)]
-    return ModuleCost(label, module.name, total.flops, total.transcendentals, total.bytes, total.padded_bytes,
-                      seconds, bound, chip.key if chip else None, chip, rows)
+    return ModuleCost(
+        label,
+        module.name,
+        total.flops,
+        total.transcendentals,
+        total.bytes,
+        total.padded_bytes,
+        seconds,
+        bound,
+        chip.key if chip else None,
+        chip,
+        rows,
+    )
 
 
 _NO_COST = Cost()
@@ -217,19 +288,40 @@ def _collective_bytes(module: Module) -> dict[str, int]:
     return sent
 
 
-def _row(module: Module, label: str, times: Times, computation: Computation, instruction: Instruction, cost: Cost,
-         sent: int | None) -> OpCost:
+def _row(
+    module: Module,
+    label: str,
+    times: Times,
+    computation: Computation,
+    instruction: Instruction,
+    cost: Cost,
+    sent: int | None,
+) -> OpCost:
     compute, memory, collective, roofline, bound = times
     moved = cost.padded_bytes
     known = cost.flops >= 0 and cost.bytes >= 0
     return OpCost(
-        module=label, computation=computation.name, name=instruction.name, opcode=instruction.opcode,
-        kind=_kind(instruction), dtype=_dtype(instruction.shape), flops=cost.flops,
-        transcendentals=cost.transcendentals, bytes_read=cost.bytes - cost.written, bytes_written=cost.written,
-        padded_bytes_read=cost.padded_bytes - cost.padded_written, padded_bytes_written=cost.padded_written,
-        arithmetic_intensity=cost.flops / moved if known and moved > 0 else None, collective_bytes=sent,
-        compute_seconds=compute, memory_seconds=memory, collective_seconds=collective if sent is not None else None,
-        roofline_seconds=roofline, bound=bound, op_name=instruction.op_name, source=module.source_of(instruction),
+        module=label,
+        computation=computation.name,
+        name=instruction.name,
+        opcode=instruction.opcode,
+        kind=_kind(instruction),
+        dtype=_dtype(instruction.shape),
+        flops=cost.flops,
+        transcendentals=cost.transcendentals,
+        bytes_read=cost.bytes - cost.written,
+        bytes_written=cost.written,
+        padded_bytes_read=cost.padded_bytes - cost.padded_written,
+        padded_bytes_written=cost.padded_written,
+        arithmetic_intensity=cost.flops / moved if known and moved > 0 else None,
+        collective_bytes=sent,
+        compute_seconds=compute,
+        memory_seconds=memory,
+        collective_seconds=collective if sent is not None else None,
+        roofline_seconds=roofline,
+        bound=bound,
+        op_name=instruction.op_name,
+        source=module.source_of(instruction),
     )
 
 
@@ -361,9 +453,13 @@ class _Analysis:
             return self._count(instruction, index, flops_only)
         except _UNCOUNTABLE as error:
             # Text XLA's parser infers from (a shape left out) or attributes it would reject: name the place.
-            raise HloParseError(f"cannot count {instruction.name} ({instruction.opcode}) as XLA's cost analysis "
-                                f"does: {type(error).__name__}: {error} (a shape or attribute it needs is missing "
-                                "or malformed)", self.module.path, instruction.line) from None
+            raise HloParseError(
+                f"cannot count {instruction.name} ({instruction.opcode}) as XLA's cost analysis "
+                f"does: {type(error).__name__}: {error} (a shape or attribute it needs is missing "
+                "or malformed)",
+                self.module.path,
+                instruction.line,
+            ) from None
 
     def _count(self, instruction: Instruction, index: dict[str, Instruction], flops_only: bool) -> Cost:
         opcode = instruction.opcode
@@ -381,8 +477,9 @@ class _Analysis:
         """Every operand read whole, the output written whole (XLA's `Preprocess`)."""
         return self._default(instruction, index, 0, 0)
 
-    def _default(self, instruction: Instruction, index: dict[str, Instruction], flops: float,
-                 transcendentals: float) -> Cost:
+    def _default(
+        self, instruction: Instruction, index: dict[str, Instruction], flops: float, transcendentals: float
+    ) -> Cost:
         if instruction.opcode in NO_BYTES or _is_bitcast_transpose(instruction, index):
             return Cost(flops, transcendentals)
         read = padded_read = 0
@@ -430,6 +527,7 @@ def _ints(text: str | None) -> tuple[int, ...]:
 
 # ---- handlers, one per opcode XLA handles specially
 
+
 def _dot(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     lhs = _operand_shape(instruction, 0, index)
     width = math.prod(lhs.dims[d] for d in _ints(instruction.attributes.get("lhs_contracting_dims")))
@@ -448,12 +546,20 @@ def _convolution(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     positions = 1  # no spatial dims: XLA's one-element window, one valid position
     window = _window(attributes.get("window"), len(labels["lhs_spatial"])) if labels["lhs_spatial"] else ()
     for k, dim in enumerate(window):
-        positions *= _valid_positions(lhs.dims[labels["lhs_spatial"][k]], rhs.dims[labels["rhs_spatial"][k]],
-                                      out.dims[labels["out_spatial"][k]], dim)
+        positions *= _valid_positions(
+            lhs.dims[labels["lhs_spatial"][k]],
+            rhs.dims[labels["rhs_spatial"][k]],
+            out.dims[labels["out_spatial"][k]],
+            dim,
+        )
     feature_groups = int(attributes.get("feature_group_count", "1"))
     batch_groups = int(attributes.get("batch_group_count", "1"))
-    fmas = ((lhs.dims[labels["lhs_feature"]] // feature_groups) * out.dims[labels["out_feature"]]
-            * (lhs.dims[labels["lhs_batch"]] // batch_groups) * positions)
+    fmas = (
+        (lhs.dims[labels["lhs_feature"]] // feature_groups)
+        * out.dims[labels["out_feature"]]
+        * (lhs.dims[labels["lhs_batch"]] // batch_groups)
+        * positions
+    )
     return analysis.default_bytes(instruction, index) + Cost(flops=2 * fmas)
 
 
@@ -479,8 +585,12 @@ def _window(text: str | None, rank: int) -> list[_WindowDim]:
         values = _parts(fields.get(key))
         return values if values else [1] * rank
 
-    return [_WindowDim(size, stride, int(low), int(high), base, dilation) for size, stride, (low, high), base, dilation
-            in zip(sizes or [1] * rank, each("stride"), pads, each("lhs_dilate"), each("rhs_dilate"))]
+    return [
+        _WindowDim(size, stride, int(low), int(high), base, dilation)
+        for size, stride, (low, high), base, dilation in zip(
+            sizes or [1] * rank, each("stride"), pads, each("lhs_dilate"), each("rhs_dilate")
+        )
+    ]
 
 
 def _parts(text: str | None) -> list[int]:
@@ -492,17 +602,36 @@ def _dim_labels(text: str) -> dict:
     lhs, rest = text.split("_", 1)
     rhs, out = rest.split("->")
     digits = sorted(c for c in lhs if c.isdigit())
-    return {"lhs_batch": lhs.index("b"), "lhs_feature": lhs.index("f"), "out_feature": out.index("f"),
-            "lhs_spatial": [lhs.index(d) for d in digits], "rhs_spatial": [rhs.index(d) for d in digits],
-            "out_spatial": [out.index(d) for d in digits]}
+    return {
+        "lhs_batch": lhs.index("b"),
+        "lhs_feature": lhs.index("f"),
+        "out_feature": out.index("f"),
+        "lhs_spatial": [lhs.index(d) for d in digits],
+        "rhs_spatial": [rhs.index(d) for d in digits],
+        "out_spatial": [out.index(d) for d in digits],
+    }
 
 
 def _valid_positions(input_size: int, kernel: int, output: int, dim: _WindowDim) -> int:
-    if (input_size == output and kernel == output and input_size == dim.base_dilation and dim.window_dilation == 1
-            and max(1, input_size - 1) == dim.stride and dim.pad_low == 0 and dim.pad_high == 0):
+    if (
+        input_size == output
+        and kernel == output
+        and input_size == dim.base_dilation
+        and dim.window_dilation == 1
+        and max(1, input_size - 1) == dim.stride
+        and dim.pad_low == 0
+        and dim.pad_high == 0
+    ):
         return input_size
-    if (input_size == 1 and kernel == output and dim.window_dilation == 1 and dim.base_dilation == 1
-            and dim.stride == 1 and dim.pad_high == output - 1 and dim.pad_low == output - 1):
+    if (
+        input_size == 1
+        and kernel == output
+        and dim.window_dilation == 1
+        and dim.base_dilation == 1
+        and dim.stride == 1
+        and dim.pad_high == output - 1
+        and dim.pad_low == output - 1
+    ):
         return output
     count = 0
     for tap in range(kernel):
@@ -551,7 +680,8 @@ def _reduce_window(analysis: _Analysis, instruction: Instruction, index) -> Cost
 
 def _map(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     return analysis.default_bytes(instruction, index) + _applied(analysis, instruction).scaled(
-        instruction.shape.num_elements)
+        instruction.shape.num_elements
+    )
 
 
 def _select_and_scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
@@ -559,9 +689,11 @@ def _select_and_scatter(analysis: _Analysis, instruction: Instruction, index) ->
     window = math.prod(d.size for d in _window(instruction.attributes.get("window"), instruction.shape.rank))
     select = analysis.module.computations_by_name[_strip(instruction.attributes["select"])]
     scatter = analysis.module.computations_by_name[_strip(instruction.attributes["scatter"])]
-    return (analysis.default_bytes(instruction, index)
-            + analysis.computation(select, flops_only=True).scaled(source * (window - 1))
-            + analysis.computation(scatter, flops_only=True).scaled(source))
+    return (
+        analysis.default_bytes(instruction, index)
+        + analysis.computation(select, flops_only=True).scaled(source * (window - 1))
+        + analysis.computation(scatter, flops_only=True).scaled(source)
+    )
 
 
 def _strip(name: str) -> str:
@@ -611,14 +743,16 @@ def _scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     updates = [_size(_operand_shape(instruction, n + 1 + i, index)) for i in range(n)]
     total = (sum(u[0] for u in updates), sum(u[1] for u in updates))
     elements = _operand_shape(instruction, n + 1, index).num_elements
-    return (_bytes([total, total, _size(_operand_shape(instruction, n, index))], total)
-            + _applied(analysis, instruction).scaled(elements))
+    return _bytes([total, total, _size(_operand_shape(instruction, n, index))], total) + _applied(
+        analysis, instruction
+    ).scaled(elements)
 
 
 def _outfeed(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     """Every array of every operand read, tuples by their elements (the token writes nothing)."""
-    return _bytes([_leaves_size(_operand_shape(instruction, i, index)) for i in range(len(instruction.operands))],
-                  (0, 0))
+    return _bytes(
+        [_leaves_size(_operand_shape(instruction, i, index)) for i in range(len(instruction.operands))], (0, 0)
+    )
 
 
 def _tuple(analysis: _Analysis, instruction: Instruction, index) -> Cost:
@@ -642,15 +776,19 @@ def _cholesky(analysis: _Analysis, instruction: Instruction, index) -> Cost:
 
 
 def _called_sum(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    """call and async-start: the called computation's properties; while: body + condition, once."""
-    return sum((analysis.computation(analysis.module.computations_by_name[name])
-                for name in instruction.called_computations), Cost())
+    """Call and async-start: the called computation's properties; while: body + condition, once."""
+    return sum(
+        (analysis.computation(analysis.module.computations_by_name[name]) for name in instruction.called_computations),
+        Cost(),
+    )
 
 
 def _conditional(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     """The largest branch, per property (XLA's `HandleConditional`)."""
-    branches = [tuple(analysis.computation(analysis.module.computations_by_name[name]))
-                for name in instruction.called_computations]
+    branches = [
+        tuple(analysis.computation(analysis.module.computations_by_name[name]))
+        for name in instruction.called_computations
+    ]
     return Cost(*(max(values) for values in zip(*branches))) if branches else Cost()
 
 
@@ -662,8 +800,9 @@ def _fusion(analysis: _Analysis, instruction: Instruction, index) -> Cost:
         if inner is not None:
             return _HANDLERS[inner.opcode](analysis, inner, analysis.index(body))
     inside = analysis.computation(body, flops_only=True)
-    read = [_parameter_read(analysis, body, parameter) for parameter in body.instructions
-            if parameter.opcode == "parameter"]
+    read = [
+        _parameter_read(analysis, body, parameter) for parameter in body.instructions if parameter.opcode == "parameter"
+    ]
     read += [_size(i.shape) for i in body.instructions if i.opcode == "constant" and i.shape.num_elements > 1]
     return _bytes(read, _fusion_written(analysis, instruction, body)) + Cost(inside.flops, inside.transcendentals)
 
@@ -695,8 +834,14 @@ def _parameter_read(analysis: _Analysis, body: Computation, parameter: Instructi
     for leaf_index in _leaf_indices(parameter.shape):
         value = parameter
         for position in leaf_index:
-            value = next((u for u in users.get(value.name, ()) if u.opcode == "get-tuple-element"
-                          and int(u.attributes.get("index", -1)) == position), value)
+            value = next(
+                (
+                    u
+                    for u in users.get(value.name, ())
+                    if u.opcode == "get-tuple-element" and int(u.attributes.get("index", -1)) == position
+                ),
+                value,
+            )
         size = _read_bytes(analysis, body, value)
         total[0] += size[0]
         total[1] += size[1]
@@ -768,11 +913,32 @@ def _nested_read(analysis: _Analysis, body: Computation, nested: Instruction, va
 
 
 _HANDLERS: dict[str, Callable[[_Analysis, Instruction, dict], Cost]] = {
-    "dot": _dot, "ragged-dot": _dot, "convolution": _convolution, "reduce": _reduce, "reduce-window": _reduce_window,
-    "map": _map, "select-and-scatter": _select_and_scatter, "sort": _sort, "fft": _fft, "rng": _rng,
-    "rng-bit-generator": _rng, "all-reduce": _all_reduce, "all-reduce-start": _all_reduce, "slice": _slice,
-    "dynamic-slice": _slice, "dynamic-update-slice": _dynamic_update_slice, "gather": _gather, "scatter": _scatter,
-    "tuple": _tuple, "custom-call": _custom_call, "triangular-solve": _triangular_solve, "cholesky": _cholesky,
-    "call": _called_sum, "while": _called_sum, "async-start": _called_sum, "conditional": _conditional,
-    "fusion": _fusion, "outfeed": _outfeed,
+    "dot": _dot,
+    "ragged-dot": _dot,
+    "convolution": _convolution,
+    "reduce": _reduce,
+    "reduce-window": _reduce_window,
+    "map": _map,
+    "select-and-scatter": _select_and_scatter,
+    "sort": _sort,
+    "fft": _fft,
+    "rng": _rng,
+    "rng-bit-generator": _rng,
+    "all-reduce": _all_reduce,
+    "all-reduce-start": _all_reduce,
+    "slice": _slice,
+    "dynamic-slice": _slice,
+    "dynamic-update-slice": _dynamic_update_slice,
+    "gather": _gather,
+    "scatter": _scatter,
+    "tuple": _tuple,
+    "custom-call": _custom_call,
+    "triangular-solve": _triangular_solve,
+    "cholesky": _cholesky,
+    "call": _called_sum,
+    "while": _called_sum,
+    "async-start": _called_sum,
+    "conditional": _conditional,
+    "fusion": _fusion,
+    "outfeed": _outfeed,
 }

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from xlainspect.analysis.chips import Chip, default_chip_key, get_chip
 from xlainspect.analysis.collectives import collectives
-from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.copies import copies
+from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.fusions import fusion_kind_totals, fusions
 from xlainspect.analysis.layouts import LedgerInput, ledger_totals, padding_ledger
 from xlainspect.analysis.memory import module_memory
@@ -29,8 +29,21 @@ from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.attributes import unquote
 from xlainspect.hlo.model import Module
 
-METRICS = ("modules", "parameter_bytes", "instructions", "fusions", "custom_calls", "copies", "copy_bytes",
-           "collectives", "collective_bytes", "peak_memory", "padding_waste", "flops", "roofline_seconds")
+METRICS = (
+    "modules",
+    "parameter_bytes",
+    "instructions",
+    "fusions",
+    "custom_calls",
+    "copies",
+    "copy_bytes",
+    "collectives",
+    "collective_bytes",
+    "peak_memory",
+    "padding_waste",
+    "flops",
+    "roofline_seconds",
+)
 """Metric names, in report order; the CI thresholds (`--max-increase`) name these."""
 
 
@@ -106,8 +119,9 @@ class Threshold:
         return f"{self.metric}={self.value:g}{'%' if self.relative else ''}"
 
 
-def diff_dumps(a: Dump, b: Dump, chip: Chip | None = None,
-               advance: Callable[[int], None] | None = None) -> list[FunctionDiff]:
+def diff_dumps(
+    a: Dump, b: Dump, chip: Chip | None = None, advance: Callable[[int], None] | None = None
+) -> list[FunctionDiff]:
     """Every function of either dump: A's in compile order, then those only in B. `roofline_seconds` is
     on `chip`, else on the GPU a dump names (None for TPU and CPU dumps). `advance(n)` is called with
     the modules of each function profiled (a progress bar's)."""
@@ -183,12 +197,15 @@ def _fusion_kinds(module: Module) -> Counter:
 
 
 def _custom_call_targets(module: Module) -> Counter:
-    return Counter(unquote(i.attributes.get("custom_call_target", '""')) for i in module.instructions()
-                   if i.opcode == "custom-call")
+    return Counter(
+        unquote(i.attributes.get("custom_call_target", '""'))
+        for i in module.instructions()
+        if i.opcode == "custom-call"
+    )
 
 
 def peak_memory(dump: Dump, dump_module: DumpModule) -> int | None:
-    """memory's peak over the schedule (memory space 0); None without a buffer assignment and live ranges."""
+    """Memory's peak over the schedule (memory space 0); None without a buffer assignment and live ranges."""
     try:
         memory = module_memory(dump_module, top=0)
     except XlaInspectError as error:
@@ -239,8 +256,16 @@ def signature_changes(a: Module, b: Module) -> tuple[SignatureChange, ...]:
     rows = [_from_cause(c, a, b) for c in name_parameters(signature_causes([a, b]), names)]
     rows += _sharding_changes(a, b, names)
     if str(a.result_shape) != str(b.result_shape):
-        rows.append(SignatureChange("result", "(result)", str(a.result_shape), str(b.result_shape),
-                                    a_bytes=a.result_shape.logical_bytes, b_bytes=b.result_shape.logical_bytes))
+        rows.append(
+            SignatureChange(
+                "result",
+                "(result)",
+                str(a.result_shape),
+                str(b.result_shape),
+                a_bytes=a.result_shape.logical_bytes,
+                b_bytes=b.result_shape.logical_bytes,
+            )
+        )
     return tuple(rows)
 
 
@@ -249,8 +274,15 @@ def _from_cause(cause, a: Module, b: Module) -> SignatureChange:
     detail = cause.detail or (f"dim {', '.join(map(str, cause.dims))}" if cause.dims else "")
     if cause.index is None:
         return SignatureChange(cause.kind, cause.parameter or "", left, right, detail)
-    return SignatureChange(cause.kind, cause.parameter or "", left, right, detail,
-                           a.parameter_shapes[cause.index].logical_bytes, b.parameter_shapes[cause.index].logical_bytes)
+    return SignatureChange(
+        cause.kind,
+        cause.parameter or "",
+        left,
+        right,
+        detail,
+        a.parameter_shapes[cause.index].logical_bytes,
+        b.parameter_shapes[cause.index].logical_bytes,
+    )
 
 
 def _text(value) -> str:
@@ -265,8 +297,11 @@ def _sharding_changes(a: Module, b: Module, names: dict) -> list[SignatureChange
     left = {p.parameter_number: p.attributes.get("sharding", "") for p in a.entry.parameters}
     right = {p.parameter_number: p.attributes.get("sharding", "") for p in b.entry.parameters}
     paired = sorted(left) if left.keys() == right.keys() else []
-    rows = [SignatureChange("sharding", names.get(n) or f"#{n}", left[n] or "(none)", right[n] or "(none)")
-            for n in paired if left[n] != right[n]]
+    rows = [
+        SignatureChange("sharding", names.get(n) or f"#{n}", left[n] or "(none)", right[n] or "(none)")
+        for n in paired
+        if left[n] != right[n]
+    ]
     root_a, root_b = (m.entry.root.attributes.get("sharding", "") for m in (a, b))
     if root_a != root_b:
         rows.append(SignatureChange("sharding", "(result)", root_a or "(none)", root_b or "(none)"))
@@ -280,11 +315,14 @@ def parse_threshold(text: str) -> Threshold:
     """`peak_memory=5%` (relative) or `collective_bytes=0` (absolute); XlaInspectError names the valid metrics."""
     match = _THRESHOLD.match(text.strip())
     if match is None:
-        raise XlaInspectError(f"--max-increase {text!r}: expected METRIC=NUMBER or METRIC=NUMBER% "
-                              f"(e.g. peak_memory=5%, collective_bytes=0)")
+        raise XlaInspectError(
+            f"--max-increase {text!r}: expected METRIC=NUMBER or METRIC=NUMBER% "
+            f"(e.g. peak_memory=5%, collective_bytes=0)"
+        )
     if match["metric"] not in METRICS:
-        raise XlaInspectError(f"--max-increase {text!r}: unknown metric {match['metric']!r}; "
-                              f"valid metrics: {', '.join(METRICS)}")
+        raise XlaInspectError(
+            f"--max-increase {text!r}: unknown metric {match['metric']!r}; valid metrics: {', '.join(METRICS)}"
+        )
     return Threshold(match["metric"], float(match["value"]), bool(match["percent"]))
 
 
@@ -308,6 +346,8 @@ def regressions(rows: list[FunctionDiff], thresholds: list[Threshold]) -> list[s
                 over = metric.delta > threshold.value
                 amount = f"+{metric.delta:,}"
             if over:
-                messages.append(f"{row.name}: {metric.name} {metric.a:,} -> {metric.b:,} ({amount}), "
-                                f"over --max-increase {threshold}")
+                messages.append(
+                    f"{row.name}: {metric.name} {metric.a:,} -> {metric.b:,} ({amount}), "
+                    f"over --max-increase {threshold}"
+                )
     return messages

@@ -20,15 +20,51 @@ from xlainspect.hlo.attributes import backend_config_kind
 from xlainspect.hlo.model import Module
 
 #: Opcodes that are not counted as unfused compute (structure, calls, communication, plumbing).
-NOT_COMPUTE = frozenset({
-    "parameter", "constant", "tuple", "get-tuple-element", "bitcast", "fusion", "while", "conditional",
-    "call", "custom-call", "after-all", "add-dependency", "opt-barrier", "partition-id", "replica-id",
-    "domain", "infeed", "outfeed", "send", "send-done", "recv", "recv-done", "copy-start", "copy-done",
-    "async-start", "async-update", "async-done", "all-reduce", "all-reduce-start", "all-reduce-done",
-    "all-gather", "all-gather-start", "all-gather-done", "reduce-scatter", "all-to-all",
-    "ragged-all-to-all", "collective-permute", "collective-permute-start", "collective-permute-done",
-    "collective-broadcast", "collective-reduce",
-})
+NOT_COMPUTE = frozenset(
+    {
+        "parameter",
+        "constant",
+        "tuple",
+        "get-tuple-element",
+        "bitcast",
+        "fusion",
+        "while",
+        "conditional",
+        "call",
+        "custom-call",
+        "after-all",
+        "add-dependency",
+        "opt-barrier",
+        "partition-id",
+        "replica-id",
+        "domain",
+        "infeed",
+        "outfeed",
+        "send",
+        "send-done",
+        "recv",
+        "recv-done",
+        "copy-start",
+        "copy-done",
+        "async-start",
+        "async-update",
+        "async-done",
+        "all-reduce",
+        "all-reduce-start",
+        "all-reduce-done",
+        "all-gather",
+        "all-gather-start",
+        "all-gather-done",
+        "reduce-scatter",
+        "all-to-all",
+        "ragged-all-to-all",
+        "collective-permute",
+        "collective-permute-start",
+        "collective-permute-done",
+        "collective-broadcast",
+        "collective-reduce",
+    }
+)
 
 #: The matrix-multiplying opcodes `unfused_contractions` names one by one.
 CONTRACTIONS = frozenset({"dot", "convolution", "ragged-dot"})
@@ -92,15 +128,23 @@ def fusions(module: Module) -> list[Fusion]:
             body = module.computations_by_name.get(body_name)
             root = body.root if body else None
             shape = instruction.shape
-            rows.append(Fusion(
-                module=module_label(module), computation=computation.name, name=instruction.name,
-                kind=instruction.attributes.get("kind", ""),
-                backend_kind=backend_config_kind(instruction.attributes.get("backend_config")),
-                fused_computation=body_name, root=root.opcode if root else None, ops=ops,
-                output_shape=str(shape) if shape else "", output_bytes=shape.padded_bytes if shape else 0,
-                operand_bytes=sum(s.padded_bytes for s in operand_shapes(instruction, index) if s),
-                custom_call_targets=targets, op_name=instruction.op_name,
-            ))
+            rows.append(
+                Fusion(
+                    module=module_label(module),
+                    computation=computation.name,
+                    name=instruction.name,
+                    kind=instruction.attributes.get("kind", ""),
+                    backend_kind=backend_config_kind(instruction.attributes.get("backend_config")),
+                    fused_computation=body_name,
+                    root=root.opcode if root else None,
+                    ops=ops,
+                    output_shape=str(shape) if shape else "",
+                    output_bytes=shape.padded_bytes if shape else 0,
+                    operand_bytes=sum(s.padded_bytes for s in operand_shapes(instruction, index) if s),
+                    custom_call_targets=targets,
+                    op_name=instruction.op_name,
+                )
+            )
     return rows
 
 
@@ -142,9 +186,18 @@ def fusion_kind_totals(rows: list[Fusion]) -> list[FusionKindTotal]:
 def unfused_contractions(module: Module) -> list[UnfusedContraction]:
     """Every dot and convolution outside fusions (the unfused ops of those opcodes), by name."""
     label = module_label(module)
-    return [UnfusedContraction(label, computation.name, instruction.name, instruction.opcode, str(instruction.shape),
-                               cost.flops, instruction.op_name)
-            for computation, instruction, cost in control_flow_costs(module, lambda i: i.opcode in CONTRACTIONS)]
+    return [
+        UnfusedContraction(
+            label,
+            computation.name,
+            instruction.name,
+            instruction.opcode,
+            str(instruction.shape),
+            cost.flops,
+            instruction.op_name,
+        )
+        for computation, instruction, cost in control_flow_costs(module, lambda i: i.opcode in CONTRACTIONS)
+    ]
 
 
 def unfused_ops(module: Module) -> Counter[str]:

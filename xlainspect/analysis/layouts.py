@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from xlainspect.dump.buffers import BufferAssignment
 from xlainspect.hlo.model import Module
-from xlainspect.layout import DimPadding, element_bits, memory_space_name, tile_padding
 from xlainspect.hlo.shape import Shape
+from xlainspect.layout import DimPadding, element_bits, memory_space_name, tile_padding
 
 PICTURE_COLUMNS = 32
 """Widest tile picture, in characters; wider tiles show several columns per character."""
@@ -66,15 +66,28 @@ def _explain_array(shape: Shape, platform: str | None) -> ArrayLayout:
     padded_elements = backend * 8 // bits if bits else 0
     space = layout.memory_space if layout is not None else 0
     return ArrayLayout(
-        shape=str(shape), dtype=shape.dtype, element_size_bits=bits, dims=shape.dims, minor_to_major=m2m,
-        physical_order=tuple(reversed(m2m)), tiles=tuple(str(t) for t in layout.tiles) if layout else (),
-        tile_steps=_tile_steps(shape), padding=padding, padded_dims=tuple(p.padded for p in padding),
+        shape=str(shape),
+        dtype=shape.dtype,
+        element_size_bits=bits,
+        dims=shape.dims,
+        minor_to_major=m2m,
+        physical_order=tuple(reversed(m2m)),
+        tiles=tuple(str(t) for t in layout.tiles) if layout else (),
+        tile_steps=_tile_steps(shape),
+        padding=padding,
+        padded_dims=tuple(p.padded for p in padding),
         tail_padding=layout.tail_padding_alignment_in_elements if layout else 1,
-        memory_space=space, memory_space_name=memory_space_name(space, platform),
-        logical_elements=shape.num_elements, padded_elements=padded_elements,
-        logical_bytes=shape.logical_bytes, padded_bytes=shape.padded_bytes, backend_bytes=backend,
-        wasted_bytes=backend - shape.logical_bytes, expansion=_expansion(backend, shape.logical_bytes),
-        notes=_notes(shape, padding, platform), picture=tile_picture(padding),
+        memory_space=space,
+        memory_space_name=memory_space_name(space, platform),
+        logical_elements=shape.num_elements,
+        padded_elements=padded_elements,
+        logical_bytes=shape.logical_bytes,
+        padded_bytes=shape.padded_bytes,
+        backend_bytes=backend,
+        wasted_bytes=backend - shape.logical_bytes,
+        expansion=_expansion(backend, shape.logical_bytes),
+        notes=_notes(shape, padding, platform),
+        picture=tile_picture(padding),
     )
 
 
@@ -91,14 +104,22 @@ def _tile_steps(shape: Shape) -> tuple[str, ...]:
     for level, tile in enumerate(layout.tiles):
         extents = "x".join("*" if d < 0 else str(d) for d in tile.dims)
         if level == 0:
-            text = f"T{tile}: pad the {len(tile.dims)} most-minor physical dims to multiples of {extents} and store each {extents} block contiguously"
+            text = (
+                f"T{tile}: pad the {len(tile.dims)} most-minor physical dims to multiples of {extents} "
+                f"and store each {extents} block contiguously"
+            )
             if any(d < 0 for d in tile.dims):
                 text += "; '*' merges that dim into the next more-minor one first"
         elif len(tile.dims) >= 2 and tile.dims[-1] == 1 and all(d == 1 for d in tile.dims[1:]) and tile.dims[0] > 1:
-            text = (f"T{tile}: inside each tile, interleave {tile.dims[0]} consecutive rows so {tile.dims[0]} "
-                    f"{shape.dtype} values share one {tile.dims[0] * element_bits(shape.dtype, layout)}-bit word (no extra padding)")
+            text = (
+                f"T{tile}: inside each tile, interleave {tile.dims[0]} consecutive rows so {tile.dims[0]} "
+                f"{shape.dtype} values share one {tile.dims[0] * element_bits(shape.dtype, layout)}-bit word "
+                "(no extra padding)"
+            )
         else:
-            text = f"T{tile}: re-tile the previous level by {extents} on its most-minor dims (XLA counts no extra padding)"
+            text = (
+                f"T{tile}: re-tile the previous level by {extents} on its most-minor dims (XLA counts no extra padding)"
+            )
         steps.append(text)
     return tuple(steps)
 
@@ -109,13 +130,19 @@ def _notes(shape: Shape, padding: tuple[DimPadding, ...], platform: str | None) 
     for dim in padding:
         if dim.padded != dim.size:
             held = ",".join(map(str, dim.logical_dims))
-            notes.append(f"dim {held} (physical position {dim.physical}): {dim.size} -> {dim.padded} by tile extent {dim.tile}")
+            notes.append(
+                f"dim {held} (physical position {dim.physical}): {dim.size} -> {dim.padded} by tile extent {dim.tile}"
+            )
     layout = shape.layout
     if layout is not None and layout.tail_padding_alignment_in_elements > 1:
-        notes.append(f"L({layout.tail_padding_alignment_in_elements}): element count rounded up to a multiple of it"
-                     + ("" if layout.tiles else " (ignored by XLA's ArraySize without tiles)"))
+        notes.append(
+            f"L({layout.tail_padding_alignment_in_elements}): element count rounded up to a multiple of it"
+            + ("" if layout.tiles else " (ignored by XLA's ArraySize without tiles)")
+        )
     if layout is not None and layout.split_configs:
-        notes.append("SC(...): padded bytes are those of the largest split piece (XLA's ArraySize), not the whole array")
+        notes.append(
+            "SC(...): padded bytes are those of the largest split piece (XLA's ArraySize), not the whole array"
+        )
     if shape.backend_bytes(platform) != shape.padded_bytes:
         notes.append(f"{platform} backend: an untiled scalar outside SMEM takes a whole (8,128) tile")
     return tuple(notes)
@@ -133,8 +160,10 @@ def tile_picture(padding: tuple[DimPadding, ...]) -> tuple[str, ...]:
     width = math.ceil(cols_dim.tile / per_char)
     data_rows, data_cols = min(rows_dim.size, rows_dim.tile), min(cols_dim.size, cols_dim.tile)
     data_chars = math.ceil(data_cols / per_char)
-    lines = [f"one {rows_dim.tile}x{cols_dim.tile} tile ({per_char} column(s) per character): "
-             f"rows 0-{data_rows - 1} and columns 0-{data_cols - 1} hold data"]
+    lines = [
+        f"one {rows_dim.tile}x{cols_dim.tile} tile ({per_char} column(s) per character): "
+        f"rows 0-{data_rows - 1} and columns 0-{data_cols - 1} hold data"
+    ]
     for row in range(rows_dim.tile):
         lines.append(("#" * data_chars + "." * (width - data_chars)) if row < data_rows else "." * width)
     return tuple(lines)
@@ -184,8 +213,9 @@ class PaddingTotal:
     expansion: float
 
 
-def dump_ledger_inputs(dump, platform: str | None = None,
-                       advance: Callable[[int], None] | None = None) -> list[LedgerInput]:
+def dump_ledger_inputs(
+    dump, platform: str | None = None, advance: Callable[[int], None] | None = None
+) -> list[LedgerInput]:
     """Ledger inputs of every module of a `Dump`; a module that cannot be read goes to `dump.skipped`.
     `advance(1)` is called per module (a progress bar's)."""
     from xlainspect.errors import XlaInspectError
@@ -218,8 +248,9 @@ def padding_ledger(inputs: Iterable[LedgerInput]) -> list[PaddingRow]:
     return sorted(rows, key=lambda r: (-r.wasted_bytes, r.function, r.module, r.instruction, r.shape_index))
 
 
-def filter_ledger(rows: list[PaddingRow], *, function: str | None = None, min_expansion: float = 0.0,
-                  top: int | None = None) -> list[PaddingRow]:
+def filter_ledger(
+    rows: list[PaddingRow], *, function: str | None = None, min_expansion: float = 0.0, top: int | None = None
+) -> list[PaddingRow]:
     kept = [r for r in rows if (function is None or r.function == function) and r.expansion >= min_expansion]
     return kept[:top] if top is not None else kept
 
@@ -232,15 +263,23 @@ def ledger_totals(rows: Iterable[PaddingRow], by: str = "module") -> list[Paddin
         acc[0] += 1
         acc[1] += row.logical_bytes
         acc[2] += row.padded_bytes
-    totals = [PaddingTotal(name, n, logical, padded, padded - logical, _expansion(padded, logical))
-              for name, (n, logical, padded) in sums.items()]
+    totals = [
+        PaddingTotal(name, n, logical, padded, padded - logical, _expansion(padded, logical))
+        for name, (n, logical, padded) in sums.items()
+    ]
     return sorted(totals, key=lambda t: (-t.wasted_bytes, t.group))
 
 
 def _module_rows(item: LedgerInput) -> list[PaddingRow]:
     """Unfused instruction outputs (fusion bodies are not materialized), then buffer-only values."""
     module = item.module
-    fused = {name for c in module.computations for i in c.instructions if i.opcode == "fusion" for name in i.called_computations}
+    fused = {
+        name
+        for c in module.computations
+        for i in c.instructions
+        if i.opcode == "fusion"
+        for name in i.called_computations
+    }
     sizes = {(v.instruction, v.shape_index): v.size for v in item.buffers.values()} if item.buffers else {}
     rows: dict[tuple[str, tuple[int, ...]], PaddingRow] = {}
     for computation in module.computations:
@@ -252,8 +291,17 @@ def _module_rows(item: LedgerInput) -> list[PaddingRow]:
             kind = "parameter" if computation.is_entry and instruction.opcode == "parameter" else "instruction"
             for index, leaf in _indexed_leaves(instruction.shape):
                 key = (instruction.name, index)
-                rows[key] = _row(item, kind, computation.name, instruction.name, index, leaf, sizes.get(key),
-                                 instruction.op_name or "", item.module.source_of(instruction) or "")
+                rows[key] = _row(
+                    item,
+                    kind,
+                    computation.name,
+                    instruction.name,
+                    index,
+                    leaf,
+                    sizes.get(key),
+                    instruction.op_name or "",
+                    item.module.source_of(instruction) or "",
+                )
     for value in item.buffers.values() if item.buffers else ():
         key = (value.instruction, value.shape_index)
         if key not in rows:
@@ -272,14 +320,33 @@ def _indexed_leaves(shape: Shape, prefix: tuple[int, ...] = ()) -> Iterable[tupl
         yield from _indexed_leaves(element, (*prefix, i))
 
 
-def _row(item: LedgerInput, kind: str, computation: str, instruction: str, index: tuple[int, ...], shape: Shape,
-         xla_bytes: int | None, op_name: str, source: str) -> PaddingRow:
+def _row(
+    item: LedgerInput,
+    kind: str,
+    computation: str,
+    instruction: str,
+    index: tuple[int, ...],
+    shape: Shape,
+    xla_bytes: int | None,
+    op_name: str,
+    source: str,
+) -> PaddingRow:
     padded = shape.backend_bytes(item.platform)
     logical = shape.logical_bytes
     return PaddingRow(
-        function=item.function, module=item.module.name, kind=kind, computation=computation, instruction=instruction,
-        shape_index="{" + ",".join(map(str, index)) + "}", shape=str(shape),
-        memory_space=shape.layout.memory_space if shape.layout else 0, logical_bytes=logical, padded_bytes=padded,
-        wasted_bytes=padded - logical, expansion=_expansion(padded, logical), xla_bytes=xla_bytes,
-        op_name=op_name, source=source,
+        function=item.function,
+        module=item.module.name,
+        kind=kind,
+        computation=computation,
+        instruction=instruction,
+        shape_index="{" + ",".join(map(str, index)) + "}",
+        shape=str(shape),
+        memory_space=shape.layout.memory_space if shape.layout else 0,
+        logical_bytes=logical,
+        padded_bytes=padded,
+        wasted_bytes=padded - logical,
+        expansion=_expansion(padded, logical),
+        xla_bytes=xla_bytes,
+        op_name=op_name,
+        source=source,
     )

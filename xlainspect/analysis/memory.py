@@ -174,7 +174,7 @@ def read_live_ranges(text: str, path: str | None = None) -> LiveRanges | None:
     peak_time = peak_bytes = None
     section = None
     first_line = text.count("\n", 0, header.start()) + 1
-    for number, line in enumerate(text[header.start():].splitlines(), first_line):
+    for number, line in enumerate(text[header.start() :].splitlines(), first_line):
         stripped = line.strip()
         if stripped in ("InstructionSequence:", "BufferLiveRange:"):
             section = stripped
@@ -195,7 +195,7 @@ def read_live_ranges(text: str, path: str | None = None) -> LiveRanges | None:
 def _live_range(line: str, text: str, number: int, path: str | None) -> LiveRange:
     match = _RANGE.match(line)
     if match is None:
-        offset = sum(len(l) + 1 for l in text.splitlines()[: number - 1])
+        offset = sum(len(before) + 1 for before in text.splitlines()[: number - 1])
         raise error_at(text, offset, "expected a live range like 'name{}:0-12'", path)
     index = tuple(int(i) for i in match["index"].split(",") if i)
     return LiveRange(match["name"], index, int(match["start"]), int(match["end"]))
@@ -298,10 +298,19 @@ def _peak_buffer(value: LiveRange, allocation: Allocation, assigned: BufferValue
     metadata = instruction.metadata if instruction is not None else None
     index = ",".join(map(str, value.shape_index))
     return PeakBuffer(
-        name=f"{value.instruction}{{{index}}}", instruction=value.instruction, shape=assigned.shape_text,
-        bytes=assigned.size, logical_bytes=logical_bytes(assigned), allocation=allocation.index,
-        offset=assigned.offset, kind=allocation_kind(allocation), live_from=value.start, live_to=value.end,
-        op_name=metadata.op_name if metadata else None, source=module.source_of(instruction) if metadata else None)
+        name=f"{value.instruction}{{{index}}}",
+        instruction=value.instruction,
+        shape=assigned.shape_text,
+        bytes=assigned.size,
+        logical_bytes=logical_bytes(assigned),
+        allocation=allocation.index,
+        offset=assigned.offset,
+        kind=allocation_kind(allocation),
+        live_from=value.start,
+        live_to=value.end,
+        op_name=metadata.op_name if metadata else None,
+        source=module.source_of(instruction) if metadata else None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,8 +355,8 @@ def module_memory(dump_module, top: int = 10) -> ModuleMemory | None:
     the HLO module (for op_name and source) is optional: when it does not parse those stay None.
     """
     from xlainspect.dump.buffers import read_buffer_assignment
-    from xlainspect.errors import XlaInspectError
     from xlainspect.dump.files import read_text
+    from xlainspect.errors import XlaInspectError
 
     found = dump_module.file(kind="buffer-assignment")
     if found is None:
@@ -355,8 +364,11 @@ def module_memory(dump_module, top: int = 10) -> ModuleMemory | None:
     assignment_text = read_text(found.path)
     assignment = read_buffer_assignment(assignment_text, str(found.path))
     report = _side_file(dump_module, "memory-usage-report", lambda text, path: read_usage_report(text, path))
-    reported_total = report.total_bytes if report else _side_file(
-        dump_module, "buffer-assignment-values", lambda text, path: read_total_bytes_used(text))
+    reported_total = (
+        report.total_bytes
+        if report
+        else _side_file(dump_module, "buffer-assignment-values", lambda text, path: read_total_bytes_used(text))
+    )
     live = _side_file(dump_module, "live-range", read_live_ranges) or read_live_ranges(assignment_text, str(found.path))
     try:
         module = dump_module.module()
@@ -365,13 +377,22 @@ def module_memory(dump_module, top: int = 10) -> ModuleMemory | None:
     at = peak(live, assignment, module) if live is not None else None
     name = dump_module.name or dump_module.label
     return ModuleMemory(
-        module=dump_module.label, function=name, module_id=dump_module.module_id, platform=dump_module.platform,
-        total_bytes=sum(a.size for a in assignment.allocations), reported_total_bytes=reported_total,
-        by_kind=bytes_by_kind(assignment), spaces=_spaces(assignment, report, dump_module.platform),
-        peak_bytes=at.bytes if at else None, peak_time=at.time if at else None,
+        module=dump_module.label,
+        function=name,
+        module_id=dump_module.module_id,
+        platform=dump_module.platform,
+        total_bytes=sum(a.size for a in assignment.allocations),
+        reported_total_bytes=reported_total,
+        by_kind=bytes_by_kind(assignment),
+        spaces=_spaces(assignment, report, dump_module.platform),
+        peak_bytes=at.bytes if at else None,
+        peak_time=at.time if at else None,
         peak_instruction=at.instruction if at else None,
         reported_peak_bytes=live.reported_peak_bytes if live else None,
-        top=at.buffers[:top] if at else (), curve=at.curve if at else (), sequence=live.sequence if live else ())
+        top=at.buffers[:top] if at else (),
+        curve=at.curve if at else (),
+        sequence=live.sequence if live else (),
+    )
 
 
 def _side_file(dump_module, kind: str, read: Callable):
@@ -386,6 +407,11 @@ def _spaces(assignment: BufferAssignment, report: UsageReport | None, platform: 
 
     reported = {s.color: s for s in report.spaces} if report else {}
     return tuple(
-        SpaceUsage(color, reported[color].name if color in reported else memory_space_name(color, platform), size,
-                   reported[color].total_bytes if color in reported else None)
-        for color, size in bytes_by_color(assignment).items())
+        SpaceUsage(
+            color,
+            reported[color].name if color in reported else memory_space_name(color, platform),
+            size,
+            reported[color].total_bytes if color in reported else None,
+        )
+        for color, size in bytes_by_color(assignment).items()
+    )

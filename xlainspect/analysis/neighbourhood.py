@@ -28,8 +28,9 @@ def find_instruction(module: Module, name: str) -> tuple[str, str]:
         raise XlaInspectError(f"{module.path or module.name}: no instruction named {name!r}")
     if len(nodes) > 1:
         where = ", ".join(f"{c}/{n}" for c, n in nodes[:5])
-        raise XlaInspectError(f"{module.path or module.name}: {name!r} is in several computations ({where}); "
-                              "write computation/name")
+        raise XlaInspectError(
+            f"{module.path or module.name}: {name!r} is in several computations ({where}); write computation/name"
+        )
     return nodes[0]
 
 

@@ -54,8 +54,8 @@ def instruction_count(dump_module, stage: str = "after") -> int:
     """The instructions of a dumped module, counted by the line-level reader where it is sure of every
     line (tests prove its answers are the grammar's; no model is built), else by the grammar.
     Raises XlaInspectError for a file that cannot be read or parsed."""
-    from xlainspect.hlo.fastpath import scan
     from xlainspect.dump.files import read_text
+    from xlainspect.hlo.fastpath import scan
 
     lines = scan(read_text(dump_module.hlo_file(stage).path))
     return len(lines) if lines is not None else dump_module.module(stage).instruction_count
@@ -140,7 +140,9 @@ def opcode_histogram(module: Module) -> list[OpCount]:
 def line_histogram(label: str, lines: list[InstructionLine]) -> list[OpCount]:
     """`opcode_histogram` from the line-level reader (`xlainspect.hlo.fastpath.scan`), no model built."""
     counts = Counter((line.computation, line.opcode) for line in lines)
-    return _histogram(label, counts, _calls((line.computation, line.opcode, line.called) for line in lines if line.called))
+    return _histogram(
+        label, counts, _calls((line.computation, line.opcode, line.called) for line in lines if line.called)
+    )
 
 
 def _histogram(label: str, counts: Counter[tuple[str, str]], calls: dict[str, list[tuple[str, str]]]) -> list[OpCount]:
@@ -151,8 +153,10 @@ def _histogram(label: str, counts: Counter[tuple[str, str]], calls: dict[str, li
     for (computation, opcode), n in counts.items():
         (inside if computation in fused else outside)[opcode] += n
     total = inside + outside
-    return [OpCount(label, op, n, outside[op], inside[op])
-            for op, n in sorted(total.items(), key=lambda item: (-item[1], item[0]))]
+    return [
+        OpCount(label, op, n, outside[op], inside[op])
+        for op, n in sorted(total.items(), key=lambda item: (-item[1], item[0]))
+    ]
 
 
 def function_histogram(modules: Iterable[Module]) -> list[FunctionOpCount]:

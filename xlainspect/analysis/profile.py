@@ -24,10 +24,10 @@ from dataclasses import dataclass, field, replace
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.cost import OpCost, module_cost
 from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.xplane import Trace, TraceEvent, embedded_hlo_text
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.parser import parse_hlo
-from xlainspect.dump.xplane import Trace, TraceEvent, embedded_hlo_text
 
 COMPILE_EVENTS = frozenset({"backend_compile_and_load", "backend_compile"})
 
@@ -115,8 +115,18 @@ def profile(trace: Trace, dump: Dump | None = None, chip: Chip | None = None) ->
     known = any(op.lost_seconds is not None for op in ops)
     ops.sort(key=lambda op: -((op.lost_seconds or 0.0) if known else op.total_seconds))
     hlo = ("dump" if dump is not None else "embedded in the trace") if costs else None
-    return ProfileReport([str(p) for p in trace.paths], steps, source, ops, compiles(trace, steps),
-                         sorted(costs), op_events, chip, hlo, notes)
+    return ProfileReport(
+        [str(p) for p in trace.paths],
+        steps,
+        source,
+        ops,
+        compiles(trace, steps),
+        sorted(costs),
+        op_events,
+        chip,
+        hlo,
+        notes,
+    )
 
 
 def compiles(trace: Trace, steps: list[Step]) -> list[CompileEvent]:
@@ -126,8 +136,16 @@ def compiles(trace: Trace, steps: list[Step]) -> list[CompileEvent]:
     for event in trace.events:
         if event.name in COMPILE_EVENTS:
             start = event.start_ns / 1e9
-            found.append(CompileEvent(event.name, _compiled_function(trace.events, starts, event), start,
-                                      event.duration_ns / 1e9, _step_at(steps, start), event.line))
+            found.append(
+                CompileEvent(
+                    event.name,
+                    _compiled_function(trace.events, starts, event),
+                    start,
+                    event.duration_ns / 1e9,
+                    _step_at(steps, start),
+                    event.line,
+                )
+            )
     return found
 
 
@@ -154,8 +172,10 @@ def paired_compile_seconds(counts: dict[str, int], report: ProfileReport) -> tup
         seconds = measured.pop(name, [])
         paired[name] = tuple(seconds[:count]) + (None,) * (count - len(seconds))
         if len(seconds) != count:
-            unpaired.append(f"{name}: {count} compile(s) in the dump, {len(seconds)} in the trace; the first "
-                            f"{min(count, len(seconds))} paired in order")
+            unpaired.append(
+                f"{name}: {count} compile(s) in the dump, {len(seconds)} in the trace; the first "
+                f"{min(count, len(seconds))} paired in order"
+            )
     unpaired += [f"{name}: {len(s)} compile(s) in the trace, none in the dump" for name, s in measured.items()]
     return paired, unpaired
 
@@ -193,8 +213,11 @@ def _steps(events: list[TraceEvent], op_events: list[TraceEvent]) -> tuple[list[
     if not runs:
         return [], "none"
     function = Counter(key[0] for key in runs).most_common(1)[0][0]
-    spans = sorted((min(e.start_ns for e in run), max(e.start_ns + e.duration_ns for e in run))
-                   for key, run in runs.items() if key[0] == function)
+    spans = sorted(
+        (min(e.start_ns for e in run), max(e.start_ns + e.duration_ns for e in run))
+        for key, run in runs.items()
+        if key[0] == function
+    )
     return [Step(n, s / 1e9, (e - s) / 1e9) for n, (s, e) in enumerate(spans)], f"executions of {function}"
 
 
@@ -206,13 +229,16 @@ def _step_at(steps: list[Step], seconds: float) -> int | None:
 def _compiled_function(events: list[TraceEvent], starts: list[float], compile_event: TraceEvent) -> str | None:
     """The HloModule XLA's passes name during the compile, else the enclosing PjitFunction(f) as jit_f."""
     start, end = compile_event.start_ns, compile_event.start_ns + compile_event.duration_ns
-    during = events[bisect.bisect_left(starts, start):bisect.bisect_right(starts, end)]
+    during = events[bisect.bisect_left(starts, start) : bisect.bisect_right(starts, end)]
     named = Counter(str(e.stats["module"]) for e in during if "module" in e.stats)
     functions = [(name, n) for name, n in named.most_common() if _is_function(name)]
     if functions:
         return functions[0][0]
-    callers = [e for e in events[:bisect.bisect_right(starts, start)] if e.name.startswith("PjitFunction(")
-               and e.line == compile_event.line and end <= e.start_ns + e.duration_ns]
+    callers = [
+        e
+        for e in events[: bisect.bisect_right(starts, start)]
+        if e.name.startswith("PjitFunction(") and e.line == compile_event.line and end <= e.start_ns + e.duration_ns
+    ]
     return f"jit_{callers[-1].name.removeprefix('PjitFunction(').removesuffix(')')}" if callers else None
 
 
@@ -261,9 +287,18 @@ def _op_time(key: tuple[str, str, str], events: list[TraceEvent], steps: list[St
     seconds = [e.duration_ns / 1e9 for e in events]
     total = sum(seconds)
     stepped = sum(s.seconds for s in steps)
-    measured = OpTime(label, function, name, len(seconds), total, total / len(steps) if steps else None,
-                      min(seconds), statistics.median(seconds), max(seconds),
-                      total / stepped if stepped else None)
+    measured = OpTime(
+        label,
+        function,
+        name,
+        len(seconds),
+        total,
+        total / len(steps) if steps else None,
+        min(seconds),
+        statistics.median(seconds),
+        max(seconds),
+        total / stepped if stepped else None,
+    )
     cost = costs.get(name)
     return measured if cost is None else _with_cost(measured, cost)
 
@@ -273,8 +308,15 @@ def _with_cost(measured: OpTime, cost: OpCost) -> OpTime:
     per_run = measured.total_seconds / measured.count
     roofline = cost.roofline_seconds
     return replace(
-        measured, kind=cost.kind, flops=cost.flops, bytes_accessed=moved,
+        measured,
+        kind=cost.kind,
+        flops=cost.flops,
+        bytes_accessed=moved,
         measured_bytes_per_second=moved / per_run if per_run > 0 and moved >= 0 else None,
-        roofline_seconds=roofline, efficiency=roofline / per_run if roofline is not None and per_run > 0 else None,
+        roofline_seconds=roofline,
+        efficiency=roofline / per_run if roofline is not None and per_run > 0 else None,
         lost_seconds=measured.total_seconds - roofline * measured.count if roofline is not None else None,
-        bound=cost.bound, op_name=cost.op_name, source=cost.source)
+        bound=cost.bound,
+        op_name=cost.op_name,
+        source=cost.source,
+    )

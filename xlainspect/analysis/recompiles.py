@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xlainspect.dump.directory import Dump, DumpModule
-from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.dump.files import read_bytes, read_text
+from xlainspect.errors import DumpError, XlaInspectError
 
 if TYPE_CHECKING:
     from xlainspect.hlo.model import Computation, Module
@@ -32,7 +32,8 @@ EAGER_OPS = frozenset(
     "power prod real reduce_max reduce_min reduce_precision reduce_sum rem reshape rsqrt scatter scatter_add "
     "select select_n sign sin sinh slice sort split sqrt square squeeze stack stage std subtract sum take tan "
     "tanh transpose tril triu var where zeros zeros_like "
-    "_argmax _argmin _reduce_max _reduce_min _reduce_sum _reduce_prod _where _mean _var _cumsum _take _multi_slice".split()
+    "_argmax _argmin _reduce_max _reduce_min _reduce_sum _reduce_prod _where _mean _var _cumsum _take "
+    "_multi_slice".split()
 )
 """jax.numpy / lax functions that eager (un-jitted) code compiles as one-op `jit_<op>` modules
 (`jit_stage` is `jnp.asarray` staging a host array)."""
@@ -82,8 +83,16 @@ def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -
             continue
         eager = is_eager(name)
         causes = _explain(dump, modules) if len(modules) > 1 else ()
-        rows.append(FunctionCompiles(name, len(modules), tuple(m.module_id for m in modules), eager, causes,
-                                     _suggest(name, causes, eager, len(modules))))
+        rows.append(
+            FunctionCompiles(
+                name,
+                len(modules),
+                tuple(m.module_id for m in modules),
+                eager,
+                causes,
+                _suggest(name, causes, eager, len(modules)),
+            )
+        )
     return rows
 
 
@@ -134,8 +143,15 @@ def signature_causes(headers: list[Module]) -> list[Cause]:
     """How the entry signatures of header-only modules differ: per parameter, then donation."""
     shapes = [h.parameter_shapes for h in headers]
     if len({len(s) for s in shapes}) > 1:
-        causes = [Cause("shape", "(parameter count)", None, tuple(len(s) for s in shapes),
-                        detail="the number of parameters differs (a different pytree of arguments)")]
+        causes = [
+            Cause(
+                "shape",
+                "(parameter count)",
+                None,
+                tuple(len(s) for s in shapes),
+                detail="the number of parameters differs (a different pytree of arguments)",
+            )
+        ]
         dtypes = [",".join(dict.fromkeys(p.dtype for p in s)) for s in shapes]
         if len(set(dtypes)) > 1:  # parameters cannot be paired by index; their element types still tell
             causes.append(Cause("dtype", "(all parameters)", None, tuple(dtypes)))
@@ -186,8 +202,15 @@ def _donation_causes(headers) -> list[Cause]:
     donated = [{a.parameter for a in h.input_output_alias} for h in headers]
     causes = []
     for index in sorted(set().union(*donated) - set.intersection(*donated)):
-        causes.append(Cause("donation", f"#{index}", index, tuple(index in d for d in donated),
-                            detail="donated (input_output_alias) in some compiles only"))
+        causes.append(
+            Cause(
+                "donation",
+                f"#{index}",
+                index,
+                tuple(index in d for d in donated),
+                detail="donated (input_output_alias) in some compiles only",
+            )
+        )
     return causes
 
 
@@ -238,8 +261,15 @@ def _flag_causes(variants: list[DumpModule]) -> list[Cause]:
     if len({frozenset(o.items()) for o in options}) == 1:
         return []
     keys = sorted({k for o in options for k, v in o.items() if any(other.get(k) != v for other in options)})
-    return [Cause("flags", None, None, tuple(tuple(f"{k}={o.get(k, '(default)')}" for k in keys) for o in options),
-                  detail="debug_options differ: " + ", ".join(keys))]
+    return [
+        Cause(
+            "flags",
+            None,
+            None,
+            tuple(tuple(f"{k}={o.get(k, '(default)')}" for k in keys) for o in options),
+            detail="debug_options differ: " + ", ".join(keys),
+        )
+    ]
 
 
 def _read_bytes(dump_file) -> bytes | None:
@@ -266,8 +296,15 @@ def _body_causes(dump: Dump, group: list[DumpModule]) -> list[Cause]:
         return []
     ids = tuple(m.module_id for m in group)
     if len(set(texts)) == 1:
-        return [Cause("identical", None, None, ids, detail="byte-identical modules: the function object was re-created, "
-                      "so jax's cache missed")]
+        return [
+            Cause(
+                "identical",
+                None,
+                None,
+                ids,
+                detail="byte-identical modules: the function object was re-created, so jax's cache missed",
+            )
+        ]
     first_with: dict[bytes, DumpModule] = {}  # compiles that alternate between a few bodies: each body once
     for module, text in zip(group, texts):
         first_with.setdefault(text, module)
@@ -285,14 +322,36 @@ def _body_causes(dump: Dump, group: list[DumpModule]) -> list[Cause]:
     differing_of = {text: sorted((lines - common).elements()) for text, lines in lines_of.items()}
     differing = [differing_of[text] for text in texts]
     if not any(differing):
-        return [Cause("identical", None, None, ids, detail="same instructions, only metadata differs: the function "
-                      "object was re-created, so jax's cache missed")]
+        return [
+            Cause(
+                "identical",
+                None,
+                None,
+                ids,
+                detail="same instructions, only metadata differs: the function "
+                "object was re-created, so jax's cache missed",
+            )
+        ]
     constants = [tuple(line for line in lines if " constant(" in line) for lines in differing]
     if all(constants):
-        return [Cause("body", None, None, tuple(", ".join(c) for c in constants),
-                      detail="same signature, constants differ: a static argument or Python value baked in")]
-    return [Cause("body", None, None, tuple("; ".join(lines[:3]) + (" ..." if len(lines) > 3 else "") for lines in differing),
-                  detail="same signature, different instructions: a static argument or Python value changes the program")]
+        return [
+            Cause(
+                "body",
+                None,
+                None,
+                tuple(", ".join(c) for c in constants),
+                detail="same signature, constants differ: a static argument or Python value baked in",
+            )
+        ]
+    return [
+        Cause(
+            "body",
+            None,
+            None,
+            tuple("; ".join(lines[:3]) + (" ..." if len(lines) > 3 else "") for lines in differing),
+            detail="same signature, different instructions: a static argument or Python value changes the program",
+        )
+    ]
 
 
 class _Skipped(Exception):
@@ -343,8 +402,10 @@ def _program_stage(module: DumpModule) -> str:
 
 def _sharding_causes(entries: list[Computation]) -> list[Cause]:
     """Entry parameters whose `sharding={...}` differs (the per-device shapes may still be equal)."""
-    per_module = [{p.parameter_number: (p.op_name, p.attributes.get("sharding", "")) for p in entry.parameters}
-                  for entry in entries]
+    per_module = [
+        {p.parameter_number: (p.op_name, p.attributes.get("sharding", "")) for p in entry.parameters}
+        for entry in entries
+    ]
     causes = []
     for index in sorted(per_module[0]):
         seen = [parameters.get(index, (None, ""))[1] for parameters in per_module]
@@ -357,9 +418,12 @@ def _instruction_lines(computations: list[Computation]) -> Counter:
     """Instructions without names or metadata, so that only what the program computes is compared."""
     lines: Counter = Counter()
     for instruction in (i for computation in computations for i in computation.instructions):
-        attributes = ", ".join(f"{k}={v}" for k, v in sorted(instruction.attributes.items())
-                               if k not in ("metadata", "frontend_attributes") and not k.startswith(("calls", "to_apply",
-                                                                                                      "body", "condition")))
+        attributes = ", ".join(
+            f"{k}={v}"
+            for k, v in sorted(instruction.attributes.items())
+            if k not in ("metadata", "frontend_attributes")
+            and not k.startswith(("calls", "to_apply", "body", "condition"))
+        )
         operands = f"({', '.join(instruction.operands)})" if instruction.opcode in ("constant", "parameter") else ""
         lines[f"{instruction.shape} {instruction.opcode}{operands}" + (f", {attributes}" if attributes else "")] += 1
     return lines
@@ -372,7 +436,11 @@ def _suggest(name: str, causes: tuple[Cause, ...], eager: bool, count: int) -> s
     for kind in dict.fromkeys(c.kind for c in causes):
         if kind == "shape":
             advice += [_bucket_advice(c) for c in causes if c.kind == "shape" and c.dims and len(c.dims) == 1][:1]
-            advice += ["keep the argument pytree (number of parameters) the same"] if any(c.index is None for c in causes if c.kind == "shape") else []
+            advice += (
+                ["keep the argument pytree (number of parameters) the same"]
+                if any(c.index is None for c in causes if c.kind == "shape")
+                else []
+            )
         else:
             advice.append(_ADVICE[kind])
     return "; ".join(a for a in advice if a) or None
@@ -384,7 +452,7 @@ _ADVICE = {
     "sharding": "give the inputs the same sharding every call (device_put with one NamedSharding)",
     "donation": "donate the same arguments on every call (donate_argnums)",
     "body": "a static argument or captured Python value changes the program: make it a traced argument, or keep "
-            "its values few",
+    "its values few",
     "identical": "the jitted function is re-created (e.g. jax.jit(lambda ...) in a loop): create it once and reuse it",
     "flags": "compiler flags (XLA_FLAGS / compiler options) changed between compiles",
 }
@@ -397,8 +465,10 @@ def _bucket_advice(cause: Cause) -> str:
     step = next((s for s in (128, 64, 32, 16, 8) if s <= min(sizes) or s < max(sizes) / 2), 8)
     multiples = sorted({-(-v // step) * step for v in sizes})
     where = f"{cause.parameter} dim {cause.dims[0]}"
-    return (f"pad {where} (sizes {', '.join(map(str, sizes))}) to buckets: powers of two {powers} -> {len(powers)} "
-            f"compiles, multiples of {step} {multiples} -> {len(multiples)}, or always {max(sizes)} -> 1 compile")
+    return (
+        f"pad {where} (sizes {', '.join(map(str, sizes))}) to buckets: powers of two {powers} -> {len(powers)} "
+        f"compiles, multiples of {step} {multiples} -> {len(multiples)}, or always {max(sizes)} -> 1 compile"
+    )
 
 
 def describe_cause(cause: Cause) -> str:
@@ -444,7 +514,10 @@ def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]
     counted = [r for r in rows if not (budget.ignore_eager and r.eager)]
     messages = []
     for row in counted:
-        limits = [(f"{budget.named_by} {row.name}", per_name.get(row.name, budget.max_per_function)), ("baseline", baseline.get(row.name))]
+        limits = [
+            (f"{budget.named_by} {row.name}", per_name.get(row.name, budget.max_per_function)),
+            ("baseline", baseline.get(row.name)),
+        ]
         if row.name not in per_name and budget.max_per_function is not None:
             limits[0] = ("--max-per-function", budget.max_per_function)
         over = [(limit, source) for source, limit in limits if limit is not None and row.modules > limit]

@@ -30,11 +30,20 @@ EXIT_USAGE = 2
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")]
 DumpPath = Annotated[Path, typer.Argument(help="A --xla_dump_to directory, or HLO text files.", show_default=False)]
 FunctionOpt = Annotated[str | None, typer.Option("--function", help="Only modules of this function (HloModule name).")]
-LogOpt = Annotated[Path | None, typer.Option("--log", help="The run's jax log, for compile seconds (default: "
-                                             "jax.log in the dump directory, as capture saves it).",
-                                             show_default=False)]
-StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 2 when a file cannot be read or parsed "
-                                         "(default: skip it with a note on stderr).")]
+LogOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--log",
+        help="The run's jax log, for compile seconds (default: jax.log in the dump directory, as capture saves it).",
+        show_default=False,
+    ),
+]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict", help="Exit 2 when a file cannot be read or parsed (default: skip it with a note on stderr)."
+    ),
+]
 
 
 @contextlib.contextmanager
@@ -70,7 +79,9 @@ def main() -> None:
 
 @app.callback()
 def _root(
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Parse every file again: neither read nor write the parsed-model cache.")] = False,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Parse every file again: neither read nor write the parsed-model cache.")
+    ] = False,
 ) -> None:
     """Read XLA dumps (--xla_dump_to) and HLO text: recompilations and why, layouts and padding, fusions,
     copies, collectives, memory. Exit codes: 0 ok, 1 a CI gate failed, 2 bad usage or input."""

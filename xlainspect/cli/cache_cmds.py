@@ -13,11 +13,14 @@ from xlainspect.cli.app import FormatOpt, LogOpt, app, note_skipped, user_errors
 from xlainspect.cli.render import OutputFormat, emit_json, emit_rows, stderr_console
 from xlainspect.errors import XlaInspectError
 
+
 @app.command()
 def cache(
     path: Annotated[Path, typer.Argument(help="A jax_compilation_cache_dir.", show_default=False)],
-    dump: Annotated[Path | None, typer.Option("--dump", help="A dump directory: say which of its compiles "
-                                              "have an entry.", show_default=False)] = None,
+    dump: Annotated[
+        Path | None,
+        typer.Option("--dump", help="A dump directory: say which of its compiles have an entry.", show_default=False),
+    ] = None,
     log: LogOpt = None,
     many: Annotated[int, typer.Option("--many", help="Flag functions with more entries than this.")] = 3,
     fmt: FormatOpt = OutputFormat.table,
@@ -39,12 +42,19 @@ def cache(
         emit_json(_document(cached, functions, joined))
     else:
         rows = [dataclasses.asdict(f) | {"note": _note(f)} for f in functions]
-        emit_rows(rows, ["name", "entries", "bytes", "compile_seconds", "oldest", "newest", "note"], fmt,
-                  title=f"{len(cached.entries)} entries of {len(functions)} functions in {path}")
+        emit_rows(
+            rows,
+            ["name", "entries", "bytes", "compile_seconds", "oldest", "newest", "note"],
+            fmt,
+            title=f"{len(cached.entries)} entries of {len(functions)} functions in {path}",
+        )
         if joined is not None:
-            emit_rows([dataclasses.asdict(r) for r in joined],
-                      ["function", "compile", "module_id", "cached", "matched_by", "key"], fmt,
-                      title=f"compiles of {dump}: {sum(r.cached for r in joined)} of {len(joined)} in the cache")
+            emit_rows(
+                [dataclasses.asdict(r) for r in joined],
+                ["function", "compile", "module_id", "cached", "matched_by", "key"],
+                fmt,
+                title=f"compiles of {dump}: {sum(r.cached for r in joined)} of {len(joined)} in the cache",
+            )
     note_skipped(cached)
 
 
@@ -75,8 +85,13 @@ def _dump_if_any(path: Path):
 
 @app.command("cache-misses")
 def cache_misses_cmd(
-    a: Annotated[Path, typer.Argument(help="The earlier run: a jax log, or a folder holding jax.log "
-                                      "(a capture dump directory).", show_default=False)],
+    a: Annotated[
+        Path,
+        typer.Argument(
+            help="The earlier run: a jax log, or a folder holding jax.log (a capture dump directory).",
+            show_default=False,
+        ),
+    ],
     b: Annotated[Path, typer.Argument(help="The run that missed: the same.", show_default=False)],
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
@@ -92,8 +107,15 @@ def cache_misses_cmd(
         emit_json({"functions": [dataclasses.asdict(r) for r in rows]})
         return
     missed = sum(r.status != "hit" for r in rows)
-    emit_rows([dataclasses.asdict(r) for r in rows], ["name", "status", "changed", "detail"], fmt,
-              title=f"{b} against {a}: {missed} of {len(rows)} functions missed the persistent cache")
+    emit_rows(
+        [dataclasses.asdict(r) for r in rows],
+        ["name", "status", "changed", "detail"],
+        fmt,
+        title=f"{b} against {a}: {missed} of {len(rows)} functions missed the persistent cache",
+    )
     if all(r.status == "off" for r in rows):
-        stderr_console().print(f"{b}: no persistent-cache lines: the cache was off, or jax._src.compiler was "
-                               "not logged at DEBUG", markup=False, highlight=False)
+        stderr_console().print(
+            f"{b}: no persistent-cache lines: the cache was off, or jax._src.compiler was not logged at DEBUG",
+            markup=False,
+            highlight=False,
+        )

@@ -12,23 +12,66 @@ from xlainspect.cli.app import FormatOpt, FunctionOpt, StrictOpt, app, user_erro
 from xlainspect.cli.graph_cmds import ModuleReOpt, PathsArg, Stage, StageOpt, _analyse
 from xlainspect.cli.render import OutputFormat, emit_json, emit_rows, stderr_console
 
-MODULE_COLUMNS = ["module", "function", "flops", "transcendentals", "bytes_accessed", "padded_bytes_accessed",
-                  "roofline_seconds", "bound", "chip"]
-OP_COLUMNS = ["module", "name", "opcode", "kind", "flops", "transcendentals", "bytes_read", "bytes_written",
-              "padded_bytes_read", "padded_bytes_written", "arithmetic_intensity", "compute_seconds", "memory_seconds",
-              "collective_seconds", "roofline_seconds", "bound", "op_name", "source"]
+MODULE_COLUMNS = [
+    "module",
+    "function",
+    "flops",
+    "transcendentals",
+    "bytes_accessed",
+    "padded_bytes_accessed",
+    "roofline_seconds",
+    "bound",
+    "chip",
+]
+OP_COLUMNS = [
+    "module",
+    "name",
+    "opcode",
+    "kind",
+    "flops",
+    "transcendentals",
+    "bytes_read",
+    "bytes_written",
+    "padded_bytes_read",
+    "padded_bytes_written",
+    "arithmetic_intensity",
+    "compute_seconds",
+    "memory_seconds",
+    "collective_seconds",
+    "roofline_seconds",
+    "bound",
+    "op_name",
+    "source",
+]
 _TABLE_MODULE_COLUMNS = ["module", "flops", "transcendentals", "bytes_accessed", "roofline_seconds", "bound", "chip"]
-_TABLE_OP_COLUMNS = ["name", "kind", "flops", "bytes_read", "bytes_written", "arithmetic_intensity",
-                     "roofline_seconds", "bound", "op_name", "source"]
+_TABLE_OP_COLUMNS = [
+    "name",
+    "kind",
+    "flops",
+    "bytes_read",
+    "bytes_written",
+    "arithmetic_intensity",
+    "roofline_seconds",
+    "bound",
+    "op_name",
+    "source",
+]
 
 
-ChipOpt = Annotated[str | None, typer.Option("--chip", help="The chip the roofline is drawn for: h100, h200, b200, "
-                                             "a100, tpu-v4, tpu-v5e, tpu-v5p or tpu-v6e (default: the GPU the dump "
-                                             "was compiled for).")]
+ChipOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--chip",
+        help="The chip the roofline is drawn for: h100, h200, b200, "
+        "a100, tpu-v4, tpu-v5e, tpu-v5p or tpu-v6e (default: the GPU the dump "
+        "was compiled for).",
+    ),
+]
 PeakFlopsOpt = Annotated[float | None, typer.Option("--peak-flops", help="Peak FLOP/s, for every dtype.")]
 HbmOpt = Annotated[float | None, typer.Option("--hbm-bandwidth", help="HBM bytes/s.")]
-IciOpt = Annotated[float | None, typer.Option("--ici-bandwidth", help="Interconnect bytes/s a chip sends on one "
-                                              "collective axis.")]
+IciOpt = Annotated[
+    float | None, typer.Option("--ici-bandwidth", help="Interconnect bytes/s a chip sends on one collective axis.")
+]
 
 
 class ChipUsageError(typer.BadParameter):
@@ -37,11 +80,18 @@ class ChipUsageError(typer.BadParameter):
 
 @app.command()
 def cost(
-    paths: PathsArg, function: FunctionOpt = None, module_re: ModuleReOpt = None, stage: StageOpt = Stage.after,
+    paths: PathsArg,
+    function: FunctionOpt = None,
+    module_re: ModuleReOpt = None,
+    stage: StageOpt = Stage.after,
     top: Annotated[int, typer.Option("--top", min=0, help="Ops to list per module, slowest first (0: all).")] = 10,
-    chip: ChipOpt = None, peak_flops: PeakFlopsOpt = None, hbm_bandwidth: HbmOpt = None, ici_bandwidth: IciOpt = None,
+    chip: ChipOpt = None,
+    peak_flops: PeakFlopsOpt = None,
+    hbm_bandwidth: HbmOpt = None,
+    ici_bandwidth: IciOpt = None,
     html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained roofline page.")] = None,
-    fmt: FormatOpt = OutputFormat.table, strict: StrictOpt = False,
+    fmt: FormatOpt = OutputFormat.table,
+    strict: StrictOpt = False,
 ) -> None:
     """FLOPs, transcendentals, bytes and roofline time per op and module, equal to XLA's HloCostAnalysis."""
     from xlainspect.analysis.chips import chip_table
@@ -51,8 +101,15 @@ def cost(
     rows_wanted = None if html is not None or top == 0 else top  # the page draws every op
     key = f"cost:{figures}:{rows_wanted}:{sorted(chip_table().items())}"  # the table is data, not code
     with user_errors():
-        rows = _analyse(paths, function, module_re, stage, strict, key,
-                        lambda m: module_cost(m.module(stage.value), chip_for(m, *figures), rows_wanted))
+        rows = _analyse(
+            paths,
+            function,
+            module_re,
+            stage,
+            strict,
+            key,
+            lambda m: module_cost(m.module(stage.value), chip_for(m, *figures), rows_wanted),
+        )
     if html is not None:
         from xlainspect.report.cost_html import write_cost_html
 
@@ -73,8 +130,10 @@ def chip_for(dump_module, key: str | None, peak_flops, hbm_bandwidth, ici_bandwi
     if key is None and dump_module.platform in ("cpu", None) and not any((peak_flops, hbm_bandwidth, ici_bandwidth)):
         return None
     if key is None:
-        raise ChipUsageError(f"{dump_module.label}: the dump does not say which chip it was compiled for; pass "
-                             f"--chip (or both --peak-flops and --hbm-bandwidth), one of: {', '.join(chip_table())}")
+        raise ChipUsageError(
+            f"{dump_module.label}: the dump does not say which chip it was compiled for; pass "
+            f"--chip (or both --peak-flops and --hbm-bandwidth), one of: {', '.join(chip_table())}"
+        )
     try:
         return get_chip(key, peak_flops, hbm_bandwidth, ici_bandwidth)
     except XlaInspectError as error:
@@ -83,7 +142,7 @@ def chip_for(dump_module, key: str | None, peak_flops, hbm_bandwidth, ici_bandwi
 
 def _emit(modules: list, top: int, fmt: OutputFormat) -> None:
     module_records = [{c: getattr(m, c) for c in MODULE_COLUMNS} for m in modules]
-    op_records = [dataclasses.asdict(op) for m in modules for op in m.ops[:top or None]]
+    op_records = [dataclasses.asdict(op) for m in modules for op in m.ops[: top or None]]
     if fmt is OutputFormat.json:
         emit_json({"modules": module_records, "ops": [{c: r[c] for c in OP_COLUMNS} for r in op_records]})
     elif fmt is OutputFormat.csv:
@@ -93,8 +152,12 @@ def _emit(modules: list, top: int, fmt: OutputFormat) -> None:
         emit_rows([readable(r) for r in module_records], columns, fmt, title="cost per module")
         for module in modules:
             print()
-            emit_rows([readable(dataclasses.asdict(op)) for op in module.ops[:top or None]], _TABLE_OP_COLUMNS, fmt,
-                      title=f"{module.module}: top ops by roofline time")
+            emit_rows(
+                [readable(dataclasses.asdict(op)) for op in module.ops[: top or None]],
+                _TABLE_OP_COLUMNS,
+                fmt,
+                title=f"{module.module}: top ops by roofline time",
+            )
 
 
 def readable(record: dict) -> dict:

@@ -28,17 +28,32 @@ _SIDE = "A --xla_dump_to directory, or an HLO text file."
 def diff(
     a: Annotated[Path, typer.Argument(help=f"Before: {_SIDE}", show_default=False)],
     b: Annotated[Path, typer.Argument(help=f"After: {_SIDE}", show_default=False)],
-    fmt: Annotated[DiffFormat, typer.Option("--format", "-f", help="table, json or markdown (for a pull-request "
-                                            "comment).")] = DiffFormat.table,
-    max_increase: Annotated[list[str] | None, typer.Option(
-        "--max-increase", help="METRIC=N (absolute) or METRIC=N% (relative to A): the largest increase allowed "
-        "(repeatable), e.g. peak_memory=5%, collective_bytes=0.")] = None,
-    fail_on_regression: Annotated[bool, typer.Option(
-        "--fail-on-regression", help="Exit 1 when a metric of a function grows beyond its --max-increase "
-        "(without any, beyond 0).")] = False,
+    fmt: Annotated[
+        DiffFormat, typer.Option("--format", "-f", help="table, json or markdown (for a pull-request comment).")
+    ] = DiffFormat.table,
+    max_increase: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--max-increase",
+            help="METRIC=N (absolute) or METRIC=N% (relative to A): the largest increase allowed "
+            "(repeatable), e.g. peak_memory=5%, collective_bytes=0.",
+        ),
+    ] = None,
+    fail_on_regression: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-regression",
+            help="Exit 1 when a metric of a function grows beyond its --max-increase (without any, beyond 0).",
+        ),
+    ] = False,
     show_all: Annotated[bool, typer.Option("--all", help="Also show unchanged functions.")] = False,
-    chip: Annotated[str | None, typer.Option("--chip", help="The chip roofline_seconds is for (default: the GPU "
-                                             "a dump names; none for TPU and CPU dumps).")] = None,
+    chip: Annotated[
+        str | None,
+        typer.Option(
+            "--chip",
+            help="The chip roofline_seconds is for (default: the GPU a dump names; none for TPU and CPU dumps).",
+        ),
+    ] = None,
     strict: StrictOpt = False,
 ) -> None:
     """Per function (matched by HloModule name): module count, op histogram, fusions by kind, custom-call
@@ -77,27 +92,50 @@ def _shown(rows, show_all: bool) -> list:
 
 def _function_json(row) -> dict:
     """`metrics` {name: {a, b, delta, change}}, `ops` {opcode: {a, b, delta}}, `signature` [changes]."""
+
     def counts(deltas):
         return {d.key: {"a": d.a, "b": d.b, "delta": d.delta} for d in deltas}
 
-    return {"name": row.name, "status": row.status,
-            "metrics": {m.name: {"a": m.a, "b": m.b, "delta": m.delta, "change": m.change} for m in row.metrics},
-            "ops": counts(row.ops), "fusion_kinds": counts(row.fusion_kinds),
-            "custom_call_targets": counts(row.custom_call_targets),
-            "signature": [dataclasses.asdict(s) for s in row.signature]}
+    return {
+        "name": row.name,
+        "status": row.status,
+        "metrics": {m.name: {"a": m.a, "b": m.b, "delta": m.delta, "change": m.change} for m in row.metrics},
+        "ops": counts(row.ops),
+        "fusion_kinds": counts(row.fusion_kinds),
+        "custom_call_targets": counts(row.custom_call_targets),
+        "signature": [dataclasses.asdict(s) for s in row.signature],
+    }
 
 
 def _sections(row) -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, header, rows) of each non-empty table describing one function's changes."""
     metrics = [m for m in row.metrics if m.a != m.b or m.name == "modules" or row.status != "changed"]
-    sections = [("metrics", ["metric", "A", "B", "delta", "change %"],
-                 [[m.name, _number(m.a), _number(m.b), _signed(m.delta), _percent(m.change)] for m in metrics])]
-    sections.append(("signature", ["parameter", "kind", "A", "B", "detail"],
-                     [[s.parameter, s.kind, s.a, s.b, _signature_detail(s)] for s in row.signature]))
-    for title, deltas in (("op histogram", row.ops), ("fusions by kind", row.fusion_kinds),
-                          ("custom-call targets", row.custom_call_targets)):
-        sections.append((title, ["name", "A", "B", "delta"], [[d.key, _number(d.a), _number(d.b), _signed(d.delta)]
-                                                               for d in deltas]))
+    sections = [
+        (
+            "metrics",
+            ["metric", "A", "B", "delta", "change %"],
+            [[m.name, _number(m.a), _number(m.b), _signed(m.delta), _percent(m.change)] for m in metrics],
+        )
+    ]
+    sections.append(
+        (
+            "signature",
+            ["parameter", "kind", "A", "B", "detail"],
+            [[s.parameter, s.kind, s.a, s.b, _signature_detail(s)] for s in row.signature],
+        )
+    )
+    for title, deltas in (
+        ("op histogram", row.ops),
+        ("fusions by kind", row.fusion_kinds),
+        ("custom-call targets", row.custom_call_targets),
+    ):
+        sections.append(
+            (
+                title,
+                ["name", "A", "B", "delta"],
+                [[d.key, _number(d.a), _number(d.b), _signed(d.delta)] for d in deltas],
+            )
+        )
     return [s for s in sections if s[2]]
 
 
@@ -107,9 +145,13 @@ def _signature_detail(change) -> str:
 
 
 def _summary(rows) -> str:
-    counts = {status: sum(1 for r in rows if r.status == status) for status in ("changed", "unchanged", "only_a", "only_b")}
-    return (f"{len(rows)} functions: {counts['changed']} changed, {counts['unchanged']} unchanged, "
-            f"{counts['only_a']} only in A, {counts['only_b']} only in B")
+    counts = {
+        status: sum(1 for r in rows if r.status == status) for status in ("changed", "unchanged", "only_a", "only_b")
+    }
+    return (
+        f"{len(rows)} functions: {counts['changed']} changed, {counts['unchanged']} unchanged, "
+        f"{counts['only_a']} only in A, {counts['only_b']} only in B"
+    )
 
 
 def _heading(row) -> str:

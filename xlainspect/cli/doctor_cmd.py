@@ -16,9 +16,18 @@ def doctor(path: DumpPath, fmt: FormatOpt = OutputFormat.table) -> None:
     with user_errors():
         health = diagnose(path)
     if fmt is OutputFormat.json:
-        emit_json({"root": str(health.root), "modules": health.modules, "files": health.files,
-                   "findings": to_records(health.findings)})
+        emit_json(
+            {
+                "root": str(health.root),
+                "modules": health.modules,
+                "files": health.files,
+                "findings": to_records(health.findings),
+            }
+        )
         return
     verdict = f"{len(health.findings)} findings" if health.findings else "no findings: the dump looks healthy"
-    emit_frame(to_frame(health.findings, Finding), fmt, f"{health.root}: {health.modules} modules, "
-               f"{health.files} files, {verdict}")
+    emit_frame(
+        to_frame(health.findings, Finding),
+        fmt,
+        f"{health.root}: {health.modules} modules, {health.files} files, {verdict}",
+    )

@@ -24,10 +24,8 @@ from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, emit_rows
 from xlainspect.errors import XlaInspectError
 
 
-
 @app.command()
-def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, log: LogOpt = None,
-            strict: StrictOpt = False) -> None:
+def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, log: LogOpt = None, strict: StrictOpt = False) -> None:
     """List the modules (compiles) of a dump: id, function, platform, stages, instruction count, size, and
     compile seconds when the run's jax log is there."""
     import pandas as pd
@@ -86,30 +84,56 @@ def _module_row(dump, module, strict: bool, advance) -> dict:
     except XlaInspectError as error:
         dump.skip(hlo.path, error, strict)
         instructions = None
-    return {"host": module.host, "module_id": module.module_id, "function": module.name,
-            "platform": module.platform_tag or module.platform, "stages": ", ".join(s.replace("optimizations", "opt") for s in module.stages),
-            "instructions": instructions, "bytes": hlo.path.stat().st_size}
+    return {
+        "host": module.host,
+        "module_id": module.module_id,
+        "function": module.name,
+        "platform": module.platform_tag or module.platform,
+        "stages": ", ".join(s.replace("optimizations", "opt") for s in module.stages),
+        "instructions": instructions,
+        "bytes": hlo.path.stat().st_size,
+    }
 
 
 @app.command("count-recompiles")
 def count_recompiles_cmd(
     path: DumpPath,
     fmt: FormatOpt = OutputFormat.table,
-    max_per_function: Annotated[int | None, typer.Option("--max-per-function", help="Fail (exit 1) when a function "
-                                                         "compiles more often.")] = None,
-    max_named: Annotated[list[str] | None, typer.Option("--max", help="NAME=N: the budget of one function "
-                                                         "(repeatable; overrides --max-per-function).")] = None,
-    max_total: Annotated[int | None, typer.Option("--max-total", help="Fail when all compiles together exceed N.")] = None,
-    ignore_eager: Annotated[bool, typer.Option("--ignore-eager", help="Leave eager single-op modules "
-                                               "(jit_add, ...) out of the gate and the table.")] = False,
-    baseline: Annotated[Path | None, typer.Option("--baseline", help="JSON of per-function compile counts; "
-                                                  "fail when a function compiles more often than there.")] = None,
-    update_baseline: Annotated[bool, typer.Option("--update-baseline", help="Write the counts to --baseline "
-                                                  "instead of checking them.")] = False,
+    max_per_function: Annotated[
+        int | None, typer.Option("--max-per-function", help="Fail (exit 1) when a function compiles more often.")
+    ] = None,
+    max_named: Annotated[
+        list[str] | None,
+        typer.Option("--max", help="NAME=N: the budget of one function (repeatable; overrides --max-per-function)."),
+    ] = None,
+    max_total: Annotated[
+        int | None, typer.Option("--max-total", help="Fail when all compiles together exceed N.")
+    ] = None,
+    ignore_eager: Annotated[
+        bool,
+        typer.Option(
+            "--ignore-eager", help="Leave eager single-op modules (jit_add, ...) out of the gate and the table."
+        ),
+    ] = False,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            help="JSON of per-function compile counts; fail when a function compiles more often than there.",
+        ),
+    ] = None,
+    update_baseline: Annotated[
+        bool, typer.Option("--update-baseline", help="Write the counts to --baseline instead of checking them.")
+    ] = False,
     log: LogOpt = None,
-    profile: Annotated[Path | None, typer.Option("--profile", help="The run's jax.profiler trace: the measured "
-                                                 "seconds of each compile (needs xlainspect[profile]).",
-                                                 show_default=False)] = None,
+    profile: Annotated[
+        Path | None,
+        typer.Option(
+            "--profile",
+            help="The run's jax.profiler trace: the measured seconds of each compile (needs xlainspect[profile]).",
+            show_default=False,
+        ),
+    ] = None,
     strict: StrictOpt = False,
 ) -> None:
     """Count compiles per function and explain every recompile (shape, dtype, layout, sharding, donation,
@@ -118,8 +142,13 @@ def count_recompiles_cmd(
     from xlainspect.dump.directory import load_dump
 
     with user_errors():
-        budget = Budget(max_per_function, _named_budgets(max_named or []), max_total, ignore_eager,
-                        () if update_baseline else _read_baseline(baseline))
+        budget = Budget(
+            max_per_function,
+            _named_budgets(max_named or []),
+            max_total,
+            ignore_eager,
+            () if update_baseline else _read_baseline(baseline),
+        )
         if update_baseline and baseline is None:
             raise XlaInspectError("--update-baseline needs --baseline FILE")
         dump = load_dump(path, strict=strict)
@@ -172,7 +201,7 @@ def _read_baseline(path: Path | None) -> tuple[tuple[str, int], ...]:
     except FileNotFoundError:
         raise XlaInspectError(f"{path}: no such baseline file (create it with --update-baseline)") from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-        raise XlaInspectError(f"{path}: not a baseline file ({{\"functions\": {{name: count}}}}): {error}") from None
+        raise XlaInspectError(f'{path}: not a baseline file ({{"functions": {{name: count}}}}): {error}') from None
 
 
 def _emit(rows, dump, violations: list[str], fmt: OutputFormat, times=None, profiled=None) -> None:
@@ -180,26 +209,40 @@ def _emit(rows, dump, violations: list[str], fmt: OutputFormat, times=None, prof
 
     profiled = profiled or {}
     if fmt is OutputFormat.json:
-        document = {"total_modules": sum(r.modules for r in rows),
-                    "functions": [dataclasses.asdict(r) | _times_json(times, r.name)
-                                  | ({"profile_compile_seconds": list(profiled[r.name])} if r.name in profiled else {})
-                                  for r in rows],
-                    "violations": violations,
-                    "skipped": [{"path": str(s.path), "reason": s.reason} for s in dump.skipped]}
+        document = {
+            "total_modules": sum(r.modules for r in rows),
+            "functions": [
+                dataclasses.asdict(r)
+                | _times_json(times, r.name)
+                | ({"profile_compile_seconds": list(profiled[r.name])} if r.name in profiled else {})
+                for r in rows
+            ],
+            "violations": violations,
+            "skipped": [{"path": str(s.path), "reason": s.reason} for s in dump.skipped],
+        }
         if times is not None:
             document |= {"recompile_seconds": times.recompile_seconds, "not_paired": times.unpaired}
         emit_json(document)
         return
-    table = (_for_people(rows, times) if fmt in (OutputFormat.table, OutputFormat.markdown)
-             else [_table_row(r, times) for r in rows])
+    table = (
+        _for_people(rows, times)
+        if fmt in (OutputFormat.table, OutputFormat.markdown)
+        else [_table_row(r, times) for r in rows]
+    )
     for row in table:
         if row["function"] in profiled:
             row["profiled"] = ", ".join("?" if s is None else f"{s:.2f}" for s in profiled[row["function"]])
     total, recompiled = sum(r.modules for r in rows), sum(1 for r in rows if r.modules > 1)
-    columns = (["function", "compiles"] + (["seconds", "per_compile"] if times else [])
-               + (["profiled"] if profiled else []) + ["eager", "why", "suggestion"])
-    title = (f"{total} compile{'s' * (total != 1)} of {len(rows)} function{'s' * (len(rows) != 1)}, "
-             f"{recompiled} compiled more than once" + (f"; {_seconds(times)}" if times else ""))
+    columns = (
+        ["function", "compiles"]
+        + (["seconds", "per_compile"] if times else [])
+        + (["profiled"] if profiled else [])
+        + ["eager", "why", "suggestion"]
+    )
+    title = (
+        f"{total} compile{'s' * (total != 1)} of {len(rows)} function{'s' * (len(rows) != 1)}, "
+        f"{recompiled} compiled more than once" + (f"; {_seconds(times)}" if times else "")
+    )
     emit_rows(table, columns, fmt, title=title)
 
 
@@ -208,19 +251,34 @@ def _times_json(times, name: str) -> dict:
     function = times.functions.get(name) if times else None
     if function is None:
         return {}
-    return {"compile_seconds": list(function.seconds), "cache": list(function.cache),
-            "seconds": function.total_seconds, "recompile_seconds": function.recompile_seconds}
+    return {
+        "compile_seconds": list(function.seconds),
+        "cache": list(function.cache),
+        "seconds": function.total_seconds,
+        "recompile_seconds": function.recompile_seconds,
+    }
 
 
 def _table_row(row, times=None) -> dict:
     from xlainspect.analysis.recompiles import describe_cause
 
     function = times.functions.get(row.name) if times else None
-    seconds = {} if function is None else {
-        "seconds": function.total_seconds,
-        "per_compile": ", ".join(_compile_cell(s, c) for s, c in zip(function.seconds, function.cache))}
-    return {"function": row.name, "compiles": row.modules, "eager": row.eager, **seconds,
-            "why": "; ".join(describe_cause(c) for c in row.causes), "suggestion": row.suggestion or ""}
+    seconds = (
+        {}
+        if function is None
+        else {
+            "seconds": function.total_seconds,
+            "per_compile": ", ".join(_compile_cell(s, c) for s, c in zip(function.seconds, function.cache)),
+        }
+    )
+    return {
+        "function": row.name,
+        "compiles": row.modules,
+        "eager": row.eager,
+        **seconds,
+        "why": "; ".join(describe_cause(c) for c in row.causes),
+        "suggestion": row.suggestion or "",
+    }
 
 
 def _compile_cell(seconds: float | None, cache: str | None) -> str:
@@ -235,9 +293,13 @@ def _for_people(rows: list, times=None) -> list[dict]:
     single_eager = [r for r in ranked if r.eager and r.modules == 1]
     if len(single_eager) < 2:
         return [_table_row(r, times) for r in ranked]
-    folded = {"function": f"{len(single_eager)} more eager ops", "compiles": len(single_eager), "eager": True,
-              "why": "compiled once each: " + ", ".join(r.name for r in single_eager),
-              "suggestion": single_eager[0].suggestion or ""}
+    folded = {
+        "function": f"{len(single_eager)} more eager ops",
+        "compiles": len(single_eager),
+        "eager": True,
+        "why": "compiled once each: " + ", ".join(r.name for r in single_eager),
+        "suggestion": single_eager[0].suggestion or "",
+    }
     if times:
         folded["seconds"] = sum(times.functions[r.name].total_seconds for r in single_eager)
     return [_table_row(r, times) for r in ranked if r not in single_eager] + [folded]
@@ -246,8 +308,9 @@ def _for_people(rows: list, times=None) -> list[dict]:
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def capture(
     command: Annotated[list[str], typer.Argument(help="The program to run, after `--`.", show_default=False)],
-    dump_dir: Annotated[Path | None, typer.Option("--dump-dir", help="Where XLA writes the dump "
-                                                  "(default: a temporary directory).")] = None,
+    dump_dir: Annotated[
+        Path | None, typer.Option("--dump-dir", help="Where XLA writes the dump (default: a temporary directory).")
+    ] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Run a program with XLA_FLAGS extended by --xla_dump_to and jax's compile log saved as jax.log in the
@@ -259,8 +322,18 @@ def capture(
         target = dump_dir or Path(scratch)
         status = run_with_dump(command, target)
         try:
-            count_recompiles_cmd(target, fmt=fmt, max_per_function=None, max_named=None, max_total=None,
-                                 ignore_eager=False, baseline=None, update_baseline=False, log=None, strict=False)
+            count_recompiles_cmd(
+                target,
+                fmt=fmt,
+                max_per_function=None,
+                max_named=None,
+                max_total=None,
+                ignore_eager=False,
+                baseline=None,
+                update_baseline=False,
+                log=None,
+                strict=False,
+            )
         except typer.Exit as done:
             status = status or done.exit_code
     if status:

@@ -19,14 +19,21 @@ class Platform(str, enum.Enum):
     cpu = "cpu"
 
 
-PlatformOpt = Annotated[Platform | None, typer.Option("--platform", help="Names memory spaces (and, for tpu, "
-                                                      "applies the TPU backend's size rule).")]
+PlatformOpt = Annotated[
+    Platform | None,
+    typer.Option("--platform", help="Names memory spaces (and, for tpu, applies the TPU backend's size rule)."),
+]
 
 
 @app.command()
 def layout(
-    shape: Annotated[str, typer.Argument(help="A shape with layout, e.g. 'bf16[3,5]{1,0:T(8,128)(2,1)}' or "
-                                              "'bf16[3,5]<1,0:T(8,128)(2,1)>'.", show_default=False)],
+    shape: Annotated[
+        str,
+        typer.Argument(
+            help="A shape with layout, e.g. 'bf16[3,5]{1,0:T(8,128)(2,1)}' or 'bf16[3,5]<1,0:T(8,128)(2,1)>'.",
+            show_default=False,
+        ),
+    ],
     platform: PlatformOpt = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
@@ -63,7 +70,8 @@ def _describe(a) -> str:
     lines += [
         f"  padded dims      [{','.join(map(str, a.padded_dims))}] (physical order)",
         f"  elements         {a.logical_elements:,} logical, {a.padded_elements:,} stored",
-        f"  bytes            {a.logical_bytes:,} of data in {a.backend_bytes:,} bytes: {a.wasted_bytes:,} wasted, {a.expansion}x",
+        f"  bytes            {a.logical_bytes:,} of data in {a.backend_bytes:,} bytes: "
+        f"{a.wasted_bytes:,} wasted, {a.expansion}x",
         f"  memory space     S({a.memory_space}) {a.memory_space_name}",
     ]
     lines += [f"  note             {note}" for note in a.notes]
@@ -81,8 +89,14 @@ def layouts(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """The padding ledger: every array value of the after-optimizations modules, ranked by wasted bytes."""
-    from xlainspect.analysis.layouts import (PaddingRow, PaddingTotal, dump_ledger_inputs, filter_ledger,
-                                             ledger_totals, padding_ledger)
+    from xlainspect.analysis.layouts import (
+        PaddingRow,
+        PaddingTotal,
+        dump_ledger_inputs,
+        filter_ledger,
+        ledger_totals,
+        padding_ledger,
+    )
     from xlainspect.dump.directory import load_dump
     from xlainspect.report.table import to_frame
 
@@ -94,9 +108,13 @@ def layouts(
     note_skipped(dump)
     shown = rows[:top] if top is not None else rows
     if fmt is OutputFormat.json:
-        emit_json({"values": [dataclasses.asdict(r) for r in shown],
-                   "modules": [dataclasses.asdict(t) for t in ledger_totals(rows, "module")],
-                   "functions": [dataclasses.asdict(t) for t in ledger_totals(rows, "function")]})
+        emit_json(
+            {
+                "values": [dataclasses.asdict(r) for r in shown],
+                "modules": [dataclasses.asdict(t) for t in ledger_totals(rows, "module")],
+                "functions": [dataclasses.asdict(t) for t in ledger_totals(rows, "function")],
+            }
+        )
         return
     emit_frame(to_frame(shown, PaddingRow), fmt, title="padding ledger (most wasted bytes first)")
     if fmt in (OutputFormat.table, OutputFormat.markdown):

@@ -11,8 +11,21 @@ from xlainspect.cli.app import DumpPath, FormatOpt, FunctionOpt, app, note_skipp
 from xlainspect.cli.progress import progress
 from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stderr_console, stdout_console
 
-_SUMMARY = ["module", "function", "total_bytes", "reported_total_bytes", "parameter", "output", "temporary",
-            "preallocated-temp", "thread-local", "constant", "peak_bytes", "peak_time", "peak_instruction"]
+_SUMMARY = [
+    "module",
+    "function",
+    "total_bytes",
+    "reported_total_bytes",
+    "parameter",
+    "output",
+    "temporary",
+    "preallocated-temp",
+    "thread-local",
+    "constant",
+    "peak_bytes",
+    "peak_time",
+    "peak_instruction",
+]
 _COMPACT = ["module", "total_bytes", "parameter", "output", "preallocated-temp", "peak_bytes", "peak_instruction"]
 _TOP = ["name", "shape", "bytes", "logical_bytes", "kind", "live_from", "live_to", "op_name", "source"]
 
@@ -22,7 +35,9 @@ def memory(
     path: DumpPath,
     function: FunctionOpt = None,
     top: Annotated[int, typer.Option("--top", help="Buffers to list per module, biggest first.")] = 10,
-    html: Annotated[Path | None, typer.Option("--html", help="Also write a self-contained page with the memory curve.")] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained page with the memory curve.")
+    ] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Memory per compiled module from the buffer assignment, memory-usage report and live ranges: bytes by
@@ -33,8 +48,12 @@ def memory(
 
     with user_errors():
         dump = load_dump(path.parent if path.is_file() else path)
-        chosen = [m for m in dump.modules if (function is None or m.name == function)
-                  and (not path.is_file() or any(f.path.resolve() == path.resolve() for f in m.files))]
+        chosen = [
+            m
+            for m in dump.modules
+            if (function is None or m.name == function)
+            and (not path.is_file() or any(f.path.resolve() == path.resolve() for f in m.files))
+        ]
         rows = []
         with progress("reading buffer assignments", total=len(chosen)) as advance:
             for dump_module in chosen:
@@ -48,8 +67,10 @@ def memory(
                     rows.append(row)
         note_skipped(dump)
         if not rows:
-            raise DumpError(f"no *buffer-assignment.txt for the selected modules under {path} (XLA writes it "
-                            "after optimizations, with --xla_dump_to and text dumps)")
+            raise DumpError(
+                f"no *buffer-assignment.txt for the selected modules under {path} (XLA writes it "
+                "after optimizations, with --xla_dump_to and text dumps)"
+            )
     if html is not None:
         from xlainspect.report.memory_html import write_memory_html
 
@@ -83,9 +104,16 @@ def _emit(rows: list, fmt: OutputFormat) -> None:
 
 
 def _summary(row) -> dict:
-    return {"module": row.module, "function": row.function, "total_bytes": row.total_bytes,
-            "reported_total_bytes": row.reported_total_bytes, **row.by_kind, "peak_bytes": row.peak_bytes,
-            "peak_time": row.peak_time, "peak_instruction": row.peak_instruction}
+    return {
+        "module": row.module,
+        "function": row.function,
+        "total_bytes": row.total_bytes,
+        "reported_total_bytes": row.reported_total_bytes,
+        **row.by_kind,
+        "peak_bytes": row.peak_bytes,
+        "peak_time": row.peak_time,
+        "peak_instruction": row.peak_instruction,
+    }
 
 
 def _document(row) -> dict:
@@ -108,6 +136,11 @@ def _bar_chart(row, title: str) -> None:
     biggest = max(b.bytes for b in row.top) or 1
     for buffer in row.top:
         bar = "█" * max(1, round(30 * buffer.bytes / biggest))
-        table.add_row(Text(buffer.name), Text(buffer.shape), f"{buffer.bytes:,}", Text(bar, style="cyan"),
-                      Text(buffer.op_name or ""))
+        table.add_row(
+            Text(buffer.name),
+            Text(buffer.shape),
+            f"{buffer.bytes:,}",
+            Text(bar, style="cyan"),
+            Text(buffer.op_name or ""),
+        )
     stdout_console().print(table)

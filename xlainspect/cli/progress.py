@@ -17,10 +17,10 @@ SHOW_AFTER = float(os.environ.get("XLAINSPECT_PROGRESS_AFTER", "1.0"))
 def progress(description: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
     """Yield `advance(n)`; call it as work completes. The bar is transient (erased at the end).
 
-        with progress("parsing modules", total=len(files)) as advance:
-            for path in files:
-                ...
-                advance(1)
+    with progress("parsing modules", total=len(files)) as advance:
+        for path in files:
+            ...
+            advance(1)
     """
     started = time.monotonic()
     state: dict = {"done": 0, "bar": None, "task": None}
@@ -44,8 +44,14 @@ def _start(description: str, total: int | None, done: int):
 
     from xlainspect.cli.render import stderr_console
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=stderr_console(), transient=True)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=stderr_console(),
+        transient=True,
+    )
     task = bar.add_task(description, total=total, completed=done)
     bar.start()
     return bar, task

@@ -85,8 +85,9 @@ def rich_table(records: list[dict], columns: list[str], title: str | None = None
     table = Table(title=title, title_justify="left", show_lines=False)
     for index, column in enumerate(columns):
         # The first column names the row (function, module): keep it whole on narrow terminals.
-        table.add_column(column, justify="right" if is_numeric(records, column) else "left", overflow="fold",
-                         no_wrap=index == 0)
+        table.add_column(
+            column, justify="right" if is_numeric(records, column) else "left", overflow="fold", no_wrap=index == 0
+        )
     for record in records:
         table.add_row(*(Text(cell_text(record.get(c))) for c in columns))  # Text(): HLO is never rich markup
     return table

@@ -9,7 +9,8 @@ shipping generated code, keeps the reader working with every protobuf from 4.21 
 read as their wire form (repeated key/value entries). `tests/test_profile.py` compares every event
 with jaxlib's reader.
 
-The `<host>.trace.json.gz` and `perfetto_trace.json.gz` written beside it holds the same events as JSON; it is found through
+The `<host>.trace.json.gz` and `perfetto_trace.json.gz` written beside it holds the same events as
+JSON; it is found through
 its folder, and the XSpace beside it is what is read.
 """
 
@@ -25,24 +26,54 @@ INSTALL_HINT = "reading profiles needs protobuf: pip install 'xlainspect[profile
 
 # (field, number, type, repeated): type is a scalar name or another message of this schema.
 _SCHEMA = {
-    "XSpace": [("planes", 1, "XPlane", True), ("errors", 2, "string", True), ("warnings", 3, "string", True),
-               ("hostnames", 4, "string", True)],
-    "XPlane": [("id", 1, "int64", False), ("name", 2, "string", False), ("lines", 3, "XLine", True),
-               ("event_metadata", 4, "EventMetadataEntry", True), ("stat_metadata", 5, "StatMetadataEntry", True),
-               ("stats", 6, "XStat", True)],
+    "XSpace": [
+        ("planes", 1, "XPlane", True),
+        ("errors", 2, "string", True),
+        ("warnings", 3, "string", True),
+        ("hostnames", 4, "string", True),
+    ],
+    "XPlane": [
+        ("id", 1, "int64", False),
+        ("name", 2, "string", False),
+        ("lines", 3, "XLine", True),
+        ("event_metadata", 4, "EventMetadataEntry", True),
+        ("stat_metadata", 5, "StatMetadataEntry", True),
+        ("stats", 6, "XStat", True),
+    ],
     "EventMetadataEntry": [("key", 1, "int64", False), ("value", 2, "XEventMetadata", False)],
     "StatMetadataEntry": [("key", 1, "int64", False), ("value", 2, "XStatMetadata", False)],
-    "XLine": [("id", 1, "int64", False), ("display_id", 10, "int64", False), ("name", 2, "string", False),
-              ("display_name", 11, "string", False), ("timestamp_ns", 3, "int64", False),
-              ("duration_ps", 9, "int64", False), ("events", 4, "XEvent", True)],
-    "XEvent": [("metadata_id", 1, "int64", False), ("offset_ps", 2, "int64", False),
-               ("num_occurrences", 5, "int64", False), ("duration_ps", 3, "int64", False),
-               ("stats", 4, "XStat", True)],
-    "XStat": [("metadata_id", 1, "int64", False), ("double_value", 2, "double", False),
-              ("uint64_value", 3, "uint64", False), ("int64_value", 4, "int64", False),
-              ("str_value", 5, "string", False), ("bytes_value", 6, "bytes", False), ("ref_value", 7, "uint64", False)],
-    "XEventMetadata": [("id", 1, "int64", False), ("name", 2, "string", False), ("metadata", 3, "bytes", False),
-                       ("display_name", 4, "string", False), ("stats", 5, "XStat", True)],
+    "XLine": [
+        ("id", 1, "int64", False),
+        ("display_id", 10, "int64", False),
+        ("name", 2, "string", False),
+        ("display_name", 11, "string", False),
+        ("timestamp_ns", 3, "int64", False),
+        ("duration_ps", 9, "int64", False),
+        ("events", 4, "XEvent", True),
+    ],
+    "XEvent": [
+        ("metadata_id", 1, "int64", False),
+        ("offset_ps", 2, "int64", False),
+        ("num_occurrences", 5, "int64", False),
+        ("duration_ps", 3, "int64", False),
+        ("stats", 4, "XStat", True),
+    ],
+    "XStat": [
+        ("metadata_id", 1, "int64", False),
+        ("double_value", 2, "double", False),
+        ("uint64_value", 3, "uint64", False),
+        ("int64_value", 4, "int64", False),
+        ("str_value", 5, "string", False),
+        ("bytes_value", 6, "bytes", False),
+        ("ref_value", 7, "uint64", False),
+    ],
+    "XEventMetadata": [
+        ("id", 1, "int64", False),
+        ("name", 2, "string", False),
+        ("metadata", 3, "bytes", False),
+        ("display_name", 4, "string", False),
+        ("stats", 5, "XStat", True),
+    ],
     "XStatMetadata": [("id", 1, "int64", False), ("name", 2, "string", False), ("description", 3, "string", False)],
     # xla/service/hlo.proto: HloProto's HloModuleProto, kept as bytes for jaxlib to print (`embedded_hlo_text`)
     "HloProto": [("hlo_module", 1, "bytes", False)],
@@ -88,14 +119,17 @@ def find_trace_files(path: str | Path) -> list[Path]:
         beside = sorted(path.parent.glob("*.xplane.pb"))
         if path.name.endswith("trace.json.gz") and beside:  # <host>.trace.json.gz, perfetto_trace.json.gz
             return beside
-        raise XlaInspectError(f"{path}: not a jax.profiler trace (expected a *.xplane.pb file, or the log dir "
-                              f"jax.profiler.trace wrote)")
+        raise XlaInspectError(
+            f"{path}: not a jax.profiler trace (expected a *.xplane.pb file, or the log dir jax.profiler.trace wrote)"
+        )
     if not path.is_dir():
         raise XlaInspectError(f"{path}: no such file or directory")
     found = sorted(path.rglob("*.xplane.pb"))
     if not found:
-        raise XlaInspectError(f"{path}: no *.xplane.pb file under it (jax.profiler.trace(log_dir) writes "
-                              f"log_dir/plugins/profile/<run>/<host>.xplane.pb)")
+        raise XlaInspectError(
+            f"{path}: no *.xplane.pb file under it (jax.profiler.trace(log_dir) writes "
+            f"log_dir/plugins/profile/<run>/<host>.xplane.pb)"
+        )
     newest = max(p.parent for p in found)
     return [p for p in found if p.parent == newest]
 
@@ -105,10 +139,16 @@ def read_trace(path: str | Path) -> Trace:
     spaces = [(p, _read_space(p)) for p in find_trace_files(path)]
     events = [e for p, space in spaces for e in _events(space)]
     origin = min((e.start_ns for e in events), default=0.0)
-    events = sorted((TraceEvent(e.plane, e.line, e.name, e.start_ns - origin, e.duration_ns, e.stats) for e in events),
-                    key=lambda e: (e.start_ns, -e.duration_ns))
-    return Trace([p for p, _ in spaces], events, [h for _, space in spaces for h in space.hostnames],
-                 {k: v for _, space in spaces for k, v in _hlo_protos(space).items()})
+    events = sorted(
+        (TraceEvent(e.plane, e.line, e.name, e.start_ns - origin, e.duration_ns, e.stats) for e in events),
+        key=lambda e: (e.start_ns, -e.duration_ns),
+    )
+    return Trace(
+        [p for p, _ in spaces],
+        events,
+        [h for _, space in spaces for h in space.hostnames],
+        {k: v for _, space in spaces for k, v in _hlo_protos(space).items()},
+    )
 
 
 def embedded_hlo_text(hlo_proto: bytes) -> str:
@@ -118,8 +158,10 @@ def embedded_hlo_text(hlo_proto: bytes) -> str:
         from jax._src.lib import xla_client
         from jaxlib import _hlo
     except ImportError:
-        raise XlaInspectError("printing the HLO the profile embeds needs jax (pip install jax); or pass --dump "
-                              "with the run's --xla_dump_to directory") from None
+        raise XlaInspectError(
+            "printing the HLO the profile embeds needs jax (pip install jax); or pass --dump "
+            "with the run's --xla_dump_to directory"
+        ) from None
     module = _message_class("HloProto").FromString(hlo_proto).hlo_module
     try:
         options = _hlo.HloPrintOptions()
@@ -136,8 +178,10 @@ def _hlo_protos(space) -> dict[int, tuple[str, bytes]]:
         for entry in plane.event_metadata:
             stats = _stats(entry.value.stats, names)
             if isinstance(stats.get("Hlo Proto"), bytes) and isinstance(stats.get("program_id"), int):
-                protos[stats["program_id"]] = (entry.value.name.rpartition("(")[0] or entry.value.name,
-                                               stats["Hlo Proto"])
+                protos[stats["program_id"]] = (
+                    entry.value.name.rpartition("(")[0] or entry.value.name,
+                    stats["Hlo Proto"],
+                )
     return protos
 
 
@@ -165,13 +209,15 @@ def _message_class(name: str):
     except ImportError:
         raise ProfileDependencyError(INSTALL_HINT) from None
     proto = descriptor_pb2.FieldDescriptorProto
-    file = descriptor_pb2.FileDescriptorProto(name="xlainspect/xplane.proto", package="tensorflow.profiler",
-                                              syntax="proto2")  # proto2: HasField tells which stat value is set
+    file = descriptor_pb2.FileDescriptorProto(
+        name="xlainspect/xplane.proto", package="tensorflow.profiler", syntax="proto2"
+    )  # proto2: HasField tells which stat value is set
     for message_name, fields in _SCHEMA.items():
         message = file.message_type.add(name=message_name)
         for field_name, number, kind, repeated in fields:
-            declared = message.field.add(name=field_name, number=number,
-                                         label=proto.LABEL_REPEATED if repeated else proto.LABEL_OPTIONAL)
+            declared = message.field.add(
+                name=field_name, number=number, label=proto.LABEL_REPEATED if repeated else proto.LABEL_OPTIONAL
+            )
             if kind in _SCHEMA:
                 declared.type, declared.type_name = proto.TYPE_MESSAGE, f".tensorflow.profiler.{kind}"
             else:
@@ -196,8 +242,11 @@ def _events(space) -> list[TraceEvent]:
                 stats = _stats(meta.stats, stat_names) if meta is not None else {}
                 stats.update(_stats(event.stats, stat_names))
                 start = line.timestamp_ns + event.offset_ps / 1000
-                events.append(TraceEvent(plane.name, name, meta.name if meta is not None else "", start,
-                                         event.duration_ps / 1000, stats))
+                events.append(
+                    TraceEvent(
+                        plane.name, name, meta.name if meta is not None else "", start, event.duration_ps / 1000, stats
+                    )
+                )
     return events
 
 

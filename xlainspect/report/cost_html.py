@@ -25,17 +25,21 @@ section{margin-bottom:2.5em}svg{background:#fafafa;border:1px solid #ddd}
 def write_cost_html(modules: list, path: str | Path) -> None:
     """Write the page for `modules` (ModuleCost rows); modules without a chip get their totals only."""
     body = "\n".join(_section(m) for m in modules)
-    page = (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect roofline</title>"
-            f"<style>{STYLE}</style></head><body><h1>Roofline</h1>\n{body}\n</body></html>\n")
+    page = (
+        f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect roofline</title>"
+        f"<style>{STYLE}</style></head><body><h1>Roofline</h1>\n{body}\n</body></html>\n"
+    )
     Path(path).write_text(page, encoding="utf-8")
 
 
 def _section(module) -> str:
     title = html.escape(f"{module.module} ({module.function})")
     seconds = "-" if module.roofline_seconds is None else f"{module.roofline_seconds:.3e} s ({module.bound})"
-    summary = (f"<p>{module.flops:,.0f} FLOPs, {module.transcendentals:,.0f} transcendentals, "
-               f"{module.bytes_accessed:,} bytes ({module.padded_bytes_accessed:,} with tile padding); "
-               f"roofline {seconds} on {html.escape(module.chip or 'no chip (pass --chip)')}</p>")
+    summary = (
+        f"<p>{module.flops:,.0f} FLOPs, {module.transcendentals:,.0f} transcendentals, "
+        f"{module.bytes_accessed:,} bytes ({module.padded_bytes_accessed:,} with tile padding); "
+        f"roofline {seconds} on {html.escape(module.chip or 'no chip (pass --chip)')}</p>"
+    )
     points = [op for op in module.ops if op.roofline_seconds and op.arithmetic_intensity and op.flops > 0]
     chart = _chart(module, points) if module.chip and points else "<p>No op with FLOPs and a roofline time.</p>"
     return f"<section><h2>{title}</h2>{summary}{chart}</section>"
@@ -44,10 +48,13 @@ def _section(module) -> str:
 def _chart(module, points: list) -> str:
     dots = []
     for op in points:
-        tip = (f"{op.name} ({op.kind}): {op.flops:,.0f} FLOPs, {op.arithmetic_intensity:.2f} FLOP/B, "
-               f"{op.roofline_seconds:.3e} s, {op.bound} bound; {op.op_name or ''}")
-        dots.append(Point(op.arithmetic_intensity, op.flops / op.roofline_seconds, op.roofline_seconds,
-                          f"op {op.bound}", tip))
+        tip = (
+            f"{op.name} ({op.kind}): {op.flops:,.0f} FLOPs, {op.arithmetic_intensity:.2f} FLOP/B, "
+            f"{op.roofline_seconds:.3e} s, {op.bound} bound; {op.op_name or ''}"
+        )
+        dots.append(
+            Point(op.arithmetic_intensity, op.flops / op.roofline_seconds, op.roofline_seconds, f"op {op.bound}", tip)
+        )
     return roofline_svg(module.chip_figures, dots)
 
 
@@ -75,14 +82,18 @@ def roofline_svg(chip, points: list[Point]) -> str:
         ridge = peak / chip.hbm_bandwidth
         xs = [10 ** x_range[0], ridge, 10 ** x_range[1]]
         line = " ".join(f"{scale.x(x):.1f},{scale.y(min(peak, x * chip.hbm_bandwidth)):.1f}" for x in xs)
-        parts.append(f"<polyline class='roof {dtype}' points='{line}'><title>{dtype} peak {peak:.3g} FLOP/s, "
-                     f"HBM {chip.hbm_bandwidth:.3g} B/s</title></polyline>")
+        parts.append(
+            f"<polyline class='roof {dtype}' points='{line}'><title>{dtype} peak {peak:.3g} FLOP/s, "
+            f"HBM {chip.hbm_bandwidth:.3g} B/s</title></polyline>"
+        )
     heaviest = max(p.weight for p in points)
     for point in points:
         radius = 3 + 12 * math.sqrt(point.weight / heaviest)
-        parts.append(f"<circle class='{point.css_class}' cx='{scale.x(point.intensity):.1f}' "
-                     f"cy='{scale.y(point.flops_per_second):.1f}' r='{radius:.1f}'>"
-                     f"<title>{html.escape(point.tip)}</title></circle>")
+        parts.append(
+            f"<circle class='{point.css_class}' cx='{scale.x(point.intensity):.1f}' "
+            f"cy='{scale.y(point.flops_per_second):.1f}' r='{radius:.1f}'>"
+            f"<title>{html.escape(point.tip)}</title></circle>"
+        )
     return f"<svg viewBox='0 0 {_WIDTH} {_HEIGHT}' width='{_WIDTH}' height='{_HEIGHT}'>{''.join(parts)}</svg>"
 
 
@@ -103,13 +114,19 @@ class _Scale:
     def axes(self) -> str:
         parts = []
         for decade in range(self.x_range[0], self.x_range[1] + 1):
-            x = self.x(10 ** decade)
-            parts.append(f"<line class='grid' x1='{x:.1f}' y1='{_PAD}' x2='{x:.1f}' y2='{_HEIGHT - _PAD}'/>"
-                         f"<text class='label' x='{x - 10:.1f}' y='{_HEIGHT - _PAD + 15}'>1e{decade}</text>")
+            x = self.x(10**decade)
+            parts.append(
+                f"<line class='grid' x1='{x:.1f}' y1='{_PAD}' x2='{x:.1f}' y2='{_HEIGHT - _PAD}'/>"
+                f"<text class='label' x='{x - 10:.1f}' y='{_HEIGHT - _PAD + 15}'>1e{decade}</text>"
+            )
         for decade in range(self.y_range[0], self.y_range[1] + 1):
-            y = self.y(10 ** decade)
-            parts.append(f"<line class='grid' x1='{_PAD}' y1='{y:.1f}' x2='{_WIDTH - _PAD}' y2='{y:.1f}'/>"
-                         f"<text class='label' x='8' y='{y + 4:.1f}'>1e{decade}</text>")
-        parts.append(f"<text class='label' x='{_WIDTH / 2 - 120}' y='{_HEIGHT - 12}'>arithmetic intensity "
-                     f"(FLOPs per byte moved, padded)</text><text class='label' x='8' y='20'>attained FLOP/s</text>")
+            y = self.y(10**decade)
+            parts.append(
+                f"<line class='grid' x1='{_PAD}' y1='{y:.1f}' x2='{_WIDTH - _PAD}' y2='{y:.1f}'/>"
+                f"<text class='label' x='8' y='{y + 4:.1f}'>1e{decade}</text>"
+            )
+        parts.append(
+            f"<text class='label' x='{_WIDTH / 2 - 120}' y='{_HEIGHT - 12}'>arithmetic intensity "
+            f"(FLOPs per byte moved, padded)</text><text class='label' x='8' y='20'>attained FLOP/s</text>"
+        )
         return "".join(parts)

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
@@ -142,9 +142,16 @@ def module_facts(dump_module: DumpModule) -> ModuleFacts:
     except XlaInspectError as error:  # a side file (buffer assignment, live ranges) unreadable: say which
         side = dump_module.file(kind="buffer-assignment") or dump_module.hlo_file()
         problems.append((str(side.path), str(error)))
-    return ModuleFacts(module_label(module), memory, padding, tuple(fusions(module)),
-                       dict(unfused_ops(module).most_common()), tuple(copies(module, dump_module.platform)),
-                       tuple(collectives(module)), tuple(problems))
+    return ModuleFacts(
+        module_label(module),
+        memory,
+        padding,
+        tuple(fusions(module)),
+        dict(unfused_ops(module).most_common()),
+        tuple(copies(module, dump_module.platform)),
+        tuple(collectives(module)),
+        tuple(problems),
+    )
 
 
 def _side_stamp(dump_module: DumpModule) -> str:
@@ -159,8 +166,7 @@ def _side_stamp(dump_module: DumpModule) -> str:
 
 
 def _modules_table(dump: Dump) -> Table:
-    rows = tuple((m.label, m.name or "", m.platform_tag or m.platform or "", ", ".join(m.stages))
-                 for m in dump.modules)
+    rows = tuple((m.label, m.name or "", m.platform_tag or m.platform or "", ", ".join(m.stages)) for m in dump.modules)
     return Table("modules", ("module", "function", "platform", "stages"), rows)
 
 
@@ -178,25 +184,55 @@ def _largest(items: list, key: Callable, count: int = TOP_FINDINGS) -> list:
 
 
 def recompiles_section(source: ReportInput) -> Section:
-    """count-recompiles: per function, compiles, causes and suggestions; eager ops compiled once fold into one finding."""
+    """count-recompiles: per function, compiles, causes and suggestions; eager ops compiled once fold
+    into one finding."""
     from xlainspect.analysis.recompiles import count_recompiles, describe_cause
 
     rows = count_recompiles(source.dump)
     by_name = source.dump.functions()
     ranked = sorted(rows, key=lambda r: -r.modules)
-    tab = table("compiles per function", ("function", "compiles", "modules", "eager", "why", "suggestion"),
-                [(r.name, r.modules, tuple(m.label for m in by_name.get(r.name, ())), r.eager,
-                  "; ".join(describe_cause(c) for c in r.causes), r.suggestion or "") for r in ranked],
-                "xlainspect count-recompiles lists every function")
-    findings = [Finding("recompiles", f"{r.name} compiled {r.modules} times: "
-                        f"{'; '.join(describe_cause(c) for c in r.causes) or 'no cause found'}", r.modules - 1, "compiles")
-                for r in ranked if r.modules > 1]
+    tab = table(
+        "compiles per function",
+        ("function", "compiles", "modules", "eager", "why", "suggestion"),
+        [
+            (
+                r.name,
+                r.modules,
+                tuple(m.label for m in by_name.get(r.name, ())),
+                r.eager,
+                "; ".join(describe_cause(c) for c in r.causes),
+                r.suggestion or "",
+            )
+            for r in ranked
+        ],
+        "xlainspect count-recompiles lists every function",
+    )
+    findings = [
+        Finding(
+            "recompiles",
+            f"{r.name} compiled {r.modules} times: "
+            f"{'; '.join(describe_cause(c) for c in r.causes) or 'no cause found'}",
+            r.modules - 1,
+            "compiles",
+        )
+        for r in ranked
+        if r.modules > 1
+    ]
     eager = [r for r in rows if r.eager and r.modules == 1]
     if len(eager) > 1:
-        findings.append(Finding("recompiles", f"{len(eager)} eager single-op modules ({', '.join(r.name for r in eager[:5])}"
-                                f"{', ...' if len(eager) > 5 else ''}): jit the surrounding code", len(eager), "compiles"))
+        findings.append(
+            Finding(
+                "recompiles",
+                f"{len(eager)} eager single-op modules ({', '.join(r.name for r in eager[:5])}"
+                f"{', ...' if len(eager) > 5 else ''}): jit the surrounding code",
+                len(eager),
+                "compiles",
+            )
+        )
     total = sum(r.modules for r in rows)
-    intro = f"{total:,} compiles of {len(rows):,} functions, {sum(r.modules > 1 for r in rows):,} compiled more than once."
+    intro = (
+        f"{total:,} compiles of {len(rows):,} functions, {sum(r.modules > 1 for r in rows):,} compiled more than once."
+    )
     return Section("recompiles", "Recompiles", intro, [tab], findings)
 
 
@@ -206,16 +242,28 @@ def memory_section(source: ReportInput) -> Section | None:
     if not rows:
         return None
     peaks = sorted(rows, key=lambda r: -(r.peak_bytes or 0))
-    tab = table("memory per module (bytes)", ("module", "function", "total_bytes", "peak_bytes", "peak_instruction"),
-                [(r.module, r.function, r.total_bytes, r.peak_bytes, r.peak_instruction or "") for r in peaks],
-                "xlainspect memory lists every module")
-    findings = [Finding("memory", f"{r.module} peaks at {r.peak_bytes:,} bytes at {r.peak_instruction or 'the end'}",
-                        r.peak_bytes, "bytes") for r in _largest(peaks, lambda r: r.peak_bytes or 0)]
+    tab = table(
+        "memory per module (bytes)",
+        ("module", "function", "total_bytes", "peak_bytes", "peak_instruction"),
+        [(r.module, r.function, r.total_bytes, r.peak_bytes, r.peak_instruction or "") for r in peaks],
+        "xlainspect memory lists every module",
+    )
+    findings = [
+        Finding(
+            "memory",
+            f"{r.module} peaks at {r.peak_bytes:,} bytes at {r.peak_instruction or 'the end'}",
+            r.peak_bytes,
+            "bytes",
+        )
+        for r in _largest(peaks, lambda r: r.peak_bytes or 0)
+    ]
     curves = [r for r in peaks if r.curve][:MAX_CURVES]
     drawable = sum(1 for r in rows if r.curve)
-    intro = (f"{len(rows):,} modules with a buffer assignment; curves of the {len(curves)} highest peaks"
-             + (f" of {drawable:,} with live ranges (xlainspect memory DIR --html draws every one)."
-                if len(curves) < drawable else "."))
+    intro = f"{len(rows):,} modules with a buffer assignment; curves of the {len(curves)} highest peaks" + (
+        f" of {drawable:,} with live ranges (xlainspect memory DIR --html draws every one)."
+        if len(curves) < drawable
+        else "."
+    )
     return Section("memory", "Memory", intro, [tab], findings, curves)
 
 
@@ -228,17 +276,38 @@ def padding_section(source: ReportInput) -> Section | None:
     if not rows:
         return None
     per_function = ledger_totals(rows, "function")
-    totals = table("per function", ("function", "values", "logical_bytes", "padded_bytes", "wasted_bytes", "expansion"),
-                   [(t.group, t.values, t.logical_bytes, t.padded_bytes, t.wasted_bytes, t.expansion) for t in per_function])
-    values = table("most wasted bytes", ("module", "instruction", "shape", "logical_bytes", "padded_bytes",
-                                         "wasted_bytes", "expansion", "op_name"),
-                   [(label, r.instruction, r.shape, r.logical_bytes, r.padded_bytes, r.wasted_bytes, r.expansion,
-                     r.op_name) for label, r in labelled if r.wasted_bytes], "xlainspect layouts lists every value")
-    findings = [Finding("padding", f"{t.group} loses {t.wasted_bytes:,} bytes to tile padding ({t.expansion}x)",
-                        t.wasted_bytes, "bytes") for t in _largest(per_function, lambda t: t.wasted_bytes)]
+    totals = table(
+        "per function",
+        ("function", "values", "logical_bytes", "padded_bytes", "wasted_bytes", "expansion"),
+        [(t.group, t.values, t.logical_bytes, t.padded_bytes, t.wasted_bytes, t.expansion) for t in per_function],
+    )
+    values = table(
+        "most wasted bytes",
+        ("module", "instruction", "shape", "logical_bytes", "padded_bytes", "wasted_bytes", "expansion", "op_name"),
+        [
+            (label, r.instruction, r.shape, r.logical_bytes, r.padded_bytes, r.wasted_bytes, r.expansion, r.op_name)
+            for label, r in labelled
+            if r.wasted_bytes
+        ],
+        "xlainspect layouts lists every value",
+    )
+    findings = [
+        Finding(
+            "padding",
+            f"{t.group} loses {t.wasted_bytes:,} bytes to tile padding ({t.expansion}x)",
+            t.wasted_bytes,
+            "bytes",
+        )
+        for t in _largest(per_function, lambda t: t.wasted_bytes)
+    ]
     wasted = sum(t.wasted_bytes for t in per_function)
-    return Section("padding", "Padding waste", f"{wasted:,} bytes of tile padding in {len(rows):,} array values.",
-                   [totals, values], findings)
+    return Section(
+        "padding",
+        "Padding waste",
+        f"{wasted:,} bytes of tile padding in {len(rows):,} array values.",
+        [totals, values],
+        findings,
+    )
 
 
 def fusions_section(source: ReportInput) -> Section:
@@ -246,15 +315,32 @@ def fusions_section(source: ReportInput) -> Section:
     from xlainspect.analysis.fusions import fusion_kind_totals
 
     rows = [fusion for f in source.facts for fusion in f.fusions]
-    unfused = [(f.label, sum(f.unfused.values()), " ".join(f"{k}:{n}" for k, n in f.unfused.items()))
-               for f in source.facts if f.unfused]
-    kinds = table("fusions per kind", ("module", "kind", "count", "output_bytes"),
-                  [(t.module, t.kind, t.count, t.output_bytes) for t in fusion_kind_totals(rows)], "xlainspect fusions")
-    largest = table("largest fusions", ("module", "name", "kind", "root", "output_shape", "output_bytes", "op_name"),
-                    [(f.module, f.name, f.backend_kind or f.kind, f.root, f.output_shape, f.output_bytes, f.op_name or "")
-                     for f in sorted(rows, key=lambda f: -f.output_bytes)], "xlainspect fusions lists every fusion")
-    outside = table("compute ops outside fusions", ("module", "ops", "opcodes"),
-                    sorted(unfused, key=lambda u: -u[1]), "xlainspect fusions")
+    unfused = [
+        (f.label, sum(f.unfused.values()), " ".join(f"{k}:{n}" for k, n in f.unfused.items()))
+        for f in source.facts
+        if f.unfused
+    ]
+    kinds = table(
+        "fusions per kind",
+        ("module", "kind", "count", "output_bytes"),
+        [(t.module, t.kind, t.count, t.output_bytes) for t in fusion_kind_totals(rows)],
+        "xlainspect fusions",
+    )
+    largest = table(
+        "largest fusions",
+        ("module", "name", "kind", "root", "output_shape", "output_bytes", "op_name"),
+        [
+            (f.module, f.name, f.backend_kind or f.kind, f.root, f.output_shape, f.output_bytes, f.op_name or "")
+            for f in sorted(rows, key=lambda f: -f.output_bytes)
+        ],
+        "xlainspect fusions lists every fusion",
+    )
+    outside = table(
+        "compute ops outside fusions",
+        ("module", "ops", "opcodes"),
+        sorted(unfused, key=lambda u: -u[1]),
+        "xlainspect fusions",
+    )
     intro = f"{len(rows):,} fusions; {sum(u[1] for u in unfused):,} compute ops outside fusions."
     return Section("fusions", "Fusions", intro, [kinds, largest, outside])
 
@@ -265,16 +351,42 @@ def copies_section(source: ReportInput) -> Section:
 
     rows = [c for f in source.facts for c in f.copies]
     totals = copy_totals(rows)
-    findings = [Finding("copies", f"{t.module}: {t.kind} x{t.count} moves {t.bytes:,} bytes", t.bytes, "bytes")
-                for t in _largest(totals, lambda t: t.bytes)]
-    return Section("copies", "Copies", f"{len(rows):,} copies, transposes and relayouts.", [
-        table("per module and kind", ("module", "kind", "count", "bytes", "relayout", "layout_only"),
-              [(t.module, t.kind, t.count, t.bytes, t.relayout, t.layout_only) for t in totals], "xlainspect copies"),
-        table("largest copies", ("module", "name", "kind", "from_layout", "to_layout", "memory_space_change", "bytes",
-                                 "op_name"),
-              [(c.module, c.name, c.kind, c.from_layout or "", c.to_layout or "", c.memory_space_change or "", c.bytes,
-                c.op_name or "") for c in sorted(rows, key=lambda c: -c.bytes)], "xlainspect copies lists every copy"),
-    ], findings)
+    findings = [
+        Finding("copies", f"{t.module}: {t.kind} x{t.count} moves {t.bytes:,} bytes", t.bytes, "bytes")
+        for t in _largest(totals, lambda t: t.bytes)
+    ]
+    return Section(
+        "copies",
+        "Copies",
+        f"{len(rows):,} copies, transposes and relayouts.",
+        [
+            table(
+                "per module and kind",
+                ("module", "kind", "count", "bytes", "relayout", "layout_only"),
+                [(t.module, t.kind, t.count, t.bytes, t.relayout, t.layout_only) for t in totals],
+                "xlainspect copies",
+            ),
+            table(
+                "largest copies",
+                ("module", "name", "kind", "from_layout", "to_layout", "memory_space_change", "bytes", "op_name"),
+                [
+                    (
+                        c.module,
+                        c.name,
+                        c.kind,
+                        c.from_layout or "",
+                        c.to_layout or "",
+                        c.memory_space_change or "",
+                        c.bytes,
+                        c.op_name or "",
+                    )
+                    for c in sorted(rows, key=lambda c: -c.bytes)
+                ],
+                "xlainspect copies lists every copy",
+            ),
+        ],
+        findings,
+    )
 
 
 def collectives_section(source: ReportInput) -> Section:
@@ -283,22 +395,69 @@ def collectives_section(source: ReportInput) -> Section:
 
     rows = [c for f in source.facts for c in f.collectives]
     totals = collective_totals(rows)
-    findings = [Finding("collectives", f"{t.module}: {t.kind} x{t.count} sends {t.bytes_per_step or t.payload_bytes:,} "
-                        "bytes a step", t.bytes_per_step or t.payload_bytes, "bytes")
-                for t in _largest(totals, lambda t: t.bytes_per_step or t.payload_bytes)]
-    return Section("collectives", "Collectives", f"{len(rows):,} collectives.", [
-        table("per module and kind", ("module", "kind", "count", "payload_bytes", "bytes_per_step"),
-              [(t.module, t.kind, t.count, t.payload_bytes, t.bytes_per_step) for t in totals], "xlainspect collectives"),
-        table("collectives", ("module", "name", "kind", "dtype", "payload_bytes", "group_size", "bytes_per_device",
-                              "executions", "bytes_per_step", "op_name"),
-              [(c.module, c.name, c.kind, c.dtype, c.payload_bytes, c.group_size, c.bytes_per_device, c.executions,
-                c.bytes_per_step, c.op_name or "") for c in sorted(rows, key=lambda c: -c.payload_bytes)],
-              "xlainspect collectives lists every collective"),
-    ], findings)
+    findings = [
+        Finding(
+            "collectives",
+            f"{t.module}: {t.kind} x{t.count} sends {t.bytes_per_step or t.payload_bytes:,} bytes a step",
+            t.bytes_per_step or t.payload_bytes,
+            "bytes",
+        )
+        for t in _largest(totals, lambda t: t.bytes_per_step or t.payload_bytes)
+    ]
+    return Section(
+        "collectives",
+        "Collectives",
+        f"{len(rows):,} collectives.",
+        [
+            table(
+                "per module and kind",
+                ("module", "kind", "count", "payload_bytes", "bytes_per_step"),
+                [(t.module, t.kind, t.count, t.payload_bytes, t.bytes_per_step) for t in totals],
+                "xlainspect collectives",
+            ),
+            table(
+                "collectives",
+                (
+                    "module",
+                    "name",
+                    "kind",
+                    "dtype",
+                    "payload_bytes",
+                    "group_size",
+                    "bytes_per_device",
+                    "executions",
+                    "bytes_per_step",
+                    "op_name",
+                ),
+                [
+                    (
+                        c.module,
+                        c.name,
+                        c.kind,
+                        c.dtype,
+                        c.payload_bytes,
+                        c.group_size,
+                        c.bytes_per_device,
+                        c.executions,
+                        c.bytes_per_step,
+                        c.op_name or "",
+                    )
+                    for c in sorted(rows, key=lambda c: -c.payload_bytes)
+                ],
+                "xlainspect collectives lists every collective",
+            ),
+        ],
+        findings,
+    )
 
 
 SECTION_BUILDERS: list[Callable[[ReportInput], Section | None]] = [
-    recompiles_section, memory_section, padding_section, fusions_section, copies_section, collectives_section,
+    recompiles_section,
+    memory_section,
+    padding_section,
+    fusions_section,
+    copies_section,
+    collectives_section,
 ]
 """The report's sections in page order. Append a builder to add a section (e.g. cost/roofline); a
 builder returning None leaves its section out (no buffer assignment: no memory section)."""

@@ -52,18 +52,23 @@ def write_memory_html(modules: list[ModuleMemory], path: str | Path) -> None:
 def page(title: str, body: str, style: str = "") -> str:
     """A whole page: `body` with the shared style (plus `style`) and script inline. The script marks the
     body `data-ready` once it has run, which the browser test checks."""
-    return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}{style}</style></head><body>\n{body}\n<script>{SCRIPT}</script></body></html>\n")
+    return (
+        f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{STYLE}{style}</style></head><body>\n{body}\n<script>{SCRIPT}</script></body></html>\n"
+    )
 
 
 def module_section(memory: ModuleMemory) -> str:
     """One module: its totals, the curve (when it has live ranges) and the buffers live at the peak."""
     title = html.escape(f"{memory.module} ({memory.function})")
-    summary = (f"<p>allocations {memory.total_bytes:,} bytes (XLA: {_or_dash(memory.reported_total_bytes)}); "
-               f"peak {_or_dash(memory.peak_bytes)} bytes at point {_or_dash(memory.peak_time)} "
-               f"{html.escape(memory.peak_instruction or '')}</p>")
+    summary = (
+        f"<p>allocations {memory.total_bytes:,} bytes (XLA: {_or_dash(memory.reported_total_bytes)}); "
+        f"peak {_or_dash(memory.peak_bytes)} bytes at point {_or_dash(memory.peak_time)} "
+        f"{html.escape(memory.peak_instruction or '')}</p>"
+    )
     chart = _chart(memory) if memory.curve else "<p>No live ranges in this dump (no *-live-range.txt).</p>"
-    return f"<section id='memory-{html.escape(memory.module)}'><h2>{title}</h2>{summary}{chart}{_top_table(memory)}</section>"
+    section_id = f"memory-{html.escape(memory.module)}"
+    return f"<section id='{section_id}'><h2>{title}</h2>{summary}{chart}{_top_table(memory)}</section>"
 
 
 def _chart(memory: ModuleMemory) -> str:
@@ -73,16 +78,18 @@ def _chart(memory: ModuleMemory) -> str:
     points = " ".join(f"{_PAD + t * step:.1f},{_y(b, top):.1f}" for t, b in enumerate(curve))
     data = json.dumps({"bytes": list(curve), "seq": list(memory.sequence), "pad": _PAD, "step": step})
     peak = memory.peak_time or 0
-    return (f"<svg viewBox='0 0 {_WIDTH} {_HEIGHT}' width='{_WIDTH}' height='{_HEIGHT}' data-curve='{html.escape(data)}'>"
-            f"<line class='axis' x1='{_PAD}' y1='{_HEIGHT - _PAD}' x2='{_WIDTH - _PAD}' y2='{_HEIGHT - _PAD}'/>"
-            f"<line class='axis' x1='{_PAD}' y1='{_PAD / 2}' x2='{_PAD}' y2='{_HEIGHT - _PAD}'/>"
-            f"<text class='label' x='2' y='{_y(top, top) + 4:.1f}'>{top:,}</text>"
-            f"<text class='label' x='{_PAD}' y='{_HEIGHT - _PAD + 16}'>0</text>"
-            f"<text class='label' x='{_WIDTH - _PAD}' y='{_HEIGHT - _PAD + 16}'>{len(curve) - 1}</text>"
-            f"<text class='label' x='{_WIDTH / 2}' y='{_HEIGHT - 8}'>program point (live bytes, memory space 0)</text>"
-            f"<polyline class='curve' points='{points}'/>"
-            f"<circle class='peak' cx='{_PAD + peak * step:.1f}' cy='{_y(curve[peak], top):.1f}' r='4'/></svg>"
-            f"<div class='tip'>hover the curve</div>")
+    return (
+        f"<svg viewBox='0 0 {_WIDTH} {_HEIGHT}' width='{_WIDTH}' height='{_HEIGHT}' data-curve='{html.escape(data)}'>"
+        f"<line class='axis' x1='{_PAD}' y1='{_HEIGHT - _PAD}' x2='{_WIDTH - _PAD}' y2='{_HEIGHT - _PAD}'/>"
+        f"<line class='axis' x1='{_PAD}' y1='{_PAD / 2}' x2='{_PAD}' y2='{_HEIGHT - _PAD}'/>"
+        f"<text class='label' x='2' y='{_y(top, top) + 4:.1f}'>{top:,}</text>"
+        f"<text class='label' x='{_PAD}' y='{_HEIGHT - _PAD + 16}'>0</text>"
+        f"<text class='label' x='{_WIDTH - _PAD}' y='{_HEIGHT - _PAD + 16}'>{len(curve) - 1}</text>"
+        f"<text class='label' x='{_WIDTH / 2}' y='{_HEIGHT - 8}'>program point (live bytes, memory space 0)</text>"
+        f"<polyline class='curve' points='{points}'/>"
+        f"<circle class='peak' cx='{_PAD + peak * step:.1f}' cy='{_y(curve[peak], top):.1f}' r='4'/></svg>"
+        f"<div class='tip'>hover the curve</div>"
+    )
 
 
 def _y(value: int, top: int) -> float:
@@ -92,11 +99,15 @@ def _y(value: int, top: int) -> float:
 def _top_table(memory: ModuleMemory) -> str:
     if not memory.top:
         return ""
-    head = "<thead><tr><th class='l'>buffer</th><th class='l'>shape</th><th>bytes</th><th>logical</th><th class='l'>kind</th><th class='l'>op_name</th></tr></thead>"
+    head = (
+        "<thead><tr><th class='l'>buffer</th><th class='l'>shape</th><th>bytes</th><th>logical</th>"
+        "<th class='l'>kind</th><th class='l'>op_name</th></tr></thead>"
+    )
     rows = "".join(
         f"<tr><td class='l'>{html.escape(b.name)}</td><td class='l'>{html.escape(b.shape)}</td><td>{b.bytes:,}</td>"
         f"<td>{b.logical_bytes:,}</td><td class='l'>{b.kind}</td><td class='l'>{html.escape(b.op_name or '')}</td></tr>"
-        for b in memory.top)
+        for b in memory.top
+    )
     return f"<h3>Live at the peak</h3><table>{head}<tbody>{rows}</tbody></table>"
 
 

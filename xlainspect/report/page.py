@@ -35,26 +35,42 @@ def render_html(report: DumpReport, limit: int = PAGE_LIMIT) -> str:
 def _page(report: DumpReport, curves: int) -> str:
     known = {row[0] for row in report.modules.rows}
     nav = " ".join(f"<a href='#{s.key}'>{html.escape(s.title)}</a>" for s in report.sections)
-    body = [f"<h1>xlainspect report: {html.escape(report.root)}</h1>",
-            f"<nav>{nav} <a href='#modules'>Modules</a></nav>", _summary_html(report)]
+    body = [
+        f"<h1>xlainspect report: {html.escape(report.root)}</h1>",
+        f"<nav>{nav} <a href='#modules'>Modules</a></nav>",
+        _summary_html(report),
+    ]
     body += [_section_html(s, known, curves) for s in report.sections]
-    body.append(f"<section id='modules'><h2>Modules</h2>{_table_html(report.modules, known, anchor='module')}</section>")
+    body.append(
+        f"<section id='modules'><h2>Modules</h2>{_table_html(report.modules, known, anchor='module')}</section>"
+    )
     return page(f"xlainspect report: {report.root}", "\n".join(body), _STYLE)
 
 
 def _summary_html(report: DumpReport) -> str:
     findings = report.findings()
-    rows = "".join(f"<tr class='finding'><td>{i}</td><td class='l'><a href='#{f.section}'>{f.section}</a></td>"
-                   f"<td>{_cost(f)}</td><td class='l'>{html.escape(f.text)}</td></tr>"
-                   for i, f in enumerate(findings, 1))
-    skipped = (f"<p class='note'>{len(report.skipped)} file(s) could not be analysed and were skipped: "
-               + html.escape(", ".join(str(s.path) for s in report.skipped[:10])) + "</p>") if report.skipped else ""
+    rows = "".join(
+        f"<tr class='finding'><td>{i}</td><td class='l'><a href='#{f.section}'>{f.section}</a></td>"
+        f"<td>{_cost(f)}</td><td class='l'>{html.escape(f.text)}</td></tr>"
+        for i, f in enumerate(findings, 1)
+    )
+    skipped = (
+        (
+            f"<p class='note'>{len(report.skipped)} file(s) could not be analysed and were skipped: "
+            + html.escape(", ".join(str(s.path) for s in report.skipped[:10]))
+            + "</p>"
+        )
+        if report.skipped
+        else ""
+    )
     if not findings:
         return f"<section id='summary'><h2>Summary</h2><p>Nothing to fix found.</p>{skipped}</section>"
-    return (f"<section id='summary'><h2>Summary</h2><p class='intro'>{len(report.modules.rows):,} modules. "
-            "Findings, costliest first: extra compiles first, then bytes.</p>"
-            "<table><thead><tr><th>#</th><th class='l'>section</th><th>cost</th><th class='l'>finding</th></tr></thead>"
-            f"<tbody>{rows}</tbody></table>{skipped}</section>")
+    return (
+        f"<section id='summary'><h2>Summary</h2><p class='intro'>{len(report.modules.rows):,} modules. "
+        "Findings, costliest first: extra compiles first, then bytes.</p>"
+        "<table><thead><tr><th>#</th><th class='l'>section</th><th>cost</th><th class='l'>finding</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>{skipped}</section>"
+    )
 
 
 def _cost(finding: Finding) -> str:
@@ -62,15 +78,19 @@ def _cost(finding: Finding) -> str:
 
 
 def _section_html(section: Section, known: set[str], curves: int) -> str:
-    parts = [f"<section id='{section.key}'><h2>{html.escape(section.title)}</h2>",
-             f"<p class='intro'>{html.escape(section.intro)}</p>"]
+    parts = [
+        f"<section id='{section.key}'><h2>{html.escape(section.title)}</h2>",
+        f"<p class='intro'>{html.escape(section.intro)}</p>",
+    ]
     for tab in section.tables:
         anchor = "function" if section.key == "recompiles" else None
         parts.append(f"<h3>{html.escape(tab.title)}</h3>{_table_html(tab, known, anchor)}")
     parts += [module_section(m) for m in section.memory[:curves]]
     if len(section.memory) > curves:
-        parts.append(f"<p class='note'>{len(section.memory) - curves} more memory curves left out to keep the page "
-                     f"under {PAGE_LIMIT // 1_000_000} MB; xlainspect memory DIR --html draws them all.</p>")
+        parts.append(
+            f"<p class='note'>{len(section.memory) - curves} more memory curves left out to keep the page "
+            f"under {PAGE_LIMIT // 1_000_000} MB; xlainspect memory DIR --html draws them all.</p>"
+        )
     return "".join(parts) + "</section>"
 
 
@@ -86,7 +106,9 @@ def _table_html(tab: Table, known: set[str], anchor: str | None = None) -> str:
 
 def _row_html(row: tuple, columns: tuple[str, ...], numeric: set[str], known: set[str], anchor: str | None) -> str:
     target = f" id='{anchor}-{html.escape(str(row[0]))}'" if anchor else ""
-    cells = "".join(f"<td{'' if c in numeric else ' class=l'}>{_cell_html(c, v, known)}</td>" for c, v in zip(columns, row))
+    cells = "".join(
+        f"<td{'' if c in numeric else ' class=l'}>{_cell_html(c, v, known)}</td>" for c, v in zip(columns, row)
+    )
     return f"<tr{target}>{cells}</tr>"
 
 
@@ -107,10 +129,14 @@ def _link(kind: str, name: str) -> str:
 def render_markdown(report: DumpReport) -> str:
     """The summary and every section's tables as GitHub-flavoured Markdown (no curves)."""
     lines = [f"# xlainspect report: {report.root}", "", "## Summary", ""]
-    lines += [f"{i}. **{_cost(f)}** ({f.section}): {f.text}" for i, f in enumerate(report.findings(), 1)] or ["Nothing to fix found."]
+    lines += [f"{i}. **{_cost(f)}** ({f.section}): {f.text}" for i, f in enumerate(report.findings(), 1)] or [
+        "Nothing to fix found."
+    ]
     for section in report.sections:
         lines += ["", f"## {section.title}", "", section.intro]
         for tab in section.tables:
             records = [dict(zip(tab.columns, row)) for row in tab.rows]
-            lines += ["", markdown_table(records, list(tab.columns), tab.title)] + (["", f"_{tab.note}_"] if tab.note else [])
+            lines += ["", markdown_table(records, list(tab.columns), tab.title)] + (
+                ["", f"_{tab.note}_"] if tab.note else []
+            )
     return "\n".join(lines) + "\n"

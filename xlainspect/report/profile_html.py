@@ -24,13 +24,19 @@ td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}td.l,th.l{text-alig
 
 def write_profile_html(report, path: str | Path) -> None:
     """Write the page for a ProfileReport."""
-    sections = [_timeline_section("Timeline: the whole trace", report, None), _typical_step(report),
-                _roofline_section(report)]
-    page = (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect profile</title>"
-            f"<style>{STYLE}\n{_TIMELINE_STYLE}</style></head><body><h1>Profile</h1>"
-            f"<p>{html.escape(', '.join(report.paths))}: {len(report.steps)} steps ({html.escape(report.step_source)}), "
-            f"{len(report.op_events):,} op events, {len(report.compiles)} compiles</p>\n"
-            + "\n".join(s for s in sections if s) + "\n</body></html>\n")
+    sections = [
+        _timeline_section("Timeline: the whole trace", report, None),
+        _typical_step(report),
+        _roofline_section(report),
+    ]
+    page = (
+        f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect profile</title>"
+        f"<style>{STYLE}\n{_TIMELINE_STYLE}</style></head><body><h1>Profile</h1>"
+        f"<p>{html.escape(', '.join(report.paths))}: {len(report.steps)} steps ({html.escape(report.step_source)}), "
+        f"{len(report.op_events):,} op events, {len(report.compiles)} compiles</p>\n"
+        + "\n".join(s for s in sections if s)
+        + "\n</body></html>\n"
+    )
     Path(path).write_text(page, encoding="utf-8")
 
 
@@ -48,7 +54,9 @@ def _timeline_section(title: str, report, step) -> str:
     lanes = sorted({e.line for e in events})
     height = _LANE * (len(lanes) + 2) + 30
     x = _linear(start, end)
-    parts = [_band(x, s, height) for s in report.steps if s.start_seconds <= end and s.start_seconds + s.seconds >= start]
+    parts = [
+        _band(x, s, height) for s in report.steps if s.start_seconds <= end and s.start_seconds + s.seconds >= start
+    ]
     for row, lane in enumerate(lanes, start=1):
         parts.append(f"<text class='label' x='4' y='{row * _LANE + 15}'>{html.escape(lane[:24])}</text>")
     rows = {lane: row for row, lane in enumerate(lanes, start=1)}
@@ -60,9 +68,11 @@ def _timeline_section(title: str, report, step) -> str:
     parts.append(f"<text class='label' x='4' y='{compile_row + 12}'>compiles</text>")
     for event in compiles:
         tip = f"{event.name} {event.function}: {event.seconds:.3f} s in step {event.step}"
-        parts.append(f"<line class='mark' x1='{x(event.start_seconds):.1f}' y1='0' x2='{x(event.start_seconds):.1f}' "
-                     f"y2='{height}'/>" + _bar("compile", x(event.start_seconds),
-                                               x(event.start_seconds + event.seconds), compile_row, tip))
+        parts.append(
+            f"<line class='mark' x1='{x(event.start_seconds):.1f}' y1='0' x2='{x(event.start_seconds):.1f}' "
+            f"y2='{height}'/>"
+            + _bar("compile", x(event.start_seconds), x(event.start_seconds + event.seconds), compile_row, tip)
+        )
     svg = f"<svg viewBox='0 0 {_WIDTH} {height}' width='{_WIDTH}' height='{height}'>{''.join(parts)}</svg>"
     return f"<section><h2>{html.escape(title)}</h2>{svg}</section>"
 
@@ -83,29 +93,51 @@ def _linear(start: float, end: float):
 def _band(x, step, height: int) -> str:
     left, right = x(step.start_seconds), x(step.start_seconds + step.seconds)
     odd = " odd" if step.number % 2 else ""
-    return (f"<rect class='band{odd}' x='{left:.1f}' y='0' width='{max(right - left, 0.5):.1f}' height='{height}'>"
-            f"<title>step {step.number}: {step.seconds * 1e3:.3g} ms</title></rect>"
-            f"<text class='label' x='{left + 2:.1f}' y='{height - 4}'>{step.number}</text>")
+    return (
+        f"<rect class='band{odd}' x='{left:.1f}' y='0' width='{max(right - left, 0.5):.1f}' height='{height}'>"
+        f"<title>step {step.number}: {step.seconds * 1e3:.3g} ms</title></rect>"
+        f"<text class='label' x='{left + 2:.1f}' y='{height - 4}'>{step.number}</text>"
+    )
 
 
 def _bar(css: str, left: float, right: float, y: float, tip: str) -> str:
-    return (f"<rect class='{css}' x='{left:.1f}' y='{y:.1f}' width='{max(right - left, 0.5):.1f}' "
-            f"height='{_LANE - 6}'><title>{html.escape(tip)}</title></rect>")
+    return (
+        f"<rect class='{css}' x='{left:.1f}' y='{y:.1f}' width='{max(right - left, 0.5):.1f}' "
+        f"height='{_LANE - 6}'><title>{html.escape(tip)}</title></rect>"
+    )
 
 
 def _roofline_section(report) -> str:
     """Predicted and measured points per op with FLOPs; a note where no chip was given."""
     ops = [op for op in report.ops if op.flops and op.flops > 0 and op.bytes_accessed and op.roofline_seconds]
     if not ops:
-        return ("<section><h2>Roofline</h2><p>No op with FLOPs and a roofline time: pass --dump, and on CPU a "
-                "chip (--chip, or --peak-flops with --hbm-bandwidth).</p></section>")
+        return (
+            "<section><h2>Roofline</h2><p>No op with FLOPs and a roofline time: pass --dump, and on CPU a "
+            "chip (--chip, or --peak-flops with --hbm-bandwidth).</p></section>"
+        )
     points = []
     for op in ops:
         intensity, measured = op.flops / op.bytes_accessed, op.total_seconds / op.count
         label = f"{op.module} {op.name} ({op.kind}): {op.op_name or ''}"
-        points.append(Point(intensity, op.flops / op.roofline_seconds, op.roofline_seconds, f"op {op.bound}",
-                            f"{label}; roofline {op.roofline_seconds:.3e} s"))
-        points.append(Point(intensity, op.flops / measured, measured, "measured",
-                            f"{label}; measured {measured:.3e} s, efficiency {op.efficiency:.3g}"))
-    return (f"<section><h2>Roofline: each op at its roofline (blue) and as measured (red)</h2>"
-            f"{roofline_svg(report.chip, points)}</section>")
+        points.append(
+            Point(
+                intensity,
+                op.flops / op.roofline_seconds,
+                op.roofline_seconds,
+                f"op {op.bound}",
+                f"{label}; roofline {op.roofline_seconds:.3e} s",
+            )
+        )
+        points.append(
+            Point(
+                intensity,
+                op.flops / measured,
+                measured,
+                "measured",
+                f"{label}; measured {measured:.3e} s, efficiency {op.efficiency:.3g}",
+            )
+        )
+    return (
+        f"<section><h2>Roofline: each op at its roofline (blue) and as measured (red)</h2>"
+        f"{roofline_svg(report.chip, points)}</section>"
+    )
