@@ -47,6 +47,7 @@ def model_summary(modules) -> list:
             repr(m.stack_frames),
             m.line,
             m.has_header,
+            m.entry_computation_layout,
             [
                 (
                     c.name,

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import DUMPS
+from tests.conftest import DUMPS, model_summary
 from xlainspect import HloParseError, settings
 from xlainspect.dump.model_cache import cache_dir, parse_file
 from xlainspect.hlo import parser
@@ -25,29 +25,7 @@ def hlo(tmp_path, monkeypatch):
 
 
 def _summary(modules):
-    return [
-        (
-            m.name,
-            m.path,
-            m.attributes,
-            repr(m.stack_frames),
-            m.line,
-            m.has_header,
-            [
-                (
-                    c.name,
-                    c.is_entry,
-                    c.parameter_shapes,
-                    c.result_shape,
-                    c.attributes,
-                    c.line,
-                    [(i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line) for i in c.instructions],
-                )
-                for c in m.computations
-            ],
-        )
-        for m in modules
-    ]
+    return [m.path for m in modules], model_summary(modules)
 
 
 def _forbid_parsing(monkeypatch):
