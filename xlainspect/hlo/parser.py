@@ -520,14 +520,14 @@ def _syntax_error(error: UnexpectedInput, text: str, path: str | None, what: str
 
 
 _CLOSING = {"{": "}", "(": ")"}
-_BRACKETS = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|/\*(?:[^*]|\*(?!/))*\*/|//[^\n]*|[{}()]""")
 
 
 def _unclosed(text: str, begin: int) -> int | None:
     """The offset of the innermost `{` or `(` from `begin` on that is never closed (strings and
     comments skipped), for a text that ended too early."""
     stack = []
-    for match in _BRACKETS.finditer(text, begin):
+    brackets = re.compile(f"{terminal('STRING')}|{terminal('COMMENT')}|[{{}}()]")
+    for match in brackets.finditer(text, begin):
         char = match.group()
         if char in _CLOSING:
             stack.append(match.start())
