@@ -251,8 +251,9 @@ def _strip(name: Token | str) -> str:
 @functools.cache
 def _lark(start: str = "start") -> Lark:
     """The parser, its LALR tables loaded from xlainspect's cache directory when an earlier run saved
-    them for this grammar text and Lark version (0.1 s saved at every start); built in memory when
-    the cache is off (`xlainspect.settings`).
+    them for this grammar text and Lark version (0.1 s saved at every start, per start symbol); with
+    the cache off (`xlainspect.settings`) tables an earlier run saved are still read, and tables
+    not saved yet are built in memory, never written.
 
     Each start symbol gets its own parser of the same grammar: the automaton for `header_line` or
     `program_shape` has only those states, so its contextual lexer never compiles the regexes of the
@@ -270,10 +271,10 @@ def _lark(start: str = "start") -> Lark:
         "transformer": _ModelBuilder(),
         "start": start,
     }
-    if not cache_enabled():
-        return Lark(text, **options)
     key = hashlib.blake2b(f"{lark.__version__}\n{start}\n{text}".encode(), digest_size=10).hexdigest()
     tables = cache_dir() / f"grammar-{key}.lark"
+    if not cache_enabled() and not tables.is_file():  # with the cache off, saved tables are read, never written
+        return Lark(text, **options)
     try:
         tables.parent.mkdir(parents=True, exist_ok=True)
         return Lark(text, cache=str(tables), **options)
