@@ -1,7 +1,8 @@
 # Two commands set a fresh machine up (python3, pip, git and make are all it needs):
 #   make demo   installs into .venv and runs count-recompiles on a committed example dump
-#   make test   installs with the test extra into .venv and runs the test suite
-#   make check  what CI runs: ruff (lint and format), import-linter (layers), then the test suite
+#   make check  the test command README gives and .ci/run calls: installs with the test extra into
+#               .venv, runs ruff (lint and format), import-linter (layers), then the test suite
+#   (make test runs the test suite alone)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
