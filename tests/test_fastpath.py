@@ -9,7 +9,7 @@ from xlainspect import HloParseError, parse_hlo
 from xlainspect.analysis.ops import line_histogram
 from xlainspect.dump.files import read_text
 from xlainspect.hlo.fastpath import scan
-from xlainspect.hlo.parser import parse_shape
+from xlainspect.hlo.parser import decode_shape
 
 
 def _files():
@@ -28,7 +28,7 @@ def _grammar_view(text):
 
 
 def _fast_view(lines):
-    return [(f.computation, f.name, f.opcode, parse_shape(f.shape), f.is_root, f.line, f.called) for f in lines]
+    return [(f.computation, f.name, f.opcode, decode_shape(f.shape), f.is_root, f.line, f.called) for f in lines]
 
 
 def test_fast_path_equals_the_grammar_on_every_fixture_and_corpus_module():

@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import collectives
-from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label, users
+from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label, operand_shape, users
 from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import backend_config_kind
 from xlainspect.hlo.model import Computation, Instruction, Module
@@ -339,14 +339,6 @@ def _dtype(shape: Shape | None) -> str:
     return leaf.dtype if leaf is not None else ""
 
 
-def _operand_shape(instruction: Instruction, index: int, by_name: dict[str, Instruction]) -> Shape:
-    """The shape of operand `index`, from its defining instruction (the one place operands are resolved);
-    a compact get-tuple-element operand (`%p0#1`) reads the element's shape."""
-    shape = by_name[instruction.operands[index]].shape
-    path = instruction.operand_shape_index(index)
-    return shape.subshape(path) if path else shape
-
-
 _SIZES: dict[int, tuple[Shape, tuple[int, int], tuple[int, int]]] = {}
 
 
@@ -484,7 +476,7 @@ class _Analysis:
             return Cost(flops, transcendentals)
         read = padded_read = 0
         for position in range(len(instruction.operands)):
-            logical, padded = _size(_operand_shape(instruction, position, index))
+            logical, padded = _size(operand_shape(instruction, position, index))
             read += logical
             padded_read += padded
         written, padded_written = _leaves_size(instruction.shape)
@@ -511,7 +503,7 @@ def _is_bitcast_transpose(instruction: Instruction, index: dict[str, Instruction
     """A transpose whose layouts make it a bitcast (`ShapeUtil::TransposeIsBitcast`)."""
     if instruction.opcode != "transpose":
         return False
-    source, result = _operand_shape(instruction, 0, index), instruction.shape
+    source, result = operand_shape(instruction, 0, index), instruction.shape
     permutation = _ints(instruction.attributes.get("dimensions"))
     if source.layout is None or result.layout is None or len(permutation) != result.rank:
         return False
@@ -529,7 +521,7 @@ def _ints(text: str | None) -> tuple[int, ...]:
 
 
 def _dot(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    lhs = _operand_shape(instruction, 0, index)
+    lhs = operand_shape(instruction, 0, index)
     width = math.prod(lhs.dims[d] for d in _ints(instruction.attributes.get("lhs_contracting_dims")))
     dims = list(instruction.shape.dims)
     if instruction.opcode == "ragged-dot":  # XLA deletes dimension i for each rhs group dim i
@@ -541,7 +533,7 @@ def _dot(analysis: _Analysis, instruction: Instruction, index) -> Cost:
 def _convolution(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     """XLA's `GetConvolutionFlops`: valid (output position, kernel tap) pairs per spatial dim."""
     attributes = instruction.attributes
-    lhs, rhs, out = _operand_shape(instruction, 0, index), _operand_shape(instruction, 1, index), instruction.shape
+    lhs, rhs, out = operand_shape(instruction, 0, index), operand_shape(instruction, 1, index), instruction.shape
     labels = _dim_labels(attributes.get("dim_labels", "b01f_01io->b01f"))
     positions = 1  # no spatial dims: XLA's one-element window, one valid position
     window = _window(attributes.get("window"), len(labels["lhs_spatial"])) if labels["lhs_spatial"] else ()
@@ -657,7 +649,7 @@ def _first_array(shape: Shape) -> Shape:
 
 
 def _reduce(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    count = _operand_shape(instruction, 0, index).num_elements - _first_array(instruction.shape).num_elements
+    count = operand_shape(instruction, 0, index).num_elements - _first_array(instruction.shape).num_elements
     return analysis.default_bytes(instruction, index) + _applied(analysis, instruction).scaled(count)
 
 
@@ -685,7 +677,7 @@ def _map(analysis: _Analysis, instruction: Instruction, index) -> Cost:
 
 
 def _select_and_scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    source = _operand_shape(instruction, 1, index).num_elements
+    source = operand_shape(instruction, 1, index).num_elements
     window = math.prod(d.size for d in _window(instruction.attributes.get("window"), instruction.shape.rank))
     select = analysis.module.computations_by_name[_strip(instruction.attributes["select"])]
     scatter = analysis.module.computations_by_name[_strip(instruction.attributes["scatter"])]
@@ -701,13 +693,13 @@ def _strip(name: str) -> str:
 
 
 def _sort(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    n = _operand_shape(instruction, 0, index).num_elements
+    n = operand_shape(instruction, 0, index).num_elements
     return analysis.default_bytes(instruction, index) + Cost(flops=n * max(n - 1, 0).bit_length())
 
 
 def _fft(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     logs = math.prod(max(n, 1).bit_length() - 1 for n in _ints(instruction.attributes.get("fft_length")))
-    elements = _first_array(_operand_shape(instruction, 0, index)).num_elements
+    elements = _first_array(operand_shape(instruction, 0, index)).num_elements
     return analysis.default_bytes(instruction, index) + Cost(flops=2 * 4 * logs * elements)
 
 
@@ -717,33 +709,33 @@ def _rng(analysis: _Analysis, instruction: Instruction, index) -> Cost:
 
 
 def _all_reduce(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    read = [_size(_operand_shape(instruction, i, index)) for i in range(len(instruction.operands))]
+    read = [_size(operand_shape(instruction, i, index)) for i in range(len(instruction.operands))]
     elements = sum(s.num_elements for s in instruction.shape.leaves() if s.is_array)
     return _bytes(read, _leaves_size(instruction.shape)) + Cost(flops=elements)
 
 
 def _slice(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     out = _size(instruction.shape)
-    extra = [_size(_operand_shape(instruction, 1, index))] if instruction.opcode == "dynamic-slice" else []
+    extra = [_size(operand_shape(instruction, 1, index))] if instruction.opcode == "dynamic-slice" else []
     return _bytes([out, *extra], out)
 
 
 def _dynamic_update_slice(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    update = _size(_operand_shape(instruction, 1, index))
-    return _bytes([update, _size(_operand_shape(instruction, 2, index))], update)
+    update = _size(operand_shape(instruction, 1, index))
+    return _bytes([update, _size(operand_shape(instruction, 2, index))], update)
 
 
 def _gather(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     out = _size(instruction.shape)
-    return _bytes([out, _size(_operand_shape(instruction, 1, index))], out)
+    return _bytes([out, _size(operand_shape(instruction, 1, index))], out)
 
 
 def _scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     n = (len(instruction.operands) - 1) // 2
-    updates = [_size(_operand_shape(instruction, n + 1 + i, index)) for i in range(n)]
+    updates = [_size(operand_shape(instruction, n + 1 + i, index)) for i in range(n)]
     total = (sum(u[0] for u in updates), sum(u[1] for u in updates))
-    elements = _operand_shape(instruction, n + 1, index).num_elements
-    return _bytes([total, total, _size(_operand_shape(instruction, n, index))], total) + _applied(
+    elements = operand_shape(instruction, n + 1, index).num_elements
+    return _bytes([total, total, _size(operand_shape(instruction, n, index))], total) + _applied(
         analysis, instruction
     ).scaled(elements)
 
@@ -751,7 +743,7 @@ def _scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
 def _outfeed(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     """Every array of every operand read, tuples by their elements (the token writes nothing)."""
     return _bytes(
-        [_leaves_size(_operand_shape(instruction, i, index)) for i in range(len(instruction.operands))], (0, 0)
+        [_leaves_size(operand_shape(instruction, i, index)) for i in range(len(instruction.operands))], (0, 0)
     )
 
 
@@ -764,13 +756,13 @@ def _custom_call(analysis: _Analysis, instruction: Instruction, index) -> Cost:
 
 
 def _triangular_solve(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    a, b = _operand_shape(instruction, 0, index), _operand_shape(instruction, 1, index)
+    a, b = operand_shape(instruction, 0, index), operand_shape(instruction, 1, index)
     half = tuple(s // 2 for s in _size(a))
     return _bytes([half, _size(b)], _size(instruction.shape)) + Cost(flops=2 * a.dims[-1] * b.num_elements)
 
 
 def _cholesky(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    a = _operand_shape(instruction, 0, index)
+    a = operand_shape(instruction, 0, index)
     half = tuple(s // 2 for s in _size(a))
     return _bytes([half], half) + Cost(flops=a.dims[-1] * a.num_elements // 3)
 
@@ -812,12 +804,12 @@ def _fusion_written(analysis: _Analysis, fusion: Instruction, body: Computation)
     root, index = body.root, analysis.index(body)
     shape = fusion.shape
     if not shape.is_tuple:
-        return _size(_operand_shape(root, 1, index)) if root.opcode == "dynamic-update-slice" else _size(shape)
+        return _size(operand_shape(root, 1, index)) if root.opcode == "dynamic-update-slice" else _size(shape)
     total = [0, 0]
     for i, element in enumerate(shape.tuple_shapes):
         if root.opcode == "tuple" and not element.is_tuple:
             output = index[root.operands[i]]
-            size = _size(_operand_shape(output, 1, index) if output.opcode == "dynamic-update-slice" else element)
+            size = _size(operand_shape(output, 1, index) if output.opcode == "dynamic-update-slice" else element)
         else:
             size = _leaves_size(element)
         total[0] += size[0]

@@ -107,17 +107,20 @@ def instruction_index(computation: Computation) -> dict[str, Instruction]:
     return {i.name: i for i in computation.instructions}
 
 
+def operand_shape(instruction: Instruction, k: int, index: dict[str, Instruction]) -> Shape | None:
+    """The shape of operand `k`, read from its defining instruction in the same computation; a compact
+    get-tuple-element operand (`%p0#1#0`) gets the element's shape. None when it cannot be known."""
+    producer = index.get(instruction.operands[k])
+    if producer is None or producer.shape is None:
+        return None
+    return producer.shape.subshape(instruction.operand_shape_index(k))
+
+
 def operand_shapes(instruction: Instruction, index: dict[str, Instruction]) -> list[Shape | None]:
-    """The shape of each operand, read from its defining instruction in the same computation; a
-    compact get-tuple-element operand (`%p0#1#0`) gets the element's shape."""
+    """`operand_shape` of every operand (none for `parameter` and `constant`, whose operands are text)."""
     if instruction.opcode in ("parameter", "constant"):
         return []
-    shapes = []
-    for k, name in enumerate(instruction.operands):
-        producer = index.get(name)
-        shape = producer.shape if producer is not None else None
-        shapes.append(shape.subshape(instruction.operand_shape_index(k)) if shape is not None else None)
-    return shapes
+    return [operand_shape(instruction, k, index) for k in range(len(instruction.operands))]
 
 
 def users(computation: Computation) -> dict[str, list[Instruction]]:

@@ -43,9 +43,9 @@ class BufferValue:
     @property
     def shape(self) -> Shape:
         """The value's shape, decoded with the HLO grammar (tuples included)."""
-        from xlainspect.hlo.parser import parse_shape
+        from xlainspect.hlo.parser import decode_shape
 
-        return parse_shape(self.shape_text)
+        return decode_shape(self.shape_text)
 
 
 @dataclass(frozen=True, slots=True)

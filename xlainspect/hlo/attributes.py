@@ -56,6 +56,11 @@ def decode_braced_fields(text: str) -> dict[str, str]:
     return {k: unquote(v) if v[:1] in "\"'" else v for k, v in _FIELD.findall(body)}
 
 
+def is_frame_entry(text: str) -> bool:
+    """Whether a stack-frame table value is a string or `{field=N ...}` with integer fields only."""
+    return not text.startswith("{") or all(v.isdigit() for v in decode_braced_fields(text).values())
+
+
 @dataclass(frozen=True, slots=True)
 class Metadata:
     """`metadata={op_type=... op_name=... source_file=... source_line=...}` (OpMetadata)."""

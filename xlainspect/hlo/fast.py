@@ -18,6 +18,7 @@ from collections.abc import Callable
 from sys import intern
 
 from xlainspect.errors import HloParseError
+from xlainspect.hlo.attributes import is_frame_entry
 from xlainspect.hlo.model import Computation, Instruction
 from xlainspect.hlo.shape import Shape, array_shape
 
@@ -26,7 +27,8 @@ _BLANK = r"[ \t]*"  # what the grammar's WHITESPACE may be inside one line
 _INDEX_COMMENT = r"(?:/\*index=[0-9]+\*/[ \t]*)?"
 #: Nesting the regexes follow; deeper text goes to the grammar, which has no limit.
 _TUPLE_DEPTH, _BRACE_DEPTH, _PAREN_DEPTH = 3, 8, 4
-_FRAME_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+#: The stack-frame tables after a module's header, in the order XLA prints them.
+FRAME_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 
 
 def _nested(open_: str, close: str, inner: str, depth: int) -> str:
@@ -119,7 +121,7 @@ class LineReader:
             counted = position
             if text.startswith("HloModule", position):
                 found = self._read_header(text, position, line)
-            elif text.startswith(_FRAME_TABLES[0], position):
+            elif text.startswith(FRAME_TABLES[0], position):
                 found = self._read_frame_tables(text, position)
             else:
                 found = self._read_computation(text, position, line)
@@ -142,14 +144,14 @@ class LineReader:
 
     def _read_frame_tables(self, text: str, position: int):
         tables = []
-        for name in _FRAME_TABLES:
+        for name in FRAME_TABLES:
             position = self._blank_lines.match(text, position).end()
             if not text.startswith(name, position) or (after := self._line_end(text, position + len(name))) is None:
                 return None
             position, table = after, {}
             while (entry := self._frame_entry.match(text, position)) and (after := self._line_end(text, entry.end())):
                 value = entry.group(2)
-                if value.startswith("{") and not _integer_fields(value):
+                if not is_frame_entry(value):
                     return None  # the grammar reports the malformed entry
                 table[int(entry.group(1))] = intern(value)
                 position = after
@@ -244,9 +246,3 @@ class LineReader:
 
     def _shape(self, text: str) -> Shape:
         return self._tuple_shape_of(text) if text.startswith("(") else array_shape(text)
-
-
-def _integer_fields(braced: str) -> bool:
-    from xlainspect.hlo.attributes import decode_braced_fields
-
-    return all(v.isdigit() for v in decode_braced_fields(braced).values())

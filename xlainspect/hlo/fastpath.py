@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import CALLED_COMPUTATION_ATTRIBUTES, called_computation_names
+from xlainspect.hlo.fast import FRAME_TABLES
 from xlainspect.hlo.shape import array_shape
 
 
@@ -52,7 +53,7 @@ def _patterns() -> _Patterns:
 
 
 #: Lines at column 0 outside computations: the header and the stack-frame table names.
-_OUTSIDE_COMPUTATIONS = ("HloModule ", "FileNames", "FunctionNames", "FileLocations", "StackFrames")
+_OUTSIDE_COMPUTATIONS = ("HloModule ", *FRAME_TABLES)
 
 
 class InstructionLine(NamedTuple):
@@ -112,9 +113,9 @@ def _valid_shape(text: str) -> bool:
     ARRAY_SHAPE token, decoded without Lark; a tuple goes through the grammar."""
     try:
         if text.startswith("("):
-            from xlainspect.hlo.parser import parse_shape
+            from xlainspect.hlo.parser import decode_shape
 
-            parse_shape(text)
+            decode_shape(text)
         else:
             array_shape(text)
     except HloParseError:

@@ -18,6 +18,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from xlainspect.errors import HloParseError, error_at
+from xlainspect.hlo.attributes import is_frame_entry
 from xlainspect.hlo.fast import LineReader
 from xlainspect.hlo.grammar import grammar_text
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame, attribute_dict
@@ -117,10 +118,8 @@ class _ModelBuilder(Transformer):
         return dict(entries)
 
     def frame_entry(self, index: Token, value):
-        from xlainspect.hlo.attributes import decode_braced_fields
-
         text = self._slice(value, value)
-        if text.startswith("{") and not all(v.isdigit() for v in decode_braced_fields(text).values()):
+        if not is_frame_entry(text):
             raise _TokenError(_token_at(value), 0, "malformed stack-frame table entry: every field must be an integer")
         return (int(index), text)
 
@@ -333,11 +332,11 @@ def terminal(name: str) -> str:
 
 @functools.cache
 def _line_reader() -> LineReader:
-    return LineReader(terminal, parse_shape)
+    return LineReader(terminal, decode_shape)
 
 
 @functools.lru_cache(maxsize=16384)
-def parse_shape(text: str) -> Shape:
+def decode_shape(text: str) -> Shape:
     """A shape as XLA prints it (array, tuple or buffer), decoded once per distinct text."""
     return _run(text, "shape_text", None, "shape")
 
@@ -433,20 +432,16 @@ def _expand(item):
 
 
 def _split_at_computations(text: str, pieces: int) -> list[tuple[int, int]]:
-    """(start, end) spans of about len/pieces characters, each cut after a `}` line at column 0.
-
-    XLA prints a computation's closing brace alone at column 0, and nothing else there; a cut at a
-    wrong place (a brace inside a multi-line value) makes a part fail, and the caller parses serially.
-    """
+    """(start, end) spans of about len/pieces characters, made of whole split_computations pieces: each
+    cut at the piece end nearest its share (a cut inside a multi-line value makes a part fail, and the
+    caller parses serially)."""
+    ends = [end for _, end in _computation_spans(text)][:-1]
     cuts = [0]
     for k in range(1, pieces):
-        close = text.find("\n}\n", max(cuts[-1], len(text) * k // pieces))
-        if close < 0:
-            break
-        if close + 3 > cuts[-1]:
-            cuts.append(close + 3)
-    if cuts[-1] < len(text):
-        cuts.append(len(text))
+        later = [end for end in ends if end > cuts[-1]]
+        if later:
+            cuts.append(min(later, key=lambda end: abs(end - len(text) * k / pieces)))
+    cuts.append(len(text))
     return list(itertools.pairwise(cuts))
 
 

@@ -25,7 +25,7 @@ def parse_shape(text: str) -> Shape:
     >>> parse_shape("bf16[3,5]<1,0:T(8,128)(2,1)>").padded_bytes
     2048
     """
-    from xlainspect.hlo.parser import parse_shape as parse_shape_text
+    from xlainspect.hlo.parser import decode_shape
 
     normalized = _normalize(text)
     if normalized.startswith("{"):
@@ -35,7 +35,7 @@ def parse_shape(text: str) -> Shape:
             "a layout alone is not a shape: put the element type and dimensions first, e.g. f32[3,5]{1,0}",
         )
     _check_braces(normalized)
-    shape = parse_shape_text(normalized)
+    shape = decode_shape(normalized)
     for leaf in shape.leaves():
         layout = leaf.layout
         if leaf.dims and layout is not None and layout.tiles and len(layout.tiles[0].dims) > leaf.rank:
