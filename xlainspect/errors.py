@@ -73,3 +73,27 @@ def error_at(
 
 class DumpError(XlaInspectError):
     """A path that cannot be analysed: missing, unreadable, or holding no XLA dump files."""
+
+
+class NoMatchError(XlaInspectError):
+    """A filter or budget (`--function`, `--module-re`, `--max NAME=N`) that names nothing in the dump.
+
+    A usage error (exit 2) rather than an empty table: a misspelt name would otherwise pass a gate or
+    print nothing and exit 0, which reads as "nothing to see"."""
+
+
+def no_match(option: str, value: str, candidates: list[str], what: str = "function") -> NoMatchError:
+    """`--function train_step: no function of that name; did you mean jit_train_step?` — names that
+    contain the value first (jax prefixes `jit_`), then difflib's close matches."""
+    import difflib
+
+    names = sorted(set(candidates))
+    near = [n for n in names if value.lower() in n.lower()]
+    near += [n for n in difflib.get_close_matches(value, names, n=3, cutoff=0.6) if n not in near]
+    hint = f"; did you mean {' or '.join(near[:3])}?" if near else f"; the dump has {_some(names)}"
+    return NoMatchError(f"{option} {value}: no {what} of that name{hint}")
+
+
+def _some(names: list[str], shown: int = 5) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return (", ".join(names[:shown]) + more) if names else "none"

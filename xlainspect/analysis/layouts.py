@@ -214,14 +214,16 @@ class PaddingTotal:
 
 
 def dump_ledger_inputs(
-    dump, platform: str | None = None, advance: Callable[[int], None] | None = None
+    dump, platform: str | None = None, advance: Callable[[int], None] | None = None, function: str | None = None
 ) -> list[LedgerInput]:
-    """Ledger inputs of every module of a `Dump`; a module that cannot be read goes to `dump.skipped`.
-    `advance(1)` is called per module (a progress bar's)."""
+    """Ledger inputs of every module of a `Dump` (or of one function's: a name that matches nothing is
+    a NoMatchError); a module that cannot be read goes to `dump.skipped`. `advance(1)` is called per
+    module (a progress bar's)."""
+    from xlainspect.dump.directory import select_dump_modules
     from xlainspect.errors import XlaInspectError
 
     inputs = []
-    for dump_module in dump.modules:
+    for dump_module in select_dump_modules(dump, function=function):
         if advance is not None:
             advance(1)
         try:

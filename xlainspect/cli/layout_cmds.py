@@ -103,7 +103,7 @@ def layouts(
     with user_errors():
         dump = load_dump(path)
         with progress("reading modules", total=len(dump.modules)) as advance:
-            inputs = dump_ledger_inputs(dump, platform.value if platform else None, advance)
+            inputs = dump_ledger_inputs(dump, platform.value if platform else None, advance, function)
         rows = filter_ledger(padding_ledger(inputs), function=function, min_expansion=min_expansion)
     note_skipped(dump)
     shown = rows[:top] if top is not None else rows

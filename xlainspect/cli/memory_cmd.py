@@ -43,16 +43,15 @@ def memory(
     """Memory per compiled module from the buffer assignment, memory-usage report and live ranges: bytes by
     allocation kind, the peak (program point and instruction) and the biggest buffers live at the peak."""
     from xlainspect.analysis.memory import module_memory
-    from xlainspect.dump.directory import load_dump
+    from xlainspect.dump.directory import load_dump, select_dump_modules
     from xlainspect.errors import DumpError, XlaInspectError
 
     with user_errors():
         dump = load_dump(path.parent if path.is_file() else path)
         chosen = [
             m
-            for m in dump.modules
-            if (function is None or m.name == function)
-            and (not path.is_file() or any(f.path.resolve() == path.resolve() for f in m.files))
+            for m in select_dump_modules(dump, function=function)
+            if not path.is_file() or any(f.path.resolve() == path.resolve() for f in m.files)
         ]
         rows = []
         with progress("reading buffer assignments", total=len(chosen)) as advance:

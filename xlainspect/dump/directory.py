@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlainspect.errors import DumpError, HloParseError, XlaInspectError
+from xlainspect.errors import DumpError, HloParseError, NoMatchError, XlaInspectError, no_match
 
 if TYPE_CHECKING:
     from xlainspect.hlo.model import Module
@@ -511,13 +511,40 @@ def _module_platform(files: list[DumpFile]) -> str | None:
 
 
 def select_dump_modules(dump: Dump, *, function: str | None = None, module_re: str | None = None) -> list[DumpModule]:
-    """The dump's modules of one function, or whose name matches a regex (nothing is parsed)."""
-    pattern = re.compile(module_re) if module_re else None
-    return [
-        m
-        for m in dump.modules
-        if (function is None or m.name == function) and (pattern is None or pattern.search(m.name or ""))
-    ]
+    """The dump's modules of one function, or whose name or label matches a regex (nothing is parsed).
+
+    A filter that matches nothing is a NoMatchError naming near matches, never an empty selection: an
+    empty table and exit 0 would read as "nothing to see" when the name was only misspelt."""
+    chosen = dump.modules
+    if function is not None:
+        chosen = [m for m in chosen if m.name == function]
+        if not chosen:
+            raise no_match("--function", function, [m.name for m in dump.modules if m.name])
+    if module_re is not None:
+        pattern = _module_pattern(module_re)
+        matched = [m for m in chosen if any(pattern.search(text) for text in _module_texts(m))]
+        if not matched:
+            where = f" of function {function}" if function else ""
+            labels = ", ".join(_module_texts(m)[-1] for m in chosen[:3])
+            raise NoMatchError(
+                f"--module-re {module_re}: matches no module{where} (modules are labelled like {labels})"
+            )
+        chosen = matched
+    return chosen
+
+
+def _module_pattern(module_re: str) -> re.Pattern:
+    try:
+        return re.compile(module_re)
+    except re.error as error:
+        raise NoMatchError(f"--module-re {module_re}: not a regular expression ({error})") from None
+
+
+def _module_texts(module: DumpModule) -> tuple[str, ...]:
+    """What --module-re is matched against: the HloModule name, and the label as tables print it
+    (`module_0172.jit_f`, with and without its host folder)."""
+    label = module.label
+    return (module.name or "", label, label.rpartition("/")[2])
 
 
 def select_modules(
