@@ -167,3 +167,31 @@ def test_real_interpreter_prints_no_traceback(truncated, tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith(f"{truncated}:58:59: ") and "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+#: Test strings, not dumps: a damaged or foreign file whose header has no entry_computation_layout
+#: and which holds no computation (a header, then a closing brace).
+DAMAGED_HEADER_ONLY = "HloModule jit_f, is_scheduled=true\n}\n"
+
+
+def test_header_only_files_of_one_function_are_named_and_skipped(tmp_path):
+    for module_id in (0, 1):
+        (tmp_path / f"module_000{module_id}.jit_f.cpu_after_optimizations.txt").write_text(DAMAGED_HEADER_ONLY)
+    result = _run("count-recompiles", tmp_path, "--format", "json")
+    assert result.exit_code == 0
+    assert '"total_modules": 0' in result.stdout
+    assert result.stderr.count("module_000") == 4  # each of the two files, named twice (path, error place)
+    assert "skipped 2 file(s)" in result.stderr
+
+
+def test_a_file_starting_with_a_blank_line_is_read(tmp_path):
+    (tmp_path / AFTER).write_bytes(b"\n" + (RAGGED / AFTER).read_bytes())
+    result = _run("count-recompiles", tmp_path, "--format", "json")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert '"name": "jit_train_step"' in result.stdout
+
+
+def test_a_file_of_blank_lines_is_empty(tmp_path):
+    (tmp_path / AFTER).write_text("\n\n  \n")
+    result = _run("count-recompiles", tmp_path)
+    assert f"{AFTER}: empty file" in result.stderr

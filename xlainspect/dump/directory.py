@@ -305,14 +305,18 @@ class DumpModule:
         """The `HloModule` line alone, parsed (a Module without computations): name and signature.
 
         Reads the first line and the last few bytes only, so a truncated file (a killed job, a
-        compile still being written) is caught without reading the body. Cached per stage.
+        compile still being written) is caught without reading the body. A header without
+        `entry_computation_layout` (older XLA, or a damaged or foreign file) cannot give the
+        signature alone: the whole module is parsed instead, and one without computations is a
+        DumpError naming the file. Cached per stage.
         """
         key = f"header:{stage}"
         if key not in self._parsed:
             dump_file = self.hlo_file(stage)
             if dump_file is None:
                 raise DumpError(f"module {self.label}: no HLO text file")
-            self._parsed[key] = parse_header(header_line(dump_file.path), str(dump_file.path))
+            header = parse_header(header_line(dump_file.path), str(dump_file.path))
+            self._parsed[key] = header if header.entry_computation_layout else self.module(stage)
         return self._parsed[key]
 
     @property

@@ -44,23 +44,25 @@ def decode_text(data: bytes, path: Path | str) -> str:
 
 
 def read_first_line_and_tail(path: Path | str, tail_bytes: int) -> tuple[bytes, bytes]:
-    """A file's first line (with its newline) and its last `tail_bytes` bytes, without reading what
-    lies between; a gzip file is decompressed whole (its tail cannot be reached otherwise)."""
+    """A file's first non-blank line (with its newline; XLA's parser skips leading blank lines too)
+    and its last `tail_bytes` bytes, without reading what lies between; a gzip file is decompressed
+    whole (its tail cannot be reached otherwise). Empty bytes for a file of blanks only."""
     try:
         with _opened(path) as fd:
             size = os.fstat(fd).st_size
             head = os.pread(fd, 4096, 0)
             if head[:2] == _GZIP_MAGIC:
-                data = gzip.decompress(_read_to_end(fd, size))
+                data = gzip.decompress(_read_to_end(fd, size)).lstrip()
                 return data[: data.find(b"\n") + 1 or len(data)], data[-tail_bytes:]
-            if b"\n" not in head and b"\x00" not in head:  # a header longer than 4 KB (many parameters)
+            start = len(head) - len(head.lstrip())
+            if b"\n" not in head[start:] and b"\x00" not in head:  # a header longer than 4 KB (many parameters)
                 head = bytearray(head)
                 while b"\n" not in head[-(1 << 16) :] and len(head) < size:
                     head += os.pread(fd, 1 << 16, len(head))
-            first = bytes(head[: head.find(b"\n") + 1 or len(head)])
-            tail_start = max(len(first), size - tail_bytes)
+            first = bytes(head[start : head.find(b"\n", start) + 1 or len(head)])
+            tail_start = max(start + len(first), size - tail_bytes)
             tail = os.pread(fd, max(0, size - tail_start), tail_start)
-            return first, first + tail if tail_start == len(first) else tail  # a small file: all of it
+            return first, first + tail if tail_start == start + len(first) else tail  # a small file: all of it
     except (OSError, EOFError) as error:
         raise _read_error(path, error) from None
 
