@@ -179,3 +179,35 @@ def test_two_hlo_files_are_diffed_without_side_files():
     assert [(r.name, r.status) for r in rows] == [("jit_train_step", "changed")]
     assert _metrics(rows[0])["peak_memory"] == (None, None, None)
     assert [(s.parameter, s.a, s.b) for s in rows[0].signature] == [("x", "8", "16"), ("y", "8", "16")]
+
+
+def _damaged_copy(tmp_path, name: str):
+    """A copy of a fixture dump whose after-optimizations file is cut short (a killed job)."""
+    import shutil
+
+    copy = tmp_path / name
+    shutil.copytree(DUMPS / name, copy)
+    (after,) = copy.glob("*after_optimizations.txt")
+    after.write_bytes(after.read_bytes()[:2000])
+    return copy
+
+
+def test_a_module_that_does_not_parse_is_unknown_never_a_fall(tmp_path):
+    damaged = _damaged_copy(tmp_path, "diff_batch_b")
+    (row,) = diff_dumps(load_dump(DUMPS / "diff_batch_a"), load_dump(damaged))
+    assert (row.status, row.unreadable) == ("unknown", ("B module_0000.jit_train_step",))
+    metrics = _metrics(row)
+    assert metrics["modules"] == (1, 1, 0)
+    assert metrics["instructions"][1:] == (None, None)
+    assert metrics["instructions"][0] > 0
+    assert row.ops == ()
+
+
+def test_fail_on_regression_exits_2_naming_the_unknown_function(tmp_path):
+    damaged = _damaged_copy(tmp_path, "diff_batch_b")
+    result = _cli(str(DUMPS / "diff_batch_a"), str(damaged), "--fail-on-regression")
+    assert result.exit_code == 2
+    assert "cannot gate: jit_train_step: unknown, B module_0000.jit_train_step did not parse" in result.stderr
+    assert "1 functions: 0 changed, 0 unchanged, 0 only in A, 0 only in B, 1 unknown" in result.stdout
+    assert "-100" not in result.stdout
+    assert _cli(str(DUMPS / "diff_batch_a"), str(damaged)).exit_code == 0

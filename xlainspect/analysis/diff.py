@@ -93,6 +93,9 @@ class Profile:
     custom_call_targets: Counter
     first: Module | None
     """The first module that parsed (its signature is the one compared)."""
+    unreadable: tuple[str, ...] = ()
+    """Labels of the modules that did not parse: the metrics are then unknown (None), never a sum
+    of the rest, which would show as a fall (-100% for a function whose one module failed)."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,9 @@ class FunctionDiff:
     fusion_kinds: tuple[CountDelta, ...]
     custom_call_targets: tuple[CountDelta, ...]
     signature: tuple[SignatureChange, ...]
+    unreadable: tuple[str, ...] = ()
+    """`A module_0001.jit_f`: each module of the function, on either side, that did not parse; the
+    function's status is then "unknown" (where it is on both sides) and its metrics None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,11 +151,13 @@ def profile(dump: Dump, name: str, modules: list[DumpModule], chip: Chip | None 
     peaks: list[int] = []
     seconds: list[float | None] = []
     first = None
+    unreadable = []
     for dump_module in modules:
         try:
             module = dump_module.module()
         except XlaInspectError as error:
             dump.skip(dump_module.hlo_file().path, error)
+            unreadable.append(dump_module.label)
             continue
         if first is None:
             first = module
@@ -163,11 +171,12 @@ def profile(dump: Dump, name: str, modules: list[DumpModule], chip: Chip | None 
         peak = peak_memory(dump, dump_module)
         if peak is not None:
             peaks.append(peak)
-    metrics: dict[str, int | None] = {m: totals[m] for m in METRICS}
+    metrics: dict[str, int | None] = {m: None if unreadable else totals[m] for m in METRICS}
     metrics["modules"] = len(modules)
-    metrics["peak_memory"] = max(peaks) if peaks else None
-    metrics["roofline_seconds"] = sum(seconds) if seconds and None not in seconds else None
-    return Profile(name, metrics, ops, kinds, targets, first)
+    if not unreadable:
+        metrics["peak_memory"] = max(peaks) if peaks else None
+        metrics["roofline_seconds"] = sum(seconds) if seconds and None not in seconds else None
+    return Profile(name, metrics, ops, kinds, targets, first, tuple(unreadable))
 
 
 def module_metrics(module: Module, dump_module: DumpModule) -> dict[str, int]:
@@ -221,9 +230,12 @@ def padding_waste(module: Module, dump_module: DumpModule) -> int:
 
 
 def diff_profiles(name: str, a: Profile | None, b: Profile | None) -> FunctionDiff:
+    unreadable = tuple(f"{side} {label}" for side, p in (("A", a), ("B", b)) if p for label in p.unreadable)
     if a is None or b is None:
         status = "only_b" if a is None else "only_a"
-        return FunctionDiff(name, status, _metric_deltas(a, b), (), (), (), ())
+        return FunctionDiff(name, status, _metric_deltas(a, b), (), (), (), (), unreadable)
+    if unreadable:  # partial histograms would show the unread modules' ops as removed
+        return FunctionDiff(name, "unknown", _metric_deltas(a, b), (), (), (), (), unreadable)
     metrics = _metric_deltas(a, b)
     ops = _count_deltas(a.ops, b.ops)
     kinds = _count_deltas(a.fusion_kinds, b.fusion_kinds)
@@ -324,6 +336,12 @@ def parse_threshold(text: str) -> Threshold:
             f"--max-increase {text!r}: unknown metric {match['metric']!r}; valid metrics: {', '.join(METRICS)}"
         )
     return Threshold(match["metric"], float(match["value"]), bool(match["percent"]))
+
+
+def unknown_functions(rows: list[FunctionDiff]) -> list[str]:
+    """One message per function on both sides that a module which did not parse leaves unknown: the
+    gate cannot pass it (it may hide a regression) nor fail it as one (exit 2: the input is bad)."""
+    return [f"{r.name}: unknown, {', '.join(r.unreadable)} did not parse" for r in rows if r.status == "unknown"]
 
 
 def regressions(rows: list[FunctionDiff], thresholds: list[Threshold]) -> list[str]:

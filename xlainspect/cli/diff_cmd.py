@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import EXIT_GATE_FAILED, StrictOpt, app, note_skipped, user_errors
+from xlainspect.cli.app import EXIT_GATE_FAILED, EXIT_USAGE, StrictOpt, app, note_skipped, user_errors
 from xlainspect.cli.progress import progress
 from xlainspect.cli.render import emit_json, stderr_console, stdout_console
 
@@ -60,7 +60,7 @@ def diff(
     targets, copies, collectives and their bytes, peak memory, padding waste, and the entry signature
     (parameter shapes, dtypes, layouts, shardings, donation, result). Functions on one side are listed."""
     from xlainspect.analysis.chips import get_chip
-    from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_threshold, regressions
+    from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_threshold, regressions, unknown_functions
     from xlainspect.dump.directory import load_dump
 
     with user_errors():
@@ -82,8 +82,11 @@ def diff(
         note_skipped(dump, strict)
     for message in over:
         stderr_console().print(f"regression: {message}", markup=False, highlight=False)
-    if fail_on_regression and over:
-        raise typer.Exit(EXIT_GATE_FAILED)
+    unknown = unknown_functions(rows) if fail_on_regression else []
+    for message in unknown:
+        stderr_console().print(f"cannot gate: {message}", markup=False, highlight=False)
+    if fail_on_regression and (over or unknown):
+        raise typer.Exit(EXIT_USAGE if unknown else EXIT_GATE_FAILED)
 
 
 def _shown(rows, show_all: bool) -> list:
@@ -104,6 +107,7 @@ def _function_json(row) -> dict:
         "fusion_kinds": counts(row.fusion_kinds),
         "custom_call_targets": counts(row.custom_call_targets),
         "signature": [dataclasses.asdict(s) for s in row.signature],
+        "unreadable": list(row.unreadable),
     }
 
 
@@ -146,17 +150,20 @@ def _signature_detail(change) -> str:
 
 def _summary(rows) -> str:
     counts = {
-        status: sum(1 for r in rows if r.status == status) for status in ("changed", "unchanged", "only_a", "only_b")
+        status: sum(1 for r in rows if r.status == status)
+        for status in ("changed", "unchanged", "only_a", "only_b", "unknown")
     }
     return (
         f"{len(rows)} functions: {counts['changed']} changed, {counts['unchanged']} unchanged, "
         f"{counts['only_a']} only in A, {counts['only_b']} only in B"
+        + (f", {counts['unknown']} unknown (a module did not parse)" if counts["unknown"] else "")
     )
 
 
 def _heading(row) -> str:
     where = {"only_a": " (only in A)", "only_b": " (only in B)"}.get(row.status, "")
-    return f"{row.name}{where}"
+    unknown = f" (unknown: {', '.join(row.unreadable)} did not parse)" if row.unreadable else ""
+    return f"{row.name}{where}{unknown}"
 
 
 def _markdown(rows, shown, a: Path, b: Path) -> str:
