@@ -133,3 +133,37 @@ def test_cli_json_and_exit_codes(tmp_path):
     assert markdown.exit_code == 0 and "no findings: the dump looks healthy" in markdown.stdout
     missing = runner.invoke(app, ["doctor", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "nope" in missing.output and "Traceback" not in missing.output
+
+
+def test_dump_cap_cut_is_not_called_a_crash():
+    """dump_cap is real XLA output with --xla_dump_max_hlo_modules=3 and 5 compiles of jit_step."""
+    (finding,) = diagnose(DUMPS / "dump_cap").findings
+    assert (finding.check, finding.count) == ("dump-cap-reached", 3)
+    assert "module_0004.jit_step stopped at its before_optimizations file (the cap, not a crash)" in (
+        finding.explanation
+    )
+    assert "2 later compiles left only jax's per-module folder (module_0006.jit_step, ...)" in finding.explanation
+
+
+def test_a_crash_before_the_cap_is_still_a_missing_after(tmp_path):
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMPS / "dump_cap", dump)
+    for path in dump.glob("module_0000.jit_step.cpu_after_optimizations*"):
+        path.unlink()
+    findings = _by_check(diagnose(dump))
+    assert findings["missing-after-optimizations"].examples == ("module_0000.jit_step.before_optimizations.txt",)
+    assert "module_0004.jit_step stopped" in findings["dump-cap-reached"].explanation
+
+
+def test_complete_text_that_does_not_parse_is_a_finding(tmp_path):
+    dump = _copy("ragged_batch", tmp_path / "dump")
+    after = dump / "module_0002.jit_train_step.cpu_after_optimizations.txt"
+    after.write_text(after.read_text().replace(" parameter(0)", " parameter(0", 1))  # damaged: a lost ')'
+    (finding,) = diagnose(dump).findings
+    assert (finding.check, finding.severity, finding.examples) == ("unparsable-modules", "error", (after.name,))
+    assert f"First: {after.name}:" in finding.explanation
+
+
+def test_healthy_dump_prints_a_sentence_not_an_empty_table():
+    result = CliRunner().invoke(app, ["doctor", str(DUMPS / "clean_run")])
+    assert result.stdout == f"{DUMPS / 'clean_run'}: 1 modules, 7 files, no findings: the dump looks healthy\n"

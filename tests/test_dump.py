@@ -162,9 +162,13 @@ def test_load_dump_every_scenario_matches_jax_compile_counts():
         directory = DUMPS / record.name.removesuffix(".compiles.json")
         if not directory.is_dir():
             continue
-        expected = json.loads(record.read_text())["backend_compiles"]
-        dump = load_dump(directory)
-        assert {name: len(modules) for name, modules in dump.functions().items()} == expected, directory.name
+        scenario = json.loads(record.read_text())
+        counts = {name: len(modules) for name, modules in load_dump(directory).functions().items()}
+        if "--xla_dump_max_hlo_modules" in scenario["xla_flags"]:  # the cap leaves compiles out
+            assert counts.keys() == scenario["backend_compiles"].keys(), directory.name
+            assert all(counts[n] < scenario["backend_compiles"][n] for n in counts), directory.name
+        else:
+            assert counts == scenario["backend_compiles"], directory.name
 
 
 def test_cpu_module_files_and_stages():

@@ -120,12 +120,50 @@ def _text_problem(path: Path) -> str | None:
     return None if last.startswith("}") else "truncated"
 
 
+def _unparsable(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
+    """Modules whose HLO text is complete but does not parse (syntax from a newer XLA, a foreign or
+    damaged file): every command skips them, so a count or a diff would silently leave them out.
+    Files already reported as unreadable or truncated are not repeated here."""
+    failed: list[tuple[Path, str]] = []
+    for module in dump.modules:
+        try:
+            module.module()
+        except XlaInspectError as error:
+            path = module.hlo_file().path
+            if _text_problem(path) is None:
+                failed.append((path, str(error).splitlines()[0].replace(str(path), _relative(root, path))))
+    first = f" First: {failed[0][1]}" if failed else ""
+    return _finding(
+        root,
+        "unparsable-modules",
+        "error",
+        [path for path, _ in failed],
+        "Complete HLO text that xlainspect cannot parse: commands skip these modules, so their counts "
+        f"and diffs leave them out (diff marks the function unknown).{first}",
+        "Run `xlainspect parse FILE` for the place; report the line if XLA wrote it.",
+    )
+
+
+def _stranded(dump: Dump) -> list:
+    """Modules dumped before optimization with no after-optimizations file."""
+    return [m for m in dump.modules if "before_optimizations" in m.stages and not set(m.stages) & set(AFTER_STAGES)]
+
+
+def _cut_by_cap(dump: Dump, files: list[DumpFile]) -> list:
+    """The stranded modules that the dump cap explains: when the cap is reached, XLA writes no file for
+    a module id new to the folder, and jax's per-module folder (written outside the cap) counts toward
+    it, so the compile at the cap keeps its before_optimizations file only. Those come after every
+    complete module; a stranded module before a complete one is something else (a crash)."""
+    if _dump_cap_reached(files) is None:
+        return []
+    complete = [m.module_id or 0 for m in dump.modules if set(m.stages) & set(AFTER_STAGES)]
+    last = max(complete, default=-1)
+    return [m for m in _stranded(dump) if (m.module_id or 0) > last]
+
+
 def _missing_after(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    stranded = [
-        m.file("hlo", "before").path
-        for m in dump.modules
-        if "before_optimizations" in m.stages and not set(m.stages) & set(AFTER_STAGES)
-    ]
+    cut = _cut_by_cap(dump, files)
+    stranded = [m.file("hlo", "before").path for m in _stranded(dump) if m not in cut]
     return _finding(
         root,
         "missing-after-optimizations",
@@ -156,7 +194,9 @@ def _id_collisions(root: Path, dump: Dump, files: list[DumpFile]) -> list[Findin
     )
 
 
-def _dump_cap(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
+def _dump_cap_reached(files: list[DumpFile]) -> tuple[int, Path] | None:
+    """(cap, the debug_options file that says so) when `xla_dump_max_hlo_modules` is set and the dump
+    holds that many modules; None otherwise."""
     caps = [
         (int(m[1]), f.path)
         for f in files
@@ -165,11 +205,20 @@ def _dump_cap(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
         if m
     ]
     if not caps:
-        return []
+        return None
     cap, path = min(caps)
     modules = len({(f.host, f.timestamp, f.module_id) for f in files if f.stage is not None})
-    if cap < 0 or modules < cap:
+    return None if cap < 0 or modules < cap else (cap, path)
+
+
+def _dump_cap(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
+    reached = _dump_cap_reached(files)
+    if reached is None:
         return []
+    cap, path = reached
+    modules = len({(f.host, f.timestamp, f.module_id) for f in files if f.stage is not None})
+    cut = [m.label for m in _cut_by_cap(dump, files)]
+    undumped = _undumped_folders(root, files)
     return [
         Finding(
             "dump-cap-reached",
@@ -177,10 +226,30 @@ def _dump_cap(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
             modules,
             (_relative(root, path),),
             f"--xla_dump_max_hlo_modules={cap} and the dump holds {modules} modules: compiles after the "
-            f"cap were not dumped, so recompile counts are a lower bound.",
+            "cap were not dumped, so recompile counts are a lower bound"
+            + (f"; {', '.join(cut)} stopped at its before_optimizations file (the cap, not a crash)" if cut else "")
+            + (
+                f"; {len(undumped)} later compiles left only jax's per-module folder ({undumped[0]}, ...)"
+                if undumped
+                else ""
+            )
+            + ".",
             "Raise --xla_dump_max_hlo_modules (or narrow --xla_dump_hlo_module_re) and re-run.",
         )
     ]
+
+
+def _undumped_folders(root: Path, files: list[DumpFile]) -> list[str]:
+    """The per-module folders jax writes (`module_0006.jit_f/`, module.mlir) whose module has no HLO file: they
+    are written outside XLA's dump cap, so they count the compiles the cap left out."""
+    dumped = {(f.host, f.module_id) for f in files if f.stage is not None}
+    folders = []
+    for path in sorted(root.rglob("module_*")):
+        host = path.parent.relative_to(root).as_posix()
+        folder = classify(path, "" if host == "." else host) if path.is_dir() else None
+        if folder is not None and folder.kind == "folder" and (folder.host, folder.module_id) not in dumped:
+            folders.append(_relative(root, path))
+    return folders
 
 
 def _quiet_read(path: Path) -> str:
@@ -240,4 +309,4 @@ def _protos_only(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]
     )
 
 
-_CHECKS = (_damaged, _missing_after, _id_collisions, _dump_cap, _per_pass, _mixed_platforms, _protos_only)
+_CHECKS = (_damaged, _unparsable, _missing_after, _id_collisions, _dump_cap, _per_pass, _mixed_platforms, _protos_only)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from xlainspect.cli.app import DumpPath, FormatOpt, app, user_errors
-from xlainspect.cli.render import OutputFormat, emit_frame, emit_json
+from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, stdout_console
 
 
 @app.command()
@@ -26,8 +26,8 @@ def doctor(path: DumpPath, fmt: FormatOpt = OutputFormat.table) -> None:
         )
         return
     verdict = f"{len(health.findings)} findings" if health.findings else "no findings: the dump looks healthy"
-    emit_frame(
-        to_frame(health.findings, Finding),
-        fmt,
-        f"{health.root}: {health.modules} modules, {health.files} files, {verdict}",
-    )
+    title = f"{health.root}: {health.modules} modules, {health.files} files, {verdict}"
+    if not health.findings and fmt is not OutputFormat.csv:  # a sentence, not an empty table
+        stdout_console().print(title, markup=False, highlight=False, soft_wrap=True)
+        return
+    emit_frame(to_frame(health.findings, Finding), fmt, title)
