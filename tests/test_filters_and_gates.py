@@ -59,3 +59,27 @@ def test_module_re_matching_nothing_exits_2(args, message):
     result = _run("fusions", RAGGED, *args)
     assert result.exit_code == 2
     assert message in result.stderr
+
+
+def test_max_naming_an_unknown_function_is_a_usage_error():
+    result = _run("count-recompiles", RAGGED, "--max", "train_step=2")
+    assert result.exit_code == 2
+    assert "--max train_step: no function of that name; did you mean jit_train_step?" in result.stderr
+    assert _run("count-recompiles", RAGGED, "--max", "jit_train_step=2", "--max", "jit_eval_step=2").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "exit_code", "message"),
+    [
+        ([], 1, "over budget: jit_eval_step compiled 2 times, budget 1 (new: not in the baseline)"),
+        (["--max-per-function", "2"], 0, ""),
+        (["--max", "jit_eval_step=2"], 0, ""),
+    ],
+)
+def test_baseline_gates_functions_it_does_not_hold(tmp_path, extra, exit_code, message):
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text('{"functions": {"jit_train_step": 2}}')
+    result = _run("count-recompiles", RAGGED, "--baseline", baseline, *extra)
+    assert result.exit_code == exit_code
+    assert message in result.stderr
+    assert ("jit_train_step compiled" in result.stderr) is False  # within its baseline count

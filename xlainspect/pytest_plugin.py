@@ -144,7 +144,8 @@ class XlaCompiles:
         rows = self.recompiles()
         names = {r.name for r in rows}
         budgets = tuple((_resolve(name, names), limit) for name, limit in per_function.items())
-        return budget_violations(rows, Budget(per_name=budgets, max_total=total, named_by="max_compiles"))
+        budget = Budget(per_name=budgets, max_total=total, named_by="max_compiles", names_must_exist=False)
+        return budget_violations(rows, budget)
 
 
 def _resolve(name: str, compiled: set[str]) -> str:

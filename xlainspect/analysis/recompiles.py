@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.dump.files import read_bytes, read_text
-from xlainspect.errors import DumpError, XlaInspectError
+from xlainspect.errors import DumpError, XlaInspectError, no_match
 
 if TYPE_CHECKING:
     from xlainspect.hlo.model import Computation, Module
@@ -502,15 +502,28 @@ class Budget:
     per_name: tuple[tuple[str, int], ...] = ()
     max_total: int | None = None
     ignore_eager: bool = False
-    baseline: tuple[tuple[str, int], ...] = ()
+    baseline: tuple[tuple[str, int], ...] | None = None
+    """Per-function counts of an earlier run; None without one. A function absent from it is new: its
+    budget is `max_per_function`, else NEW_FUNCTION_BUDGET, so a baseline never waves one through."""
     named_by: str = "--max"
     """How the messages name a per-function budget and the total one (`--max NAME`, `--max-total`):
     the option a person set, which the pytest plugin spells `max_compiles`."""
+    names_must_exist: bool = True
+    """A per-name budget naming no function of the dump is a usage error (a misspelt name would
+    otherwise budget nothing); off in the pytest plugin, where a test may compile a function 0 times."""
+
+
+NEW_FUNCTION_BUDGET = 1
+"""Compiles allowed to a function the baseline does not hold, without --max-per-function: one (a new
+function compiles once; a new function that recompiles fails the gate)."""
 
 
 def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]:
-    """One message per function (or total) over its budget; empty when everything is within."""
-    per_name, baseline = dict(budget.per_name), dict(budget.baseline)
+    """One message per function (or total) over its budget; empty when everything is within.
+    Raises NoMatchError for a per-name budget naming no function (when `names_must_exist`)."""
+    per_name, baseline = dict(budget.per_name), dict(budget.baseline or ())
+    if budget.names_must_exist:
+        _check_budget_names(rows, per_name, budget.named_by)
     counted = [r for r in rows if not (budget.ignore_eager and r.eager)]
     messages = []
     for row in counted:
@@ -520,6 +533,8 @@ def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]
         ]
         if row.name not in per_name and budget.max_per_function is not None:
             limits[0] = ("--max-per-function", budget.max_per_function)
+        if budget.baseline is not None and row.name not in baseline and limits[0][1] is None:
+            limits.append(("new: not in the baseline", NEW_FUNCTION_BUDGET))
         over = [(limit, source) for source, limit in limits if limit is not None and row.modules > limit]
         if over:
             limit, source = min(over)
@@ -528,6 +543,13 @@ def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]
     if budget.max_total is not None and total > budget.max_total:
         messages.append(f"{total} compiles in total, budget {budget.max_total} ({budget.named_by}-total)")
     return messages
+
+
+def _check_budget_names(rows: list[FunctionCompiles], per_name: dict[str, int], option: str) -> None:
+    names = [r.name for r in rows]
+    for name in per_name:
+        if name not in names:
+            raise no_match(option, name, names)
 
 
 def baseline_counts(rows: list[FunctionCompiles]) -> dict:

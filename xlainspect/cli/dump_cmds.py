@@ -147,7 +147,7 @@ def count_recompiles_cmd(
             _named_budgets(max_named or []),
             max_total,
             ignore_eager,
-            () if update_baseline else _read_baseline(baseline),
+            None if update_baseline else _read_baseline(baseline),
         )
         if update_baseline and baseline is None:
             raise XlaInspectError("--update-baseline needs --baseline FILE")
@@ -156,8 +156,8 @@ def count_recompiles_cmd(
             rows = count_recompiles(dump, advance)
         times = _compile_times(dump, path, log)
         profiled, unpaired = _profiled_seconds(rows, profile)
+        violations = budget_violations(rows, budget)
     shown = [r for r in rows if not (ignore_eager and r.eager)]
-    violations = budget_violations(rows, budget)
     if update_baseline:
         baseline.write_text(json.dumps(baseline_counts(shown), indent=2) + "\n", encoding="utf-8")
         stderr_console().print(f"wrote {baseline}", markup=False, highlight=False)
@@ -192,9 +192,9 @@ def _named_budgets(items: list[str]) -> tuple[tuple[str, int], ...]:
     return tuple(budgets)
 
 
-def _read_baseline(path: Path | None) -> tuple[tuple[str, int], ...]:
+def _read_baseline(path: Path | None) -> tuple[tuple[str, int], ...] | None:
     if path is None:
-        return ()
+        return None
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
         return tuple((str(k), int(v)) for k, v in document["functions"].items())
