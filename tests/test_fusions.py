@@ -93,3 +93,13 @@ ENTRY %e (x: f32[4]) -> f32[4] {
 """
     (row,) = fusions(parse_hlo(text)[0])
     assert (row.kind, row.backend_kind, row.custom_call_targets) == ("kCustom", "__custom_fusion", ("__cublas$gemm",))
+
+
+def test_cpu_ynnpack_fusions_are_read_as_backend_kinds():
+    """XLA:CPU wraps YNNPACK library calls as kCustom fusions, backend_config {"fusion_config":{"kind":"__ynn_fusion"}}."""
+    (module,) = select_modules(load_dump(DUMPS / "shape_branch"), module_re="module_0004")
+    rows = fusions(module)
+    assert [(r.name, r.kind, r.backend_kind) for r in rows if r.kind == "kCustom"] == [
+        ("ynn_fusion", "kCustom", "__ynn_fusion")
+    ]
+    assert "__ynn_fusion" in {t.kind for t in fusion_kind_totals(rows)}

@@ -79,7 +79,8 @@ class Fusion:
     kind: str
     """`kLoop`, `kInput`, `kOutput` or `kCustom` as printed."""
     backend_kind: str | None
-    """`fusion_backend_config.kind` of a JSON backend_config (GPU: `__triton_gemm`, `__cudnn$fusion`...)."""
+    """The backend's fusion kind from a JSON backend_config (GPU: `__triton_gemm`, `__cudnn$fusion`...;
+    CPU: `__ynn_fusion`)."""
     fused_computation: str
     root: str | None
     """Opcode of the fused computation's root."""

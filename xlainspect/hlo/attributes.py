@@ -222,11 +222,20 @@ def decode_source_target_pairs(text: str | None) -> tuple[tuple[int, int], ...]:
     return tuple((int(s), int(t)) for s, t in pairs)
 
 
+FUSION_CONFIG_KEYS = ("fusion_backend_config", "fusion_config")
+"""Where a JSON backend_config names the backend's fusion kind: GPU's `fusion_backend_config`
+(`__triton_gemm`, `__cudnn$fusion`), CPU's `fusion_config` (`__ynn_fusion`, the YNNPACK library
+fusions XLA:CPU wraps in `kind=kCustom`)."""
+
+
 def backend_config_kind(text: str | None) -> str | None:
-    """The backend's own fusion kind: `fusion_backend_config.kind` of a JSON backend_config."""
+    """The backend's own fusion kind: `<fusion config>.kind` of a JSON backend_config."""
     config = decode_json(text) or {}
-    fusion_config = config.get("fusion_backend_config")
-    return fusion_config.get("kind") if isinstance(fusion_config, dict) else None
+    for key in FUSION_CONFIG_KEYS:
+        fusion_config = config.get(key)
+        if isinstance(fusion_config, dict) and isinstance(fusion_config.get("kind"), str):
+            return fusion_config["kind"]
+    return None
 
 
 def known_trip_count(text: str | None) -> int | None:
