@@ -103,3 +103,13 @@ def test_cpu_ynnpack_fusions_are_read_as_backend_kinds():
         ("ynn_fusion", "kCustom", "__ynn_fusion")
     ]
     assert "__ynn_fusion" in {t.kind for t in fusion_kind_totals(rows)}
+
+
+def test_largest_fusions_rank_by_bytes_moved():
+    from xlainspect.analysis.fusions import largest_fusions
+
+    rows = [f for m in select_modules(load_dump(DUMPS / "ragged_batch")) for f in fusions(m)]
+    top = largest_fusions(rows, 5)
+    assert len(rows) == 20
+    assert [r.output_bytes + r.operand_bytes for r in top] == [1204, 1204, 1204, 1204, 420]
+    assert (top[4].module, top[4].name) == ("module_0000.jit_train_step", "wrapped_reduce-window")

@@ -98,3 +98,32 @@ def test_layouts_cli_json(tmp_path):
     document = json.loads(result.stdout)
     assert document["values"][0]["instruction"] == "bitcast.11" and document["values"][0]["wasted_bytes"] == 14520
     assert document["functions"][0]["group"] == "jit_layouts"
+
+
+def test_ledger_view_lists_padded_values_and_says_what_it_left_out():
+    from xlainspect.analysis.layouts import TABLE_TOP, ledger_view
+
+    rows = _ledger("tpu_v5e")
+    view = ledger_view(rows)
+    assert (len(rows), len(view.values), TABLE_TOP) == (1447, 20, 20)
+    assert all(r.wasted_bytes > 0 for r in view.values)
+    assert view.caption == (
+        "padding ledger: 20 of 1,447 values, most wasted bytes first "
+        "(119 without padding; 1,308 more beyond --top 20 left out; --all lists every value)"
+    )
+    assert view.modules[0].group == "module_0029.jit_layouts"  # per module, not per function
+    assert {t.group for t in view.functions} >= {"jit_layouts", "jit_dots"}
+    everything = ledger_view(rows, every_value=True)
+    assert (len(everything.values), len(everything.modules)) == (1447, 18)
+
+
+def test_layouts_of_a_dump_without_padding_is_one_sentence_and_totals():
+    from typer.testing import CliRunner
+
+    import xlainspect.cli.commands  # noqa: F401
+    from xlainspect.cli.app import app
+
+    result = CliRunner().invoke(app, ["layouts", str(DUMPS / "clean_run")])
+    assert result.exit_code == 0
+    assert result.stdout.startswith("no padding: none of the 20 values loses bytes to tiles (--all lists them)\n")
+    assert "per module" not in result.stdout and "jit_train_step" in result.stdout

@@ -174,6 +174,12 @@ def _target(text: str) -> str:
     return text.strip('"')
 
 
+def largest_fusions(rows: list[Fusion], top: int) -> list[Fusion]:
+    """The `top` fusions that move the most bytes (output and operands: what a memory-bound fusion
+    costs), largest first; a dump of many modules has thousands of fusions."""
+    return sorted(rows, key=lambda r: -(r.output_bytes + r.operand_bytes))[:top]
+
+
 def fusion_kind_totals(rows: list[Fusion]) -> list[FusionKindTotal]:
     """Count and output bytes per module and kind (the backend kind where there is one)."""
     totals: dict[tuple[str, str], list[int]] = {}

@@ -11,7 +11,9 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from xlainspect.analysis.ops import module_label
 from xlainspect.dump.buffers import BufferAssignment
+from xlainspect.dump.directory import select_dump_modules
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.shape import Shape
 from xlainspect.layout import DimPadding, element_bits, memory_space_name, tile_padding
@@ -185,6 +187,7 @@ class PaddingRow:
 
     function: str
     module: str
+    """The module as tables label it (`module_0029.jit_layouts`: recompiles share a function name)."""
     kind: str
     """"parameter", "instruction" (an unfused instruction's output) or "buffer" (only in the buffer assignment)."""
     computation: str
@@ -219,7 +222,6 @@ def dump_ledger_inputs(
     """Ledger inputs of every module of a `Dump` (or of one function's: a name that matches nothing is
     a NoMatchError); a module that cannot be read goes to `dump.skipped`. `advance(1)` is called per
     module (a progress bar's)."""
-    from xlainspect.dump.directory import select_dump_modules
     from xlainspect.errors import XlaInspectError
 
     inputs = []
@@ -257,6 +259,39 @@ def filter_ledger(
     return kept[:top] if top is not None else kept
 
 
+TABLE_TOP = 20
+"""Values a table lists without --top: a dump of 100 modules holds tens of thousands of values."""
+
+
+@dataclass(frozen=True)
+class LedgerView:
+    """What a person reads of a ledger: the padded values worth a look, totals per function and
+    per module, and a caption saying what was left out (a table of every value is 72,000 lines)."""
+
+    values: list[PaddingRow]
+    functions: list[PaddingTotal]
+    modules: list[PaddingTotal]
+    caption: str
+
+
+def ledger_view(rows: list[PaddingRow], top: int | None = None, every_value: bool = False) -> LedgerView:
+    """The `top` most wasteful padded values (default TABLE_TOP) and the modules that lose bytes to
+    padding; `every_value`: every value and module (all of them, without `top`)."""
+    padded = rows if every_value else [r for r in rows if r.wasted_bytes > 0]
+    limit = top if top is not None else (len(rows) if every_value else TABLE_TOP)
+    modules = [t for t in ledger_totals(rows, "module") if every_value or t.wasted_bytes > 0]
+    left_out = [
+        f"{len(rows) - len(padded):,} without padding" if len(padded) < len(rows) else "",
+        f"{len(padded) - limit:,} more beyond --top {limit}" if len(padded) > limit else "",
+    ]
+    caption = f"padding ledger: {min(limit, len(padded)):,} of {len(rows):,} values, most wasted bytes first"
+    if not padded:
+        caption = f"no padding: none of the {len(rows):,} values loses bytes to tiles (--all lists them)"
+    elif any(left_out):
+        caption += f" ({'; '.join(n for n in left_out if n)} left out; --all lists every value)"
+    return LedgerView(padded[:limit], ledger_totals(rows, "function"), modules[:limit], caption)
+
+
 def ledger_totals(rows: Iterable[PaddingRow], by: str = "module") -> list[PaddingTotal]:
     """Sums per module or per function (`by`), most wasted first."""
     sums: dict[str, list[int]] = {}
@@ -283,6 +318,7 @@ def _module_rows(item: LedgerInput) -> list[PaddingRow]:
         for name in i.called_computations
     }
     sizes = {(v.instruction, v.shape_index): v.size for v in item.buffers.values()} if item.buffers else {}
+    label = module_label(module)
     rows: dict[tuple[str, tuple[int, ...]], PaddingRow] = {}
     for computation in module.computations:
         if computation.name in fused:
@@ -295,6 +331,7 @@ def _module_rows(item: LedgerInput) -> list[PaddingRow]:
                 key = (instruction.name, index)
                 rows[key] = _row(
                     item,
+                    label,
                     kind,
                     computation.name,
                     instruction.name,
@@ -309,7 +346,9 @@ def _module_rows(item: LedgerInput) -> list[PaddingRow]:
         if key not in rows:
             shape = value.shape
             if shape.is_array:
-                rows[key] = _row(item, "buffer", "", value.instruction, value.shape_index, shape, value.size, "", "")
+                rows[key] = _row(
+                    item, label, "buffer", "", value.instruction, value.shape_index, shape, value.size, "", ""
+                )
     return list(rows.values())
 
 
@@ -324,6 +363,7 @@ def _indexed_leaves(shape: Shape, prefix: tuple[int, ...] = ()) -> Iterable[tupl
 
 def _row(
     item: LedgerInput,
+    label: str,
     kind: str,
     computation: str,
     instruction: str,
@@ -337,7 +377,7 @@ def _row(
     logical = shape.logical_bytes
     return PaddingRow(
         function=item.function,
-        module=item.module.name,
+        module=label,
         kind=kind,
         computation=computation,
         instruction=instruction,

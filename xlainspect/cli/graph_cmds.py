@@ -178,6 +178,9 @@ def fusions(
     stage: StageOpt = Stage.after,
     fmt: FormatOpt = OutputFormat.table,
     strict: StrictOpt = False,
+    top: Annotated[
+        int | None, typer.Option("--top", min=1, help="Only the N fusions moving the most bytes (totals count all).")
+    ] = None,
 ) -> None:
     """Every fusion: kind (and backend kind), fused computation, ops inside, bytes, library calls."""
     from xlainspect.analysis.fusions import (
@@ -185,6 +188,7 @@ def fusions(
         FusionKindTotal,
         fusion_kind_totals,
         fusions,
+        largest_fusions,
         unfused_contractions,
         unfused_ops,
     )
@@ -208,7 +212,7 @@ def fusions(
             unfused[label] = module_unfused
             contractions += module_contractions
         _emit(
-            rows,
+            rows if top is None else largest_fusions(rows, top),
             Fusion,
             fusion_kind_totals(rows),
             FusionKindTotal,

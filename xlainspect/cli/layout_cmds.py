@@ -87,14 +87,19 @@ def layouts(
     function: FunctionOpt = None,
     platform: PlatformOpt = None,
     fmt: FormatOpt = OutputFormat.table,
+    every_value: Annotated[
+        bool, typer.Option("--all", help="Tables list every value and module, padded or not (JSON and CSV always do).")
+    ] = False,
 ) -> None:
-    """The padding ledger: every array value of the after-optimizations modules, ranked by wasted bytes."""
+    """The padding ledger: every array value of the after-optimizations modules, ranked by wasted bytes;
+    tables show the padded ones (--top, default 20) with totals per function and module."""
     from xlainspect.analysis.layouts import (
         PaddingRow,
         PaddingTotal,
         dump_ledger_inputs,
         filter_ledger,
         ledger_totals,
+        ledger_view,
         padding_ledger,
     )
     from xlainspect.dump.directory import load_dump
@@ -116,7 +121,28 @@ def layouts(
             }
         )
         return
-    emit_frame(to_frame(shown, PaddingRow), fmt, title="padding ledger (most wasted bytes first)")
-    if fmt in (OutputFormat.table, OutputFormat.markdown):
-        emit_frame(to_frame(ledger_totals(rows, "module"), PaddingTotal), fmt, title="per module")
-        emit_frame(to_frame(ledger_totals(rows, "function"), PaddingTotal), fmt, title="per function")
+    if fmt is OutputFormat.csv:
+        emit_frame(to_frame(shown, PaddingRow), fmt)
+        return
+    view = ledger_view(rows, top, every_value)
+    if view.values:
+        emit_frame(to_frame(view.values, PaddingRow)[_LEDGER_COLUMNS], fmt, title=view.caption)
+    else:
+        stdout_console().print(view.caption, markup=False, highlight=False, soft_wrap=True)
+    emit_frame(to_frame(view.functions, PaddingTotal), fmt, title="per function")
+    if view.modules:
+        title = "per module" if every_value else "per module (those losing bytes to padding)"
+        emit_frame(to_frame(view.modules, PaddingTotal), fmt, title=title)
+
+
+#: The ledger columns a table shows (JSON and CSV carry every field).
+_LEDGER_COLUMNS = [
+    "module",
+    "instruction",
+    "shape",
+    "logical_bytes",
+    "padded_bytes",
+    "wasted_bytes",
+    "expansion",
+    "op_name",
+]
