@@ -84,3 +84,22 @@ def test_capture_passes_the_exit_status_on(tmp_path):
     done = _xlainspect("capture", "--dump-dir", str(tmp_path), "--", sys.executable, "-c", "import sys; sys.exit(3)")
     assert done.returncode == 3
     assert "no XLA dump files" in done.stderr
+
+
+def test_capture_without_dump_dir_keeps_the_dump_and_gates_like_count_recompiles(tmp_path, monkeypatch):
+    pytest.importorskip("jax")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    done = _xlainspect(
+        "capture", "--max", "jit__lambda=1", "--ignore-eager", "--", sys.executable, "-c", PROGRAM, os.devnull
+    )
+    assert done.returncode == 1
+    (kept,) = tmp_path.glob("xlainspect-dump-*")
+    assert f"dump kept in {kept} (--dump-dir chooses where)" in done.stderr
+    assert "over budget: jit__lambda compiled 2 times, budget 1 (--max jit__lambda)" in done.stderr
+    assert len(load_dump(kept).functions()["jit__lambda"]) == 2
+
+
+def test_capture_rejects_a_malformed_budget_before_running(tmp_path):
+    done = _xlainspect("capture", "--dump-dir", str(tmp_path / "d"), "--max", "jit_f", "--", sys.executable, "-c", "")
+    assert done.returncode == 2 and "--max jit_f: expected NAME=N" in done.stderr
+    assert not (tmp_path / "d").exists()

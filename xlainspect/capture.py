@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from xlainspect.dump.jaxlog import DEBUG_LOG_MODULES, LOG_NAMES
@@ -38,6 +39,13 @@ def child_env(environ: dict[str, str], dump_dir: Path) -> tuple[dict[str, str], 
     env["JAX_DEBUG_LOG_MODULES"] = ",".join(asked + ours)
     env.setdefault("JAX_LOGGING_LEVEL", "WARNING")
     return env, frozenset(ours)
+
+
+def dump_folder(dump_dir: Path | None) -> Path:
+    """Where the run's dump goes: `dump_dir`, else a new folder under the system's temporary directory
+    that is kept afterwards (a dump is what every other command reads; deleting it would leave the
+    user nothing to look at beyond one report)."""
+    return dump_dir if dump_dir is not None else Path(tempfile.mkdtemp(prefix="xlainspect-dump-"))
 
 
 def run_with_dump(command: list[str], dump_dir: Path) -> int:

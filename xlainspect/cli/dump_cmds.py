@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -95,36 +94,42 @@ def _module_row(dump, module, strict: bool, advance) -> dict:
     }
 
 
+# The gate's options, shared by count-recompiles and capture.
+MaxPerFunctionOpt = Annotated[
+    int | None, typer.Option("--max-per-function", help="Fail (exit 1) when a function compiles more often.")
+]
+MaxNamedOpt = Annotated[
+    list[str] | None,
+    typer.Option("--max", help="NAME=N: the budget of one function (repeatable; overrides --max-per-function)."),
+]
+MaxTotalOpt = Annotated[int | None, typer.Option("--max-total", help="Fail when all compiles together exceed N.")]
+IgnoreEagerOpt = Annotated[
+    bool,
+    typer.Option("--ignore-eager", help="Leave eager single-op modules (jit_add, ...) out of the gate and the table."),
+]
+BaselineOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--baseline",
+        help="JSON of per-function compile counts; fail when a function compiles more often than there "
+        "(one not there: more than --max-per-function, else 1).",
+    ),
+]
+UpdateBaselineOpt = Annotated[
+    bool, typer.Option("--update-baseline", help="Write the counts to --baseline instead of checking them.")
+]
+
+
 @app.command("count-recompiles")
 def count_recompiles_cmd(
     path: DumpPath,
     fmt: FormatOpt = OutputFormat.table,
-    max_per_function: Annotated[
-        int | None, typer.Option("--max-per-function", help="Fail (exit 1) when a function compiles more often.")
-    ] = None,
-    max_named: Annotated[
-        list[str] | None,
-        typer.Option("--max", help="NAME=N: the budget of one function (repeatable; overrides --max-per-function)."),
-    ] = None,
-    max_total: Annotated[
-        int | None, typer.Option("--max-total", help="Fail when all compiles together exceed N.")
-    ] = None,
-    ignore_eager: Annotated[
-        bool,
-        typer.Option(
-            "--ignore-eager", help="Leave eager single-op modules (jit_add, ...) out of the gate and the table."
-        ),
-    ] = False,
-    baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline",
-            help="JSON of per-function compile counts; fail when a function compiles more often than there.",
-        ),
-    ] = None,
-    update_baseline: Annotated[
-        bool, typer.Option("--update-baseline", help="Write the counts to --baseline instead of checking them.")
-    ] = False,
+    max_per_function: MaxPerFunctionOpt = None,
+    max_named: MaxNamedOpt = None,
+    max_total: MaxTotalOpt = None,
+    ignore_eager: IgnoreEagerOpt = False,
+    baseline: BaselineOpt = None,
+    update_baseline: UpdateBaselineOpt = False,
     log: LogOpt = None,
     profile: Annotated[
         Path | None,
@@ -309,28 +314,40 @@ def _for_people(rows: list, times=None) -> list[dict]:
 def capture(
     command: Annotated[list[str], typer.Argument(help="The program to run, after `--`.", show_default=False)],
     dump_dir: Annotated[
-        Path | None, typer.Option("--dump-dir", help="Where XLA writes the dump (default: a temporary directory).")
+        Path | None,
+        typer.Option(
+            "--dump-dir", help="Where XLA writes the dump (default: a new folder in the temporary directory, kept)."
+        ),
     ] = None,
     fmt: FormatOpt = OutputFormat.table,
+    max_per_function: MaxPerFunctionOpt = None,
+    max_named: MaxNamedOpt = None,
+    max_total: MaxTotalOpt = None,
+    ignore_eager: IgnoreEagerOpt = False,
+    baseline: BaselineOpt = None,
+    update_baseline: UpdateBaselineOpt = False,
 ) -> None:
     """Run a program with XLA_FLAGS extended by --xla_dump_to and jax's compile log saved as jax.log in the
-    dump, then print its count-recompiles report with compile seconds. The program's own non-zero exit
-    status is passed on."""
-    from xlainspect.capture import run_with_dump
+    dump, then print its count-recompiles report with compile seconds, gated like count-recompiles. The
+    program's own non-zero exit status is passed on, else the gate's."""
+    from xlainspect.capture import dump_folder, run_with_dump
 
-    with tempfile.TemporaryDirectory(prefix="xlainspect-dump-") as scratch, user_errors():
-        target = dump_dir or Path(scratch)
+    with user_errors():
+        _named_budgets(max_named or [])  # a malformed budget fails before the program runs, not after
+        target = dump_folder(dump_dir)
         status = run_with_dump(command, target)
+        if dump_dir is None:
+            stderr_console().print(f"dump kept in {target} (--dump-dir chooses where)", markup=False, highlight=False)
         try:
             count_recompiles_cmd(
                 target,
                 fmt=fmt,
-                max_per_function=None,
-                max_named=None,
-                max_total=None,
-                ignore_eager=False,
-                baseline=None,
-                update_baseline=False,
+                max_per_function=max_per_function,
+                max_named=max_named,
+                max_total=max_total,
+                ignore_eager=ignore_eager,
+                baseline=baseline,
+                update_baseline=update_baseline,
                 log=None,
                 strict=False,
             )
