@@ -169,19 +169,32 @@ def test_real_interpreter_prints_no_traceback(truncated, tmp_path):
     assert result.stdout == ""
 
 
-#: Test strings, not dumps: a damaged or foreign file whose header has no entry_computation_layout
-#: and which holds no computation (a header, then a closing brace).
-DAMAGED_HEADER_ONLY = "HloModule jit_f, is_scheduled=true\n}\n"
-
-
-def test_header_only_files_of_one_function_are_named_and_skipped(tmp_path):
+@pytest.mark.parametrize(
+    "header",
+    [
+        "HloModule jit_f, is_scheduled=true",  # no entry_computation_layout: once an IndexError
+        "HloModule jit_f, entry_computation_layout={(f32[2]{0})->f32[2]{0}}",
+    ],
+)
+def test_header_only_files_of_one_function_are_named_and_skipped(tmp_path, header):
+    """Test strings, not dumps: damaged or foreign files holding a header and a closing brace, no computation."""
     for module_id in (0, 1):
-        (tmp_path / f"module_000{module_id}.jit_f.cpu_after_optimizations.txt").write_text(DAMAGED_HEADER_ONLY)
+        (tmp_path / f"module_000{module_id}.jit_f.cpu_after_optimizations.txt").write_text(f"{header}\n}}\n")
     result = _run("count-recompiles", tmp_path, "--format", "json")
     assert result.exit_code == 0
     assert '"total_modules": 0' in result.stdout
-    assert result.stderr.count("module_000") == 4  # each of the two files, named twice (path, error place)
     assert "skipped 2 file(s)" in result.stderr
+    assert "module_0001.jit_f.cpu_after_optimizations.txt: no computation after the HloModule line" in result.stderr
+
+
+def test_a_header_without_entry_computation_layout_is_read_with_its_body(tmp_path):
+    """Test strings, not dumps: text as older XLA or a hand-written file prints it, with no layout in the header."""
+    for module_id, size in ((0, 2), (1, 3)):
+        text = f"HloModule jit_f\n\nENTRY main {{\n  ROOT x = f32[{size}]{{0}} parameter(0)\n}}\n"
+        (tmp_path / f"module_000{module_id}.jit_f.cpu_after_optimizations.txt").write_text(text)
+    result = _run("count-recompiles", tmp_path, "--format", "json")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert '"kind": "shape"' in result.stdout
 
 
 def test_a_file_starting_with_a_blank_line_is_read(tmp_path):

@@ -340,7 +340,10 @@ def header_line(path: Path) -> str:
     if not first.strip():
         raise DumpError(f"{path}: empty file")
     line = decode_text(first, path).rstrip("\r\n")
-    last = tail.rstrip().rsplit(b"\n", 1)[-1].strip()
+    *_, before_last, last = [b"", *tail.rstrip().rsplit(b"\n", 2)]
+    if before_last.lstrip().startswith(b"HloModule"):
+        raise DumpError(f"{path}: no computation after the HloModule line (a damaged or foreign file)")
+    last = last.strip()
     if not last.startswith(b"}"):
         shown = last.decode("utf-8", errors="replace")[:80]
         raise DumpError(
