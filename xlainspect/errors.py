@@ -73,3 +73,8 @@ def error_at(
 
 class DumpError(XlaInspectError):
     """A path that cannot be analysed: missing, unreadable, or holding no XLA dump files."""
+
+
+class UsageError(XlaInspectError):
+    """A command asked for something no input can give (a chip the dump does not name): an error of the
+    whole command, never a file to skip and go on."""
