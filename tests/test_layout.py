@@ -7,7 +7,6 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from xlainspect import parse_shape
 from xlainspect.analysis.layouts import explain_shape
 from xlainspect.cli.app import app

@@ -93,8 +93,6 @@ def show(document: Document, fmt: OutputFormat, skipped=(), strict: bool = False
 
 
 def main() -> None:
-    import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
-
     app()
 
 
