@@ -145,8 +145,7 @@ def _kind(module: Module, instruction: Instruction) -> str | None:
     if opcode in KINDS:
         return opcode
     if opcode == "async-start":
-        body = module.computations_by_name.get(next(iter(instruction.called_computations), ""))
-        root = body.root if body else None
+        root = module.called_root(instruction)
         return root.opcode if root is not None and root.opcode in KINDS else None
     if opcode.endswith("-start") and opcode.removesuffix("-start") in KINDS:
         return opcode.removesuffix("-start")
@@ -231,8 +230,7 @@ def _collective_attributes(module: Module, instruction: Instruction) -> dict[str
     """The attributes that describe the collective; an unsugared async-start keeps them on the wrapped root."""
     if instruction.opcode != "async-start":
         return instruction.attributes
-    body = module.computations_by_name.get(next(iter(instruction.called_computations), ""))
-    root = body.root if body else None
+    root = module.called_root(instruction)
     return {**(root.attributes if root else {}), **instruction.attributes}
 
 

@@ -82,8 +82,7 @@ def _kind(module: Module, instruction: Instruction) -> str | None:
     if opcode == "custom-call" and target in HOST_OFFLOAD_TARGETS:
         return "host offload"
     if opcode == "fusion":
-        body = module.computations_by_name.get(next(iter(instruction.called_computations), ""))
-        root = body.root if body else None
+        root = module.called_root(instruction)
         if root is not None and root.opcode in ("copy", "transpose"):
             return f"{root.opcode} fusion"
     return None

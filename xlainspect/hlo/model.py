@@ -160,6 +160,12 @@ class Module:
     def computations_by_name(self) -> dict[str, Computation]:
         return {c.name: c for c in self.computations}
 
+    def called_root(self, instruction: Instruction) -> Instruction | None:
+        """The root of the first computation an instruction calls: what a fusion computes, what an
+        async-start runs (its `calls=`); None when it calls nothing this module holds."""
+        body = self.computations_by_name.get(next(iter(instruction.called_computations), ""))
+        return body.root if body is not None else None
+
     def instructions(self):
         """Every instruction of every computation, in printed order."""
         for computation in self.computations:
