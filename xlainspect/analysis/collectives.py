@@ -27,6 +27,7 @@ import functools
 from dataclasses import dataclass
 
 from xlainspect.analysis.ops import instruction_index, module_label, operand_shapes, users
+from xlainspect.analysis.rows import group_sums
 from xlainspect.graph import call_graph
 from xlainspect.hlo.attributes import decode_replica_groups, decode_source_target_pairs, known_trip_count
 from xlainspect.hlo.model import Computation, Instruction, Module
@@ -296,10 +297,5 @@ def _call_factor(module: Module, caller: str, by: str, kind: str) -> int | None:
 
 def collective_totals(rows: list[Collective]) -> list[CollectiveTotal]:
     """Count, payload and per-step bytes per module and kind (bytes_per_step None when any is unknown)."""
-    totals: dict[tuple[str, str], list] = {}
-    for row in rows:
-        entry = totals.setdefault((row.module, row.kind), [0, 0, 0])
-        entry[0] += 1
-        entry[1] += row.payload_bytes
-        entry[2] = None if entry[2] is None or row.bytes_per_step is None else entry[2] + row.bytes_per_step
-    return [CollectiveTotal(module, kind, *values) for (module, kind), values in totals.items()]
+    totals = group_sums(rows, lambda r: (r.module, r.kind), ["payload_bytes", "bytes_per_step"])
+    return [CollectiveTotal(module, kind, *sums) for (module, kind), sums in totals.items()]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xlainspect.analysis.ops import instruction_index, module_label, operand_shapes, users
+from xlainspect.analysis.rows import group_sums
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.hlo.shape import Shape
 from xlainspect.layout import Layout, format_layout, memory_space_name
@@ -156,11 +157,5 @@ def _physical(layout: Layout | None) -> tuple | None:
 
 def copy_totals(rows: list[Copy]) -> list[CopyTotal]:
     """Count, bytes, relayout and layout-only counts per module and kind."""
-    totals: dict[tuple[str, str], list[int]] = {}
-    for row in rows:
-        entry = totals.setdefault((row.module, row.kind), [0, 0, 0, 0])
-        entry[0] += 1
-        entry[1] += row.bytes
-        entry[2] += row.relayout
-        entry[3] += row.layout_only
-    return [CopyTotal(module, kind, *values) for (module, kind), values in totals.items()]
+    totals = group_sums(rows, lambda r: (r.module, r.kind), ["bytes", "relayout", "layout_only"])
+    return [CopyTotal(module, kind, *sums) for (module, kind), sums in totals.items()]

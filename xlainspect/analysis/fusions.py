@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from xlainspect.analysis.cost import control_flow_costs
 from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label, operand_shapes
+from xlainspect.analysis.rows import group_sums
 from xlainspect.hlo.attributes import backend_config_kind
 from xlainspect.hlo.model import Module
 
@@ -175,12 +176,8 @@ def _target(text: str) -> str:
 
 def fusion_kind_totals(rows: list[Fusion]) -> list[FusionKindTotal]:
     """Count and output bytes per module and kind (the backend kind where there is one)."""
-    totals: dict[tuple[str, str], list[int]] = {}
-    for row in rows:
-        entry = totals.setdefault((row.module, row.backend_kind or row.kind), [0, 0])
-        entry[0] += 1
-        entry[1] += row.output_bytes
-    return [FusionKindTotal(module, kind, n, size) for (module, kind), (n, size) in totals.items()]
+    totals = group_sums(rows, lambda r: (r.module, r.backend_kind or r.kind), ["output_bytes"])
+    return [FusionKindTotal(module, kind, *sums) for (module, kind), sums in totals.items()]
 
 
 def unfused_contractions(module: Module) -> list[UnfusedContraction]:

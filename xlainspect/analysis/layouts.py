@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from xlainspect.analysis.rows import group_sums
 from xlainspect.dump.buffers import BufferAssignment
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.shape import Shape
@@ -257,12 +258,7 @@ def filter_ledger(
 
 def ledger_totals(rows: Iterable[PaddingRow], by: str = "module") -> list[PaddingTotal]:
     """Sums per module or per function (`by`), most wasted first."""
-    sums: dict[str, list[int]] = {}
-    for row in rows:
-        acc = sums.setdefault(getattr(row, by), [0, 0, 0])
-        acc[0] += 1
-        acc[1] += row.logical_bytes
-        acc[2] += row.padded_bytes
+    sums = group_sums(rows, lambda r: getattr(r, by), ["logical_bytes", "padded_bytes"])
     totals = [
         PaddingTotal(name, n, logical, padded, padded - logical, _expansion(padded, logical))
         for name, (n, logical, padded) in sums.items()
