@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from xlainspect.analysis.cost import control_flow_costs
 from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label, operand_shapes
 from xlainspect.analysis.rows import group_sums
+from xlainspect.graph import CallEdges, module_calls, reachable
 from xlainspect.hlo.attributes import backend_config_kind
 from xlainspect.hlo.model import Module
 
@@ -117,7 +118,7 @@ class FusionKindTotal:
 
 def fusions(module: Module) -> list[Fusion]:
     """Every fusion instruction of the module (nested fusions included), in printed order."""
-    rows = []
+    rows, calls = [], module_calls(module)
     for computation in module.computations:
         index = None
         for instruction in computation.instructions:
@@ -125,7 +126,7 @@ def fusions(module: Module) -> list[Fusion]:
                 continue
             index = index or instruction_index(computation)
             body_name = next(iter(instruction.called_computations), "")
-            ops, targets = _contents(module, body_name)
+            ops, targets = _contents(module, body_name, calls)
             body = module.computations_by_name.get(body_name)
             root = body.root if body else None
             shape = instruction.shape
@@ -149,24 +150,17 @@ def fusions(module: Module) -> list[Fusion]:
     return rows
 
 
-def _contents(module: Module, body_name: str) -> tuple[dict[str, int], tuple[str, ...]]:
+def _contents(module: Module, body_name: str, calls: CallEdges) -> tuple[dict[str, int], tuple[str, ...]]:
     """Op histogram and custom-call targets of a fused computation and everything it calls."""
     ops: Counter[str] = Counter()
     targets: dict[str, None] = {}
-    stack, seen = [body_name], {body_name}
-    while stack:
-        computation = module.computations_by_name.get(stack.pop())
-        if computation is None:
-            continue
-        for instruction in computation.instructions:
+    for name in reachable(calls, [body_name]):
+        computation = module.computations_by_name.get(name)
+        for instruction in computation.instructions if computation else ():
             if instruction.opcode != "parameter":
                 ops[instruction.opcode] += 1
             if instruction.opcode == "custom-call":
                 targets[_target(instruction.attributes.get("custom_call_target", ""))] = None
-            for callee in instruction.called_computations:
-                if callee not in seen:
-                    seen.add(callee)
-                    stack.append(callee)
     return dict(sorted(ops.items(), key=lambda item: (-item[1], item[0]))), tuple(targets)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import TYPE_CHECKING
 
+from xlainspect.graph import CallEdges, call_edges, module_calls, reachable
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.hlo.shape import Shape
 
@@ -74,32 +75,12 @@ def file_label(path: str | None, name: str) -> str:
 
 def control_flow_computations(module: Module) -> set[str]:
     """The entry and the computations it runs through while/conditional/call/async (not reducers)."""
-    calls = _calls((c.name, i.opcode, i.called_computations) for c in module.computations for i in c)
-    return _reachable(calls, {module.entry.name}, lambda kind: kind in CONTROL_FLOW_CALLERS)
+    return set(reachable(module_calls(module), [module.entry.name], lambda opcode: opcode in CONTROL_FLOW_CALLERS))
 
 
-def _calls(instructions: Iterable[tuple[str, str, tuple[str, ...]]]) -> dict[str, list[tuple[str, str]]]:
-    """Computation -> (callee, calling opcode) for each called computation of each instruction."""
-    calls: dict[str, list[tuple[str, str]]] = {}
-    for computation, opcode, called in instructions:
-        for callee in called:
-            calls.setdefault(computation, []).append((callee, opcode))
-    return calls
-
-
-def _fused(calls: dict[str, list[tuple[str, str]]]) -> set[str]:
-    roots = {callee for edges in calls.values() for callee, kind in edges if kind == "fusion"}
-    return _reachable(calls, roots, lambda kind: True)
-
-
-def _reachable(calls: dict[str, list[tuple[str, str]]], roots: set[str], follow) -> set[str]:
-    seen, stack = set(roots), list(roots)
-    while stack:
-        for callee, kind in calls.get(stack.pop(), ()):
-            if callee not in seen and follow(kind):
-                seen.add(callee)
-                stack.append(callee)
-    return seen
+def _fused(calls: CallEdges) -> set[str]:
+    """Fused computations and everything they call."""
+    return set(reachable(calls, [callee for edges in calls.values() for callee, kind in edges if kind == "fusion"]))
 
 
 def instruction_index(computation: Computation) -> dict[str, Instruction]:
@@ -136,19 +117,18 @@ def users(computation: Computation) -> dict[str, list[Instruction]]:
 def opcode_histogram(module: Module) -> list[OpCount]:
     """One row per opcode of the module, most frequent first."""
     counts = Counter((c.name, i.opcode) for c in module.computations for i in c.instructions)
-    calls = _calls((c.name, i.opcode, i.called_computations) for c in module.computations for i in c)
-    return _histogram(module_label(module), counts, calls)
+    return _histogram(module_label(module), counts, module_calls(module))
 
 
 def line_histogram(label: str, lines: list[InstructionLine]) -> list[OpCount]:
     """`opcode_histogram` from the line-level reader (`xlainspect.hlo.fastpath.scan`), no model built."""
     counts = Counter((line.computation, line.opcode) for line in lines)
     return _histogram(
-        label, counts, _calls((line.computation, line.opcode, line.called) for line in lines if line.called)
+        label, counts, call_edges((line.computation, line.opcode, line.called) for line in lines if line.called)
     )
 
 
-def _histogram(label: str, counts: Counter[tuple[str, str]], calls: dict[str, list[tuple[str, str]]]) -> list[OpCount]:
+def _histogram(label: str, counts: Counter[tuple[str, str]], calls: CallEdges) -> list[OpCount]:
     """Rows from instruction counts per (computation, opcode) and the call edges."""
     fused = _fused(calls)
     inside: Counter[str] = Counter()
