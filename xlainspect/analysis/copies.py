@@ -79,8 +79,7 @@ def _kind(module: Module, instruction: Instruction) -> str | None:
         return opcode
     if opcode == "copy-start":
         return "async copy"
-    target = instruction.attributes.get("custom_call_target", "").strip('"')
-    if opcode == "custom-call" and target in HOST_OFFLOAD_TARGETS:
+    if instruction.custom_call_target in HOST_OFFLOAD_TARGETS:
         return "host offload"
     if opcode == "fusion":
         root = module.called_root(instruction)

@@ -160,12 +160,8 @@ def _contents(module: Module, body_name: str, calls: CallEdges) -> tuple[dict[st
             if instruction.opcode != "parameter":
                 ops[instruction.opcode] += 1
             if instruction.opcode == "custom-call":
-                targets[_target(instruction.attributes.get("custom_call_target", ""))] = None
+                targets[instruction.custom_call_target or ""] = None
     return dict(sorted(ops.items(), key=lambda item: (-item[1], item[0]))), tuple(targets)
-
-
-def _target(text: str) -> str:
-    return text.strip('"')
 
 
 def fusion_kind_totals(rows: list[Fusion]) -> list[FusionKindTotal]:

@@ -80,6 +80,14 @@ class Instruction:
         return called_computation_names(self.attributes)
 
     @property
+    def custom_call_target(self) -> str | None:
+        """A custom-call's target, unquoted (`__cublas$gemm`); None for other instructions."""
+        from xlainspect.hlo.attributes import unquote
+
+        target = self.attributes.get("custom_call_target")
+        return unquote(target) if self.opcode == "custom-call" and target is not None else None
+
+    @property
     def parameter_number(self) -> int | None:
         return int(self.operands[0]) if self.opcode == "parameter" and self.operands else None
 
