@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from xlainspect.analysis.ops import instruction_index, module_label, operand_shapes, users
+from xlainspect.analysis.lookup import instruction_index, module_label, operand_shapes, users
 from xlainspect.analysis.rows import group_sums
 from xlainspect.graph import call_graph
 from xlainspect.hlo.attributes import decode_replica_groups, decode_source_target_pairs, known_trip_count

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from xlainspect.analysis.ops import OpCount, module_label
+from xlainspect.analysis.lookup import module_label
+from xlainspect.analysis.ops import OpCount
 from xlainspect.dump.directory import Dump, DumpModule, SkippedFile, load_dump, select_dump_modules
 from xlainspect.errors import DumpError, UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
@@ -269,7 +270,8 @@ def ops_report(
 def _histogram(dump_module: DumpModule, stage: str) -> list[OpCount]:
     """Opcode rows of one module: from the line-level reader where it is sure of every line (no model
     is built, several times faster), from the grammar's model elsewhere."""
-    from xlainspect.analysis.ops import file_label, line_histogram, opcode_histogram
+    from xlainspect.analysis.lookup import file_label
+    from xlainspect.analysis.ops import line_histogram, opcode_histogram
     from xlainspect.dump.files import read_text
     from xlainspect.hlo.fastpath import scan
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xlainspect.analysis.ops import instruction_index, module_label, operand_shapes, users
+from xlainspect.analysis.lookup import instruction_index, module_label, operand_shapes, users
 from xlainspect.analysis.rows import group_sums
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.hlo.shape import Shape

@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import collectives
-from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label, operand_shape, users
+from xlainspect.analysis.lookup import control_flow_computations, instruction_index, module_label, operand_shape, users
 from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import backend_config_kind
 from xlainspect.hlo.model import Computation, Instruction, Module

@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from xlainspect.analysis.cost import control_flow_costs
-from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label, operand_shapes
+from xlainspect.analysis.lookup import control_flow_computations, instruction_index, module_label, operand_shapes
 from xlainspect.analysis.rows import group_sums
 from xlainspect.graph import CallEdges, module_calls, reachable
 from xlainspect.hlo.attributes import backend_config_kind

@@ -122,8 +122,8 @@ def module_facts(dump_module: DumpModule) -> ModuleFacts:
     from xlainspect.analysis.copies import copies
     from xlainspect.analysis.fusions import fusions, unfused_ops
     from xlainspect.analysis.layouts import ledger_input, padding_ledger
+    from xlainspect.analysis.lookup import module_label
     from xlainspect.analysis.memory import module_memory
-    from xlainspect.analysis.ops import module_label
 
     module = dump_module.module("after")
     problems, memory, padding = [], None, ()
