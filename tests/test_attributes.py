@@ -10,6 +10,7 @@ from xlainspect.hlo.attributes import (
     decode_source_target_pairs,
     known_trip_count,
 )
+from xlainspect.hlo.parser import parse_hlo
 
 
 @pytest.mark.parametrize(
@@ -53,3 +54,17 @@ def test_backend_config_kind_and_trip_count():
     assert backend_config_kind('"tpu proto text"') is None
     assert known_trip_count('{"known_trip_count":{"n":"5"},"known_init_step":{"init":"0","step":"1"}}') == 5
     assert known_trip_count(None) is None
+
+
+def test_custom_call_target_is_unquoted_once_for_every_analysis():
+    # Test string in XLA's HloInstruction::ToString syntax (a GPU library call), not a dump.
+    text = """HloModule m
+
+ENTRY e {
+  p = f32[4]{0} parameter(0)
+  c = f32[4]{0} custom-call(p), custom_call_target="__cublas$gemm"
+  ROOT n = f32[4]{0} negate(c)
+}
+"""
+    (module,) = parse_hlo(text)
+    assert [i.custom_call_target for i in module.entry.instructions] == [None, "__cublas$gemm", None]

@@ -105,7 +105,6 @@ def test_a_bad_file_raises_and_is_not_cached(hlo):
 def test_cli_no_cache_option(hlo, monkeypatch):
     from typer.testing import CliRunner
 
-    import xlainspect.cli.commands  # noqa: F401  (registers the commands)
     from xlainspect.cli import app
 
     monkeypatch.setattr(settings, "_cache_enabled", True)
@@ -168,7 +167,6 @@ def test_cached_result_is_served_until_the_file_changes(hlo):
 def test_warm_cli_rerun_reads_no_module(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    import xlainspect.cli.commands  # noqa: F401  (registers the commands)
     from xlainspect.cli import app
     from xlainspect.dump.directory import DumpModule
 

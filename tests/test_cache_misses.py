@@ -14,7 +14,6 @@ import textwrap
 import pytest
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from tests.conftest import FIXTURES, REPO
 from xlainspect.analysis.cache_misses import cache_misses
 from xlainspect.capture import _tee, child_env

@@ -16,7 +16,6 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
 from tests.conftest import DUMPS, REPO
 from xlainspect.cli.app import app
 

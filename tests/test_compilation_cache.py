@@ -10,7 +10,6 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from tests.conftest import FIXTURES
 from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries
 from xlainspect.cli.app import app

@@ -12,7 +12,6 @@ import pytest
 from conftest import DUMPS, corpus_files, hlo_fixture_files, requires_corpus
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from xlainspect.analysis.chips import DTYPE_CLASSES, chip_table, default_chip_key, dtype_class, get_chip
 from xlainspect.analysis.cost import TRANSCENDENTAL, _valid_positions, _window, _WindowDim, module_cost
 from xlainspect.cli.app import app

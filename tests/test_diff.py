@@ -12,7 +12,6 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
 from tests.conftest import DUMPS
 from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_threshold, regressions
 from xlainspect.cli.app import app

@@ -14,7 +14,6 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
 from tests.conftest import DUMPS
 from xlainspect.analysis.doctor import diagnose
 from xlainspect.cli.app import app

@@ -278,7 +278,6 @@ def test_header_line_is_the_first_line_of_every_fixture_and_corpus_model(tmp_pat
 def test_modules_command_lists_compiles_with_the_grammars_instruction_counts():
     from typer.testing import CliRunner
 
-    import xlainspect.cli.commands  # noqa: F401  (registers the commands)
     from xlainspect.cli.app import app
 
     result = CliRunner().invoke(app, ["modules", str(DUMPS / "ragged_batch"), "--format", "json"])

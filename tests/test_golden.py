@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from tests.conftest import REPO
 from xlainspect.cli import app
 from xlainspect.cli.render import stdout_console
@@ -87,9 +86,7 @@ CASES = [
 def _repository_root(monkeypatch):
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("COLUMNS", "120")
-    stdout_console.cache_clear()  # rich reads COLUMNS once, when the console is made: make it now
-    yield
-    stdout_console.cache_clear()
+    stdout_console.cache_clear()  # drawn at 120 columns, whatever width an earlier test gave it
 
 
 @pytest.mark.parametrize(("name", "argv"), CASES, ids=[c[0] for c in CASES])

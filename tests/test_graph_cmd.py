@@ -9,7 +9,6 @@ import networkx as nx
 from conftest import DUMPS
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from xlainspect.cli.app import app
 
 runner = CliRunner()

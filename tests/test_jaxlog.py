@@ -10,7 +10,6 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from tests.conftest import DUMPS, FIXTURES
 from xlainspect.analysis.compile_times import compile_times
 from xlainspect.cli.app import app

@@ -7,7 +7,6 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from xlainspect import parse_shape
 from xlainspect.analysis.layouts import explain_shape
 from xlainspect.cli.app import app
@@ -131,7 +130,9 @@ def test_layout_cli_alias_gives_identical_json():
     braces = runner.invoke(app, ["layout", "bf16[3,5]{1,0:T(8,128)(2,1)}", "--format", "json"])
     angles = runner.invoke(app, ["layout", "bf16[3,5]<1,0:T(8,128)(2,1)>", "--format", "json"])
     assert braces.exit_code == angles.exit_code == 0 and braces.stdout == angles.stdout
-    document = json.loads(braces.stdout)
+    documents = json.loads(braces.stdout)
+    assert len(documents) == 1  # a list whatever the shape holds: one entry per array
+    document = documents[0]
     assert {
         k: document[k]
         for k in (

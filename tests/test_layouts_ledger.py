@@ -88,7 +88,6 @@ def test_layouts_cli_json(tmp_path):
 
     from typer.testing import CliRunner
 
-    import xlainspect.cli.commands  # noqa: F401
     from xlainspect.cli.app import app
 
     result = CliRunner().invoke(

@@ -151,7 +151,6 @@ def test_bad_live_range_line_names_the_place():
 
 
 def test_cli_json_and_html(tmp_path):
-    import xlainspect.cli.commands  # noqa: F401
     from xlainspect.cli.app import app
 
     page = tmp_path / "memory.html"

@@ -6,7 +6,8 @@ from collections import Counter
 
 from conftest import DUMPS
 
-from xlainspect.analysis.ops import function_histogram, module_label, opcode_histogram
+from xlainspect.analysis.lookup import module_label
+from xlainspect.analysis.ops import function_histogram, opcode_histogram
 from xlainspect.dump.directory import load_dump, select_modules
 from xlainspect.dump.files import read_text
 
@@ -33,7 +34,8 @@ def test_function_histogram_folds_variants():
 
 def test_line_histogram_equals_the_grammar_histogram_on_every_fixture_and_corpus_file():
     from tests.conftest import corpus_files, hlo_fixture_files
-    from xlainspect.analysis.ops import line_histogram, module_label, opcode_histogram
+    from xlainspect.analysis.lookup import module_label
+    from xlainspect.analysis.ops import line_histogram, opcode_histogram
     from xlainspect.dump.files import read_text
     from xlainspect.hlo.fastpath import scan
     from xlainspect.hlo.parser import parse_hlo

@@ -14,7 +14,6 @@ import pytest
 from conftest import DUMPS, FIXTURES
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from xlainspect.analysis.chips import custom_chip
 from xlainspect.analysis.profile import compile_seconds, compiles_after, profile
 from xlainspect.cli.app import app

@@ -6,7 +6,6 @@ import json
 
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from tests.conftest import DUMPS
 from xlainspect.analysis.recompiles import count_recompiles
 from xlainspect.cli.app import app

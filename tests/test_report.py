@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands)
 from tests.conftest import DUMPS
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump

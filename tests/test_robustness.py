@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
 from tests.conftest import DUMPS, REPO
 from xlainspect import get_chip, module_cost, parse_hlo
 from xlainspect.cli.app import app

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from xlainspect import parse_hlo
-from xlainspect.analysis.ops import instruction_index, operand_shapes
+from xlainspect.analysis.lookup import instruction_index, operand_shapes
 from xlainspect.graph import module_graph
 from xlainspect.hlo.opcodes import unknown_opcodes
 

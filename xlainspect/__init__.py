@@ -1,6 +1,6 @@
 """xlainspect: read XLA dump directories and HLO text, and say what XLA did and why.
 
-The public API is imported lazily so `import xlainspect` stays fast (no lark, pandas or
+The public API is imported lazily so `import xlainspect` stays fast (no lark or
 networkx until a function needs them).
 """
 
@@ -11,7 +11,33 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
+_COMMANDS = "xlainspect.analysis.commands"
 _EXPORTS = {
+    # one function per command (`xlainspect fusions DIR` is `fusions_report("DIR")`), each a typed report
+    "parse_report": _COMMANDS,
+    "explain_layout": _COMMANDS,
+    "layouts_report": _COMMANDS,
+    "fusions_report": _COMMANDS,
+    "copies_report": _COMMANDS,
+    "collectives_report": _COMMANDS,
+    "ops_report": _COMMANDS,
+    "neighbourhood_report": _COMMANDS,
+    "modules_report": _COMMANDS,
+    "recompiles_report": _COMMANDS,
+    "memory_report": _COMMANDS,
+    "diff_report": _COMMANDS,
+    "cost_report": _COMMANDS,
+    "profile_report": _COMMANDS,
+    "cache_report": _COMMANDS,
+    "cache_misses_report": _COMMANDS,
+    "diagnose": "xlainspect.analysis.doctor",
+    "dump_report": "xlainspect.report.dump_report",
+    "Selection": _COMMANDS,
+    "ChipChoice": _COMMANDS,
+    "Budget": "xlainspect.analysis.recompiles",
+    # the documents the CLI writes, for the same output from Python
+    "Document": "xlainspect.report.document",
+    # building blocks
     "parse_hlo": "xlainspect.hlo.parser",
     "parse_shape": "xlainspect.hlo.shape_text",
     "load_dump": "xlainspect.dump.directory",
@@ -22,7 +48,6 @@ _EXPORTS = {
     "compile_times": "xlainspect.analysis.compile_times",
     "module_cost": "xlainspect.analysis.cost",
     "get_chip": "xlainspect.analysis.chips",
-    "dump_report": "xlainspect.report.dump_report",
     "render_html": "xlainspect.report.page",
     "render_markdown": "xlainspect.report.page",
     "read_trace": "xlainspect.dump.xplane",
@@ -44,9 +69,31 @@ if TYPE_CHECKING:
     from xlainspect.analysis.cache_inventory import cache_inventory
     from xlainspect.analysis.cache_misses import cache_misses
     from xlainspect.analysis.chips import get_chip
+    from xlainspect.analysis.commands import (
+        ChipChoice,
+        Selection,
+        cache_misses_report,
+        cache_report,
+        collectives_report,
+        copies_report,
+        cost_report,
+        diff_report,
+        explain_layout,
+        fusions_report,
+        layouts_report,
+        memory_report,
+        modules_report,
+        neighbourhood_report,
+        ops_report,
+        parse_report,
+        profile_report,
+        recompiles_report,
+    )
     from xlainspect.analysis.compile_times import compile_times
     from xlainspect.analysis.cost import module_cost
+    from xlainspect.analysis.doctor import diagnose
     from xlainspect.analysis.profile import profile
+    from xlainspect.analysis.recompiles import Budget
     from xlainspect.dump.compilation_cache import read_cache_dir
     from xlainspect.dump.jaxlog import read_jax_log
     from xlainspect.dump.xplane import read_trace
@@ -55,6 +102,7 @@ if TYPE_CHECKING:
     from xlainspect.hlo.parser import parse_hlo
     from xlainspect.hlo.shape import Shape
     from xlainspect.layout import Layout, Tile
+    from xlainspect.report.document import Document
     from xlainspect.report.dump_report import dump_report
     from xlainspect.report.page import render_html, render_markdown
 

@@ -75,7 +75,12 @@ class DumpError(XlaInspectError):
     """A path that cannot be analysed: missing, unreadable, or holding no XLA dump files."""
 
 
-class NoMatchError(XlaInspectError):
+class UsageError(XlaInspectError):
+    """A command asked for something no input can give (a chip the dump does not name): an error of the
+    whole command, never a file to skip and go on."""
+
+
+class NoMatchError(UsageError):
     """A filter or budget (`--function`, `--module-re`, `--max NAME=N`) that names nothing in the dump.
 
     A usage error (exit 2) rather than an empty table: a misspelt name would otherwise pass a gate or

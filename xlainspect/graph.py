@@ -8,17 +8,52 @@ graph, whose nodes are computation names.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-import networkx as nx
+if TYPE_CHECKING:  # networkx is imported by the functions that build graphs: the walks below need none
+    import networkx as nx
 
-if TYPE_CHECKING:
     from xlainspect.hlo.model import Module
+
+CallEdges = dict[str, list[tuple[str, str]]]
+"""Computation -> (called computation, calling opcode), in instruction order."""
+
+
+def call_edges(instructions: Iterable[tuple[str, str, tuple[str, ...]]]) -> CallEdges:
+    """The calls of (computation, opcode, called computations) triples: from a model, or from the
+    line-level reader when no model is built."""
+    calls: CallEdges = {}
+    for computation, opcode, called in instructions:
+        for callee in called:
+            calls.setdefault(computation, []).append((callee, opcode))
+    return calls
+
+
+def module_calls(module: Module) -> CallEdges:
+    return call_edges((c.name, i.opcode, i.called_computations) for c in module.computations for i in c.instructions)
+
+
+def reachable(calls: CallEdges, roots: Iterable[str], follow: Callable[[str], bool] = lambda opcode: True) -> list[str]:
+    """The computations `roots` reach through calls whose opcode `follow` accepts (roots included), in
+    the order a depth-first walk meets them: the one call-graph walk of the analyses."""
+    roots = list(dict.fromkeys(roots))
+    seen, stack, order = set(roots), roots[::-1], []
+    while stack:
+        name = stack.pop()
+        order.append(name)
+        for callee, opcode in calls.get(name, ()):
+            if callee not in seen and follow(opcode):
+                seen.add(callee)
+                stack.append(callee)
+    return order
 
 
 def module_graph(module: Module) -> nx.DiGraph:
     """Data flow: one node per instruction (attribute `instruction`), operand -> user edges; an edge's
     `shape_index` is the tuple element the user reads (`%p0#1` -> (1,); () for the whole value)."""
+    import networkx as nx
+
     graph = nx.DiGraph(name=module.name)
     for computation in module.computations:
         names = {i.name for i in computation.instructions}
@@ -40,6 +75,8 @@ def module_graph(module: Module) -> nx.DiGraph:
 
 def call_graph(module: Module) -> nx.MultiDiGraph:
     """Computation -> called computation, one edge per calling instruction (attributes: by, kind)."""
+    import networkx as nx
+
     graph = nx.MultiDiGraph(name=module.name)
     known = module.computations_by_name
     for computation in module.computations:

@@ -26,7 +26,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from xlainspect.analysis.ops import instruction_index, module_label, operand_shapes, users
+from xlainspect.analysis.lookup import instruction_index, module_label, operand_shapes, users
+from xlainspect.analysis.rows import group_sums
 from xlainspect.graph import call_graph
 from xlainspect.hlo.attributes import decode_replica_groups, decode_source_target_pairs, known_trip_count
 from xlainspect.hlo.model import Computation, Instruction, Module
@@ -145,8 +146,7 @@ def _kind(module: Module, instruction: Instruction) -> str | None:
     if opcode in KINDS:
         return opcode
     if opcode == "async-start":
-        body = module.computations_by_name.get(next(iter(instruction.called_computations), ""))
-        root = body.root if body else None
+        root = module.called_root(instruction)
         return root.opcode if root is not None and root.opcode in KINDS else None
     if opcode.endswith("-start") and opcode.removesuffix("-start") in KINDS:
         return opcode.removesuffix("-start")
@@ -231,8 +231,7 @@ def _collective_attributes(module: Module, instruction: Instruction) -> dict[str
     """The attributes that describe the collective; an unsugared async-start keeps them on the wrapped root."""
     if instruction.opcode != "async-start":
         return instruction.attributes
-    body = module.computations_by_name.get(next(iter(instruction.called_computations), ""))
-    root = body.root if body else None
+    root = module.called_root(instruction)
     return {**(root.attributes if root else {}), **instruction.attributes}
 
 
@@ -298,10 +297,5 @@ def _call_factor(module: Module, caller: str, by: str, kind: str) -> int | None:
 
 def collective_totals(rows: list[Collective]) -> list[CollectiveTotal]:
     """Count, payload and per-step bytes per module and kind (bytes_per_step None when any is unknown)."""
-    totals: dict[tuple[str, str], list] = {}
-    for row in rows:
-        entry = totals.setdefault((row.module, row.kind), [0, 0, 0])
-        entry[0] += 1
-        entry[1] += row.payload_bytes
-        entry[2] = None if entry[2] is None or row.bytes_per_step is None else entry[2] + row.bytes_per_step
-    return [CollectiveTotal(module, kind, *values) for (module, kind), values in totals.items()]
+    totals = group_sums(rows, lambda r: (r.module, r.kind), ["payload_bytes", "bytes_per_step"])
+    return [CollectiveTotal(module, kind, *sums) for (module, kind), sums in totals.items()]

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xlainspect.analysis.ops import instruction_index, module_label, operand_shapes, users
+from xlainspect.analysis.lookup import instruction_index, module_label, operand_shapes, users
+from xlainspect.analysis.rows import group_sums
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.hlo.shape import Shape
 from xlainspect.layout import Layout, format_layout, memory_space_name
@@ -78,12 +79,10 @@ def _kind(module: Module, instruction: Instruction) -> str | None:
         return opcode
     if opcode == "copy-start":
         return "async copy"
-    target = instruction.attributes.get("custom_call_target", "").strip('"')
-    if opcode == "custom-call" and target in HOST_OFFLOAD_TARGETS:
+    if instruction.custom_call_target in HOST_OFFLOAD_TARGETS:
         return "host offload"
     if opcode == "fusion":
-        body = module.computations_by_name.get(next(iter(instruction.called_computations), ""))
-        root = body.root if body else None
+        root = module.called_root(instruction)
         if root is not None and root.opcode in ("copy", "transpose"):
             return f"{root.opcode} fusion"
     return None
@@ -157,11 +156,5 @@ def _physical(layout: Layout | None) -> tuple | None:
 
 def copy_totals(rows: list[Copy]) -> list[CopyTotal]:
     """Count, bytes, relayout and layout-only counts per module and kind."""
-    totals: dict[tuple[str, str], list[int]] = {}
-    for row in rows:
-        entry = totals.setdefault((row.module, row.kind), [0, 0, 0, 0])
-        entry[0] += 1
-        entry[1] += row.bytes
-        entry[2] += row.relayout
-        entry[3] += row.layout_only
-    return [CopyTotal(module, kind, *values) for (module, kind), values in totals.items()]
+    totals = group_sums(rows, lambda r: (r.module, r.kind), ["bytes", "relayout", "layout_only"])
+    return [CopyTotal(module, kind, *sums) for (module, kind), sums in totals.items()]

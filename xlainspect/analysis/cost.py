@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import collectives
-from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label, operand_shape, users
+from xlainspect.analysis.lookup import control_flow_computations, instruction_index, module_label, operand_shape, users
 from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import backend_config_kind
 from xlainspect.hlo.model import Computation, Instruction, Module
@@ -282,9 +282,9 @@ def _collective_bytes(module: Module) -> dict[str, int]:
         sent[row.name] = row.bytes_per_device
         if row.opcode == "async-start":
             start = instruction_index(module.computations_by_name[row.computation])[row.name]
-            body = module.computations_by_name.get(next(iter(start.called_computations), ""))
-            if body is not None and body.root is not None:
-                sent[body.root.name] = row.bytes_per_device
+            root = module.called_root(start)
+            if root is not None:
+                sent[root.name] = row.bytes_per_device
     return sent
 
 

@@ -26,7 +26,6 @@ from xlainspect.analysis.ops import opcode_histogram
 from xlainspect.analysis.recompiles import name_parameters, signature_causes
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
-from xlainspect.hlo.attributes import unquote
 from xlainspect.hlo.model import Module
 
 METRICS = (
@@ -206,11 +205,7 @@ def _fusion_kinds(module: Module) -> Counter:
 
 
 def _custom_call_targets(module: Module) -> Counter:
-    return Counter(
-        unquote(i.attributes.get("custom_call_target", '""'))
-        for i in module.instructions()
-        if i.opcode == "custom-call"
-    )
+    return Counter(i.custom_call_target or "" for i in module.instructions() if i.opcode == "custom-call")
 
 
 def peak_memory(dump: Dump, dump_module: DumpModule) -> int | None:

@@ -15,7 +15,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from xlainspect.analysis.cost import control_flow_costs
-from xlainspect.analysis.ops import control_flow_computations, instruction_index, module_label, operand_shapes
+from xlainspect.analysis.lookup import control_flow_computations, instruction_index, module_label, operand_shapes
+from xlainspect.analysis.rows import group_sums
+from xlainspect.graph import CallEdges, module_calls, reachable
 from xlainspect.hlo.attributes import backend_config_kind
 from xlainspect.hlo.model import Module
 
@@ -117,7 +119,7 @@ class FusionKindTotal:
 
 def fusions(module: Module) -> list[Fusion]:
     """Every fusion instruction of the module (nested fusions included), in printed order."""
-    rows = []
+    rows, calls = [], module_calls(module)
     for computation in module.computations:
         index = None
         for instruction in computation.instructions:
@@ -125,7 +127,7 @@ def fusions(module: Module) -> list[Fusion]:
                 continue
             index = index or instruction_index(computation)
             body_name = next(iter(instruction.called_computations), "")
-            ops, targets = _contents(module, body_name)
+            ops, targets = _contents(module, body_name, calls)
             body = module.computations_by_name.get(body_name)
             root = body.root if body else None
             shape = instruction.shape
@@ -149,29 +151,18 @@ def fusions(module: Module) -> list[Fusion]:
     return rows
 
 
-def _contents(module: Module, body_name: str) -> tuple[dict[str, int], tuple[str, ...]]:
+def _contents(module: Module, body_name: str, calls: CallEdges) -> tuple[dict[str, int], tuple[str, ...]]:
     """Op histogram and custom-call targets of a fused computation and everything it calls."""
     ops: Counter[str] = Counter()
     targets: dict[str, None] = {}
-    stack, seen = [body_name], {body_name}
-    while stack:
-        computation = module.computations_by_name.get(stack.pop())
-        if computation is None:
-            continue
-        for instruction in computation.instructions:
+    for name in reachable(calls, [body_name]):
+        computation = module.computations_by_name.get(name)
+        for instruction in computation.instructions if computation else ():
             if instruction.opcode != "parameter":
                 ops[instruction.opcode] += 1
             if instruction.opcode == "custom-call":
-                targets[_target(instruction.attributes.get("custom_call_target", ""))] = None
-            for callee in instruction.called_computations:
-                if callee not in seen:
-                    seen.add(callee)
-                    stack.append(callee)
+                targets[instruction.custom_call_target or ""] = None
     return dict(sorted(ops.items(), key=lambda item: (-item[1], item[0]))), tuple(targets)
-
-
-def _target(text: str) -> str:
-    return text.strip('"')
 
 
 def largest_fusions(rows: list[Fusion], top: int) -> list[Fusion]:
@@ -182,12 +173,8 @@ def largest_fusions(rows: list[Fusion], top: int) -> list[Fusion]:
 
 def fusion_kind_totals(rows: list[Fusion]) -> list[FusionKindTotal]:
     """Count and output bytes per module and kind (the backend kind where there is one)."""
-    totals: dict[tuple[str, str], list[int]] = {}
-    for row in rows:
-        entry = totals.setdefault((row.module, row.backend_kind or row.kind), [0, 0])
-        entry[0] += 1
-        entry[1] += row.output_bytes
-    return [FusionKindTotal(module, kind, n, size) for (module, kind), (n, size) in totals.items()]
+    totals = group_sums(rows, lambda r: (r.module, r.backend_kind or r.kind), ["output_bytes"])
+    return [FusionKindTotal(module, kind, *sums) for (module, kind), sums in totals.items()]
 
 
 def unfused_contractions(module: Module) -> list[UnfusedContraction]:

@@ -11,7 +11,8 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from xlainspect.analysis.ops import module_label
+from xlainspect.analysis.lookup import module_label
+from xlainspect.analysis.rows import group_sums
 from xlainspect.dump.buffers import BufferAssignment
 from xlainspect.dump.directory import select_dump_modules
 from xlainspect.hlo.model import Module
@@ -294,12 +295,7 @@ def ledger_view(rows: list[PaddingRow], top: int | None = None, every_value: boo
 
 def ledger_totals(rows: Iterable[PaddingRow], by: str = "module") -> list[PaddingTotal]:
     """Sums per module or per function (`by`), most wasted first."""
-    sums: dict[str, list[int]] = {}
-    for row in rows:
-        acc = sums.setdefault(getattr(row, by), [0, 0, 0])
-        acc[0] += 1
-        acc[1] += row.logical_bytes
-        acc[2] += row.padded_bytes
+    sums = group_sums(rows, lambda r: getattr(r, by), ["logical_bytes", "padded_bytes"])
     totals = [
         PaddingTotal(name, n, logical, padded, padded - logical, _expansion(padded, logical))
         for name, (n, logical, padded) in sums.items()

@@ -1,4 +1,4 @@
-"""Opcode histograms, and the instruction look-ups the other instruction-level analyses share.
+"""Opcode histograms: what the `ops` command counts.
 
 `opcode_histogram` counts every instruction of a module, split into those inside fusion bodies
 (`fused`) and the rest (`unfused`: the entry, while bodies, conditional branches, reducer
@@ -8,21 +8,17 @@ into one row per opcode.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import TYPE_CHECKING
 
-from xlainspect.hlo.model import Computation, Instruction, Module
-from xlainspect.hlo.shape import Shape
+from xlainspect.analysis.lookup import module_label
+from xlainspect.graph import CallEdges, call_edges, module_calls, reachable
+from xlainspect.hlo.model import Module
 
 if TYPE_CHECKING:
     from xlainspect.hlo.fastpath import InstructionLine
-
-#: Call-graph edge kinds that run a computation as control flow (not as a fusion body or reducer).
-CONTROL_FLOW_CALLERS = frozenset({"while", "conditional", "call", "async-start", "async-update", "async-done"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +43,6 @@ class FunctionOpCount:
     max_per_variant: int
 
 
-_DUMP_FILE_PREFIX = re.compile(r"^(module_\d+)\.")
-
-
 def instruction_count(dump_module, stage: str = "after") -> int:
     """The instructions of a dumped module, counted by the line-level reader where it is sure of every
     line (tests prove its answers are the grammar's; no model is built), else by the grammar.
@@ -61,94 +54,26 @@ def instruction_count(dump_module, stage: str = "after") -> int:
     return len(lines) if lines is not None else dump_module.module(stage).instruction_count
 
 
-def module_label(module: Module) -> str:
-    """`module_0029.jit_layouts` for a dump file (recompiles share a name), else the module name."""
-    return file_label(module.path, module.name)
-
-
-def file_label(path: str | None, name: str) -> str:
-    """`module_0029.jit_layouts` when `path` is a dump file, else `name`."""
-    match = _DUMP_FILE_PREFIX.match(PurePath(path).name) if path else None
-    return f"{match[1]}.{name}" if match else name
-
-
-def control_flow_computations(module: Module) -> set[str]:
-    """The entry and the computations it runs through while/conditional/call/async (not reducers)."""
-    calls = _calls((c.name, i.opcode, i.called_computations) for c in module.computations for i in c)
-    return _reachable(calls, {module.entry.name}, lambda kind: kind in CONTROL_FLOW_CALLERS)
-
-
-def _calls(instructions: Iterable[tuple[str, str, tuple[str, ...]]]) -> dict[str, list[tuple[str, str]]]:
-    """Computation -> (callee, calling opcode) for each called computation of each instruction."""
-    calls: dict[str, list[tuple[str, str]]] = {}
-    for computation, opcode, called in instructions:
-        for callee in called:
-            calls.setdefault(computation, []).append((callee, opcode))
-    return calls
-
-
-def _fused(calls: dict[str, list[tuple[str, str]]]) -> set[str]:
-    roots = {callee for edges in calls.values() for callee, kind in edges if kind == "fusion"}
-    return _reachable(calls, roots, lambda kind: True)
-
-
-def _reachable(calls: dict[str, list[tuple[str, str]]], roots: set[str], follow) -> set[str]:
-    seen, stack = set(roots), list(roots)
-    while stack:
-        for callee, kind in calls.get(stack.pop(), ()):
-            if callee not in seen and follow(kind):
-                seen.add(callee)
-                stack.append(callee)
-    return seen
-
-
-def instruction_index(computation: Computation) -> dict[str, Instruction]:
-    """Instructions by name, to resolve operands (long text prints operand names without shapes)."""
-    return {i.name: i for i in computation.instructions}
-
-
-def operand_shape(instruction: Instruction, k: int, index: dict[str, Instruction]) -> Shape | None:
-    """The shape of operand `k`, read from its defining instruction in the same computation; a compact
-    get-tuple-element operand (`%p0#1#0`) gets the element's shape. None when it cannot be known."""
-    producer = index.get(instruction.operands[k])
-    if producer is None or producer.shape is None:
-        return None
-    return producer.shape.subshape(instruction.operand_shape_index(k))
-
-
-def operand_shapes(instruction: Instruction, index: dict[str, Instruction]) -> list[Shape | None]:
-    """`operand_shape` of every operand (none for `parameter` and `constant`, whose operands are text)."""
-    if instruction.opcode in ("parameter", "constant"):
-        return []
-    return [operand_shape(instruction, k, index) for k in range(len(instruction.operands))]
-
-
-def users(computation: Computation) -> dict[str, list[Instruction]]:
-    """Operand name -> the instructions of the computation that use it, in printed order."""
-    result: dict[str, list[Instruction]] = {}
-    for instruction in computation.instructions:
-        if instruction.opcode not in ("parameter", "constant"):
-            for operand in dict.fromkeys(instruction.operands):
-                result.setdefault(operand, []).append(instruction)
-    return result
+def _fused(calls: CallEdges) -> set[str]:
+    """Fused computations and everything they call."""
+    return set(reachable(calls, [callee for edges in calls.values() for callee, kind in edges if kind == "fusion"]))
 
 
 def opcode_histogram(module: Module) -> list[OpCount]:
     """One row per opcode of the module, most frequent first."""
     counts = Counter((c.name, i.opcode) for c in module.computations for i in c.instructions)
-    calls = _calls((c.name, i.opcode, i.called_computations) for c in module.computations for i in c)
-    return _histogram(module_label(module), counts, calls)
+    return _histogram(module_label(module), counts, module_calls(module))
 
 
 def line_histogram(label: str, lines: list[InstructionLine]) -> list[OpCount]:
     """`opcode_histogram` from the line-level reader (`xlainspect.hlo.fastpath.scan`), no model built."""
     counts = Counter((line.computation, line.opcode) for line in lines)
     return _histogram(
-        label, counts, _calls((line.computation, line.opcode, line.called) for line in lines if line.called)
+        label, counts, call_edges((line.computation, line.opcode, line.called) for line in lines if line.called)
     )
 
 
-def _histogram(label: str, counts: Counter[tuple[str, str]], calls: dict[str, list[tuple[str, str]]]) -> list[OpCount]:
+def _histogram(label: str, counts: Counter[tuple[str, str]], calls: CallEdges) -> list[OpCount]:
     """Rows from instruction counts per (computation, opcode) and the call edges."""
     fused = _fused(calls)
     inside: Counter[str] = Counter()

@@ -100,6 +100,8 @@ class ProfileReport:
     """Where the ops' costs come from: `dump`, `embedded in the trace`, or None (no costs)."""
     notes: list[str] = field(default_factory=list)
     """Why costs are missing, for stderr."""
+    skipped: list = field(default_factory=list)
+    """`SkippedFile`s of the dump that could not be read."""
 
 
 def profile(trace: Trace, dump: Dump | None = None, chip: Chip | None = None) -> ProfileReport:
@@ -147,6 +149,19 @@ def compiles(trace: Trace, steps: list[Step]) -> list[CompileEvent]:
                 )
             )
     return found
+
+
+def only_function(report: ProfileReport, function: str | None) -> ProfileReport:
+    """The report narrowed to one function; a name that matches nothing is an input error."""
+    if function is None:
+        return report
+    ops = [op for op in report.ops if op.function == function]
+    compiles = [c for c in report.compiles if c.function == function]
+    if not ops and not compiles:
+        known = sorted({op.function for op in report.ops} | {c.function or "?" for c in report.compiles})
+        raise XlaInspectError(f"--function {function}: no op or compile of it in the trace; it has: {', '.join(known)}")
+    events = [e for e in report.op_events if e.stats.get("hlo_module") == function]
+    return replace(report, ops=ops, compiles=compiles, op_events=events)
 
 
 def compiles_after(report: ProfileReport, step: int) -> list[CompileEvent]:

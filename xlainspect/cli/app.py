@@ -6,13 +6,15 @@ Exit codes: 0 fine, 1 a failed gate (the command says which budget), 2 a usage o
 from __future__ import annotations
 
 import contextlib
+import enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from xlainspect.cli.render import OutputFormat, stderr_console
+from xlainspect.cli.render import OutputFormat, emit, note
 from xlainspect.errors import XlaInspectError
+from xlainspect.report.document import Document
 
 app = typer.Typer(
     name="xlainspect",
@@ -38,6 +40,18 @@ LogOpt = Annotated[
         show_default=False,
     ),
 ]
+PathsArg = Annotated[
+    list[Path], typer.Argument(help="A --xla_dump_to directory, or HLO text files.", show_default=False)
+]
+ModuleReOpt = Annotated[str | None, typer.Option("--module-re", help="Only modules whose name matches this regex.")]
+
+
+class Stage(str, enum.Enum):
+    before = "before"
+    after = "after"
+
+
+StageOpt = Annotated[Stage, typer.Option("--stage", help="HLO before or after optimizations (after where present).")]
 StrictOpt = Annotated[
     bool,
     typer.Option(
@@ -52,28 +66,33 @@ def user_errors():
     try:
         yield
     except XlaInspectError as error:
-        stderr_console().print(str(error), markup=False, highlight=False)
+        note(str(error))
         raise typer.Exit(EXIT_USAGE) from None
     except (BrokenPipeError, KeyboardInterrupt):
         raise typer.Exit(EXIT_USAGE) from None
 
 
-def note_skipped(dump, strict: bool = False) -> None:
+def note_skipped(skipped, strict: bool = False) -> None:
     """Name each file a command left out, and why, on stderr; with --strict that is an input error (exit 2)."""
-    if not dump.skipped:
+    if not skipped:
         return
-    console = stderr_console()
-    console.print(f"skipped {len(dump.skipped)} file(s) that could not be analysed:", markup=False, highlight=False)
-    for skipped in dump.skipped:
-        reason = skipped.reason.replace("\n", "\n    ")
-        console.print(f"  skipped {skipped.path}: {reason}", markup=False, highlight=False)
+    note(f"skipped {len(skipped)} file(s) that could not be analysed:")
+    for one in skipped:
+        reason = one.reason.replace("\n", "\n    ")
+        note(f"  skipped {one.path}: {reason}")
     if strict:
         raise typer.Exit(EXIT_USAGE)
 
 
-def main() -> None:
-    import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
+def show(document: Document, fmt: OutputFormat, skipped=(), strict: bool = False) -> None:
+    """Write a command's document, name the files left out, and exit 1 when its gate failed."""
+    emit(document, fmt)
+    note_skipped(skipped, strict)
+    if document.gate_failed:
+        raise typer.Exit(EXIT_GATE_FAILED)
 
+
+def main() -> None:
     app()
 
 

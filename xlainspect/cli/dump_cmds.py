@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import (
-    EXIT_GATE_FAILED,
-    DumpPath,
-    FormatOpt,
-    LogOpt,
-    StrictOpt,
-    app,
-    note_skipped,
-    user_errors,
-)
-from xlainspect.cli.progress import progress
-from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, emit_rows, stderr_console
+from xlainspect.cli.app import DumpPath, FormatOpt, LogOpt, StrictOpt, app, show, user_errors
+from xlainspect.cli.progress import progress_bars
+from xlainspect.cli.render import OutputFormat, note
 from xlainspect.errors import XlaInspectError
 
 
@@ -27,74 +17,14 @@ from xlainspect.errors import XlaInspectError
 def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, log: LogOpt = None, strict: StrictOpt = False) -> None:
     """List the modules (compiles) of a dump: id, function, platform, stages, instruction count, size, and
     compile seconds when the run's jax log is there."""
-    import pandas as pd
+    from xlainspect.analysis.commands import modules_report
+    from xlainspect.report.views import modules_document
 
-    from xlainspect.dump.directory import load_dump
-
-    with user_errors():
-        dump = load_dump(path, strict=strict)
-        times = _compile_times(dump, path, log)
-        with progress("reading modules", total=len(dump.modules)) as advance:
-            rows = [_module_row(dump, m, strict, advance) | _module_times(times, m) for m in dump.modules]
-    columns = ["host", "module_id", "function", "platform", "stages", "instructions", "bytes", "seconds", "cache"]
-    frame = pd.DataFrame(rows, columns=columns)
-    if not any(m.host for m in dump.modules):
-        frame = frame.drop(columns=["host"])
-    if times is None:
-        frame = frame.drop(columns=["seconds", "cache"])
-    title = f"{len(rows)} modules in {path}" + (f", {_seconds(times)}" if times else "")
-    emit_frame(frame, fmt, title=title)
-    note_skipped(dump, strict)
-    _note_unpaired(times)
+    with user_errors(), progress_bars() as progress:
+        report = modules_report(path, log=log, strict=strict, progress=progress)
+    show(modules_document(report), fmt, report.skipped, strict)
 
 
-def _compile_times(dump, path: Path, log: Path | None):
-    """Compile seconds from the run's jax log (given, or saved by capture in the dump); None without one."""
-    from xlainspect.analysis.compile_times import compile_times
-    from xlainspect.dump.jaxlog import run_log
-
-    found = run_log(path, log)
-    return None if found is None else compile_times(dump, found)
-
-
-def _module_times(times, module) -> dict:
-    """Seconds and persistent-cache outcome of the log's compile paired with this module."""
-    paired = times.by_module.get(module) if times else None
-    return {} if paired is None else {"seconds": paired.seconds, "cache": paired.cache}
-
-
-def _seconds(times) -> str:
-    return f"{times.total_seconds:.2f} s compiling, {times.recompile_seconds:.2f} s of it recompiling"
-
-
-def _note_unpaired(times) -> None:
-    """Say where the log's compiles and the dump's modules do not pair one to one."""
-    for sentence in times.unpaired if times else ():
-        stderr_console().print(f"not paired: {sentence}", markup=False, highlight=False)
-
-
-def _module_row(dump, module, strict: bool, advance) -> dict:
-    from xlainspect.analysis.ops import instruction_count
-
-    advance(1)
-    hlo = module.hlo_file()
-    try:
-        instructions = instruction_count(module)
-    except XlaInspectError as error:
-        dump.skip(hlo.path, error, strict)
-        instructions = None
-    return {
-        "host": module.host,
-        "module_id": module.module_id,
-        "function": module.name,
-        "platform": module.platform_tag or module.platform,
-        "stages": ", ".join(s.replace("optimizations", "opt") for s in module.stages),
-        "instructions": instructions,
-        "bytes": hlo.path.stat().st_size,
-    }
-
-
-# The gate's options, shared by count-recompiles and capture.
 MaxPerFunctionOpt = Annotated[
     int | None, typer.Option("--max-per-function", help="Fail (exit 1) when a function compiles more often.")
 ]
@@ -143,171 +73,27 @@ def count_recompiles_cmd(
 ) -> None:
     """Count compiles per function and explain every recompile (shape, dtype, layout, sharding, donation,
     body, identical module, flags); with budgets it is a CI gate (exit 1 naming each function over it)."""
-    from xlainspect.analysis.recompiles import Budget, baseline_counts, budget_violations, count_recompiles
-    from xlainspect.dump.directory import load_dump
+    from xlainspect.analysis.commands import recompiles_report, write_baseline
+    from xlainspect.report.views import recompiles_document
 
-    with user_errors():
-        budget = Budget(
-            max_per_function,
-            _named_budgets(max_named or []),
-            max_total,
-            ignore_eager,
-            None if update_baseline else _read_baseline(baseline),
-        )
+    with user_errors(), progress_bars() as progress:
         if update_baseline and baseline is None:
             raise XlaInspectError("--update-baseline needs --baseline FILE")
-        dump = load_dump(path, strict=strict)
-        with progress("counting compiles", total=len(dump.modules)) as advance:
-            rows = count_recompiles(dump, advance)
-        times = _compile_times(dump, path, log)
-        profiled, unpaired = _profiled_seconds(rows, profile)
-        violations = budget_violations(rows, budget)
-    shown = [r for r in rows if not (ignore_eager and r.eager)]
+        budget = _budget(max_per_function, max_named, max_total, ignore_eager, None if update_baseline else baseline)
+        report = recompiles_report(path, budget, log=log, trace=profile, strict=strict, progress=progress)
     if update_baseline:
-        baseline.write_text(json.dumps(baseline_counts(shown), indent=2) + "\n", encoding="utf-8")
-        stderr_console().print(f"wrote {baseline}", markup=False, highlight=False)
-    _emit(shown, dump, violations, fmt, times, profiled)
-    note_skipped(dump, strict)
-    _note_unpaired(times)
-    for sentence in unpaired:
-        stderr_console().print(f"not paired with the profile: {sentence}", markup=False, highlight=False)
-    if violations:
-        for message in violations:
-            stderr_console().print(f"over budget: {message}", markup=False, highlight=False)
-        raise typer.Exit(EXIT_GATE_FAILED)
+        write_baseline(baseline, report, ignore_eager)
+        note(f"wrote {baseline}")
+    show(recompiles_document(report, ignore_eager=ignore_eager), fmt, report.skipped, strict)
 
 
-def _profiled_seconds(rows, trace: Path | None) -> tuple[dict[str, tuple], list[str]]:
-    """Measured compile seconds per function from a jax.profiler trace, paired in order with the dump's."""
-    if trace is None:
-        return {}, []
-    from xlainspect.analysis.profile import paired_compile_seconds, profile
-    from xlainspect.dump.xplane import read_trace
+def _budget(max_per_function, max_named, max_total, ignore_eager, baseline):
+    """The gate's budgets from the options (a baseline file is read here: a bad one is an input error)."""
+    from xlainspect.analysis.commands import named_budgets, read_baseline
+    from xlainspect.analysis.recompiles import Budget
 
-    return paired_compile_seconds({r.name: r.modules for r in rows}, profile(read_trace(trace)))
-
-
-def _named_budgets(items: list[str]) -> tuple[tuple[str, int], ...]:
-    budgets = []
-    for item in items:
-        name, _, count = item.rpartition("=")
-        if not name or not count.isdigit():
-            raise XlaInspectError(f"--max {item}: expected NAME=N, e.g. --max jit_train_step=1")
-        budgets.append((name, int(count)))
-    return tuple(budgets)
-
-
-def _read_baseline(path: Path | None) -> tuple[tuple[str, int], ...] | None:
-    if path is None:
-        return None
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-        return tuple((str(k), int(v)) for k, v in document["functions"].items())
-    except FileNotFoundError:
-        raise XlaInspectError(f"{path}: no such baseline file (create it with --update-baseline)") from None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-        raise XlaInspectError(f'{path}: not a baseline file ({{"functions": {{name: count}}}}): {error}') from None
-
-
-def _emit(rows, dump, violations: list[str], fmt: OutputFormat, times=None, profiled=None) -> None:
-    import dataclasses
-
-    profiled = profiled or {}
-    if fmt is OutputFormat.json:
-        document = {
-            "total_modules": sum(r.modules for r in rows),
-            "functions": [
-                dataclasses.asdict(r)
-                | _times_json(times, r.name)
-                | ({"profile_compile_seconds": list(profiled[r.name])} if r.name in profiled else {})
-                for r in rows
-            ],
-            "violations": violations,
-            "skipped": [{"path": str(s.path), "reason": s.reason} for s in dump.skipped],
-        }
-        if times is not None:
-            document |= {"recompile_seconds": times.recompile_seconds, "not_paired": times.unpaired}
-        emit_json(document)
-        return
-    table = (
-        _for_people(rows, times)
-        if fmt in (OutputFormat.table, OutputFormat.markdown)
-        else [_table_row(r, times) for r in rows]
-    )
-    for row in table:
-        if row["function"] in profiled:
-            row["profiled"] = ", ".join("?" if s is None else f"{s:.2f}" for s in profiled[row["function"]])
-    total, recompiled = sum(r.modules for r in rows), sum(1 for r in rows if r.modules > 1)
-    columns = (
-        ["function", "compiles"]
-        + (["seconds", "per_compile"] if times else [])
-        + (["profiled"] if profiled else [])
-        + ["eager", "why", "suggestion"]
-    )
-    title = (
-        f"{total} compile{'s' * (total != 1)} of {len(rows)} function{'s' * (len(rows) != 1)}, "
-        f"{recompiled} compiled more than once" + (f"; {_seconds(times)}" if times else "")
-    )
-    emit_rows(table, columns, fmt, title=title)
-
-
-def _times_json(times, name: str) -> dict:
-    """compile_seconds (per compile), seconds and recompile_seconds of one function, when a log is known."""
-    function = times.functions.get(name) if times else None
-    if function is None:
-        return {}
-    return {
-        "compile_seconds": list(function.seconds),
-        "cache": list(function.cache),
-        "seconds": function.total_seconds,
-        "recompile_seconds": function.recompile_seconds,
-    }
-
-
-def _table_row(row, times=None) -> dict:
-    from xlainspect.analysis.recompiles import describe_cause
-
-    function = times.functions.get(row.name) if times else None
-    seconds = (
-        {}
-        if function is None
-        else {
-            "seconds": function.total_seconds,
-            "per_compile": ", ".join(_compile_cell(s, c) for s, c in zip(function.seconds, function.cache)),
-        }
-    )
-    return {
-        "function": row.name,
-        "compiles": row.modules,
-        "eager": row.eager,
-        **seconds,
-        "why": "; ".join(describe_cause(c) for c in row.causes),
-        "suggestion": row.suggestion or "",
-    }
-
-
-def _compile_cell(seconds: float | None, cache: str | None) -> str:
-    """`0.42`, or `0.01 hit` for an executable loaded from the persistent cache; `?` when the log has none."""
-    return "?" if seconds is None else f"{seconds:.2f}" + (" hit" if cache == "hit" else "")
-
-
-def _for_people(rows: list, times=None) -> list[dict]:
-    """Recompiled functions first (most compiles first); eager ops compiled once fold into one row,
-    since an eager flood is one problem with one fix, not dozens."""
-    ranked = sorted(rows, key=lambda r: (r.modules == 1, -r.modules))
-    single_eager = [r for r in ranked if r.eager and r.modules == 1]
-    if len(single_eager) < 2:
-        return [_table_row(r, times) for r in ranked]
-    folded = {
-        "function": f"{len(single_eager)} more eager ops",
-        "compiles": len(single_eager),
-        "eager": True,
-        "why": "compiled once each: " + ", ".join(r.name for r in single_eager),
-        "suggestion": single_eager[0].suggestion or "",
-    }
-    if times:
-        folded["seconds"] = sum(times.functions[r.name].total_seconds for r in single_eager)
-    return [_table_row(r, times) for r in ranked if r not in single_eager] + [folded]
+    baseline_counts = read_baseline(baseline) if baseline is not None else None
+    return Budget(max_per_function, named_budgets(max_named or []), max_total, ignore_eager, baseline_counts)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -333,25 +119,26 @@ def capture(
     from xlainspect.capture import dump_folder, run_with_dump
 
     with user_errors():
-        _named_budgets(max_named or [])  # a malformed budget fails before the program runs, not after
+        _budget(max_per_function, max_named, max_total, ignore_eager, None)  # a bad budget fails before the run
         target = dump_folder(dump_dir)
         status = run_with_dump(command, target)
-        if dump_dir is None:
-            stderr_console().print(f"dump kept in {target} (--dump-dir chooses where)", markup=False, highlight=False)
-        try:
-            count_recompiles_cmd(
-                target,
-                fmt=fmt,
-                max_per_function=max_per_function,
-                max_named=max_named,
-                max_total=max_total,
-                ignore_eager=ignore_eager,
-                baseline=baseline,
-                update_baseline=update_baseline,
-                log=None,
-                strict=False,
-            )
-        except typer.Exit as done:
-            status = status or done.exit_code
+    if dump_dir is None:
+        note(f"dump kept in {target} (--dump-dir chooses where)")
+    try:
+        count_recompiles_cmd(
+            target,
+            fmt,
+            max_per_function,
+            max_named,
+            max_total,
+            ignore_eager,
+            baseline,
+            update_baseline,
+            log=None,
+            profile=None,
+            strict=False,
+        )
+    except typer.Exit as done:  # the program's own status wins over ours
+        status = status or done.exit_code
     if status:
         raise typer.Exit(status)

@@ -1,5 +1,5 @@
-"""A progress bar on stderr for long runs: shown only when stderr is a terminal and the work has
-already taken about a second, so quick commands, pipes and CI logs never see it."""
+"""Progress bars on stderr for long runs: shown only when stderr is a terminal and a stage of the work
+has already taken about a second, so quick commands, pipes and CI logs never see one."""
 
 from __future__ import annotations
 
@@ -7,39 +7,47 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+
+from xlainspect.progress import Advance, Progress
 
 #: Seconds of work before the bar appears; XLAINSPECT_PROGRESS_AFTER sets it (0: at once, as the pty test does).
 SHOW_AFTER = float(os.environ.get("XLAINSPECT_PROGRESS_AFTER", "1.0"))
 
 
 @contextlib.contextmanager
-def progress(description: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
-    """Yield `advance(n)`; call it as work completes. The bar is transient (erased at the end).
+def progress_bars() -> Iterator[Progress]:
+    """Yield a `Progress` for library calls; each stage it is told of gets a transient bar, all stopped at
+    the end.
 
-    with progress("parsing modules", total=len(files)) as advance:
-        for path in files:
-            ...
-            advance(1)
+    with progress_bars() as progress:
+        report = xlainspect.count_recompiles(path, progress=progress)
     """
-    started = time.monotonic()
-    state: dict = {"done": 0, "bar": None, "task": None}
+    bars: list = []
 
-    def advance(n: int = 1) -> None:
-        state["done"] += n
-        if state["bar"] is None and sys.stderr.isatty() and time.monotonic() - started >= SHOW_AFTER:
-            state["bar"], state["task"] = _start(description, total, state["done"])
-        elif state["bar"] is not None:
-            state["bar"].update(state["task"], completed=state["done"])
+    def stage(description: str, total: int | None = None) -> Advance:
+        started = time.monotonic()
+        state: dict = {"done": 0, "task": None}
+
+        def advance(n: int = 1) -> None:
+            state["done"] += n
+            if state["task"] is None and sys.stderr.isatty() and time.monotonic() - started >= SHOW_AFTER:
+                if not bars:
+                    bars.append(_start())
+                state["task"] = bars[0].add_task(description, total=total, completed=state["done"])
+            elif state["task"] is not None:
+                bars[0].update(state["task"], completed=state["done"])
+
+        return advance
 
     try:
-        yield advance
+        yield stage
     finally:
-        if state["bar"] is not None:
-            state["bar"].stop()
+        for bar in bars:
+            bar.stop()
 
 
-def _start(description: str, total: int | None, done: int):
+def _start():
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from xlainspect.cli.render import stderr_console
@@ -52,6 +60,5 @@ def _start(description: str, total: int | None, done: int):
         console=stderr_console(),
         transient=True,
     )
-    task = bar.add_task(description, total=total, completed=done)
     bar.start()
-    return bar, task
+    return bar

@@ -1,25 +1,23 @@
 """Output: rich tables for people; JSON, CSV and Markdown for machines and pull requests.
 
-Two consoles, built lazily so tests can replace them: data goes to stdout, everything else
-(progress, notes, errors) to stderr, so `xlainspect ... --format json | jq` always works.
+`emit` is the one way a command's `Document` reaches stdout. Two consoles, built lazily so tests
+can replace them: data goes to stdout, everything else (progress, notes, errors) to stderr, so
+`xlainspect ... --format json | jq` always works.
 """
 
 from __future__ import annotations
 
-import csv
 import enum
 import functools
-import json
 import os
 import sys
 from typing import TYPE_CHECKING
 
-from xlainspect.report.table import cell_text, is_numeric, markdown_table
+from xlainspect.report.document import Document, Heading, Lines, Table, cell_text, is_numeric, to_csv, to_json
+from xlainspect.report.document import to_markdown as _to_markdown
 
-if TYPE_CHECKING:  # pandas and rich are imported where a table is drawn: `--help` and JSON output skip them
-    import pandas as pd
+if TYPE_CHECKING:  # rich is imported where a table is drawn: `--help` and JSON output skip it
     from rich.console import Console
-    from rich.table import Table
 
 
 class OutputFormat(str, enum.Enum):
@@ -48,50 +46,52 @@ def stderr_console() -> Console:
     return Console(stderr=True, soft_wrap=True, color_system=_color_system())
 
 
-def emit_json(document: object) -> None:
-    """Pretty JSON on stdout (plain print: rich would re-wrap or colour it)."""
-    sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+def note(text: str) -> None:
+    """One line on stderr, never read as rich markup."""
+    stderr_console().print(text, markup=False, highlight=False)
 
 
-def emit_frame(frame: pd.DataFrame, fmt: OutputFormat, title: str | None = None) -> None:
-    """A pandas table in the chosen format; JSON here is a list of records."""
+def emit(document: Document, fmt: OutputFormat) -> None:
+    """The document in the chosen format on stdout, then its notes on stderr."""
     if fmt is OutputFormat.json:
-        emit_json(json.loads(frame.to_json(orient="records")))
+        sys.stdout.write(to_json(document))
     elif fmt is OutputFormat.csv:
-        sys.stdout.write(frame.to_csv(index=False))
-    else:
-        emit_rows(frame.to_dict("records"), [str(c) for c in frame.columns], fmt, title)
-
-
-def emit_rows(records: list[dict], columns: list[str], fmt: OutputFormat, title: str | None = None) -> None:
-    """Rows (dicts) as a table in the chosen format, without pandas: the hot commands (count-recompiles)
-    skip its import, a quarter of a second."""
-    if fmt is OutputFormat.json:
-        emit_json([{c: r.get(c) for c in columns} for r in records])
-    elif fmt is OutputFormat.csv:
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows([_csv_cell(r.get(c)) for c in columns] for r in records)
+        sys.stdout.write(to_csv(document))
     elif fmt is OutputFormat.markdown:
-        sys.stdout.write(markdown_table(records, columns, title) + "\n")
+        sys.stdout.write(_to_markdown(document))
     else:
-        stdout_console().print(rich_table(records, columns, title))
+        _draw(document)
+    for line in document.notes:
+        note(line)
 
 
-def rich_table(records: list[dict], columns: list[str], title: str | None = None) -> Table:
-    from rich.table import Table
+def _draw(document: Document) -> None:
+    console = stdout_console()
+    for index, block in enumerate(document.blocks):
+        if isinstance(block, Table):
+            if index and isinstance(document.blocks[index - 1], Table):
+                console.print()
+            console.print(rich_table(block))
+            if block.note:
+                console.print(block.note, markup=False, highlight=False)
+        elif isinstance(block, Heading):
+            from rich.text import Text
+
+            console.rule(Text(block.text), align="left")
+        elif isinstance(block, Lines):
+            console.print(block.text, markup=False, highlight=False, soft_wrap=True)
+
+
+def rich_table(tab: Table):
+    from rich.table import Table as RichTable
     from rich.text import Text
 
-    table = Table(title=title, title_justify="left", show_lines=False)
-    for index, column in enumerate(columns):
+    drawn = RichTable(title=tab.title, title_justify="left", show_lines=False)
+    for index, column in enumerate(tab.columns):
         # The first column names the row (function, module): keep it whole on narrow terminals.
-        table.add_column(
-            column, justify="right" if is_numeric(records, column) else "left", overflow="fold", no_wrap=index == 0
+        drawn.add_column(
+            column, justify="right" if is_numeric(tab, index) else "left", overflow="fold", no_wrap=not index
         )
-    for record in records:
-        table.add_row(*(Text(cell_text(record.get(c))) for c in columns))  # Text(): HLO is never rich markup
-    return table
-
-
-def _csv_cell(value: object) -> object:
-    return ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else value
+    for row in tab.rows:
+        drawn.add_row(*(Text(cell_text(v)) for v in row))  # Text(): HLO is never rich markup
+    return drawn

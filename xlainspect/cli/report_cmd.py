@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from xlainspect.cli.app import DumpPath, StrictOpt, app, note_skipped, user_errors
-from xlainspect.cli.progress import progress
-from xlainspect.cli.render import stderr_console
+from xlainspect.cli.progress import progress_bars
+from xlainspect.cli.render import note
 from xlainspect.errors import XlaInspectError
 
 OutFile = Annotated[Path | None, typer.Option(help="Write the report here ('-' for stdout).", show_default=False)]
@@ -24,16 +24,15 @@ def report(path: DumpPath, html: OutFile = None, markdown: OutFile = None, stric
     from xlainspect.report.dump_report import dump_report
     from xlainspect.report.page import render_html, render_markdown
 
-    with user_errors():
+    with user_errors(), progress_bars() as progress:
         if html is None and markdown is None:
             raise XlaInspectError("report: say where to write it: --html FILE and/or --markdown FILE ('-': stdout)")
         dump = load_dump(path, strict=strict)
-        with progress("analysing modules", total=len(dump.modules)) as advance:
-            built = dump_report(dump, advance)
+        built = dump_report(dump, progress("analysing modules", len(dump.modules)))
         for target, render in ((html, render_html), (markdown, render_markdown)):
             if target is not None:
                 _write(target, render(built))
-    note_skipped(dump, strict)
+    note_skipped(dump.skipped, strict)
 
 
 def _write(target: Path, text: str) -> None:
@@ -44,4 +43,4 @@ def _write(target: Path, text: str) -> None:
         target.write_text(text, encoding="utf-8")
     except OSError as error:
         raise XlaInspectError(f"{target}: cannot write the report: {error.strerror}") from None
-    stderr_console().print(f"wrote {target} ({len(text.encode()):,} bytes)", markup=False, highlight=False)
+    note(f"wrote {target} ({len(text.encode()):,} bytes)")

@@ -315,6 +315,8 @@ class DumpModule:
             dump_file = self.hlo_file(stage)
             if dump_file is None:
                 raise DumpError(f"module {self.label}: no HLO text file")
+            from xlainspect.hlo.parser import parse_header  # the grammar loads on the first header read
+
             header = parse_header(header_line(dump_file.path), str(dump_file.path))
             self._parsed[key] = header if header.entry_computation_layout else self.module(stage)
         return self._parsed[key]
@@ -351,22 +353,6 @@ def header_line(path: Path) -> str:
             "the compile was killed or is still being written"
         )
     return line
-
-
-@functools.lru_cache(maxsize=4096)
-def _parse_header_text(line: str) -> Module:
-    from xlainspect.hlo.parser import parse_header as parse_header_line
-
-    return parse_header_line(line)
-
-
-def parse_header(line: str, path: str | None = None) -> Module:
-    """The header line parsed with the grammar; identical lines (recompiles often share one) parse once."""
-    try:
-        return _parse_header_text(line)
-    except HloParseError as error:
-        error.path = path
-        raise
 
 
 @dataclass

@@ -80,6 +80,14 @@ class Instruction:
         return called_computation_names(self.attributes)
 
     @property
+    def custom_call_target(self) -> str | None:
+        """A custom-call's target, unquoted (`__cublas$gemm`); None for other instructions."""
+        from xlainspect.hlo.attributes import unquote
+
+        target = self.attributes.get("custom_call_target")
+        return unquote(target) if self.opcode == "custom-call" and target is not None else None
+
+    @property
     def parameter_number(self) -> int | None:
         return int(self.operands[0]) if self.opcode == "parameter" and self.operands else None
 
@@ -159,6 +167,12 @@ class Module:
     @functools.cached_property
     def computations_by_name(self) -> dict[str, Computation]:
         return {c.name: c for c in self.computations}
+
+    def called_root(self, instruction: Instruction) -> Instruction | None:
+        """The root of the first computation an instruction calls: what a fusion computes, what an
+        async-start runs (its `calls=`); None when it calls nothing this module holds."""
+        body = self.computations_by_name.get(next(iter(instruction.called_computations), ""))
+        return body.root if body is not None else None
 
     def instructions(self):
         """Every instruction of every computation, in printed order."""

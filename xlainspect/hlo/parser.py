@@ -343,12 +343,22 @@ def decode_shape(text: str) -> Shape:
 
 def parse_header(line: str, path: str | None = None) -> Module:
     """The `HloModule name, key=value, ...` line alone, as a Module without computations: the
-    signature of a dumped module (entry_computation_layout, input_output_alias) for one line's cost."""
+    signature of a dumped module (entry_computation_layout, input_output_alias) for one line's cost.
+    Identical lines (the compiles of one function often share one) are parsed once."""
+    try:
+        return _header(line)
+    except HloParseError as error:
+        error.path = path
+        raise
+
+
+@functools.lru_cache(maxsize=4096)
+def _header(line: str) -> Module:
     # Its own start symbol: the lexer states it passes through are few, so a first call compiles
     # only their terminals' regexes.
-    modules = _assemble([_run(line, "header_line", path)], path, line)
+    modules = _assemble([_run(line, "header_line", None)], None, line)
     if len(modules) != 1 or not modules[0].has_header or modules[0].computations:
-        raise error_at(line, 0, "expected one `HloModule <name>, ...` header line", path)
+        raise error_at(line, 0, "expected one `HloModule <name>, ...` header line", None)
     return modules[0]
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
+from xlainspect.report.document import Table
 
 MAX_ROWS = 300
 """Rows per table; the rest is counted in the table's note (the commands themselves list every row)."""
@@ -28,16 +29,6 @@ MAX_CURVES = 12
 """Memory curves drawn, for the modules with the highest peaks."""
 TOP_FINDINGS = 3
 """Findings per section for the summary (its largest costs)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Table:
-    """Rows under named columns; `note` says what was left out."""
-
-    title: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple, ...]
-    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +122,8 @@ def module_facts(dump_module: DumpModule) -> ModuleFacts:
     from xlainspect.analysis.copies import copies
     from xlainspect.analysis.fusions import fusions, unfused_ops
     from xlainspect.analysis.layouts import ledger_input, padding_ledger
+    from xlainspect.analysis.lookup import module_label
     from xlainspect.analysis.memory import module_memory
-    from xlainspect.analysis.ops import module_label
 
     module = dump_module.module("after")
     problems, memory, padding = [], None, ()

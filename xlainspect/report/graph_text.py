@@ -65,3 +65,11 @@ def to_graphml(graph: nx.DiGraph, center: tuple[str, str]) -> str:
     buffer = io.BytesIO()
     nx.write_graphml(plain, buffer)
     return buffer.getvalue().decode("utf-8")
+
+
+WRITERS = {"dot": to_dot, "mermaid": to_mermaid, "graphml": to_graphml}
+
+
+def write_graph(neighbourhood, fmt: str = "dot") -> str:
+    """A `Neighbourhood` (`xlainspect.neighbourhood_report`) in one of `WRITERS`' formats."""
+    return WRITERS[fmt](neighbourhood.graph, neighbourhood.centre)

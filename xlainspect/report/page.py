@@ -7,11 +7,12 @@ modules table. Stdlib only.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 
-from xlainspect.report.dump_report import DumpReport, Finding, Section, Table
+from xlainspect.report.document import Table, cell_text, is_numeric, markdown_table
+from xlainspect.report.dump_report import DumpReport, Finding, Section
 from xlainspect.report.memory_html import module_section, page
-from xlainspect.report.table import cell_text, is_numeric, markdown_table
 
 _STYLE = """nav a{margin-right:1em}.finding td{vertical-align:top}.note{color:#666;font-style:italic}
 .intro{max-width:70em}td a{color:#0b5394}tr:target{background:#fff3b0}"""
@@ -96,8 +97,7 @@ def _section_html(section: Section, known: set[str], curves: int) -> str:
 
 def _table_html(tab: Table, known: set[str], anchor: str | None = None) -> str:
     """A sortable table; with `anchor`, each row is the target of links to its first cell (`#function-NAME`)."""
-    records = [dict(zip(tab.columns, row)) for row in tab.rows]
-    numeric = {c for c in tab.columns if is_numeric(records, c)}
+    numeric = {c for i, c in enumerate(tab.columns) if is_numeric(tab, i)}
     head = "".join(f"<th{'' if c in numeric else ' class=l'}>{html.escape(c)}</th>" for c in tab.columns)
     body = "".join(_row_html(row, tab.columns, numeric, known, anchor) for row in tab.rows)
     note = f"<p class='note'>{html.escape(tab.note)}</p>" if tab.note else ""
@@ -135,8 +135,8 @@ def render_markdown(report: DumpReport) -> str:
     for section in report.sections:
         lines += ["", f"## {section.title}", "", section.intro]
         for tab in section.tables:
-            records = [dict(zip(tab.columns, row)) for row in tab.rows]
-            lines += ["", markdown_table(records, list(tab.columns), tab.title)] + (
-                ["", f"_{tab.note}_"] if tab.note else []
-            )
+            lines += [
+                "",
+                markdown_table(dataclasses.replace(tab, note=f"_{tab.note}_" if tab.note else "")).rstrip("\n"),
+            ]
     return "\n".join(lines) + "\n"

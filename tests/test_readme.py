@@ -1,0 +1,18 @@
+"""README's Python API example runs as written (from the repository root, on the committed fixtures)."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO
+
+
+def test_python_api_example_runs(monkeypatch, capsys):
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Python API") : readme.index("## Performance")]
+    (example,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    monkeypatch.chdir(REPO)
+    exec(compile(example, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "jit_train_step 2 " in printed
+    assert "fusion" in printed

@@ -1,0 +1,144 @@
+"""What a command shows, in one type, and its text forms: JSON, CSV and Markdown (the CLI draws tables).
+
+Every command's answer becomes a `Document`: the JSON document (built from the typed report, so
+numbers keep their types), the blocks people read (tables, headings, lines) in order, and the one
+table CSV writes. `emit` in the CLI is the only place a document is written out; the HTML report
+reuses `Table`, `cell_text` and `markdown_table`. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """Rows under named columns (a row is a tuple in column order); `note` says what was left out."""
+
+    title: str | None
+    columns: tuple[str, ...]
+    rows: tuple[tuple, ...]
+    note: str = ""
+    right: tuple[str, ...] = ()
+    """Columns aligned right although they hold text (signed deltas, percents); numbers always are."""
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """A rule with a name over the blocks that follow (a function of `diff`)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Lines:
+    """Text printed as it is (a decoded layout, a note under a table)."""
+
+    text: str
+
+
+Block = Table | Heading | Lines
+
+
+@dataclass
+class Document:
+    """A command's answer: `data` for JSON, `blocks` for the terminal, `markdown` where Markdown shows
+    more than the terminal's narrow tables (None: the same blocks), `csv` the rows CSV writes (every
+    column), `notes` for stderr, and whether a CI gate failed (exit 1)."""
+
+    data: object
+    blocks: list[Block]
+    csv: Table | None = None
+    markdown: list[Block] | None = None
+    notes: list[str] = field(default_factory=list)
+    gate_failed: bool = False
+
+
+def table(title: str | None, records: Iterable[object], columns: Sequence[str], note: str = "") -> Table:
+    """A table of dicts or dataclass instances, cut to `columns`."""
+    return Table(title, tuple(columns), tuple(tuple(_get(r, c) for c in columns) for r in records), note)
+
+
+def fields(row_type: type) -> tuple[str, ...]:
+    """A dataclass's field names, in order: the columns of its rows."""
+    return tuple(f.name for f in dataclasses.fields(row_type))
+
+
+def records(rows: Iterable[object]) -> list[dict]:
+    """Dataclass rows as JSON-ready dicts (nested dataclasses become dicts)."""
+    return [dataclasses.asdict(r) for r in rows]
+
+
+def _get(record: object, column: str) -> object:
+    return record.get(column) if isinstance(record, Mapping) else getattr(record, column)
+
+
+def to_json(document: Document) -> str:
+    return json.dumps(document.data, indent=2, default=str) + "\n"
+
+
+def to_csv(document: Document) -> str:
+    """The document's CSV table, every column; integers stay integers, sequences are joined."""
+    out = io.StringIO()
+    if document.csv is not None:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(document.csv.columns)
+        writer.writerows([_csv_cell(v) for v in row] for row in document.csv.rows)
+    return out.getvalue()
+
+
+def _csv_cell(value: object) -> object:
+    if isinstance(value, Mapping):
+        return " ".join(f"{k}:{n}" for k, n in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return value
+
+
+def to_markdown(document: Document) -> str:
+    parts = []
+    for block in document.markdown if document.markdown is not None else document.blocks:
+        if isinstance(block, Table):
+            parts.append(markdown_table(block))
+        elif isinstance(block, Heading):
+            parts.append(f"### {block.text}")
+        else:
+            parts.append(block.text)
+    return "\n\n".join(part.rstrip("\n") for part in parts) + "\n"
+
+
+def markdown_table(tab: Table) -> str:
+    """A GitHub-flavoured Markdown table."""
+    lines = [f"**{tab.title}**", ""] if tab.title else []
+    lines.append("| " + " | ".join(tab.columns) + " |")
+    lines.append("|" + "|".join("---:" if is_numeric(tab, i) else "---" for i in range(len(tab.columns))) + "|")
+    lines += ["| " + " | ".join(cell_text(v).replace("|", "\\|") for v in row) + " |" for row in tab.rows]
+    if tab.note:
+        lines += ["", tab.note]
+    return "\n".join(lines) + "\n"
+
+
+def is_numeric(tab: Table, index: int) -> bool:
+    """Whether a column holds numbers only, or is marked `right`: aligned right in tables."""
+    if tab.columns[index] in tab.right:
+        return True
+    values = [row[index] for row in tab.rows if row[index] is not None]
+    return bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def cell_text(value: object) -> str:
+    """A value as people read it in a table: thousands separated, two decimals, sequences joined."""
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, Mapping):
+        return " ".join(f"{k}:{n}" for k, n in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return "" if value is None else str(value)
