@@ -430,6 +430,32 @@ def recompiles_report(
     return RecompileReport(rows, violations, times, profiled, unpaired, dump.skipped)
 
 
+@dataclass
+class CaptureReport:
+    status: int
+    """The program's exit status."""
+    dump: Path
+    recompiles: RecompileReport | None
+    """None when the dump cannot be read (`notes` say why; a program that failed early dumps nothing)."""
+    notes: list[str] = field(default_factory=list)
+    """Where the dump was kept, when no folder was given; why it could not be counted."""
+
+
+def capture_report(command: Sequence[str], dump_dir: Path | None = None, budget: Budget | None = None) -> CaptureReport:
+    """Run `command` with XLA dumping on and jax's compile log saved in the dump, then count its
+    recompiles against `budget`. Without `dump_dir` the dump goes to a new temporary folder that is
+    kept (the other commands read it), and a note says where."""
+    from xlainspect.capture import dump_folder, run_with_dump
+
+    target = dump_folder(dump_dir)
+    status = run_with_dump(list(command), target)
+    notes = [] if dump_dir is not None else [f"dump kept in {target} (--dump-dir chooses where)"]
+    try:
+        return CaptureReport(status, target, recompiles_report(target, budget), notes)
+    except XlaInspectError as error:
+        return CaptureReport(status, target, None, [*notes, str(error)])
+
+
 def _profiled_seconds(rows: list, trace: Path | None) -> tuple[dict[str, tuple], list[str]]:
     """Measured compile seconds per function from a jax.profiler trace, paired in order with the dump's."""
     if trace is None:

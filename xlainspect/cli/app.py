@@ -88,6 +88,8 @@ def show(document: Document, fmt: OutputFormat, skipped=(), strict: bool = False
     """Write a command's document, name the files left out, and exit 1 when its gate failed."""
     emit(document, fmt)
     note_skipped(skipped, strict)
+    if document.gate_undecided:
+        raise typer.Exit(EXIT_USAGE)
     if document.gate_failed:
         raise typer.Exit(EXIT_GATE_FAILED)
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import DumpPath, FormatOpt, LogOpt, StrictOpt, app, show, user_errors
+from xlainspect.cli.app import EXIT_USAGE, DumpPath, FormatOpt, LogOpt, StrictOpt, app, show, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.errors import XlaInspectError
@@ -111,33 +111,21 @@ def capture(
     max_total: MaxTotalOpt = None,
     ignore_eager: IgnoreEagerOpt = False,
     baseline: BaselineOpt = None,
-    update_baseline: UpdateBaselineOpt = False,
 ) -> None:
     """Run a program with XLA_FLAGS extended by --xla_dump_to and jax's compile log saved as jax.log in the
     dump, then print its count-recompiles report with compile seconds, gated like count-recompiles. The
     program's own non-zero exit status is passed on, else the gate's."""
-    from xlainspect.capture import dump_folder, run_with_dump
+    from xlainspect.analysis.commands import capture_report
+    from xlainspect.report.views import recompiles_document
 
     with user_errors():
-        _budget(max_per_function, max_named, max_total, ignore_eager, None)  # a bad budget fails before the run
-        target = dump_folder(dump_dir)
-        status = run_with_dump(command, target)
-    if dump_dir is None:
-        note(f"dump kept in {target} (--dump-dir chooses where)")
+        run = capture_report(command, dump_dir, _budget(max_per_function, max_named, max_total, ignore_eager, baseline))
+    for line in run.notes:
+        note(line)
+    status = run.status or (EXIT_USAGE if run.recompiles is None else 0)
     try:
-        count_recompiles_cmd(
-            target,
-            fmt,
-            max_per_function,
-            max_named,
-            max_total,
-            ignore_eager,
-            baseline,
-            update_baseline,
-            log=None,
-            profile=None,
-            strict=False,
-        )
+        if run.recompiles is not None:
+            show(recompiles_document(run.recompiles, ignore_eager=ignore_eager), fmt, run.recompiles.skipped)
     except typer.Exit as done:  # the program's own status wins over ours
         status = status or done.exit_code
     if status:

@@ -49,7 +49,8 @@ Block = Table | Heading | Lines
 class Document:
     """A command's answer: `data` for JSON, `blocks` for the terminal, `markdown` where Markdown shows
     more than the terminal's narrow tables (None: the same blocks), `csv` the rows CSV writes (every
-    column), `notes` for stderr, and whether a CI gate failed (exit 1)."""
+    column), `notes` for stderr, and whether a CI gate failed (exit 1) or could not decide (exit 2: an
+    input it needs did not parse, so neither a pass nor a failure is true)."""
 
     data: object
     blocks: list[Block]
@@ -57,6 +58,7 @@ class Document:
     markdown: list[Block] | None = None
     notes: list[str] = field(default_factory=list)
     gate_failed: bool = False
+    gate_undecided: bool = False
 
 
 def table(title: str | None, records: Iterable[object], columns: Sequence[str], note: str = "") -> Table:

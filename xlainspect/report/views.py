@@ -446,8 +446,8 @@ def diff_document(report: DiffReport, *, show_all: bool = False, gate: bool = Fa
     markdown = [Lines(f"## xlainspect diff: `{report.a}` -> `{report.b}`\n\n{summary}\n"), *blocks[1:]]
     notes = [f"regression: {message}" for message in report.regressions]
     notes += [f"cannot gate: {message}" for message in report.unknown] if gate else []
-    failed = gate and bool(report.regressions) and not report.unknown  # unknown: exit 2, not a verdict
-    return Document(data, blocks, markdown=markdown, notes=notes, gate_failed=failed)
+    failed, undecided = gate and bool(report.regressions), gate and bool(report.unknown)
+    return Document(data, blocks, markdown=markdown, notes=notes, gate_failed=failed, gate_undecided=undecided)
 
 
 def _function_json(row) -> dict:
