@@ -64,7 +64,6 @@ CASES = [
     ("cost-tpu_v5e.txt", ["cost", f"{D}/tpu_v5e", "--chip", "tpu-v5e", "--top", "3"]),
     ("cost-tpu_v5e.csv", ["cost", f"{D}/tpu_v5e", "--chip", "tpu-v5e", "--top", "3", "--format", "csv"]),
     ("cache-misses-flag.txt", ["cache-misses", "fixtures/cache/runs/2_repeat", "fixtures/cache/runs/3_flag"]),
-    ("cache.txt", ["cache", "fixtures/cache/runs/cache"]),
     ("profile.txt", ["profile", "fixtures/profiles/profile_steps", "--dump", f"{D}/profile_steps", "--top", "5"]),
     (
         "profile.json",
