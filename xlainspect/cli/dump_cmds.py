@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -20,7 +21,7 @@ from xlainspect.cli.app import (
     user_errors,
 )
 from xlainspect.cli.progress import progress
-from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, emit_rows, stderr_console
+from xlainspect.cli.render import OutputFormat, emit_frame, emit_json, emit_rows, stderr_console, stdout_console
 from xlainspect.errors import XlaInspectError
 
 
@@ -237,13 +238,38 @@ def _emit(rows, dump, violations: list[str], fmt: OutputFormat, times=None, prof
         ["function", "compiles"]
         + (["seconds", "per_compile"] if times else [])
         + (["profiled"] if profiled else [])
-        + ["eager", "why", "suggestion"]
+        + ["eager", "source", "why", "suggestion"]
     )
     title = (
         f"{total} compile{'s' * (total != 1)} of {len(rows)} function{'s' * (len(rows) != 1)}, "
         f"{recompiled} compiled more than once" + (f"; {_seconds(times)}" if times else "")
     )
-    emit_rows(table, columns, fmt, title=title)
+    if fmt is OutputFormat.table and stdout_console().width < _TABLE_WIDTH:
+        _emit_list(table, title)
+    else:
+        emit_rows(table, columns, fmt, title=title)
+
+
+_TABLE_WIDTH = 120
+"""Narrower than this (a pipe is 80 columns) the table's why column would be a few characters wide:
+each function is printed as a short list instead."""
+
+
+def _emit_list(table: list[dict], title: str) -> None:
+    """One paragraph per row: `function: N compiles, source`, then why and suggestion wrapped at the
+    console's width."""
+    import textwrap
+
+    width = stdout_console().width
+    lines = [title]
+    for row in table:
+        head = f"{row['function']}: {row['compiles']} compile{'s' * (row['compiles'] != 1)}"
+        extra = [row.get("source") or "", f"{row['seconds']:.2f} s" if row.get("seconds") is not None else ""]
+        lines.append(", ".join([head, *filter(None, extra)]))
+        for label in ("why", "suggestion"):
+            if row.get(label):
+                lines += textwrap.wrap(f"{label}: {row[label]}", width, initial_indent="  ", subsequent_indent="    ")
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 def _times_json(times, name: str) -> dict:
@@ -276,6 +302,7 @@ def _table_row(row, times=None) -> dict:
         "compiles": row.modules,
         "eager": row.eager,
         **seconds,
+        "source": row.source or "",
         "why": "; ".join(describe_cause(c) for c in row.causes),
         "suggestion": row.suggestion or "",
     }
@@ -287,22 +314,26 @@ def _compile_cell(seconds: float | None, cache: str | None) -> str:
 
 
 def _for_people(rows: list, times=None) -> list[dict]:
-    """Recompiled functions first (most compiles first); eager ops compiled once fold into one row,
-    since an eager flood is one problem with one fix, not dozens."""
-    ranked = sorted(rows, key=lambda r: (r.modules == 1, -r.modules))
-    single_eager = [r for r in ranked if r.eager and r.modules == 1]
-    if len(single_eager) < 2:
-        return [_table_row(r, times) for r in ranked]
+    """The user's functions first (recompiled ones first), then the eager traffic folded into one row:
+    an eager flood is one problem with one fix, not dozens."""
+    from xlainspect.analysis.recompiles import for_people
+
+    user, eager = for_people(rows)
+    table = [_table_row(r, times) for r in user]
+    if eager is None:
+        return table
     folded = {
-        "function": f"{len(single_eager)} more eager ops",
-        "compiles": len(single_eager),
+        "function": f"eager ops ({len(eager.functions)} jax functions)",
+        "compiles": eager.compiles,
         "eager": True,
-        "why": "compiled once each: " + ", ".join(r.name for r in single_eager),
-        "suggestion": single_eager[0].suggestion or "",
+        "why": eager.summary(),
+        "suggestion": eager.functions[0].suggestion or "",
     }
     if times:
-        folded["seconds"] = sum(times.functions[r.name].total_seconds for r in single_eager)
-    return [_table_row(r, times) for r in ranked if r not in single_eager] + [folded]
+        folded["seconds"] = sum(
+            times.functions[r.name].total_seconds for r in eager.functions if r.name in times.functions
+        )
+    return [*table, folded]
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
