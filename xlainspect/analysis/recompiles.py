@@ -340,7 +340,10 @@ def _spec_entry(dim: str) -> str:
 
 
 def _program_header(module: DumpModule) -> Module:
-    """The header of the program jax gave XLA: global shapes where the compiled one has per-device ones."""
+    """The header of the program jax gave XLA where the compiled one has per-device shapes (a partitioned
+    program); else the compiled one's, already read."""
+    if module.header().num_partitions == 1:
+        return module.header()
     try:
         return module.header("before")
     except XlaInspectError:
@@ -828,7 +831,7 @@ def explain_recompiles(rows: list[FunctionCompiles]) -> str:
     lines = []
     for row in sorted((r for r in rows if r.modules > 1), key=lambda r: -r.modules):
         where = f", {row.source}" if row.source else ""
-        lines.append(f"{row.name}: {row.modules} compiles (module ids {', '.join(map(str, row.module_ids))}{where})")
+        lines.append(f"{row.name}: {row.modules} compiles{where} (module ids {', '.join(map(str, row.module_ids))})")
         lines += [f"  why: {describe_cause(c)}" for c in row.causes]
         lines += [f"  suggestion: {row.suggestion}"] if row.suggestion else []
     return "\n".join(lines)
