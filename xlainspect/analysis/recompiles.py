@@ -314,7 +314,10 @@ def _tiled_spec(sharding: str, axes: list[tuple[str, int]]) -> list[str] | None:
     if reshape == [math.prod(size for _, size in axes)] and match.group(3) is None:
         order = axes
     elif reshape == [size for _, size in axes] and match.group(3):
-        order = [axes[int(p)] for p in match.group(3).split(",")]
+        permutation = [int(p) for p in match.group(3).split(",")]
+        if sorted(permutation) != list(range(len(axes))):
+            return None
+        order = [axes[p] for p in permutation]
     else:
         return None
     dims, used = [], iter(order)
@@ -431,6 +434,8 @@ def _body_causes(dump: Dump, group: list[DumpModule], eager: bool) -> list[Cause
         differing = _differing_lines(computations, texts)
         if any(differing):
             return [_body_cause(dump, list(first_with.values()), differing, computations, texts)]
+        if renamed := _renamed_arguments(list(computations.values())):
+            return [renamed]
     if eager:
         return [Cause("weak_type", None, None, ids, detail=_WEAK_TYPE)]
     return [Cause("identical", None, None, ids, detail=_IDENTICAL)]
@@ -440,7 +445,29 @@ _WEAK_TYPE = (
     "the same program compiled again for jax's own function: an argument's weak type differs (a Python "
     "scalar, then an array of the same dtype), which jax's cache tells apart and HLO does not show"
 )
-_IDENTICAL = "identical programs (metadata aside): the function object was re-created, so jax's cache missed"
+_IDENTICAL = (
+    "identical programs (metadata aside): the jitted function object was re-created, or a static argument "
+    "took a value that does not change the program, so jax's cache missed"
+)
+
+
+def _renamed_arguments(found: list[list[Computation]]) -> Cause | None:
+    """Programs equal but for the entry parameters' op_names: the same leaves under other pytree paths
+    (other dict keys or fields), a new pytree structure to jax's cache."""
+    entries = [next((c for c in computations if c.is_entry), None) for computations in found]
+    if None in entries:
+        return None
+    names = [[p.op_name or "" for p in entry.parameters] for entry in entries]
+    if len({tuple(n) for n in names}) == 1 or len({len(n) for n in names}) > 1:
+        return None
+    changed = [i for i in range(len(names[0])) if len({n[i] for n in names}) > 1]
+    return Cause(
+        "pytree",
+        "(argument paths)",
+        None,
+        tuple(", ".join(n[i] for i in changed) for n in names),
+        detail="the same arrays under other pytree paths (dict keys, dataclass fields)",
+    )
 
 
 def _differing_lines(computations: dict[bytes, list[Computation]], texts: list[bytes]) -> list[list[str]]:
@@ -470,7 +497,7 @@ def _body_cause(
         for t in dict.fromkeys(texts)
     ]
     structure = _structure_cause(histograms) if len({frozenset(h.items()) for h in histograms}) > 1 else None
-    if any(constants) and (structure is None or structure.kind == "branch"):
+    if any(constants) and (structure is None or _folded(histograms)):
         values = tuple(", ".join(c) or "(folded away)" for c in constants)
         kind = _python_kind(differing)
         return Cause("body", None, None, values, detail=f"a Python {kind} baked in: {' -> '.join(values)}")
@@ -483,6 +510,17 @@ def _body_cause(
         tuple("; ".join(lines[:3]) + (" ..." if len(lines) > 3 else "") for lines in differing),
         detail="same signature, different instructions: a static argument or Python value changes the program",
     )
+
+
+_FOLDABLE = frozenset({"add", "subtract", "multiply", "divide"})
+
+
+def _folded(histograms: list[Counter]) -> bool:
+    """Only arithmetic ops differ in count: in the HLO XLA is given, `x * 1.0` and `x + 0` are already
+    simplified away (jax 0.10.2 lowers them, its StableHLO conversion drops them), so a baked-in value
+    of 1 or 0 removes the op that would apply it."""
+    first = histograms[0]
+    return all(op in _FOLDABLE for h in histograms for op in set(h) | set(first) if h[op] != first[op])
 
 
 def _structure_cause(histograms: list[Counter]) -> Cause:
@@ -694,7 +732,9 @@ _ADVICE = {
     "use jax.lax.cond / jnp.where on traced values",
     "body": "a static argument or captured Python value changes the program: pass it as a traced argument "
     "(a jnp array), or keep its values few",
-    "identical": "the jitted function is re-created (e.g. jax.jit(lambda ...) in a loop): create it once and reuse it",
+    "identical": "create the jitted function once and reuse it (not jax.jit(lambda ...) in a loop); a static "
+    "argument that does not change the program can be dropped",
+    "pytree": "pass the arguments in one pytree structure (the same dict keys) on every call",
     "flags": "compiler flags (XLA_FLAGS / compiler options) changed between compiles",
 }
 
@@ -769,7 +809,7 @@ def describe_cause(cause: Cause) -> str:
     detail = f" ({cause.detail})" if cause.detail else ""
     if cause.kind == "shape" and cause.dims:
         return f"shape {cause.parameter} dim {','.join(map(str, cause.dims))}: {values}{detail}"
-    if cause.kind in ("shape", "dtype", "layout", "sharding", "donation"):
+    if cause.kind in ("shape", "dtype", "layout", "sharding", "donation", "pytree"):
         return f"{cause.kind} {cause.parameter}: {values}{detail}"
     if cause.kind == "result":
         return f"result {values}{detail}"
