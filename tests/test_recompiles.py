@@ -216,7 +216,9 @@ def _expected(scenario):
     return json.loads((DUMPS / f"{scenario}.compiles.json").read_text())["backend_compiles"]
 
 
-@pytest.mark.parametrize("scenario", ["library_names", "flax_nnx", "flax_linen", "equinox", "keras", "sharded_mesh"])
+@pytest.mark.parametrize(
+    "scenario", ["library_names", "flax_nnx", "flax_linen", "equinox", "keras", "sharded_mesh", "same_signature"]
+)
 def test_compile_counts_equal_jax_monitoring(scenario):
     assert {n: r.modules for n, r in _rows(scenario).items()} == _expected(scenario)
 
@@ -303,3 +305,28 @@ def test_sharded_run_in_mesh_terms():
     assert (out.kind, out.values) == ("out_sharding", ("P('data', 'model')", "P() (replicated)"))
     assert describe_cause(out) == "output sharding P('data', 'model') -> P() (replicated)"
     assert rows["jit_project"].suggestion == "jit the function once, with one out_shardings"
+
+
+def test_same_signature_causes():
+    """same_signature: a static flag that adds ops (a branch, at the line it adds), one that changes nothing
+    and a weak type (identical programs), a dict under another key (pytree), dtype and shape together."""
+    rows = _rows("same_signature")
+    assert {n: r.modules for n, r in rows.items()} == _expected("same_signature")
+    (branch,) = rows["jit_layer"].causes  # jax's per-module xla_detailed_logging is no flag change
+    assert branch.kind == "branch" and branch.values == (
+        "add, divide, exponential, multiply, negate, tanh",
+        "(fewer ops)",
+    )
+    assert branch.detail.endswith("a Python branch on a static argument, at fixtures/generate.py:884")
+    for name, ids in (("jit_scale", (4, 6)), ("jit_shift", (8, 10))):
+        (identical,) = rows[name].causes
+        assert (identical.kind, identical.values) == ("identical", ids)
+    (pytree,) = rows["jit_total"].causes
+    assert describe_cause(pytree) == (
+        "pytree (argument paths): batch['image'] -> batch['inputs'] "
+        "(the same arrays under other pytree paths (dict keys, dataclass fields))"
+    )
+    assert [(c.kind, c.parameter, c.values) for c in rows["jit_norm"].causes] == [
+        ("dtype", "v", ("f32", "bf16")),
+        ("shape", "v", (8, 16)),
+    ]

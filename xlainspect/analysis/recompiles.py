@@ -371,22 +371,26 @@ def _branch_causes(programs: list[Module]) -> list[Cause]:
     kinds = {tuple(s.dtype for s in p.parameter_shapes) for p in programs}
     if len(kinds) > 1:
         return []
-    histograms = [_op_histogram(p) for p in programs]
-    if len({frozenset(h.items()) for h in histograms}) == 1:
+    if len({frozenset(_op_histogram(p).items()) for p in programs}) == 1:
         return []
+    return [_branch_cause(programs, "the program differs beyond the signature: a Python branch or loop on a shape")]
+
+
+def _branch_cause(programs: list[Module], detail: str) -> Cause:
+    """Per program the ops only it has (beyond what all share), and the source lines of the first of them."""
+    histograms = [_op_histogram(p) for p in programs]
     common = functools.reduce(operator.and_, histograms)
     only = [h - common for h in histograms]
-    sources = tuple(dict.fromkeys(s for p, o in zip(programs, only) for s in _first_sources(p, o)))
-    return [
-        Cause(
-            "branch",
-            None,
-            None,
-            tuple(_ops_text(o) or "(fewer ops)" for o in only),
-            detail="the program differs beyond the signature: a Python branch or loop on a shape or static value"
-            + (f", at {', '.join(sources)}" if sources else ""),
-        )
-    ]
+    placed = [_placed_ops(p) for p in programs]
+    shared = functools.reduce(operator.and_, map(set, placed))
+    sources = tuple(dict.fromkeys(s for p, o in zip(placed, only) for s in _first_sources(p, shared, o)))
+    return Cause(
+        "branch",
+        None,
+        None,
+        tuple(_ops_text(o) or "(fewer ops)" for o in only),
+        detail=detail + (f", at {', '.join(sources)}" if sources else ""),
+    )
 
 
 _SIGNATURE_OPS = frozenset(
@@ -404,11 +408,17 @@ def _ops_text(ops: Counter) -> str:
     return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(ops.items()))
 
 
-def _first_sources(module: Module, ops: Counter, limit: int = 2) -> list[str]:
-    """file:line of the first instructions (in the ENTRY computation first) whose opcode is in `ops`."""
+def _placed_ops(module: Module) -> list[tuple[str, str]]:
+    """(opcode, file:line) of the instructions that have a source, the ENTRY computation's first."""
+    placed = ((i.opcode, module.source_of(i)) for i in [*module.entry.instructions, *module.instructions()])
+    return [(opcode, source) for opcode, source in placed if source]
+
+
+def _first_sources(placed: list[tuple[str, str]], shared: set, ops: Counter, limit: int = 2) -> list[str]:
+    """file:line of the first instructions whose opcode is in `ops` at a line no other program has it."""
     found = []
-    for instruction in [*module.entry.instructions, *module.instructions()]:
-        if instruction.opcode in ops and (source := module.source_of(instruction)) and source not in found:
+    for opcode, source in placed:
+        if opcode in ops and (opcode, source) not in shared and source not in found:
             found.append(source)
             if len(found) == limit:
                 break
@@ -445,9 +455,11 @@ _WEAK_TYPE = (
     "the same program compiled again for jax's own function: an argument's weak type differs (a Python "
     "scalar, then an array of the same dtype), which jax's cache tells apart and HLO does not show"
 )
+_IDENTICAL_SHORT = "the function re-created, a static argument that changes nothing, or a weak type"
 _IDENTICAL = (
-    "identical programs (metadata aside): the jitted function object was re-created, or a static argument "
-    "took a value that does not change the program, so jax's cache missed"
+    "identical programs (metadata aside): the jitted function object was re-created, a static argument took "
+    "a value that does not change the program, or an argument's weak type changed (a Python scalar, then an "
+    "array): jax's cache keys on all three, HLO shows none"
 )
 
 
@@ -496,7 +508,9 @@ def _body_cause(
         Counter(i.opcode for c in computations[t] for i in c.instructions if i.opcode not in _SIGNATURE_OPS)
         for t in dict.fromkeys(texts)
     ]
-    structure = _structure_cause(histograms) if len({frozenset(h.items()) for h in histograms}) > 1 else None
+    structure = None
+    if len({frozenset(h.items()) for h in histograms}) > 1:
+        structure = _unrolled(histograms) or _same_signature_branch(bodies)
     if any(constants) and (structure is None or _folded(histograms)):
         values = tuple(", ".join(c) or "(folded away)" for c in constants)
         kind = _python_kind(differing)
@@ -523,15 +537,24 @@ def _folded(histograms: list[Counter]) -> bool:
     return all(op in _FOLDABLE for h in histograms for op in set(h) | set(first) if h[op] != first[op])
 
 
-def _structure_cause(histograms: list[Counter]) -> Cause:
-    """`a loop unrolled 2x` when every op that changes count grows by one factor; else a branch."""
+def _unrolled(histograms: list[Counter]) -> Cause | None:
+    """`a loop unrolled 2x` when every op that changes count grows by one whole factor."""
     first = histograms[0]
     changed = {op for h in histograms for op in set(h) | set(first) if h[op] != first[op]}
     factors = {h[op] / first[op] if first[op] else 0.0 for h in histograms[1:] for op in changed}
+    if len(factors) != 1 or (factor := factors.pop()) <= 1 or factor != int(factor):
+        return None
     values = tuple(", ".join(f"{op} x{h[op]}" for op in sorted(changed)) for h in histograms)
-    if len(factors) == 1 and (factor := factors.pop()) > 1 and factor == int(factor):
-        return Cause("body", None, None, values, detail=f"a loop unrolled {int(factor)}x (a static count)")
-    return Cause("branch", None, None, values, detail="another program for the same signature: a static argument")
+    return Cause("body", None, None, values, detail=f"a loop unrolled {int(factor)}x (a static count)")
+
+
+def _same_signature_branch(bodies: list[DumpModule]) -> Cause:
+    """Other ops for the same signature: a Python `if` on a static argument."""
+    detail = "another program for the same signature: a Python branch on a static argument"
+    try:
+        return _branch_cause([m.module(_program_stage(m)) for m in bodies], detail)
+    except XlaInspectError:
+        return Cause("branch", None, None, (), detail=detail)
 
 
 _NUMBER = re.compile(r" constant\(\{?([^{},]*)\}?\)")
@@ -638,7 +661,12 @@ def _read_bytes(dump_file) -> bytes | None:
 def _debug_options(text: bytes) -> dict[str, str]:
     """`key: value` lines of a debug_options file, without the dump's own flags (xla_dump_*)."""
     pairs = (line.partition(":") for line in text.decode("utf-8", errors="replace").splitlines() if ":" in line)
-    return {k.strip(): v.strip() for k, _, v in pairs if not k.strip().startswith("xla_dump_")}
+    return {k.strip(): v.strip() for k, _, v in pairs if not k.strip().startswith(_NOT_FLAGS)}
+
+
+_NOT_FLAGS = ("xla_dump_", "xla_detailed_logging")
+"""Options no user set: the dump's own, and the detailed logging jax turns off per module under
+`jax_compiler_detailed_logging_min_ops` (10) MLIR operations."""
 
 
 class _Skipped(Exception):
@@ -732,8 +760,9 @@ _ADVICE = {
     "use jax.lax.cond / jnp.where on traced values",
     "body": "a static argument or captured Python value changes the program: pass it as a traced argument "
     "(a jnp array), or keep its values few",
-    "identical": "create the jitted function once and reuse it (not jax.jit(lambda ...) in a loop); a static "
-    "argument that does not change the program can be dropped",
+    "identical": "create the jitted function once and reuse it (not jax.jit(lambda ...) in a loop), drop a "
+    "static argument that changes nothing, pass a scalar as the same kind every call (jnp.float32(x), not "
+    "sometimes a Python float)",
     "pytree": "pass the arguments in one pytree structure (the same dict keys) on every call",
     "flags": "compiler flags (XLA_FLAGS / compiler options) changed between compiles",
 }
@@ -816,7 +845,7 @@ def describe_cause(cause: Cause) -> str:
     if cause.kind == "out_sharding":
         return f"output sharding {values}"
     if cause.kind == "identical":
-        return f"identical modules {values}: function re-created"
+        return f"identical programs (modules {', '.join(map(str, cause.values))}): {_IDENTICAL_SHORT}"
     if cause.kind == "weak_type":
         return f"weak type: modules {values} are the same program (a Python scalar, then an array)"
     if cause.kind in ("body", "branch") and cause.detail:
