@@ -317,7 +317,7 @@ def test_same_signature_causes():
         "add, divide, exponential, multiply, negate, tanh",
         "(fewer ops)",
     )
-    assert branch.detail.endswith("a Python branch on a static argument, at fixtures/generate.py:884")
+    assert branch.detail.endswith("a Python branch on a static argument, at fixtures/generate.py:885")
     for name, ids in (("jit_scale", (4, 6)), ("jit_shift", (8, 10))):
         (identical,) = rows[name].causes
         assert (identical.kind, identical.values) == ("identical", ids)
@@ -330,3 +330,25 @@ def test_same_signature_causes():
         ("dtype", "v", ("f32", "bf16")),
         ("shape", "v", (8, 16)),
     ]
+
+
+def test_prng_keys_get_no_padding_advice():
+    """4 then 8 PRNG keys (u32[n,2] to XLA): padding would invent keys, so no bucket is offered."""
+    row = _rows("same_signature")["jit_noise"]
+    (keys,) = row.causes
+    assert (keys.kind, keys.parameter, keys.values, keys.detail) == ("shape", "keys", (4, 8), "a PRNG key array")
+    assert row.suggestion is None
+
+
+def test_gate_on_library_training_loops_ignores_eager_init():
+    """With flax NNX, model init compiles 17 eager ops; the gate with --ignore-eager names the two steps only."""
+    argv = ["count-recompiles", str(DUMPS / "flax_nnx"), "--ignore-eager", "--max-per-function", "1"]
+    gated = runner.invoke(app, argv)
+    assert gated.exit_code == 1
+    assert [line for line in gated.stderr.splitlines() if line.startswith("over budget")] == [
+        "over budget: jit_train_step compiled 2 times, budget 1 (--max-per-function)",
+        "over budget: jit_eval_step compiled 2 times, budget 1 (--max-per-function)",
+    ]
+    allowed = runner.invoke(app, [*argv, "--max", "jit_train_step=2", "--max", "jit_eval_step=2"])
+    assert allowed.exit_code == 0
+    assert runner.invoke(app, ["count-recompiles", str(DUMPS / "flax_nnx"), "--max-total", "20"]).exit_code == 1
