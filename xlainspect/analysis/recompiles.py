@@ -117,9 +117,10 @@ def _explain(dump: Dump, modules: list[DumpModule], eager: bool) -> tuple[Cause,
     if causes:
         causes = _name_parameters(dump, distinct[0], causes)
     causes += _flag_causes(modules)
-    if len(distinct) > 1 and not eager and (programs := _programs(dump, distinct)):
-        causes += _branch_causes(programs)
-        if programs[0].num_partitions > 1 and not any(c.kind == "sharding" for c in causes):
+    if len(distinct) > 1 and not eager:
+        causes += _branch_causes(dump, distinct)
+        partitioned = headers[distinct[0]].num_partitions > 1
+        if partitioned and not any(c.kind == "sharding" for c in causes) and (programs := _programs(dump, distinct)):
             causes += _sharding_causes(programs)
     groups: dict[tuple, list[DumpModule]] = {}
     for module in modules:
@@ -363,27 +364,47 @@ def _programs(dump: Dump, variants: list[DumpModule]) -> list[Module]:
         return []
 
 
-def _branch_causes(programs: list[Module]) -> list[Cause]:
+def _branch_causes(dump: Dump, variants: list[DumpModule]) -> list[Cause]:
     """Signatures whose programs differ in their ops although their parameters have the same element
     types (a shape changes the sizes, not which ops run; a dtype or a new pytree may change the ops):
     a Python `if`/`for` on a shape or a static value picked another program. Names the ops that appear
-    or vanish, per variant, and the source lines of the first differing ops."""
-    kinds = {tuple(s.dtype for s in p.parameter_shapes) for p in programs}
-    if len(kinds) > 1:
+    or vanish, per variant, and the source lines of the first differing ops. The ops are counted in
+    the text (a storm of 1,000 shapes is 1,000 programs); one program per distinct count is parsed."""
+    if len({tuple(s.dtype for s in _program_header(m).parameter_shapes) for m in variants}) > 1:
         return []
-    if len({frozenset(_op_histogram(p).items()) for p in programs}) == 1:
+    try:
+        histograms = [_text_histogram(m) for m in variants]
+    except XlaInspectError:
         return []
-    return [_branch_cause(programs, "the program differs beyond the signature: a Python branch or loop on a shape")]
+    keys = [frozenset(h.items()) for h in histograms]
+    if len(set(keys)) == 1:
+        return []
+    representatives: dict[frozenset, DumpModule] = {}
+    for key, module in zip(keys, variants):
+        representatives.setdefault(key, module)
+    programs = _programs(dump, list(representatives.values()))
+    detail = "the program differs beyond the signature: a Python branch or loop on a shape"
+    return [_branch_cause(histograms, programs, detail)]
 
 
-def _branch_cause(programs: list[Module], detail: str) -> Cause:
-    """Per program the ops only it has (beyond what all share), and the source lines of the first of them."""
-    histograms = [_op_histogram(p) for p in programs]
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?[^\s=]+ = .*? ([a-z][a-z0-9_-]*)\(", re.M)
+
+
+def _text_histogram(module: DumpModule) -> Counter:
+    """`_op_histogram` of the program's text, without parsing it: the first ` opcode(` after `name = `."""
+    text = read_text(module.hlo_file(_program_stage(module)).path)
+    return Counter(op for op in _INSTRUCTION.findall(text) if op not in _SIGNATURE_OPS)
+
+
+def _branch_cause(histograms: list[Counter], programs: list[Module], detail: str) -> Cause:
+    """Per variant the ops only it has (beyond what all share), and the source lines of the first of
+    them in `programs` (parsed, one per distinct histogram; none when they did not parse)."""
     common = functools.reduce(operator.and_, histograms)
     only = [h - common for h in histograms]
     placed = [_placed_ops(p) for p in programs]
-    shared = functools.reduce(operator.and_, map(set, placed))
-    sources = tuple(dict.fromkeys(s for p, o in zip(placed, only) for s in _first_sources(p, shared, o)))
+    shared = functools.reduce(operator.and_, map(set, placed)) if placed else set()
+    program_only = [_op_histogram(p) - common for p in programs]
+    sources = tuple(dict.fromkeys(s for p, o in zip(placed, program_only) for s in _first_sources(p, shared, o)))
     return Cause(
         "branch",
         None,
@@ -552,9 +573,10 @@ def _same_signature_branch(bodies: list[DumpModule]) -> Cause:
     """Other ops for the same signature: a Python `if` on a static argument."""
     detail = "another program for the same signature: a Python branch on a static argument"
     try:
-        return _branch_cause([m.module(_program_stage(m)) for m in bodies], detail)
+        programs = [m.module(_program_stage(m)) for m in bodies]
     except XlaInspectError:
         return Cause("branch", None, None, (), detail=detail)
+    return _branch_cause([_op_histogram(p) for p in programs], programs, detail)
 
 
 _NUMBER = re.compile(r" constant\(\{?([^{},]*)\}?\)")
