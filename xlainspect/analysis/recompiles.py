@@ -474,7 +474,7 @@ def _body_causes(dump: Dump, group: list[DumpModule], eager: bool) -> list[Cause
 
 _WEAK_TYPE = (
     "the same program compiled again for jax's own function: an argument's weak type differs (a Python "
-    "scalar, then an array of the same dtype), which jax's cache tells apart and HLO does not show"
+    "scalar and an array of the same dtype), which jax's cache tells apart and HLO does not show"
 )
 _IDENTICAL_SHORT = "the function re-created, a static argument that changes nothing, or a weak type"
 _IDENTICAL = (
@@ -869,7 +869,7 @@ def describe_cause(cause: Cause) -> str:
     if cause.kind == "identical":
         return f"identical programs (modules {', '.join(map(str, cause.values))}): {_IDENTICAL_SHORT}"
     if cause.kind == "weak_type":
-        return f"weak type: modules {values} are the same program (a Python scalar, then an array)"
+        return f"weak type: modules {', '.join(map(str, cause.values))} are one program (a Python scalar and an array)"
     if cause.kind in ("body", "branch") and cause.detail:
         distinct = " vs ".join(dict.fromkeys(map(str, cause.values)))
         return f"{cause.kind}: {cause.detail}" + ("" if "->" in cause.detail else f": {distinct}")
