@@ -917,14 +917,21 @@ def _short_sites(sites: tuple[str, ...], limit: int = 6) -> str:
 
 
 def explain_recompiles(rows: list[FunctionCompiles]) -> str:
-    """The functions compiled more than once, each with its causes and suggestion, as indented plain text:
-    the explanation where no table can be drawn (a pytest failure message)."""
+    """The user's functions compiled more than once, each with its causes and suggestion, then the eager
+    traffic in one line, as indented plain text: the explanation where no table can be drawn (a pytest
+    failure message)."""
+    user, eager = for_people(rows)
     lines = []
-    for row in sorted((r for r in rows if r.modules > 1), key=lambda r: -r.modules):
+    for row in (r for r in user if r.modules > 1):
         where = f", {row.source}" if row.source else ""
         lines.append(f"{row.name}: {row.modules} compiles{where} (module ids {', '.join(map(str, row.module_ids))})")
         lines += [f"  why: {describe_cause(c)}" for c in row.causes]
         lines += [f"  suggestion: {row.suggestion}"] if row.suggestion else []
+    if eager is not None:
+        lines.append(
+            f"eager ops: {_compiles(eager.compiles)} of {len(eager.functions)} jax functions: {eager.summary()}"
+        )
+        lines.append(f"  suggestion: {eager.functions[0].suggestion}")
     return "\n".join(lines)
 
 
