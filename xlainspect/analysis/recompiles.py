@@ -64,30 +64,38 @@ def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -
     for name, modules in dump.functions().items():
         if advance is not None:
             advance(len(modules))
-        modules = _readable(dump, modules)
-        if not modules:
-            continue
-        origin = _origin(modules)
-        causes = _explain(dump, modules, origin.eager) if len(modules) > 1 else ()
-        rows.append(
-            FunctionCompiles(
-                name,
-                len(modules),
-                tuple(m.module_id for m in modules),
-                origin.eager,
-                causes,
-                _suggest(causes, origin.eager),
-                origin.source,
+        for part, origin in _by_origin(_readable(dump, modules)):
+            causes = _explain(dump, part, origin.eager) if len(part) > 1 else ()
+            rows.append(
+                FunctionCompiles(
+                    name,
+                    len(part),
+                    tuple(m.module_id for m in part),
+                    origin.eager,
+                    causes,
+                    _suggest(causes, origin.eager),
+                    origin.source,
+                )
             )
-        )
     return rows
 
 
-def _origin(modules: list[DumpModule]) -> Origin:
-    """A function is eager when its first compile is jax's eager dispatch (see `origin`); every compile
-    of an eager function is, as they share the name of one jax function. Its source is where it was
-    first called or defined."""
-    return module_origin(modules[0])
+def _by_origin(modules: list[DumpModule]) -> list[tuple[list[DumpModule], Origin]]:
+    """The compiles of one name, as the user's and jax's eager ones (see `origin`), the user's first.
+    A name whose first compile is the user's is the user's throughout (its compiles are not read again:
+    a storm of 1,000 big modules); one whose first is eager has every compile read (eager modules are
+    small), since a user's `def matmul` and an eager `x @ w` share the name jit_matmul."""
+    if not modules:
+        return []
+    first = module_origin(modules[0])
+    if not first.eager or len(modules) == 1:
+        return [(modules, first)]
+    origins = [first, *map(module_origin, modules[1:])]
+    user = [(m, o) for m, o in zip(modules, origins) if not o.eager]
+    if not user:
+        return [(modules, first)]
+    eager = [m for m, o in zip(modules, origins) if o.eager]
+    return [([m for m, _ in user], user[0][1]), (eager, first)]
 
 
 def _readable(dump: Dump, modules: list[DumpModule]) -> list[DumpModule]:
@@ -952,7 +960,7 @@ class Budget:
 def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]:
     """One message per function (or total) over its budget; empty when everything is within."""
     per_name, baseline = dict(budget.per_name), dict(budget.baseline)
-    counted = [r for r in rows if not (budget.ignore_eager and r.eager)]
+    counted = _per_name([r for r in rows if not (budget.ignore_eager and r.eager)])
     messages = []
     for row in counted:
         limits = [
@@ -971,6 +979,18 @@ def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]
     return messages
 
 
+def _per_name(rows: list[FunctionCompiles]) -> list[FunctionCompiles]:
+    """One row per HloModule name (a user's jit_matmul and eager ones are two rows of one name), with
+    the compiles of both: budgets count compiles per name."""
+    merged: dict[str, FunctionCompiles] = {}
+    for row in rows:
+        if row.name in merged:
+            seen = merged[row.name]
+            row = FunctionCompiles(row.name, seen.modules + row.modules, seen.module_ids + row.module_ids, False)
+        merged[row.name] = row
+    return list(merged.values())
+
+
 def baseline_counts(rows: list[FunctionCompiles]) -> dict:
     """The document `--update-baseline` writes: compile counts per function."""
-    return {"functions": {r.name: r.modules for r in rows}}
+    return {"functions": {r.name: r.modules for r in _per_name(rows)}}
