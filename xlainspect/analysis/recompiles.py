@@ -387,32 +387,34 @@ def _branch_causes(dump: Dump, variants: list[DumpModule]) -> list[Cause]:
     keys = [frozenset(h.items()) for h in histograms]
     if len(set(keys)) == 1:
         return []
-    representatives: dict[frozenset, DumpModule] = {}
-    for key, module in zip(keys, variants):
-        representatives.setdefault(key, module)
-    programs = _programs(dump, list(representatives.values()))
+    representatives: dict[frozenset, tuple[DumpModule, Counter]] = {}
+    for key, module, histogram in zip(keys, variants, histograms):
+        representatives.setdefault(key, (module, histogram))
+    programs = _programs(dump, [m for m, _ in representatives.values()])
     detail = "the program differs beyond the signature: a Python branch or loop on a shape"
-    return [_branch_cause(histograms, programs, detail)]
+    return [_branch_cause(histograms, list(zip(programs, [h for _, h in representatives.values()])), detail)]
 
 
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?[^\s=]+ = .*? ([a-z][a-z0-9_-]*)\(", re.M)
 
 
 def _text_histogram(module: DumpModule) -> Counter:
-    """`_op_histogram` of the program's text, without parsing it: the first ` opcode(` after `name = `."""
+    """Opcodes the program computes with, counted in its text without parsing it (the first ` opcode(`
+    after `name = `); the ones a signature alone can add or drop (reshape, broadcast, constants, tuples
+    of parameters, converts of another dtype) are left out."""
     text = read_text(module.hlo_file(_program_stage(module)).path)
     return Counter(op for op in _INSTRUCTION.findall(text) if op not in _SIGNATURE_OPS)
 
 
-def _branch_cause(histograms: list[Counter], programs: list[Module], detail: str) -> Cause:
+def _branch_cause(histograms: list[Counter], programs: list[tuple[Module, Counter]], detail: str) -> Cause:
     """Per variant the ops only it has (beyond what all share), and the source lines of the first of
-    them in `programs` (parsed, one per distinct histogram; none when they did not parse)."""
+    them in `programs` (parsed with their histograms, one per distinct histogram; none when they did
+    not parse)."""
     common = functools.reduce(operator.and_, histograms)
     only = [h - common for h in histograms]
-    placed = [_placed_ops(p) for p in programs]
-    shared = functools.reduce(operator.and_, map(set, placed)) if placed else set()
-    program_only = [_op_histogram(p) - common for p in programs]
-    sources = tuple(dict.fromkeys(s for p, o in zip(placed, program_only) for s in _first_sources(p, shared, o)))
+    placed = [(_placed_ops(p), h - common) for p, h in programs]
+    shared = functools.reduce(operator.and_, (set(p) for p, _ in placed)) if placed else set()
+    sources = tuple(dict.fromkeys(s for p, o in placed for s in _first_sources(p, shared, o)))
     return Cause(
         "branch",
         None,
@@ -425,12 +427,6 @@ def _branch_cause(histograms: list[Counter], programs: list[Module], detail: str
 _SIGNATURE_OPS = frozenset(
     {"parameter", "tuple", "get-tuple-element", "constant", "broadcast", "reshape", "bitcast", "convert"}
 )
-
-
-def _op_histogram(module: Module) -> Counter:
-    """Opcodes the program computes with; the ones a signature alone can add or drop (reshape,
-    broadcast, constants, tuples of parameters, converts of another dtype) are left out."""
-    return Counter(i.opcode for i in module.instructions() if i.opcode not in _SIGNATURE_OPS)
 
 
 def _ops_text(ops: Counter) -> str:
@@ -472,7 +468,7 @@ def _body_causes(dump: Dump, group: list[DumpModule], eager: bool) -> list[Cause
             return []
         differing = _differing_lines(computations, texts)
         if any(differing):
-            return [_body_cause(dump, list(first_with.values()), differing, computations, texts)]
+            return [_body_cause(list(first_with.values()), differing)]
         if renamed := _renamed_arguments(list(computations.values())):
             return [renamed]
     if eager:
@@ -519,9 +515,7 @@ def _differing_lines(computations: dict[bytes, list[Computation]], texts: list[b
     return [differing_of[text] for text in texts]
 
 
-def _body_cause(
-    dump: Dump, bodies: list[DumpModule], differing: list[list[str]], computations: dict, texts: list[bytes]
-) -> Cause:
+def _body_cause(bodies: list[DumpModule], differing: list[list[str]]) -> Cause:
     """The one cause a same-signature body difference has: output sharding, a loop unrolled, another
     branch, or constants (a Python value baked in)."""
     with contextlib.suppress(XlaInspectError):
@@ -533,13 +527,13 @@ def _body_cause(
     constants = [
         tuple(dict.fromkeys(_constant_value(line) for line in lines if " constant(" in line)) for lines in differing
     ]
-    histograms = [
-        Counter(i.opcode for c in computations[t] for i in c.instructions if i.opcode not in _SIGNATURE_OPS)
-        for t in dict.fromkeys(texts)
-    ]
+    try:
+        histograms = [_text_histogram(m) for m in bodies]
+    except XlaInspectError:
+        histograms = []
     structure = None
     if len({frozenset(h.items()) for h in histograms}) > 1:
-        structure = _unrolled(histograms) or _same_signature_branch(bodies)
+        structure = _unrolled(histograms) or _same_signature_branch(bodies, histograms)
     if any(constants) and (structure is None or _folded(histograms)):
         values = tuple(", ".join(c) or "(folded away)" for c in constants)
         kind = _python_kind(differing)
@@ -577,14 +571,14 @@ def _unrolled(histograms: list[Counter]) -> Cause | None:
     return Cause("body", None, None, values, detail=f"a loop unrolled {int(factor)}x (a static count)")
 
 
-def _same_signature_branch(bodies: list[DumpModule]) -> Cause:
+def _same_signature_branch(bodies: list[DumpModule], histograms: list[Counter]) -> Cause:
     """Other ops for the same signature: a Python `if` on a static argument."""
     detail = "another program for the same signature: a Python branch on a static argument"
     try:
         programs = [m.module(_program_stage(m)) for m in bodies]
     except XlaInspectError:
-        return Cause("branch", None, None, (), detail=detail)
-    return _branch_cause([_op_histogram(p) for p in programs], programs, detail)
+        programs = []
+    return _branch_cause(histograms, list(zip(programs, histograms)), detail)
 
 
 _NUMBER = re.compile(r" constant\(\{?([^{},]*)\}?\)")
