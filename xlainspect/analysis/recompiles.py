@@ -112,6 +112,9 @@ def _readable(dump: Dump, modules: list[DumpModule]) -> list[DumpModule]:
 
 
 def _explain(dump: Dump, modules: list[DumpModule], eager: bool) -> tuple[Cause, ...]:
+    """The causes of one function's compiles: between distinct signatures (parameters, result, flags,
+    and for the user's functions other programs), then within each signature compiled again (body).
+    Eager ops get no branch: jax's own function is one program per signature."""
     headers = {m: m.header() for m in modules}  # cached by _readable
     signatures = {m: _signature(headers[m]) for m in modules}
     first_of: dict[tuple, DumpModule] = {}
@@ -307,7 +310,7 @@ _TILED = re.compile(r"^\{devices=\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?( l
 
 
 def _mesh_axes(module: Module) -> list[tuple[str, int]]:
-    """The mesh's axes and sizes, from Shardy's `xla.sdy.meshes` module attribute (jax 0.7+)."""
+    """The mesh's axes and sizes, from the `xla.sdy.meshes` module attribute jax writes with Shardy."""
     mesh = _MESH.search(module.attributes.get("frontend_attributes", ""))
     return [(name, int(size)) for name, size in _MESH_AXIS.findall(mesh.group(1))] if mesh else []
 
