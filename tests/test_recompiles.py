@@ -309,6 +309,7 @@ def test_sharded_run_in_mesh_terms():
     assert (out.kind, out.values) == ("out_sharding", ("P('data', 'model')", "P() (replicated)"))
     assert describe_cause(out) == "output sharding P('data', 'model') -> P() (replicated)"
     assert rows["jit_project"].suggestion == "jit the function once, with one out_shardings"
+    assert (rows["jit_row_total"].modules, rows["jit_row_total"].eager) == (1, False)  # mesh replica groups
 
 
 def test_same_signature_causes():
