@@ -321,7 +321,7 @@ def test_same_signature_causes():
         "add, divide, exponential, multiply, negate, tanh",
         "(fewer ops)",
     )
-    assert branch.detail.endswith("a Python branch on a static argument, at fixtures/generate.py:885")
+    assert branch.detail.endswith("a Python branch on a static argument, at fixtures/generate.py:894")
     for name, ids in (("jit_scale", (4, 6)), ("jit_shift", (8, 10))):
         (identical,) = rows[name].causes
         assert (identical.kind, identical.values) == ("identical", ids)
@@ -362,7 +362,7 @@ def test_a_user_function_and_an_eager_op_of_one_name_are_two_rows():
     """An eager `x @ w` (jit_matmul) first, then the user's own `def matmul` twice: the user's row is
     gated, the eager one left out with --ignore-eager; without it the budget counts all 3 compiles."""
     user, eager = (r for r in count_recompiles(load_dump(DUMPS / "same_signature")) if r.name == "jit_matmul")
-    assert (user.modules, user.eager, user.module_ids, user.source) == (2, False, (36, 40), "fixtures/generate.py:930")
+    assert (user.modules, user.eager, user.module_ids, user.source) == (2, False, (36, 40), "fixtures/generate.py:939")
     assert [(c.kind, c.parameter, c.values) for c in user.causes] == [("shape", "a", (4, 2))]
     assert (eager.modules, eager.eager, eager.module_ids) == (1, True, (34,))
     argv = ["count-recompiles", str(DUMPS / "same_signature"), "--max", "jit_matmul=2"]
