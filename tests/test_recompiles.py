@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
+import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import DUMPS
-from xlainspect.analysis.recompiles import count_recompiles
+from xlainspect.analysis.recompiles import count_recompiles, describe_cause
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 
@@ -26,21 +28,41 @@ def _json(*args):
 def test_ragged_batch_shape_cause_and_buckets():
     rows = _rows("ragged_batch")
     assert {n: r.modules for n, r in rows.items()} == {"jit_train_step": 2, "jit_eval_step": 2}
-    x = rows["jit_train_step"].causes[0]
+    x, y = rows["jit_train_step"].causes
     assert (x.kind, x.parameter, x.index, x.values, x.dims) == ("shape", "x", 2, (100, 5), (0,))
-    assert "always 100 -> 1 compile" in rows["jit_train_step"].suggestion
+    assert (y.kind, y.parameter, y.values) == ("shape", "y", (100, 5))
+    suggestion = rows["jit_train_step"].suggestion
+    assert suggestion.startswith("the last batch is ragged (x, y dim 0: 5 after batches of 100): drop it")
+    assert "pad it to 100 and mask the padded rows" in suggestion and "buckets" not in suggestion
+    assert rows["jit_train_step"].source == "fixtures/generate.py:153"
 
 
-def test_shape_branch_values():
-    cause = _rows("shape_branch")["jit_featurize"].causes[0]
-    assert (cause.kind, cause.values) == ("shape", (8, 16, 64, 128))
+def test_shape_branch_names_the_ops_of_each_branch_and_their_lines():
+    row = _rows("shape_branch")["jit_featurize"]
+    shape, branch = row.causes
+    assert (shape.kind, shape.values) == ("shape", (8, 16, 64, 128))
+    assert branch.kind == "branch"
+    assert branch.values == ("call, compare x5, select x4, sort",) * 2 + ("add, dot, reduce, tanh, transpose",) * 2
+    assert branch.detail.endswith("at fixtures/generate.py:207, fixtures/generate.py:208")
+    # buckets that do not reduce the compile count (powers of two: 4 sizes, 4 buckets) are not offered
+    assert "powers of two" not in row.suggestion
+    assert "multiples of 32 [32, 64, 128] -> 3 compiles, up to 300% padding" in row.suggestion
+    assert "always 128 [128] -> 1 compile, up to 1500% padding" in row.suggestion
+
+
+def test_buckets_offered_only_when_fewer_and_cheaper():
+    """timestamped: sizes 4 then 6 (not a ragged last batch: it grows); multiples of 8 would pad more than
+    always 6 for the same single compile."""
+    row = _rows("timestamped")["jit_train_step"]
+    assert row.suggestion == "pad x, y dim 0 (sizes 4, 6) to buckets: always 6 [6] -> 1 compile, up to 50% padding"
 
 
 def test_static_arg_body_constants():
     row = _rows("static_arg")["jit_scaled_tanh"]
     assert row.modules == 3
     assert [c.kind for c in row.causes] == ["body"]
-    assert row.causes[0].values == ("f32[] constant(0.5)", "f32[] constant(1)", "f32[] constant(2)")
+    assert row.causes[0].values == ("0.5", "1", "2")
+    assert describe_cause(row.causes[0]) == "body: a Python float baked in: 0.5 -> 1 -> 2"
 
 
 def test_static_arg_body_when_computations_do_not_parse_alone(monkeypatch):
@@ -53,11 +75,11 @@ def test_static_arg_body_when_computations_do_not_parse_alone(monkeypatch):
 
     monkeypatch.setattr(xlainspect.hlo.parser, "split_computations", halves)
     row = _rows("static_arg")["jit_scaled_tanh"]
-    assert row.causes[0].values == ("f32[] constant(0.5)", "f32[] constant(1)", "f32[] constant(2)")
+    assert row.causes[0].values == ("0.5", "1", "2")
 
 
 def test_dtype_change():
-    cause = _rows("dtype_change")["jit_affine_sum"].causes[0]
+    (cause,) = _rows("dtype_change")["jit_affine_sum"].causes  # the converts a dtype brings are no branch
     assert (cause.kind, cause.values) == ("dtype", ("f32", "bf16", "s32"))
 
 
@@ -65,6 +87,7 @@ def test_recreated_function_identical():
     rows = _rows("recreated_fn")
     assert rows["jit__lambda"].modules == 4 and rows["jit_double"].modules == 1
     assert [c.kind for c in rows["jit__lambda"].causes] == ["identical"]
+    assert rows["jit__lambda"].causes[0].values == (0, 2, 4, 6)
 
 
 def test_eager_flood_tells_eager_from_user_functions():
@@ -72,7 +95,12 @@ def test_eager_flood_tells_eager_from_user_functions():
     assert sum(r.modules for r in rows.values()) == 18 and len(rows) == 15
     assert not rows["jit_model"].eager
     assert all(r.eager for n, r in rows.items() if n != "jit_model")
-    assert [c.kind for c in rows["jit__reduce_sum"].causes] == ["body"]
+    # jnp.sum(f, axis=0) then axis=1: the same argument, another result (a static argument)
+    (axis,) = rows["jit__reduce_sum"].causes
+    assert (axis.kind, axis.values) == ("result", ("f32[8]", "f32[4]"))
+    assert describe_cause(axis) == "result f32[8] -> f32[4] (a static argument)"
+    assert rows["jit_add"].source == "fixtures/generate.py:296"  # the line that called jnp.add
+    assert rows["jit_model"].source == "fixtures/generate.py:316"
 
 
 def test_cli_json_and_gate_exit_codes():
@@ -141,7 +169,7 @@ def test_sharding_change_across_two_dumps():
     assert [m.host for m in dump.modules] == ["diff_sharding_a", "diff_sharding_b"]
     (row,) = count_recompiles(dump)
     assert [(c.kind, c.parameter, c.values) for c in row.causes] == [
-        ("sharding", "x", ("{replicated}", "{devices=[8,1]<=[8]}"))
+        ("sharding", "x", ("P() (replicated)", "P('data', None)"))
     ]
 
 
@@ -153,12 +181,190 @@ def test_tpu_layouts_one_compile_per_dtype():
     assert dtype.values == ("bf16", "f32", "s8", "s4", "u8", "s32", "f16", "pred", "u4", "s16", "f8e4m3fn", "f8e5m2")
 
 
-def test_table_folds_eager_ops_compiled_once_but_csv_keeps_every_function():
+def test_table_leads_with_user_functions_and_folds_eager_traffic_but_csv_keeps_every_function():
     markdown = runner.invoke(app, ["count-recompiles", str(DUMPS / "eager_flood"), "--format", "markdown"])
     assert markdown.exit_code == 0
     lines = [line for line in markdown.stdout.splitlines() if line.startswith("| ")]
-    assert lines[1].startswith("| jit_stage | 2 |")  # recompiled functions first
-    folded = next(line for line in lines if "more eager ops" in line)
-    assert folded.startswith("| 11 more eager ops | 11 | True | compiled once each: jit_add, jit_sin,")
+    assert lines[0] == "| function | compiles | eager | source | why | suggestion |"
+    assert lines[1] == "| jit_model | 1 | False | fixtures/generate.py:316 |  |  |"
+    assert lines[2].startswith(
+        "| eager ops (14 jax functions) | 17 | True |  | jit_stage x2, jit_multiply x2, jit__reduce_sum x2, jit_add,"
+    )
+    assert "called at fixtures/generate.py:296, :297, :298, :299, :300, :301 and 7 more" in lines[2]
+    assert len(lines) == 3
     csv = runner.invoke(app, ["count-recompiles", str(DUMPS / "eager_flood"), "--format", "csv"])
     assert len(csv.stdout.strip().splitlines()) == 1 + 15
+
+
+def test_piped_table_is_a_list_within_80_columns():
+    """A pipe is 80 columns: each function as a paragraph, nothing wider, the whole text kept."""
+    result = runner.invoke(app, ["count-recompiles", str(DUMPS / "flax_nnx")], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert lines[:3] == [
+        "21 compiles of 12 functions, 6 compiled more than once",
+        "jit_train_step: 2 compiles, fixtures/generate.py:692",
+        "  why: shape batch['image'] dim 0: 64 -> 8; shape batch['label'] dim 0: 64 -> 8",
+    ]
+    assert "eager ops (10 jax functions): 17 compiles" in lines
+    assert "drop_remainder=True" in result.stdout and "mask the padded" in result.stdout
+
+
+def _expected(scenario):
+    """What jax counted (jax.monitoring backend compile events) when the fixture was made."""
+    return json.loads((DUMPS / f"{scenario}.compiles.json").read_text())["backend_compiles"]
+
+
+@pytest.mark.parametrize(
+    "scenario", ["library_names", "flax_nnx", "flax_linen", "equinox", "keras", "sharded_mesh", "same_signature"]
+)
+def test_compile_counts_equal_jax_monitoring(scenario):
+    counts = Counter()
+    for row in count_recompiles(load_dump(DUMPS / scenario)):
+        counts[row.name] += row.modules
+    assert counts == _expected(scenario)
+
+
+def test_user_functions_named_like_jax_functions_are_not_eager():
+    """jit_matmul and jit_std are the user's own multi-op functions; model init's library calls are eager
+    (by stack frames, not by name)."""
+    rows = _rows("library_names")
+    assert [n for n, r in rows.items() if not r.eager] == ["jit_matmul", "jit_std", "jit_smooth", "jit_sgd"]
+    assert rows["jit_matmul"].source == "fixtures/generate.py:630"
+    gated = runner.invoke(
+        app, ["count-recompiles", str(DUMPS / "library_names"), "--ignore-eager", "--max-per-function", "1"]
+    )
+    assert gated.exit_code == 1
+    assert [line for line in gated.stderr.splitlines() if line.startswith("over budget")] == [
+        f"over budget: {name} compiled 2 times, budget 1 (--max-per-function)"
+        for name in ("jit_matmul", "jit_std", "jit_smooth", "jit_sgd")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "eager"),
+    [
+        ("library_names", ["jit__truncated_normal", "jit_relu", "jit_true_divide", "jit_dot"]),
+        ("flax_linen", ["jit__truncated_normal", "jit_conv_general_dilated", "jit_relu", "jit_reduce_window_sum"]),
+        ("equinox", ["jit__uniform", "jit_unstack", "jit__threefry_split"]),
+        ("keras", ["jit__uniform", "jit__where", "jit_equal", "jit_true_divide"]),
+    ],
+)
+def test_library_calls_from_model_init_are_eager(scenario, eager):
+    rows = _rows(scenario)
+    assert all(rows[name].eager for name in eager)
+
+
+def test_static_shape_argument_is_a_result_cause():
+    """jax.random.truncated_normal(key, -2, 2, shape) with two shapes: the arguments agree, the result
+    does not."""
+    (cause,) = _rows("library_names")["jit__truncated_normal"].causes
+    assert describe_cause(cause) == "result f32[20,64] -> f32[64,4] (a static argument)"
+
+
+def test_eager_split_by_weak_type_only():
+    """jnp.add(h, 1.0) then jnp.add(h, np.float32(1.0)): one program, two compiles."""
+    (cause,) = _rows("library_names")["jit_add"].causes
+    assert (cause.kind, cause.values) == ("weak_type", (12, 14))
+
+
+def test_body_causes_in_words():
+    rows = _rows("library_names")
+    (unrolled,) = rows["jit_smooth"].causes
+    assert unrolled.kind == "body" and unrolled.detail == "a loop unrolled 2x (a static count)"
+    assert unrolled.values == ("add x2, multiply x2, tanh x2", "add x4, multiply x4, tanh x4")
+    assert rows["jit_smooth"].suggestion.startswith("a static count unrolls a Python loop: loop with jax.lax.fori_loop")
+    (lr,) = rows["jit_sgd"].causes
+    assert describe_cause(lr) == "body: a Python float baked in: 0.1 -> 0.05"
+    (scale,) = _rows("equinox")["jit_make_step"].causes  # filter_jit: a Python float is static
+    assert describe_cause(scale) == "body: a Python float baked in: (folded away) -> 0.5 -> 0.25"
+
+
+@pytest.mark.parametrize(
+    ("scenario", "function", "parameters", "sizes"),
+    [
+        ("flax_nnx", "jit_train_step", ["batch['image']", "batch['label']"], (64, 8)),
+        ("flax_nnx", "jit_eval_step", ["batch['image']", "batch['label']"], (64, 8)),
+        ("flax_linen", "jit_cnn_train_step", ["batch['image']", "batch['label']"], (16, 10)),
+        ("keras", "jit_train_step", ["data[0]", "data[1]"], (64, 8)),
+        ("keras", "jit_test_step", ["data[0]", "data[1]"], (64, 8)),
+        ("keras", "jit_predict_step", ["data"], (64, 8)),
+    ],
+)
+def test_ragged_last_batch_in_library_training_loops(scenario, function, parameters, sizes):
+    row = _rows(scenario)[function]
+    assert [(c.kind, c.parameter, c.values) for c in row.causes] == [("shape", p, sizes) for p in parameters]
+    assert row.suggestion.startswith(f"the last batch is ragged ({', '.join(parameters)} dim 0: {sizes[1]} after")
+    assert not row.eager
+
+
+def test_sharded_run_in_mesh_terms():
+    rows = _rows("sharded_mesh")
+    shape, sharding = rows["jit_dense"].causes
+    assert (shape.parameter, shape.values, shape.detail) == ("x", (64, 64, 32), "per device 32 -> 8 -> 16")
+    assert sharding.values == ("P('data', None)", "P(('data', 'model'), None)", "P('data', None)")
+    (out,) = rows["jit_project"].causes
+    assert (out.kind, out.values) == ("out_sharding", ("P('data', 'model')", "P() (replicated)"))
+    assert describe_cause(out) == "output sharding P('data', 'model') -> P() (replicated)"
+    assert rows["jit_project"].suggestion == "jit the function once, with one out_shardings"
+    assert (rows["jit_row_total"].modules, rows["jit_row_total"].eager) == (1, False)  # mesh replica groups
+
+
+def test_same_signature_causes():
+    """same_signature: a static flag that adds ops (a branch, at the line it adds), one that changes nothing
+    and a weak type (identical programs), a dict under another key (pytree), dtype and shape together."""
+    rows = _rows("same_signature")
+    (branch,) = rows["jit_layer"].causes  # jax's per-module xla_detailed_logging is no flag change
+    assert branch.kind == "branch" and branch.values == (
+        "add, divide, exponential, multiply, negate, tanh",
+        "(fewer ops)",
+    )
+    assert branch.detail.endswith("a Python branch on a static argument, at fixtures/generate.py:894")
+    for name, ids in (("jit_scale", (4, 6)), ("jit_shift", (8, 10))):
+        (identical,) = rows[name].causes
+        assert (identical.kind, identical.values) == ("identical", ids)
+    (pytree,) = rows["jit_total"].causes
+    assert describe_cause(pytree) == (
+        "pytree (argument paths): batch['image'] -> batch['inputs'] "
+        "(the same arrays under other pytree paths (dict keys, dataclass fields))"
+    )
+    assert [(c.kind, c.parameter, c.values) for c in rows["jit_norm"].causes] == [
+        ("dtype", "v", ("f32", "bf16")),
+        ("shape", "v", (8, 16)),
+    ]
+
+
+def test_prng_keys_get_no_padding_advice():
+    """4 then 8 PRNG keys (u32[n,2] to XLA): padding would invent keys, so no bucket is offered."""
+    row = _rows("same_signature")["jit_noise"]
+    (keys,) = row.causes
+    assert (keys.kind, keys.parameter, keys.values, keys.detail) == ("shape", "keys", (4, 8), "a PRNG key array")
+    assert row.suggestion is None
+
+
+def test_gate_on_library_training_loops_ignores_eager_init():
+    """With flax NNX, model init compiles 17 eager ops; the gate with --ignore-eager names the two steps only."""
+    argv = ["count-recompiles", str(DUMPS / "flax_nnx"), "--ignore-eager", "--max-per-function", "1"]
+    gated = runner.invoke(app, argv)
+    assert gated.exit_code == 1
+    assert [line for line in gated.stderr.splitlines() if line.startswith("over budget")] == [
+        "over budget: jit_train_step compiled 2 times, budget 1 (--max-per-function)",
+        "over budget: jit_eval_step compiled 2 times, budget 1 (--max-per-function)",
+    ]
+    allowed = runner.invoke(app, [*argv, "--max", "jit_train_step=2", "--max", "jit_eval_step=2"])
+    assert allowed.exit_code == 0
+    assert runner.invoke(app, ["count-recompiles", str(DUMPS / "flax_nnx"), "--max-total", "20"]).exit_code == 1
+
+
+def test_a_user_function_and_an_eager_op_of_one_name_are_two_rows():
+    """An eager `x @ w` (jit_matmul) first, then the user's own `def matmul` twice: the user's row is
+    gated, the eager one left out with --ignore-eager; without it the budget counts all 3 compiles."""
+    user, eager = (r for r in count_recompiles(load_dump(DUMPS / "same_signature")) if r.name == "jit_matmul")
+    assert (user.modules, user.eager, user.module_ids, user.source) == (2, False, (36, 40), "fixtures/generate.py:939")
+    assert [(c.kind, c.parameter, c.values) for c in user.causes] == [("shape", "a", (4, 2))]
+    assert (eager.modules, eager.eager, eager.module_ids) == (1, True, (34,))
+    argv = ["count-recompiles", str(DUMPS / "same_signature"), "--max", "jit_matmul=2"]
+    assert runner.invoke(app, [*argv, "--ignore-eager"]).exit_code == 0
+    counted = runner.invoke(app, argv)
+    assert counted.exit_code == 1 and "jit_matmul compiled 3 times, budget 2 (--max jit_matmul)" in counted.stderr

@@ -1,7 +1,8 @@
 """Why a function was compiled more than once: the variants of one HloModule name, diffed.
 
 Reads the least it can: `HloModule` header lines (entry_computation_layout, input_output_alias)
-for every function compiled more than once, debug_options files, and HLO bodies only where the
+for every function compiled more than once, debug_options files, the programs of the distinct
+signatures (to see whether a Python branch picked another program), and HLO bodies where the
 signatures are the same (a static argument, a captured constant, a re-created function object).
 """
 
@@ -11,32 +12,19 @@ import contextlib
 import functools
 import math
 import operator
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from xlainspect.analysis.origin import Origin, module_origin
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.dump.files import read_bytes, read_text
 from xlainspect.errors import DumpError, XlaInspectError, no_match
 
 if TYPE_CHECKING:
     from xlainspect.hlo.model import Computation, Module
-
-EAGER_OPS = frozenset(
-    "abs acos acosh add all any arange argmax argmin argsort asarray asin asinh atan atan2 atanh broadcast_in_dim "
-    "broadcast_to cbrt ceil clip clamp concatenate conj convert_element_type copy cos cosh cumsum cumprod "
-    "cumulative_sum divide dot dot_general dynamic_slice dynamic_update_slice einsum equal erf exp exp2 expand_dims "
-    "expm1 eye floor full full_like gather greater greater_equal imag integer_pow iota isfinite less less_equal "
-    "log log1p logistic matmul max maximum mean min minimum multiply ne negative not_equal ones ones_like pad "
-    "power prod real reduce_max reduce_min reduce_precision reduce_sum rem reshape rsqrt scatter scatter_add "
-    "select select_n sign sin sinh slice sort split sqrt square squeeze stack stage std subtract sum take tan "
-    "tanh transpose tril triu var where zeros zeros_like "
-    "_argmax _argmin _reduce_max _reduce_min _reduce_sum _reduce_prod _where _mean _var _cumsum _take "
-    "_multi_slice".split()
-)
-"""jax.numpy / lax functions that eager (un-jitted) code compiles as one-op `jit_<op>` modules
-(`jit_stage` is `jnp.asarray` staging a host array)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +52,9 @@ class FunctionCompiles:
     eager: bool
     causes: tuple[Cause, ...] = ()
     suggestion: str | None = None
-
-
-def is_eager(name: str) -> bool:
-    """A single-op module compiled by eager jax code (`jit_add`, `jit__reduce_sum`, `jit_convert_element_type`)."""
-    return name.startswith("jit_") and name[4:] in EAGER_OPS
+    source: str | None = None
+    """`file:line`: for a user function the first of its lines jax traced, for an eager op the line
+    that called it (from the dump's stack frames; None without them)."""
 
 
 def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -> list[FunctionCompiles]:
@@ -78,22 +64,38 @@ def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -
     for name, modules in dump.functions().items():
         if advance is not None:
             advance(len(modules))
-        modules = _readable(dump, modules)
-        if not modules:
-            continue
-        eager = is_eager(name)
-        causes = _explain(dump, modules) if len(modules) > 1 else ()
-        rows.append(
-            FunctionCompiles(
-                name,
-                len(modules),
-                tuple(m.module_id for m in modules),
-                eager,
-                causes,
-                _suggest(name, causes, eager, len(modules)),
+        for part, origin in _by_origin(_readable(dump, modules)):
+            causes = _explain(dump, part, origin.eager) if len(part) > 1 else ()
+            rows.append(
+                FunctionCompiles(
+                    name,
+                    len(part),
+                    tuple(m.module_id for m in part),
+                    origin.eager,
+                    causes,
+                    _suggest(causes, origin.eager),
+                    origin.source,
+                )
             )
-        )
     return rows
+
+
+def _by_origin(modules: list[DumpModule]) -> list[tuple[list[DumpModule], Origin]]:
+    """The compiles of one name, as the user's and jax's eager ones (see `origin`), the user's first.
+    A name whose first compile is the user's is the user's throughout (its compiles are not read again:
+    a storm of 1,000 big modules); one whose first is eager has every compile read (eager modules are
+    small), since a user's `def matmul` and an eager `x @ w` share the name jit_matmul."""
+    if not modules:
+        return []
+    first = module_origin(modules[0])
+    if not first.eager or len(modules) == 1:
+        return [(modules, first)]
+    origins = [first, *map(module_origin, modules[1:])]
+    user = [(m, o) for m, o in zip(modules, origins) if not o.eager]
+    if not user:
+        return [(modules, first)]
+    eager = [m for m, o in zip(modules, origins) if o.eager]
+    return [([m for m, _ in user], user[0][1]), (eager, first)]
 
 
 def _readable(dump: Dump, modules: list[DumpModule]) -> list[DumpModule]:
@@ -109,38 +111,52 @@ def _readable(dump: Dump, modules: list[DumpModule]) -> list[DumpModule]:
     return readable
 
 
-def _explain(dump: Dump, modules: list[DumpModule]) -> tuple[Cause, ...]:
+def _explain(dump: Dump, modules: list[DumpModule], eager: bool) -> tuple[Cause, ...]:
+    """The causes of one function's compiles: between distinct signatures (parameters, result, flags,
+    and for the user's functions other programs), then within each signature compiled again (body).
+    Eager ops get no branch: jax's own function is one program per signature."""
     headers = {m: m.header() for m in modules}  # cached by _readable
-    variants = modules
-    signatures = {m: _signature(headers[m]) for m in variants}
+    signatures = {m: _signature(headers[m]) for m in modules}
     first_of: dict[tuple, DumpModule] = {}
-    for module in variants:
+    for module in modules:
         first_of.setdefault(signatures[module], module)
     distinct = list(first_of.values())  # a storm of 1,000 compiles has a few signatures: diff those
     causes = signature_causes([headers[m] for m in distinct])
     if any(c.kind == "shape" for c in causes):
         causes = _sharded_shapes(dump, distinct, causes)
+    causes += _result_causes([_program_header(m) for m in distinct])
     if causes:
         causes = _name_parameters(dump, distinct[0], causes)
-    causes += _flag_causes(variants)
+    causes += _flag_causes(modules)
+    if len(distinct) > 1 and not eager:
+        causes += _branch_causes(dump, distinct)
+        partitioned = headers[distinct[0]].num_partitions > 1
+        if partitioned and not any(c.kind == "sharding" for c in causes) and (programs := _programs(dump, distinct)):
+            causes += _sharding_causes(programs)
     groups: dict[tuple, list[DumpModule]] = {}
-    for module in variants:
+    for module in modules:
         groups.setdefault(signatures[module], []).append(module)
     for group in groups.values():
         if len(group) > 1:
-            causes += _body_causes(dump, group)
+            causes += _body_causes(dump, group, eager)
     return tuple(causes)
 
 
 @functools.lru_cache(maxsize=4096)
 def _signature(header) -> tuple:
-    """What decides a cache hit as the header shows it: parameter shapes with layouts, and donation.
-    Cached: identical header lines share one parsed header, and a storm of 1,000 compiles has a few."""
-    return (tuple(str(s) for s in header.parameter_shapes), header.attributes.get("input_output_alias", ""))
+    """What decides a cache hit as the header shows it: parameter shapes with layouts, the result (a
+    static argument may decide it alone), and donation. Cached: identical header lines share one parsed
+    header, and a storm of 1,000 compiles has a few."""
+    return (
+        tuple(str(s) for s in header.parameter_shapes),
+        header.attributes.get("input_output_alias", ""),
+        str(header.result_shape),
+    )
 
 
 def signature_causes(headers: list[Module]) -> list[Cause]:
-    """How the entry signatures of header-only modules differ: per parameter, then donation."""
+    """How the entry parameters of header-only modules differ: every way each parameter differs, then
+    donation."""
     shapes = [h.parameter_shapes for h in headers]
     if len({len(s) for s in shapes}) > 1:
         causes = [
@@ -158,44 +174,431 @@ def signature_causes(headers: list[Module]) -> list[Cause]:
         return causes
     causes = []
     for index in range(len(shapes[0])):
-        cause = _parameter_cause(index, [s[index] for s in shapes])
-        if cause is not None:
-            causes.append(cause)
+        causes += _parameter_causes(index, [s[index] for s in shapes])
     if len({_signature(h)[1] for h in headers}) > 1:
         causes += _donation_causes(headers)
     return causes
 
 
-def _parameter_cause(index: int, shapes: list) -> Cause | None:
-    """The first way in which parameter `index` differs between compiles: dtype, dims, then layout."""
-    parameter = f"#{index}"
+def _parameter_causes(index: int, shapes: list) -> list[Cause]:
+    """Every way parameter `index` differs between compiles: dtype, dims, layout (a dtype change does
+    not hide a shape change of the same parameter)."""
+    parameter, causes = f"#{index}", []
     if len({s.dtype for s in shapes}) > 1:
-        return Cause("dtype", parameter, index, tuple(s.dtype for s in shapes))
+        causes.append(Cause("dtype", parameter, index, tuple(s.dtype for s in shapes)))
     if len({s.dims for s in shapes}) > 1:
-        if len({s.rank for s in shapes}) > 1:
-            return Cause("shape", parameter, index, tuple(s.dims for s in shapes), detail="the rank differs")
-        varying = tuple(d for d in range(shapes[0].rank) if len({s.dims[d] for s in shapes}) > 1)
-        if len(varying) == 1:
-            values = tuple(s.dims[varying[0]] for s in shapes)
-        else:
-            values = tuple(tuple(s.dims[d] for d in varying) for s in shapes)
-        return Cause("shape", parameter, index, values, varying)
-    if len({str(s.layout) for s in shapes}) > 1:
+        causes.append(_shape_cause(parameter, index, shapes))
+    elif len({str(s.layout) for s in shapes}) > 1:
         values = tuple(str(s).split(s.dtype, 1)[-1] if s.is_array else str(s) for s in shapes)
         spaces = {s.layout.memory_space if s.layout else 0 for s in shapes}
-        return Cause("layout", parameter, index, values, detail="memory space differs" if len(spaces) > 1 else "")
-    return None
+        causes.append(
+            Cause("layout", parameter, index, values, detail="memory space differs" if len(spaces) > 1 else "")
+        )
+    return causes
+
+
+def _shape_cause(parameter: str, index: int, shapes: list) -> Cause:
+    if len({s.rank for s in shapes}) > 1:
+        return Cause("shape", parameter, index, tuple(s.dims for s in shapes), detail="the rank differs")
+    varying = tuple(d for d in range(shapes[0].rank) if len({s.dims[d] for s in shapes}) > 1)
+    if len(varying) == 1:
+        values = tuple(s.dims[varying[0]] for s in shapes)
+    else:
+        values = tuple(tuple(s.dims[d] for d in varying) for s in shapes)
+    key = "a PRNG key array" if _is_key(shapes[0]) else ""
+    return Cause("shape", parameter, index, values, varying, detail=key)
+
+
+def _is_key(shape) -> bool:
+    """PRNG keys reach XLA as u32 arrays whose last dim is the key's data (2 for threefry, 4 for
+    rbg): padding them to a bucket would invent keys, so they get no bucket advice."""
+    return shape.dtype == "u32" and shape.rank >= 1 and shape.dims[-1] in (2, 4)
+
+
+def _result_causes(headers: list[Module]) -> list[Cause]:
+    """Results that differ where the parameters agree: a static argument (a shape, a size, an axis)
+    decides what the function returns."""
+    results: dict[tuple, list[str]] = {}
+    for header in headers:
+        signature = _signature(header)
+        results.setdefault(signature[:2], []).append(signature[2])
+    return [
+        Cause("result", None, None, tuple(_LAYOUT.sub("", r) for r in seen), detail="a static argument")
+        for seen in results.values()
+        if len(set(seen)) > 1
+    ]
+
+
+_LAYOUT = re.compile(r"\{[^{}]*\}")
 
 
 def _sharded_shapes(dump: Dump, variants: list[DumpModule], causes: list[Cause]) -> list[Cause]:
-    """Per-device shapes that differ while the global (before_optimizations) shapes agree: a sharding change."""
+    """Per-device shapes that differ while the global (before_optimizations) shapes agree: a sharding
+    change. Where the global shapes differ too, the shape causes are given in global shapes (what the
+    user passed), the per-device ones beside them."""
     try:
-        if len({tuple(s.dims for s in m.header("before").parameter_shapes) for m in variants}) > 1:
-            return causes
-        sharded = _sharding_causes([m.module("before").entry for m in variants])
+        before = [m.header("before") for m in variants]
+        if len({tuple(s.dims for s in h.parameter_shapes) for h in before}) > 1:
+            return _global_shapes(before, causes)
+        sharded = _sharding_causes([m.module("before") for m in variants])
     except XlaInspectError:
         return causes
     return [c for c in causes if c.kind != "shape"] + sharded if sharded else causes
+
+
+def _global_shapes(before: list[Module], causes: list[Cause]) -> list[Cause]:
+    """Shape causes recomputed on the global shapes, the per-device sizes named in the detail."""
+    if any(h.num_partitions == 1 for h in before) or len({len(h.parameter_shapes) for h in before}) > 1:
+        return causes
+    result = []
+    for cause in causes:
+        if cause.kind != "shape" or cause.index is None:
+            result.append(cause)
+            continue
+        seen = _shape_cause(cause.parameter, cause.index, [h.parameter_shapes[cause.index] for h in before])
+        per_device = " -> ".join(map(str, cause.values))
+        result.append(Cause("shape", cause.parameter, cause.index, seen.values, seen.dims, f"per device {per_device}"))
+    return result
+
+
+def _sharding_causes(modules: list[Module]) -> list[Cause]:
+    """Entry parameters whose sharding differs (the per-device shapes may still be equal), in mesh terms
+    where the module carries Shardy's attributes, then the output's sharding (`out_shardings`)."""
+    per_module = [{p.parameter_number: p for p in m.entry.parameters} for m in modules]
+    causes = []
+    for index in sorted(per_module[0]):
+        seen = [_sharding_text(parameters.get(index), _mesh_axes(m)) for m, parameters in zip(modules, per_module)]
+        if len(set(seen)) > 1:
+            name = per_module[0][index].op_name or f"#{index}"
+            causes.append(Cause("sharding", name, index, tuple(seen)))
+    outputs = [_sharding_text(m.entry.root, _mesh_axes(m)) for m in modules]
+    if len(set(outputs)) > 1:
+        causes.append(Cause("out_sharding", "(output)", None, tuple(outputs), detail="output sharding changed"))
+    return causes
+
+
+_SDY_DIM = re.compile(r"\{([^{}]*)\}")
+
+
+def _sharding_text(instruction, axes: list[tuple[str, int]]) -> str:
+    """`P('data', None)` from Shardy's `xla.sdy.sharding` (what the user wrote with a PartitionSpec),
+    or from XLA's `{devices=[2,1,4]<=[8] last_tile_dim_replicate}` read against the module's mesh
+    (`axes`); else XLA's text; `unspecified` where there is none (jax left it to the partitioner)."""
+    if instruction is None:
+        return "unspecified"
+    sdy = re.search(
+        r'xla\.sdy\.sharding="#sdy\.sharding<@\w+, \[(.*?)\]', instruction.attributes.get("frontend_attributes", "")
+    )
+    if sdy:
+        return _spec_text([_spec_entry(d) for d in _SDY_DIM.findall(sdy.group(1).replace('\\"', '"'))])
+    sharding = instruction.attributes.get("sharding")
+    if not sharding:
+        return "unspecified"
+    if sharding == "{replicated}" and axes:
+        return _spec_text([])
+    dims = _tiled_spec(sharding, axes)
+    return sharding if dims is None else _spec_text(dims)
+
+
+def _spec_text(dims: list[str]) -> str:
+    return "P() (replicated)" if set(dims) <= {"None"} else f"P({', '.join(dims)})"
+
+
+_MESH = re.compile(r"#sdy\.mesh<\[([^\]]*)\]>")
+_MESH_AXIS = re.compile(r'\\?"(\w+)\\?"\s*=\s*(\d+)')
+_TILED = re.compile(r"^\{devices=\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?( last_tile_dim_replicate)?\}$")
+
+
+def _mesh_axes(module: Module) -> list[tuple[str, int]]:
+    """The mesh's axes and sizes, from the `xla.sdy.meshes` module attribute jax writes with Shardy."""
+    mesh = _MESH.search(module.attributes.get("frontend_attributes", ""))
+    return [(name, int(size)) for name, size in _MESH_AXIS.findall(mesh.group(1))] if mesh else []
+
+
+def _tiled_spec(sharding: str, axes: list[tuple[str, int]]) -> list[str] | None:
+    """PartitionSpec entries of an iota tile assignment over the mesh: the device order is the mesh's
+    axes (`<=[8]`) or a transpose of them (`<=[2,4]T(1,0)`), and each tile dimension takes the next
+    axes whose sizes multiply to it. None where the sharding is not one of those."""
+    match = _TILED.match(sharding)
+    if match is None or not axes:
+        return None
+    tiles, reshape = [int(t) for t in match.group(1).split(",")], [int(r) for r in match.group(2).split(",")]
+    if reshape == [math.prod(size for _, size in axes)] and match.group(3) is None:
+        order = axes
+    elif reshape == [size for _, size in axes] and match.group(3):
+        permutation = [int(p) for p in match.group(3).split(",")]
+        if sorted(permutation) != list(range(len(axes))):
+            return None
+        order = [axes[p] for p in permutation]
+    else:
+        return None
+    dims, used = [], iter(order)
+    for tile in tiles[:-1] if match.group(4) else tiles:
+        names, product = [], 1
+        while product < tile and (axis := next(used, None)):
+            names.append(axis[0])
+            product *= axis[1]
+        if product != tile:
+            return None
+        dims.append("None" if not names else repr(names[0]) if len(names) == 1 else f"({', '.join(map(repr, names))})")
+    return dims
+
+
+def _spec_entry(dim: str) -> str:
+    """One dimension of a PartitionSpec from Shardy's `{"data", "model"}` (`?` marks an open dim)."""
+    if dim.strip() == "?":
+        return "P.UNCONSTRAINED"
+    axes = [a.strip().strip('"') for a in dim.split(",") if a.strip().strip('"') and a.strip() != "?"]
+    if not axes:
+        return "None"
+    return repr(axes[0]) if len(axes) == 1 else "(" + ", ".join(map(repr, axes)) + ")"
+
+
+def _program_header(module: DumpModule) -> Module:
+    """The header of the program jax gave XLA where the compiled one has per-device shapes (a partitioned
+    program); else the compiled one's, already read."""
+    if module.header().num_partitions == 1:
+        return module.header()
+    try:
+        return module.header("before")
+    except XlaInspectError:
+        return module.header()
+
+
+def _programs(dump: Dump, variants: list[DumpModule]) -> list[Module]:
+    """The programs jax gave XLA (before_optimizations, else the compiled ones), parsed; empty when one
+    does not parse (it is named in dump.skipped)."""
+    try:
+        return [m.module(_program_stage(m)) for m in variants]
+    except XlaInspectError as error:
+        dump.skip(variants[0].hlo_file().path, error)
+        return []
+
+
+def _branch_causes(dump: Dump, variants: list[DumpModule]) -> list[Cause]:
+    """Signatures whose programs differ in their ops although their parameters have the same element
+    types (a shape changes the sizes, not which ops run; a dtype or a new pytree may change the ops):
+    a Python `if`/`for` on a shape or a static value picked another program. Names the ops that appear
+    or vanish, per variant, and the source lines of the first differing ops. The ops are counted in
+    the text (a storm of 1,000 shapes is 1,000 programs); one program per distinct count is parsed."""
+    if len({tuple(s.dtype for s in _program_header(m).parameter_shapes) for m in variants}) > 1:
+        return []
+    try:
+        histograms = [_text_histogram(m) for m in variants]
+    except XlaInspectError:
+        return []
+    keys = [frozenset(h.items()) for h in histograms]
+    if len(set(keys)) == 1:
+        return []
+    representatives: dict[frozenset, tuple[DumpModule, Counter]] = {}
+    for key, module, histogram in zip(keys, variants, histograms):
+        representatives.setdefault(key, (module, histogram))
+    programs = _programs(dump, [m for m, _ in representatives.values()])
+    detail = "the program differs beyond the signature: a Python branch or loop on a shape"
+    return [_branch_cause(histograms, list(zip(programs, [h for _, h in representatives.values()])), detail)]
+
+
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?[^\s=]+ = .*? ([a-z][a-z0-9_-]*)\(", re.M)
+
+
+def _text_histogram(module: DumpModule) -> Counter:
+    """Opcodes the program computes with, counted in its text without parsing it (the first ` opcode(`
+    after `name = `); the ones a signature alone can add or drop (reshape, broadcast, constants, tuples
+    of parameters, converts of another dtype) are left out."""
+    text = read_text(module.hlo_file(_program_stage(module)).path)
+    return Counter(op for op in _INSTRUCTION.findall(text) if op not in _SIGNATURE_OPS)
+
+
+def _branch_cause(histograms: list[Counter], programs: list[tuple[Module, Counter]], detail: str) -> Cause:
+    """Per variant the ops only it has (beyond what all share), and the source lines of the first of
+    them in `programs` (parsed with their histograms, one per distinct histogram; none when they did
+    not parse)."""
+    common = functools.reduce(operator.and_, histograms)
+    only = [h - common for h in histograms]
+    placed = [(_placed_ops(p), h - common) for p, h in programs]
+    shared = functools.reduce(operator.and_, (set(p) for p, _ in placed)) if placed else set()
+    sources = tuple(dict.fromkeys(s for p, o in placed for s in _first_sources(p, shared, o)))
+    return Cause(
+        "branch",
+        None,
+        None,
+        tuple(_ops_text(o) or "(fewer ops)" for o in only),
+        detail=detail + (f", at {', '.join(sources)}" if sources else ""),
+    )
+
+
+_SIGNATURE_OPS = frozenset(
+    {"parameter", "tuple", "get-tuple-element", "constant", "broadcast", "reshape", "bitcast", "convert"}
+)
+
+
+def _ops_text(ops: Counter) -> str:
+    return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(ops.items()))
+
+
+def _placed_ops(module: Module) -> list[tuple[str, str]]:
+    """(opcode, file:line) of the instructions that have a source, the ENTRY computation's first."""
+    placed = ((i.opcode, module.source_of(i)) for i in [*module.entry.instructions, *module.instructions()])
+    return [(opcode, source) for opcode, source in placed if source]
+
+
+def _first_sources(placed: list[tuple[str, str]], shared: set, ops: Counter, limit: int = 2) -> list[str]:
+    """file:line of the first instructions whose opcode is in `ops` at a line no other program has it."""
+    found = []
+    for opcode, source in placed:
+        if opcode in ops and (opcode, source) not in shared and source not in found:
+            found.append(source)
+            if len(found) == limit:
+                break
+    return found
+
+
+def _body_causes(dump: Dump, group: list[DumpModule], eager: bool) -> list[Cause]:
+    """Same signature compiled again: byte-identical programs (metadata aside: the jitted function
+    object was re-created; for an eager op, an argument's weak type, which HLO does not show), else what
+    differs, in a few words: the output sharding, a loop unrolled more, a branch, or constants."""
+    texts = [_read_bytes(m.hlo_file()) for m in group]
+    if None in texts:
+        return []
+    ids = tuple(m.module_id for m in group)
+    first_with: dict[bytes, DumpModule] = {}  # compiles that alternate between a few bodies: each body once
+    for module, text in zip(group, texts):
+        first_with.setdefault(text, module)
+    if len(first_with) > 1:
+        try:
+            computations = dict(zip(first_with, _differing_computations(dump, list(first_with.values()))))
+        except _Skipped:
+            return []
+        differing = _differing_lines(computations, texts)
+        if any(differing):
+            return [_body_cause(list(first_with.values()), differing)]
+        if renamed := _renamed_arguments(list(computations.values())):
+            return [renamed]
+    if eager:
+        return [Cause("weak_type", None, None, ids, detail=_WEAK_TYPE)]
+    return [Cause("identical", None, None, ids, detail=_IDENTICAL)]
+
+
+_WEAK_TYPE = (
+    "the same program compiled again for jax's own function: an argument's weak type differs (a Python "
+    "scalar and an array of the same dtype), which jax's cache tells apart and HLO does not show"
+)
+_IDENTICAL_SHORT = "the function re-created, a static argument that changes nothing, or a weak type"
+_IDENTICAL = (
+    "identical programs (metadata aside): the jitted function object was re-created, a static argument took "
+    "a value that does not change the program, or an argument's weak type changed (a Python scalar, then an "
+    "array): jax's cache keys on all three, HLO shows none"
+)
+
+
+def _renamed_arguments(found: list[list[Computation]]) -> Cause | None:
+    """Programs equal but for the entry parameters' op_names: the same leaves under other pytree paths
+    (other dict keys or fields), a new pytree structure to jax's cache."""
+    entries = [next((c for c in computations if c.is_entry), None) for computations in found]
+    if None in entries:
+        return None
+    names = [[p.op_name or "" for p in entry.parameters] for entry in entries]
+    if len({tuple(n) for n in names}) == 1 or len({len(n) for n in names}) > 1:
+        return None
+    changed = [i for i in range(len(names[0])) if len({n[i] for n in names}) > 1]
+    return Cause(
+        "pytree",
+        "(argument paths)",
+        None,
+        tuple(", ".join(n[i] for i in changed) for n in names),
+        detail="the same arrays under other pytree paths (dict keys, dataclass fields)",
+    )
+
+
+def _differing_lines(computations: dict[bytes, list[Computation]], texts: list[bytes]) -> list[list[str]]:
+    """Per compile, its instructions (without names and metadata) that not every compile has."""
+    lines_of = {text: _instruction_lines(found) for text, found in computations.items()}
+    common = functools.reduce(operator.and_, lines_of.values())
+    differing_of = {text: sorted((lines - common).elements()) for text, lines in lines_of.items()}
+    return [differing_of[text] for text in texts]
+
+
+def _body_cause(bodies: list[DumpModule], differing: list[list[str]]) -> Cause:
+    """The one cause a same-signature body difference has: output sharding, a loop unrolled, another
+    branch, or constants (a Python value baked in)."""
+    with contextlib.suppress(XlaInspectError):
+        shardings = [
+            c for c in _sharding_causes([m.module(_program_stage(m)) for m in bodies]) if c.kind == "out_sharding"
+        ]
+        if shardings:
+            return shardings[0]
+    constants = [
+        tuple(dict.fromkeys(_constant_value(line) for line in lines if " constant(" in line)) for lines in differing
+    ]
+    try:
+        histograms = [_text_histogram(m) for m in bodies]
+    except XlaInspectError:
+        histograms = []
+    structure = None
+    if len({frozenset(h.items()) for h in histograms}) > 1:
+        structure = _unrolled(histograms) or _same_signature_branch(bodies, histograms)
+    if any(constants) and (structure is None or _folded(histograms)):
+        values = tuple(", ".join(c) or "(folded away)" for c in constants)
+        kind = _python_kind(differing)
+        return Cause("body", None, None, values, detail=f"a Python {kind} baked in: {' -> '.join(values)}")
+    if structure is not None:
+        return structure
+    return Cause(
+        "body",
+        None,
+        None,
+        tuple("; ".join(lines[:3]) + (" ..." if len(lines) > 3 else "") for lines in differing),
+        detail="same signature, different instructions: a static argument or Python value changes the program",
+    )
+
+
+_FOLDABLE = frozenset({"add", "subtract", "multiply", "divide"})
+
+
+def _folded(histograms: list[Counter]) -> bool:
+    """Only arithmetic ops differ in count: in the HLO XLA is given, `x * 1.0` and `x + 0` are already
+    simplified away (jax 0.10.2 lowers them, its StableHLO conversion drops them), so a baked-in value
+    of 1 or 0 removes the op that would apply it."""
+    first = histograms[0]
+    return all(op in _FOLDABLE for h in histograms for op in set(h) | set(first) if h[op] != first[op])
+
+
+def _unrolled(histograms: list[Counter]) -> Cause | None:
+    """`a loop unrolled 2x` when every op that changes count grows by one whole factor."""
+    first = histograms[0]
+    changed = {op for h in histograms for op in set(h) | set(first) if h[op] != first[op]}
+    factors = {h[op] / first[op] if first[op] else 0.0 for h in histograms[1:] for op in changed}
+    if len(factors) != 1 or (factor := factors.pop()) <= 1 or factor != int(factor):
+        return None
+    values = tuple(", ".join(f"{op} x{h[op]}" for op in sorted(changed)) for h in histograms)
+    return Cause("body", None, None, values, detail=f"a loop unrolled {int(factor)}x (a static count)")
+
+
+def _same_signature_branch(bodies: list[DumpModule], histograms: list[Counter]) -> Cause:
+    """Other ops for the same signature: a Python `if` on a static argument."""
+    detail = "another program for the same signature: a Python branch on a static argument"
+    try:
+        programs = [m.module(_program_stage(m)) for m in bodies]
+    except XlaInspectError:
+        programs = []
+    return _branch_cause(histograms, list(zip(programs, histograms)), detail)
+
+
+_NUMBER = re.compile(r" constant\(\{?([^{},]*)\}?\)")
+
+
+def _constant_value(line: str) -> str:
+    """`-0.05` from `f32[] constant(-0.05)` or `f32[1]{0} constant({-0.05})`; the whole line for
+    constants of more values."""
+    match = _NUMBER.search(line)
+    return match.group(1) if match else line
+
+
+def _python_kind(differing: list[list[str]]) -> str:
+    dtypes = {line.split("[", 1)[0] for lines in differing for line in lines if " constant(" in line}
+    if dtypes <= {"f16", "bf16", "f32", "f64"}:
+        return "float"
+    return "bool" if dtypes == {"pred"} else "int" if all(d[:1] in "su" for d in dtypes) else "value"
 
 
 def _donation_causes(headers) -> list[Cause]:
@@ -285,73 +688,12 @@ def _read_bytes(dump_file) -> bytes | None:
 def _debug_options(text: bytes) -> dict[str, str]:
     """`key: value` lines of a debug_options file, without the dump's own flags (xla_dump_*)."""
     pairs = (line.partition(":") for line in text.decode("utf-8", errors="replace").splitlines() if ":" in line)
-    return {k.strip(): v.strip() for k, _, v in pairs if not k.strip().startswith("xla_dump_")}
+    return {k.strip(): v.strip() for k, _, v in pairs if not k.strip().startswith(_NOT_FLAGS)}
 
 
-def _body_causes(dump: Dump, group: list[DumpModule]) -> list[Cause]:
-    """Same signature compiled again: a byte-identical module (the jitted function object was re-created)
-    or a different body (a static argument or captured Python value baked in as constants)."""
-    texts = [_read_bytes(m.hlo_file()) for m in group]
-    if None in texts:
-        return []
-    ids = tuple(m.module_id for m in group)
-    if len(set(texts)) == 1:
-        return [
-            Cause(
-                "identical",
-                None,
-                None,
-                ids,
-                detail="byte-identical modules: the function object was re-created, so jax's cache missed",
-            )
-        ]
-    first_with: dict[bytes, DumpModule] = {}  # compiles that alternate between a few bodies: each body once
-    for module, text in zip(group, texts):
-        first_with.setdefault(text, module)
-    try:
-        computations = dict(zip(first_with, _differing_computations(dump, list(first_with.values()))))
-    except _Skipped:
-        return []
-    entries = {text: next((c for c in found if c.is_entry), None) for text, found in computations.items()}
-    if all(entries.values()):  # an ENTRY text common to all compiles has the same shardings everywhere
-        shardings = _sharding_causes([entries[text] for text in texts])
-        if shardings:
-            return shardings
-    lines_of = {text: _instruction_lines(found) for text, found in computations.items()}
-    common = functools.reduce(operator.and_, lines_of.values())
-    differing_of = {text: sorted((lines - common).elements()) for text, lines in lines_of.items()}
-    differing = [differing_of[text] for text in texts]
-    if not any(differing):
-        return [
-            Cause(
-                "identical",
-                None,
-                None,
-                ids,
-                detail="same instructions, only metadata differs: the function "
-                "object was re-created, so jax's cache missed",
-            )
-        ]
-    constants = [tuple(line for line in lines if " constant(" in line) for lines in differing]
-    if all(constants):
-        return [
-            Cause(
-                "body",
-                None,
-                None,
-                tuple(", ".join(c) for c in constants),
-                detail="same signature, constants differ: a static argument or Python value baked in",
-            )
-        ]
-    return [
-        Cause(
-            "body",
-            None,
-            None,
-            tuple("; ".join(lines[:3]) + (" ..." if len(lines) > 3 else "") for lines in differing),
-            detail="same signature, different instructions: a static argument or Python value changes the program",
-        )
-    ]
+_NOT_FLAGS = ("xla_dump_", "xla_detailed_logging")
+"""Options no user set: the dump's own, and the detailed logging jax turns off per module under
+`jax_compiler_detailed_logging_min_ops` (10) MLIR operations."""
 
 
 class _Skipped(Exception):
@@ -400,20 +742,6 @@ def _program_stage(module: DumpModule) -> str:
     return "before" if module.file("hlo", "before") else "after"
 
 
-def _sharding_causes(entries: list[Computation]) -> list[Cause]:
-    """Entry parameters whose `sharding={...}` differs (the per-device shapes may still be equal)."""
-    per_module = [
-        {p.parameter_number: (p.op_name, p.attributes.get("sharding", "")) for p in entry.parameters}
-        for entry in entries
-    ]
-    causes = []
-    for index in sorted(per_module[0]):
-        seen = [parameters.get(index, (None, ""))[1] for parameters in per_module]
-        if len(set(seen)) > 1:
-            causes.append(Cause("sharding", per_module[0][index][0] or f"#{index}", index, tuple(seen)))
-    return causes
-
-
 def _instruction_lines(computations: list[Computation]) -> Counter:
     """Instructions without names or metadata, so that only what the program computes is compared."""
     lines: Counter = Counter()
@@ -429,68 +757,186 @@ def _instruction_lines(computations: list[Computation]) -> Counter:
     return lines
 
 
-def _suggest(name: str, causes: tuple[Cause, ...], eager: bool, count: int) -> str | None:
-    if eager and count >= 1:
+def _suggest(causes: tuple[Cause, ...], eager: bool) -> str | None:
+    """Advice that reduces the compile count, one sentence per kind of cause; none where nothing would."""
+    if eager:
         return "eager op-by-op code: put the loop or step inside one jax.jit function"
     advice = []
     for kind in dict.fromkeys(c.kind for c in causes):
         if kind == "shape":
-            advice += [_bucket_advice(c) for c in causes if c.kind == "shape" and c.dims and len(c.dims) == 1][:1]
-            advice += (
-                ["keep the argument pytree (number of parameters) the same"]
-                if any(c.index is None for c in causes if c.kind == "shape")
-                else []
-            )
+            advice += _shape_advice([c for c in causes if c.kind == "shape"])
+        elif any(c.kind == "body" and c.detail.startswith("a loop unrolled") for c in causes):
+            advice.append(_UNROLLED)
         else:
-            advice.append(_ADVICE[kind])
-    return "; ".join(a for a in advice if a) or None
+            advice.append(_ADVICE.get(kind, ""))
+    return "; ".join(dict.fromkeys(a for a in advice if a)) or None
 
 
+_UNROLLED = (
+    "a static count unrolls a Python loop: loop with jax.lax.fori_loop / jax.lax.scan over a traced count, "
+    "or keep the counts few"
+)
 _ADVICE = {
     "dtype": "cast the inputs to one dtype before the call",
     "layout": "pass inputs with one layout and memory space (the same device_put / memory kind every call)",
     "sharding": "give the inputs the same sharding every call (device_put with one NamedSharding)",
+    "out_sharding": "jit the function once, with one out_shardings",
     "donation": "donate the same arguments on every call (donate_argnums)",
-    "body": "a static argument or captured Python value changes the program: make it a traced argument, or keep "
-    "its values few",
-    "identical": "the jitted function is re-created (e.g. jax.jit(lambda ...) in a loop): create it once and reuse it",
+    "result": "a static argument sets the result's shape: each new value compiles again; keep its values few",
+    "branch": "a Python if/for on a shape or static value picks the program: keep the shapes or values few, or "
+    "use jax.lax.cond / jnp.where on traced values",
+    "body": "a static argument or captured Python value changes the program: pass it as a traced argument "
+    "(a jnp array), or keep its values few",
+    "identical": "create the jitted function once and reuse it (not jax.jit(lambda ...) in a loop), drop a "
+    "static argument that changes nothing, pass a scalar as the same kind every call (jnp.float32(x), not "
+    "sometimes a Python float)",
+    "pytree": "pass the arguments in one pytree structure (the same dict keys) on every call",
     "flags": "compiler flags (XLA_FLAGS / compiler options) changed between compiles",
 }
 
 
-def _bucket_advice(cause: Cause) -> str:
-    """Padding buckets computed from the sizes seen: powers of two, and multiples of a round step."""
-    sizes = sorted(set(cause.values))
-    powers = sorted({1 << max(0, math.ceil(math.log2(v))) for v in sizes if v > 0})
+def _shape_advice(causes: list[Cause]) -> list[str]:
+    """The ragged last batch, or padding buckets that reduce the compile count (not for PRNG keys, whose
+    padding would invent keys); a pytree that changes shape."""
+    if any(c.index is None for c in causes):
+        return ["keep the argument pytree (number of parameters) the same"]
+    sized = [c for c in causes if len(c.dims) == 1 and not c.detail.startswith("a PRNG key")]
+    if not sized:
+        return []
+    cause = sized[0]
+    names = ", ".join(dict.fromkeys(c.parameter for c in sized if c.values == cause.values))
+    if _ragged_last_batch(sizes := tuple(dict.fromkeys(cause.values))):
+        full, last = sizes
+        return [
+            f"the last batch is ragged ({names} dim {cause.dims[0]}: {last} after batches of {full}): drop it "
+            f"(drop_remainder=True / drop_last=True), or pad it to {full} and mask the padded rows in the loss "
+            "-> 1 compile"
+        ]
+    return [_bucket_advice(cause, names)] if _buckets(cause.values) else []
+
+
+def _ragged_last_batch(values: tuple) -> bool:
+    """Two sizes, the smaller compiled second: full batches, then what was left of the data."""
+    return len(values) == 2 and all(isinstance(v, int) for v in values) and values[0] > values[1] > 0
+
+
+def _buckets(values: tuple) -> list[tuple[str, list[int]]]:
+    """Bucket choices that compile fewer times than the sizes seen: powers of two, multiples of a round
+    step, and always the largest size."""
+    sizes = sorted(set(values))
+    if len(sizes) < 2 or not all(isinstance(v, int) and v > 0 for v in sizes):
+        return []
     step = next((s for s in (128, 64, 32, 16, 8) if s <= min(sizes) or s < max(sizes) / 2), 8)
-    multiples = sorted({-(-v // step) * step for v in sizes})
-    where = f"{cause.parameter} dim {cause.dims[0]}"
-    return (
-        f"pad {where} (sizes {', '.join(map(str, sizes))}) to buckets: powers of two {powers} -> {len(powers)} "
-        f"compiles, multiples of {step} {multiples} -> {len(multiples)}, or always {max(sizes)} -> 1 compile"
-    )
+    choices = [
+        ("powers of two", sorted({1 << math.ceil(math.log2(v)) for v in sizes})),
+        (f"multiples of {step}", sorted({-(-v // step) * step for v in sizes})),
+        (f"always {max(sizes)}", [max(sizes)]),
+    ]
+    fewer = [(label, b, _padding(sizes, b)) for label, b in choices if len(b) < len(sizes)]
+    return [
+        (label, b)
+        for label, b, cost in fewer
+        if not any((len(o), c) < (len(b), cost) and len(o) <= len(b) and c <= cost for _, o, c in fewer)
+    ]
+
+
+def _padding(sizes: list[int], buckets: list[int]) -> float:
+    """The worst padding a bucket choice costs: the largest (bucket - size) / size."""
+    return max((min(b for b in buckets if b >= v) - v) / v for v in sizes)
+
+
+def _bucket_advice(cause: Cause, names: str) -> str:
+    """Each bucket choice with its compile count and the padding it costs (the worst size's)."""
+    sizes = sorted(set(cause.values))
+    options = []
+    for label, buckets in _buckets(cause.values):
+        worst = _padding(sizes, buckets)
+        options.append(f"{label} {buckets} -> {_compiles(len(buckets))}, up to {worst:.0%} padding")
+    return f"pad {names} dim {cause.dims[0]} (sizes {', '.join(map(str, sizes))}) to buckets: " + "; ".join(options)
+
+
+def _compiles(n: int) -> str:
+    return f"{n} compile" + "s" * (n != 1)
 
 
 def describe_cause(cause: Cause) -> str:
     """`shape x dim 0: 100 -> 5`: one cause in the words the table, the report and the pytest plugin share."""
     values = " -> ".join(map(str, cause.values))
+    detail = f" ({cause.detail})" if cause.detail else ""
     if cause.kind == "shape" and cause.dims:
-        return f"shape {cause.parameter} dim {','.join(map(str, cause.dims))}: {values}"
-    if cause.kind in ("shape", "dtype", "layout", "sharding", "donation"):
-        return f"{cause.kind} {cause.parameter}: {values}" + (f" ({cause.detail})" if cause.detail else "")
+        return f"shape {cause.parameter} dim {','.join(map(str, cause.dims))}: {values}{detail}"
+    if cause.kind in ("shape", "dtype", "layout", "sharding", "donation", "pytree"):
+        return f"{cause.kind} {cause.parameter}: {values}{detail}"
+    if cause.kind == "result":
+        return f"result {values}{detail}"
+    if cause.kind == "out_sharding":
+        return f"output sharding {values}"
     if cause.kind == "identical":
-        return f"identical modules {values}: function re-created"
+        return f"identical programs (modules {', '.join(map(str, cause.values))}): {_IDENTICAL_SHORT}"
+    if cause.kind == "weak_type":
+        return f"weak type: modules {', '.join(map(str, cause.values))} are one program (a Python scalar and an array)"
+    if cause.kind in ("body", "branch") and cause.detail:
+        distinct = " vs ".join(dict.fromkeys(map(str, cause.values)))
+        return f"{cause.kind}: {cause.detail}" + ("" if "->" in cause.detail else f": {distinct}")
     return f"{cause.kind}: {values}" if cause.kind == "body" else f"{cause.kind}: {cause.detail}"
 
 
+@dataclass(frozen=True, slots=True)
+class EagerTraffic:
+    """Eager ops folded into one line for people: how many functions and compiles, and where called."""
+
+    functions: tuple[FunctionCompiles, ...]
+    compiles: int
+    call_sites: tuple[str, ...]
+
+    def summary(self) -> str:
+        names = ", ".join(f"{r.name} x{r.modules}" if r.modules > 1 else r.name for r in self.functions)
+        sites = _short_sites(self.call_sites)
+        return f"{names}" + (f"; called at {sites}" if sites else "")
+
+
+def for_people(rows: list[FunctionCompiles]) -> tuple[list[FunctionCompiles], EagerTraffic | None]:
+    """What a person reads first: the user's functions (recompiled ones first, most compiles first),
+    then the eager traffic as one summary (one problem, one fix), or None without eager ops."""
+    user = sorted((r for r in rows if not r.eager), key=lambda r: (r.modules == 1, -r.modules))
+    eager = sorted((r for r in rows if r.eager), key=lambda r: -r.modules)
+    if not eager:
+        return user, None
+    sites = tuple(sorted({r.source for r in eager if r.source}, key=_site_order))
+    return user, EagerTraffic(tuple(eager), sum(r.modules for r in eager), sites)
+
+
+def _site_order(site: str) -> tuple[str, int]:
+    file, _, line = site.rpartition(":")
+    return file, int(line) if line.isdigit() else 0
+
+
+def _short_sites(sites: tuple[str, ...], limit: int = 6) -> str:
+    """`generate.py:296, :297, :299` (a file named once), the first `limit` call sites."""
+    parts, last_file = [], None
+    for site in sites[:limit]:
+        file, _, line = site.rpartition(":")
+        parts.append(f":{line}" if file == last_file else site)
+        last_file = file
+    return ", ".join(parts) + (f" and {len(sites) - limit} more" if len(sites) > limit else "")
+
+
 def explain_recompiles(rows: list[FunctionCompiles]) -> str:
-    """The functions compiled more than once, each with its causes and suggestion, as indented plain text:
-    the explanation where no table can be drawn (a pytest failure message)."""
+    """The user's functions compiled more than once, each with its causes and suggestion, then the eager
+    traffic in one line, as indented plain text: the explanation where no table can be drawn (a pytest
+    failure message)."""
+    user, eager = for_people(rows)
     lines = []
-    for row in sorted((r for r in rows if r.modules > 1), key=lambda r: -r.modules):
-        lines.append(f"{row.name}: {row.modules} compiles (module ids {', '.join(map(str, row.module_ids))})")
+    for row in (r for r in user if r.modules > 1):
+        where = f", {row.source}" if row.source else ""
+        lines.append(f"{row.name}: {row.modules} compiles{where} (module ids {', '.join(map(str, row.module_ids))})")
         lines += [f"  why: {describe_cause(c)}" for c in row.causes]
         lines += [f"  suggestion: {row.suggestion}"] if row.suggestion else []
+    if eager is not None:
+        lines.append(
+            f"eager ops: {_compiles(eager.compiles)} of {len(eager.functions)} jax functions: {eager.summary()}"
+        )
+        lines.append(f"  suggestion: {eager.functions[0].suggestion}")
     return "\n".join(lines)
 
 
@@ -524,7 +970,7 @@ def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[str]
     per_name, baseline = dict(budget.per_name), dict(budget.baseline or ())
     if budget.names_must_exist:
         _check_budget_names(rows, per_name, budget.named_by)
-    counted = [r for r in rows if not (budget.ignore_eager and r.eager)]
+    counted = _per_name([r for r in rows if not (budget.ignore_eager and r.eager)])
     messages = []
     for row in counted:
         limits = [
@@ -552,6 +998,18 @@ def _check_budget_names(rows: list[FunctionCompiles], per_name: dict[str, int], 
             raise no_match(option, name, names)
 
 
+def _per_name(rows: list[FunctionCompiles]) -> list[FunctionCompiles]:
+    """One row per HloModule name (a user's jit_matmul and eager ones are two rows of one name), with
+    the compiles of both: budgets count compiles per name."""
+    merged: dict[str, FunctionCompiles] = {}
+    for row in rows:
+        if row.name in merged:
+            seen = merged[row.name]
+            row = FunctionCompiles(row.name, seen.modules + row.modules, seen.module_ids + row.module_ids, False)
+        merged[row.name] = row
+    return list(merged.values())
+
+
 def baseline_counts(rows: list[FunctionCompiles]) -> dict:
     """The document `--update-baseline` writes: compile counts per function."""
-    return {"functions": {r.name: r.modules for r in rows}}
+    return {"functions": {r.name: r.modules for r in _per_name(rows)}}

@@ -13,7 +13,18 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from xlainspect.report.document import Document, Heading, Lines, Table, cell_text, is_numeric, to_csv, to_json
+from xlainspect.report.document import (
+    NARROW,
+    Document,
+    Entry,
+    Heading,
+    Lines,
+    Table,
+    cell_text,
+    is_numeric,
+    to_csv,
+    to_json,
+)
 from xlainspect.report.document import to_markdown as _to_markdown
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn: `--help` and JSON output skip it
@@ -67,9 +78,10 @@ def emit(document: Document, fmt: OutputFormat) -> None:
 
 def _draw(document: Document) -> None:
     console = stdout_console()
-    for index, block in enumerate(document.blocks):
+    blocks = document.narrow if document.narrow is not None and console.width < NARROW else document.blocks
+    for index, block in enumerate(blocks):
         if isinstance(block, Table):
-            if index and isinstance(document.blocks[index - 1], Table):
+            if index and isinstance(blocks[index - 1], Table):
                 console.print()
             console.print(rich_table(block))
             if block.note:
@@ -80,6 +92,17 @@ def _draw(document: Document) -> None:
             console.rule(Text(block.text), align="left")
         elif isinstance(block, Lines):
             console.print(block.text, markup=False, highlight=False, soft_wrap=True)
+        elif isinstance(block, Entry):
+            console.print(_entry_text(block, console.width), markup=False, highlight=False, soft_wrap=True)
+
+
+def _entry_text(entry: Entry, width: int) -> str:
+    import textwrap
+
+    lines = [entry.head]
+    for label, text in entry.fields:
+        lines += textwrap.wrap(f"{label}: {text}", width, initial_indent="  ", subsequent_indent="    ")
+    return "\n".join(lines)
 
 
 def rich_table(tab: Table):

@@ -42,7 +42,16 @@ class Lines:
     text: str
 
 
-Block = Table | Heading | Lines
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A row as a paragraph, for terminals too narrow for its table: a heading line, then labelled
+    texts wrapped under it."""
+
+    head: str
+    fields: tuple[tuple[str, str], ...]
+
+
+Block = Table | Heading | Lines | Entry
 
 
 @dataclass
@@ -56,9 +65,15 @@ class Document:
     blocks: list[Block]
     csv: Table | None = None
     markdown: list[Block] | None = None
+    narrow: list[Block] | None = None
+    """What a terminal narrower than `NARROW` columns shows instead of `blocks` (None: the same)."""
     notes: list[str] = field(default_factory=list)
     gate_failed: bool = False
     gate_undecided: bool = False
+
+
+NARROW = 120
+"""Columns under which a wide table's text columns would be a few characters wide (a pipe is 80)."""
 
 
 def table(title: str | None, records: Iterable[object], columns: Sequence[str], note: str = "") -> Table:

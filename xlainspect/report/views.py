@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from xlainspect.report.document import Document, Heading, Lines, Table, fields, records, table
+from xlainspect.report.document import Document, Entry, Heading, Lines, Table, fields, records, table
 
 if TYPE_CHECKING:
     from xlainspect.analysis.cache_misses import CacheMiss
@@ -266,17 +266,32 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
         ["function", "compiles"]
         + (["seconds", "per_compile"] if times else [])
         + (["profiled"] if profiled else [])
-        + ["eager", "why", "suggestion"]
+        + ["eager", "source", "why", "suggestion"]
     )
     title = (
         f"{total} compile{'s' * (total != 1)} of {len(shown)} function{'s' * (len(shown) != 1)}, "
         f"{recompiled} compiled more than once" + (f"; {_seconds(times)}" if times else "")
     )
-    people = table(title, _with_profiled(_for_people(shown, times), profiled), columns)
+    for_people = _with_profiled(_for_people(shown, times), profiled)
     flat = table(title, _with_profiled([_table_row(r, times) for r in shown], profiled), columns)
     notes = _unpaired(times) + [f"not paired with the profile: {s}" for s in report.profile_unpaired]
     notes += [f"over budget: {message}" for message in report.violations]
-    return Document(data, [people], csv=flat, notes=notes, gate_failed=bool(report.violations))
+    return Document(
+        data,
+        [table(title, for_people, columns)],
+        csv=flat,
+        narrow=[Lines(title), *map(_function_entry, for_people)],
+        notes=notes,
+        gate_failed=bool(report.violations),
+    )
+
+
+def _function_entry(row: dict) -> Entry:
+    """`function: N compiles, source, seconds`, then why and suggestion (narrow terminals)."""
+    head = f"{row['function']}: {row['compiles']} compile{'s' * (row['compiles'] != 1)}"
+    extra = [row.get("source") or "", f"{row['seconds']:.2f} s" if row.get("seconds") is not None else ""]
+    texts = tuple((label, row[label]) for label in ("why", "suggestion") if row.get(label))
+    return Entry(", ".join([head, *filter(None, extra)]), texts)
 
 
 def _with_profiled(rows: list[dict], profiled: dict) -> list[dict]:
@@ -316,6 +331,7 @@ def _table_row(row, times=None) -> dict:
         "compiles": row.modules,
         "eager": row.eager,
         **seconds,
+        "source": row.source or "",
         "why": "; ".join(describe_cause(c) for c in row.causes),
         "suggestion": row.suggestion or "",
     }
@@ -327,22 +343,26 @@ def _compile_cell(seconds: float | None, cache: str | None) -> str:
 
 
 def _for_people(rows: list, times=None) -> list[dict]:
-    """Recompiled functions first (most compiles first); eager ops compiled once fold into one row,
-    since an eager flood is one problem with one fix, not dozens."""
-    ranked = sorted(rows, key=lambda r: (r.modules == 1, -r.modules))
-    single_eager = [r for r in ranked if r.eager and r.modules == 1]
-    if len(single_eager) < 2:
-        return [_table_row(r, times) for r in ranked]
+    """The user's functions first (recompiled ones first), then the eager traffic folded into one row:
+    an eager flood is one problem with one fix, not dozens."""
+    from xlainspect.analysis.recompiles import for_people
+
+    user, eager = for_people(rows)
+    people = [_table_row(r, times) for r in user]
+    if eager is None:
+        return people
     folded = {
-        "function": f"{len(single_eager)} more eager ops",
-        "compiles": len(single_eager),
+        "function": f"eager ops ({len(eager.functions)} jax functions)",
+        "compiles": eager.compiles,
         "eager": True,
-        "why": "compiled once each: " + ", ".join(r.name for r in single_eager),
-        "suggestion": single_eager[0].suggestion or "",
+        "why": eager.summary(),
+        "suggestion": eager.functions[0].suggestion or "",
     }
     if times:
-        folded["seconds"] = sum(times.functions[r.name].total_seconds for r in single_eager)
-    return [_table_row(r, times) for r in ranked if r not in single_eager] + [folded]
+        folded["seconds"] = sum(
+            times.functions[r.name].total_seconds for r in eager.functions if r.name in times.functions
+        )
+    return [*people, folded]
 
 
 # --- memory ---------------------------------------------------------------------------------------------

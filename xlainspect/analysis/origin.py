@@ -1,0 +1,143 @@
+"""Whose function a compiled module is: the user's own `jax.jit`, or jax's eager dispatch of one of its
+own functions, and where in the user's source it lives (file:line from the module's stack frames).
+
+Eager jax (`jnp.add(x, y)`, `jax.random.normal(key, shape)` outside any jit) compiles the primitive
+(`dispatch.apply_primitive` jits a function named after it: `jit_add`, `jit_stage`) or the jax.numpy /
+jax.nn / jax.random function (they are `jax.jit` functions themselves: `jit__reduce_sum`,
+`jit__truncated_normal`). jax writes only *user* frames into the module's stack frames: frames in
+jax's own package (and paths a library registered with `source_info_util.register_exclusion`, as flax
+does) are left out. So a module traced from a user's function holds frames inside that function (its
+qualified name ends with the function's name), while an eager module's every op carries one stack: the
+line that called the jax function. The module's name alone decides nothing: a user's function may be
+called `matmul`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.files import read_text
+from xlainspect.errors import XlaInspectError
+
+_TABLE = re.compile(r"^(FileNames|FunctionNames|FileLocations|StackFrames)\n((?:\d+ [^\n]*\n)*)", re.M)
+_ENTRY = re.compile(r"^(\d+) (.*)$", re.M)
+_FIELD = re.compile(r"(\w+)=(\d+)")
+_FRAME_ID = re.compile(r"stack_frame_id=(\d+)")
+_OP_NAME = re.compile(r'op_name="([^"]*)"')
+_OPCODE = re.compile(r"^\s*(?:ROOT )?%?[\w.-]+ = [^=]*? ([a-z][\w-]*)\(", re.M)
+_SANITIZE = re.compile(r"[^\w.-]")
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """What one compile is: `eager` (jax's dispatch of one of its own functions) and where the user
+    wrote it: for a user function the first line of it that was traced, for an eager op the line that
+    called it (`file:line`; None when the dump has no stack frames)."""
+
+    eager: bool
+    source: str | None = None
+
+
+def module_origin(module: DumpModule) -> Origin:
+    """The origin of one compile, read from the program jax gave XLA (before_optimizations, else the
+    compiled module). An unreadable file counts as a user function: it is never hidden as eager."""
+    name = module.name or ""
+    dump_file = module.file("hlo", "before") or module.hlo_file()
+    if not name.startswith("jit_") or dump_file is None:
+        return Origin(False)
+    try:
+        text = read_text(dump_file.path)
+    except XlaInspectError:
+        return Origin(False)
+    return origin_of_text(name, text)
+
+
+def origin_of_text(name: str, text: str) -> Origin:
+    """`module_origin` of an HLO text of module `name`."""
+    frames = _frames(text)
+    own = [f for f in frames.values() if _jit_name(f[1]) == name]
+    if own:
+        file, _, line, _ = min(own, key=lambda f: (f[0] != own[0][0], f[2]))
+        return Origin(False, f"{file}:{line}")
+    innermost = _innermost_frames(text)
+    if frames and len(innermost) == 1:  # every op traced from one user line: the call of a jax function
+        return Origin(True, _call_site(frames, innermost.pop()))
+    if not frames:
+        return Origin(_wraps_one_primitive(name, text))
+    return Origin(False)
+
+
+def _call_site(frames: dict[int, tuple[str, str, int, int]], frame_id: int) -> str | None:
+    """`file:line` of the eager call: the innermost frame outside installed packages (a flax or keras
+    initializer calls jax for the user's line that built the layer), else the innermost one."""
+    chain, seen = [], set()
+    while frame_id in frames and frame_id not in seen:
+        seen.add(frame_id)
+        chain.append(frames[frame_id])
+        frame_id = frames[frame_id][3]
+    if not chain:
+        return None
+    file, _, line, _ = next((f for f in chain if not _INSTALLED.search(f[0])), chain[0])
+    return f"{file}:{line}"
+
+
+_INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
+
+
+def _jit_name(qualified: str) -> str:
+    """The HloModule name jax gives a jit of the function with this qualified name (`jit__lambda` for
+    `f.<locals>.<lambda>`): `jit_` and the function's `__name__`, sanitized as jax's lowering does."""
+    return _SANITIZE.sub("_", "jit_" + qualified.rsplit(".", 1)[-1]).rstrip("_")
+
+
+def _frames(text: str) -> dict[int, tuple[str, str, int, int]]:
+    """Stack frame id -> (file, qualified function, line, parent frame id), from the four tables before
+    the first computation (jax 0.4.36+). Empty when the module has none. XLA prints a frame's parent as
+    its id + 1 (0: none; the outermost frame names itself), so the parent is the printed value - 1."""
+    head = text[: text.find("\nENTRY ") if "\nENTRY " in text else len(text)]
+    tables = {m.group(1): dict(_ENTRY.findall(m.group(2))) for m in _TABLE.finditer(head)}
+    if len(tables) < 4:
+        return {}
+    frames = {}
+    for frame_id, fields in tables["StackFrames"].items():
+        location = dict(_FIELD.findall(tables["FileLocations"].get(_field(fields, "file_location_id"), "")))
+        frames[int(frame_id)] = (
+            _unquote(tables["FileNames"].get(location.get("file_name_id", ""), "")),
+            _unquote(tables["FunctionNames"].get(location.get("function_name_id", ""), "")),
+            int(location.get("line", 0)),
+            int(_field(fields, "parent_frame_id") or 0) - 1,
+        )
+    return frames
+
+
+def _field(fields: str, key: str) -> str:
+    return dict(_FIELD.findall(fields)).get(key, "")
+
+
+def _unquote(text: str) -> str:
+    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
+
+
+def _innermost_frames(text: str) -> set[int]:
+    """The stack frames ops point at; the scan stops at the second one (then the module is no call of
+    one jax function, and a big module is not read to its end)."""
+    seen: set[int] = set()
+    for match in _FRAME_ID.finditer(text):
+        seen.add(int(match.group(1)))
+        if len(seen) > 1:
+            break
+    return seen
+
+
+def _wraps_one_primitive(name: str, text: str) -> bool:
+    """Without stack frames (older jax, or metadata disabled): the module is jax's dispatch of one
+    primitive (`jit_sin`: every op_name `jit(sin)/sin`, older jax `jit(sin)/jit(main)/sin`), or it
+    computes nothing (`jit_stage`: jax staging a host value; its entry returns its parameter)."""
+    primitive = name.removeprefix("jit_")
+    op_names = {n for n in _OP_NAME.findall(text) if n.startswith("jit(")}
+    if op_names:
+        return all(n.split("/")[0] == f"jit({primitive})" and n.rsplit("/", 1)[-1] == primitive for n in op_names)
+    entry = text[text.find("\nENTRY ") :] if "\nENTRY " in text else ""
+    return bool(entry) and set(_OPCODE.findall(entry)) <= {"parameter", "tuple"}
