@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
 from tests.conftest import DUMPS
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump, select_dump_modules
@@ -83,3 +82,22 @@ def test_baseline_gates_functions_it_does_not_hold(tmp_path, extra, exit_code, m
     assert result.exit_code == exit_code
     assert message in result.stderr
     assert ("jit_train_step compiled" in result.stderr) is False  # within its baseline count
+
+
+def test_unreadable_compiles_are_counted_not_dropped(tmp_path):
+    """A real dump whose HLO files were cut short (as a killed compile leaves them): every compile still
+    counts against the gate, and the table says which are unexplained."""
+    import shutil
+
+    from xlainspect import Budget, recompiles_report
+
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMPS / "ragged_batch", dump)
+    for path in dump.glob("*_optimizations.txt"):
+        path.write_text(path.read_text()[:200])
+    report = recompiles_report(dump, Budget(max_per_function=1))
+    assert [(f.name, f.modules, f.unreadable) for f in report.functions] == [
+        ("jit_train_step", 2, 2),
+        ("jit_eval_step", 2, 2),
+    ]
+    assert len(report.violations) == 2 and len(report.skipped) == 4

@@ -55,6 +55,9 @@ class FunctionCompiles:
     source: str | None = None
     """`file:line`: for a user function the first of its lines jax traced, for an eager op the line
     that called it (from the dump's stack frames; None without them)."""
+    unreadable: int = 0
+    """Compiles among `modules` whose HLO file could not be read (named in the dump's skipped files):
+    counted, since XLA wrote files for them, but not explained."""
 
 
 def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -> list[FunctionCompiles]:
@@ -64,17 +67,22 @@ def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -
     for name, modules in dump.functions().items():
         if advance is not None:
             advance(len(modules))
-        for part, origin in _by_origin(_readable(dump, modules)):
+        readable = _readable(dump, modules)
+        unreadable = [m for m in modules if m not in readable]
+        parts = _by_origin(readable) or [([], Origin(eager=False, source=None))]
+        for number, (part, origin) in enumerate(parts):
             causes = _explain(dump, part, origin.eager) if len(part) > 1 else ()
+            counted = part + unreadable if number == 0 else part  # the first part: the user's, if any
             rows.append(
                 FunctionCompiles(
                     name,
-                    len(part),
-                    tuple(m.module_id for m in part),
+                    len(counted),
+                    tuple(m.module_id for m in counted),
                     origin.eager,
                     causes,
                     _suggest(causes, origin.eager),
                     origin.source,
+                    len(counted) - len(part),
                 )
             )
     return rows

@@ -332,9 +332,15 @@ def _table_row(row, times=None) -> dict:
         "eager": row.eager,
         **seconds,
         "source": row.source or "",
-        "why": "; ".join(describe_cause(c) for c in row.causes),
+        "why": "; ".join([*_unreadable(row), *(describe_cause(c) for c in row.causes)]),
         "suggestion": row.suggestion or "",
     }
+
+
+def _unreadable(row) -> list[str]:
+    """Compiles counted but not explained: their HLO file is damaged (named on stderr)."""
+    n = row.unreadable
+    return [f"{n} compile{'s' * (n != 1)} unreadable, not explained (see the skipped files)"] if n else []
 
 
 def _compile_cell(seconds: float | None, cache: str | None) -> str:
