@@ -116,3 +116,28 @@ def test_a_page_over_the_limit_leaves_curves_out_with_a_note():
     smaller = render_html(report, limit=len(full.encode()) - 1)
     assert smaller.count("<polyline") == 3  # 7 -> 3 curves
     assert "4 more memory curves left out to keep the page under 5 MB" in smaller
+
+
+def test_workers_find_the_same_report_as_one_process(tmp_path, monkeypatch):
+    """Where xlainspect owns the process, forked workers share the modules: the report, skipped files
+    (a truncated module, an unreadable buffer assignment) in order included, is the one-process one."""
+    import shutil
+
+    from xlainspect import settings
+
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMPS / "tpu_v5e", dump)
+    hlo = next(dump.glob("module_0085.*.after_optimizations.txt"))
+    hlo.write_text(hlo.read_text()[:200])
+    next(dump.glob("module_0219.*.after_optimizations-buffer-assignment.txt")).write_text("garbage\n")
+    monkeypatch.setattr(settings, "_parse_workers", 1)
+    serial = reports.dump_report(load_dump(dump))
+    monkeypatch.setattr(settings, "_parse_workers", 2)
+    monkeypatch.setattr(reports, "PARALLEL_MIN_MODULES", 2)
+    monkeypatch.setattr(reports, "CHUNK_MODULES", 2)
+    advanced = []
+    parallel = reports.dump_report(load_dump(dump), advanced.append)
+    skipped = [s.path.name.split(".")[0] for s in parallel.skipped]
+    assert skipped == ["module_0085", "module_0219", "module_0085"]  # the last from the recompiles section
+    assert parallel == serial and render_html(parallel) == render_html(serial)
+    assert sum(advanced) == len(load_dump(dump).modules) == 18

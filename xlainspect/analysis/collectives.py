@@ -124,17 +124,19 @@ def collectives(module: Module, *, count_executions: bool = True) -> list[Collec
     """Every collective of the module, in printed order (definitions in the module docstring).
     `count_executions=False` leaves `executions` None and skips the call graph (networkx)."""
     wrapped = _async_wrapped_computations(module)
-    counts = execution_counts(module) if count_executions else {}
+    counts = None  # the call graph is built at the first collective: most modules have none
     rows = []
     for computation in module.computations:
         if computation.name in wrapped:
             continue
-        index = instruction_index(computation)
-        uses = None
+        index = uses = None
         for instruction in computation.instructions:
             kind = _kind(module, instruction)
             if kind is None:
                 continue
+            if counts is None:
+                counts = execution_counts(module) if count_executions else {}
+            index = index if index is not None else instruction_index(computation)
             uses = uses if uses is not None else users(computation)
             rows.append(_row(module, computation, instruction, kind, index, uses, counts.get(computation.name)))
     return rows

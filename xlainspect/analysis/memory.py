@@ -356,20 +356,26 @@ def module_memory(dump_module, top: int = 10) -> ModuleMemory | None:
     """
     from xlainspect.dump.buffers import read_buffer_assignment
     from xlainspect.dump.files import read_text
-    from xlainspect.errors import XlaInspectError
 
     found = dump_module.file(kind="buffer-assignment")
     if found is None:
         return None
     assignment_text = read_text(found.path)
-    assignment = read_buffer_assignment(assignment_text, str(found.path))
+    return assigned_memory(dump_module, assignment_text, read_buffer_assignment(assignment_text, str(found.path)), top)
+
+
+def assigned_memory(dump_module, assignment_text: str, assignment: BufferAssignment, top: int = 10) -> ModuleMemory:
+    """`module_memory` with the buffer assignment already read (its text holds older dumps' live
+    ranges): the report reads each assignment once for memory and padding alike."""
+    from xlainspect.errors import XlaInspectError
+
     report = _side_file(dump_module, "memory-usage-report", lambda text, path: read_usage_report(text, path))
     reported_total = (
         report.total_bytes
         if report
         else _side_file(dump_module, "buffer-assignment-values", lambda text, path: read_total_bytes_used(text))
     )
-    live = _side_file(dump_module, "live-range", read_live_ranges) or read_live_ranges(assignment_text, str(found.path))
+    live = _side_file(dump_module, "live-range", read_live_ranges) or read_live_ranges(assignment_text, assignment.path)
     try:
         module = dump_module.module()
     except XlaInspectError:

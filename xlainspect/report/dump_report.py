@@ -15,6 +15,7 @@ thousands of modules still gives a page of a few megabytes that a browser opens 
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
 from xlainspect.report.document import Table
+from xlainspect.settings import cache_enabled, parse_workers
 
 MAX_ROWS = 300
 """Rows per table; the rest is counted in the table's note (the commands themselves list every row)."""
@@ -94,26 +96,93 @@ class DumpReport:
 
 
 def dump_report(dump: Dump, advance: Callable[[int], None] | None = None) -> DumpReport:
-    """Run every section builder on the dump; `advance(1)` after each module (a progress bar's)."""
-    from xlainspect.dump.model_cache import cached_result
-
+    """Run every section builder on the dump; `advance(n)` as modules are analysed (a progress bar's)."""
     facts, readable = [], []
-    for dump_module in dump.modules:
-        hlo = dump_module.hlo_file()
-        try:
-            found = cached_result(hlo.path, f"report:{_side_stamp(dump_module)}", lambda m=dump_module: module_facts(m))
-        except XlaInspectError as error:
-            dump.skip(hlo.path, error)
-        else:
-            facts.append(found)
-            readable.append(dump_module)
-            for path, message in found.problems:
-                dump.skip(Path(path), XlaInspectError(message))
-        if advance is not None:
-            advance(1)
+    for dump_module, found in zip(dump.modules, _facts_of(dump.modules, advance or (lambda n: None))):
+        if isinstance(found, XlaInspectError):
+            dump.skip(dump_module.hlo_file().path, found)
+            continue
+        facts.append(found)
+        readable.append(dump_module)
+        for path, message in found.problems:
+            dump.skip(Path(path), XlaInspectError(message))
     source = ReportInput(dump, facts, readable)
     sections = [section for build in SECTION_BUILDERS if (section := build(source)) is not None]
     return DumpReport(str(dump.root), _modules_table(dump), sections, dump.skipped)
+
+
+PARALLEL_MIN_MODULES = 64
+"""Modules from which forked workers share the analyses (where xlainspect owns the process:
+`settings.parse_workers()` > 1); below it a fork costs more than it saves."""
+CHUNK_MODULES = 16
+"""Modules per worker task: few enough to balance the load, enough to amortise a task's round trip."""
+
+
+def _facts_of(modules: list[DumpModule], advance: Callable[[int], None]) -> list[ModuleFacts | XlaInspectError]:
+    """Each module's facts, or the error that kept its HLO from parsing, in order."""
+    workers = parse_workers()
+    if workers < 2 or len(modules) < PARALLEL_MIN_MODULES or "fork" not in multiprocessing.get_all_start_methods():
+        return _facts_here(modules, advance)
+    return _facts_in_workers(modules, workers, advance)
+
+
+def _facts_here(modules: list[DumpModule], advance: Callable[[int], None]) -> list[ModuleFacts | XlaInspectError]:
+    found = []
+    for dump_module in modules:
+        found.append(_facts_or_error(dump_module))
+        advance(1)
+    return found
+
+
+def _facts_or_error(dump_module: DumpModule) -> ModuleFacts | XlaInspectError:
+    """The module's facts from the results cache, else found now; the error when its HLO does not parse."""
+    from xlainspect.dump.model_cache import cached_result
+
+    try:
+        return cached_result(dump_module.hlo_file().path, _analysis_key(dump_module), lambda: module_facts(dump_module))
+    except XlaInspectError as error:
+        return error
+
+
+def _facts_in_workers(
+    modules: list[DumpModule], workers: int, advance: Callable[[int], None]
+) -> list[ModuleFacts | XlaInspectError]:
+    """`_facts_here` shared by this process and `workers - 1` forked ones.
+
+    The first module is analysed here before the fork, so the workers inherit the imports and the
+    parser it warmed. The rest is cut into chunks handed to the workers in order, while this process
+    takes chunks from the back as long as it can still cancel them: whichever side runs faster (the
+    machine may be busy) does more, and only the workers' results cost a pickle round trip.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+
+    found: list = _facts_here(modules[:1], advance) + [None] * (len(modules) - 1)
+    spans = [(start, min(start + CHUNK_MODULES, len(modules))) for start in range(1, len(modules), CHUNK_MODULES)]
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers - 1, mp_context=context, initializer=_adopt, initargs=(modules,)) as pool:
+        tasks = [pool.submit(_facts_of_span, span) for span in spans]
+        for (start, end), task in zip(reversed(spans), reversed(tasks)):
+            if not task.cancel():
+                break
+            found[start:end] = _facts_here(modules[start:end], advance)
+        for (start, end), task in zip(spans, tasks):
+            if not task.cancelled():
+                found[start:end] = task.result()
+                advance(end - start)
+    return found
+
+
+_worker_modules: list[DumpModule] = []
+"""A worker's copy of the dump's modules, inherited through the fork (never pickled)."""
+
+
+def _adopt(modules: list[DumpModule]) -> None:
+    global _worker_modules
+    _worker_modules = modules
+
+
+def _facts_of_span(span: tuple[int, int]) -> list[ModuleFacts | XlaInspectError]:
+    return [_facts_or_error(m) for m in _worker_modules[span[0] : span[1]]]
 
 
 def module_facts(dump_module: DumpModule) -> ModuleFacts:
@@ -121,18 +190,25 @@ def module_facts(dump_module: DumpModule) -> ModuleFacts:
     from xlainspect.analysis.collectives import collectives
     from xlainspect.analysis.copies import copies
     from xlainspect.analysis.fusions import fusions, unfused_ops
-    from xlainspect.analysis.layouts import ledger_input, padding_ledger
+    from xlainspect.analysis.layouts import LedgerInput, padding_ledger
     from xlainspect.analysis.lookup import module_label
-    from xlainspect.analysis.memory import module_memory
+    from xlainspect.analysis.memory import assigned_memory
+    from xlainspect.dump.buffers import read_buffer_assignment
+    from xlainspect.dump.files import read_text
 
     module = dump_module.module("after")
     problems, memory, padding = [], None, ()
+    side = dump_module.file(kind="buffer-assignment")
     try:
-        memory = module_memory(dump_module)
-        padding = tuple(padding_ledger([ledger_input(dump_module)]))
+        assignment = None
+        if side is not None:  # read once, for memory and padding alike
+            text = read_text(side.path)
+            assignment = read_buffer_assignment(text, str(side.path))
+            memory = assigned_memory(dump_module, text, assignment)
+        ledger = LedgerInput(module, dump_module.name or module.name, dump_module.platform, assignment)
+        padding = tuple(padding_ledger([ledger]))
     except XlaInspectError as error:  # a side file (buffer assignment, live ranges) unreadable: say which
-        side = dump_module.file(kind="buffer-assignment") or dump_module.hlo_file()
-        problems.append((str(side.path), str(error)))
+        problems.append((str((side or dump_module.hlo_file()).path), str(error)))
     return ModuleFacts(
         module_label(module),
         memory,
@@ -143,6 +219,11 @@ def module_facts(dump_module: DumpModule) -> ModuleFacts:
         tuple(collectives(module)),
         tuple(problems),
     )
+
+
+def _analysis_key(dump_module: DumpModule) -> str:
+    """The results cache's name for this module's facts; with the cache off, no side file is stat'ed."""
+    return f"report:{_side_stamp(dump_module)}" if cache_enabled() else "report"
 
 
 def _side_stamp(dump_module: DumpModule) -> str:
