@@ -7,6 +7,7 @@ assignments print. Where a buffer assignment exists, XLA's own byte count is car
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -369,8 +370,7 @@ def _row(
     op_name: str,
     source: str,
 ) -> PaddingRow:
-    padded = shape.backend_bytes(item.platform)
-    logical = shape.logical_bytes
+    text, logical, padded, memory_space = _array_facts(shape, item.platform)
     return PaddingRow(
         function=item.function,
         module=label,
@@ -378,8 +378,8 @@ def _row(
         computation=computation,
         instruction=instruction,
         shape_index="{" + ",".join(map(str, index)) + "}",
-        shape=str(shape),
-        memory_space=shape.layout.memory_space if shape.layout else 0,
+        shape=text,
+        memory_space=memory_space,
         logical_bytes=logical,
         padded_bytes=padded,
         wasted_bytes=padded - logical,
@@ -388,3 +388,11 @@ def _row(
         op_name=op_name,
         source=source,
     )
+
+
+@functools.lru_cache(maxsize=16384)
+def _array_facts(shape: Shape, platform: str | None) -> tuple[str, int, int, int]:
+    """Printed text, logical bytes, backend bytes and memory space of an array shape, worked out once
+    per shape: a dump's values repeat a few hundred shapes (decoded once each, `array_shape`)."""
+    memory_space = shape.layout.memory_space if shape.layout else 0
+    return str(shape), shape.logical_bytes, shape.backend_bytes(platform), memory_space

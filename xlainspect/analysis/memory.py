@@ -178,7 +178,7 @@ def read_live_ranges(text: str, path: str | None = None) -> LiveRanges | None:
         stripped = line.strip()
         if stripped in ("InstructionSequence:", "BufferLiveRange:"):
             section = stripped
-        elif match := _PEAK.match(line):
+        elif stripped.startswith("Live ranges at") and (match := _PEAK.match(line)):
             section, peak_time = "peak", int(match[1])
         elif stripped.startswith("Stack trace breakdown"):
             break
@@ -405,7 +405,10 @@ def _side_file(dump_module, kind: str, read: Callable):
     from xlainspect.dump.files import read_text
 
     found = dump_module.file(kind=kind)
-    return read(read_text(found.path), str(found.path)) if found is not None else None
+    if found is None:
+        return None
+    path = found.path
+    return read(read_text(path), str(path))
 
 
 def _spaces(assignment: BufferAssignment, report: UsageReport | None, platform: str | None) -> tuple[SpaceUsage, ...]:

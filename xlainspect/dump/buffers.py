@@ -22,6 +22,8 @@ _VALUE = re.compile(
 )
 _COLOR = re.compile(r", color (\d+)")
 _PARAMETER = re.compile(r", parameter (\d+)")
+_PRINTED_SHAPE = re.compile(r"\|[^|]*\|")
+_NOT_A_FLAG = re.compile(r"(color|parameter|output shape|shape)\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,12 +103,8 @@ def _allocation(header: re.Match, values: list[BufferValue]) -> Allocation:
     rest = header["rest"]
     color = _COLOR.search(rest)
     parameter = _PARAMETER.search(rest)
-    words = re.sub(r"\|[^|]*\|", "", rest)  # drop the printed shapes before splitting on commas
-    flags = tuple(
-        w.strip()
-        for w in words.split(",")
-        if w.strip() and not re.match(r"(color|parameter|output shape|shape)\b", w.strip())
-    )
+    words = _PRINTED_SHAPE.sub("", rest)  # drop the printed shapes before splitting on commas
+    flags = tuple(w for w in map(str.strip, words.split(",")) if w and not _NOT_A_FLAG.match(w))
     return Allocation(
         int(header["index"]),
         int(header["size"]),
