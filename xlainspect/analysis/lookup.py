@@ -4,6 +4,7 @@ dumped module."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import PurePath
 
@@ -23,8 +24,10 @@ def module_label(module: Module) -> str:
     return file_label(module.path, module.name)
 
 
+@functools.lru_cache(maxsize=4096)
 def file_label(path: str | None, name: str) -> str:
-    """`module_0029.jit_layouts` when `path` is a dump file, else `name`."""
+    """`module_0029.jit_layouts` when `path` is a dump file, else `name`. Memoised: every row an
+    analysis finds is labelled with its module."""
     match = _DUMP_FILE_PREFIX.match(PurePath(path).name) if path else None
     return f"{match[1]}.{name}" if match else name
 

@@ -15,6 +15,7 @@ thousands of modules still gives a page of a few megabytes that a browser opens 
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,14 +120,20 @@ CHUNK_MODULES = 16
 
 
 def _facts_of(modules: list[DumpModule], advance: Callable[[int], None]) -> list[ModuleFacts | XlaInspectError]:
-    """Each module's facts, or the error that kept its HLO from parsing, in order. Where xlainspect
-    owns the process, garbage collection pauses meanwhile (forked workers inherit the pause): the
-    facts and models made are kept to the end, and collections scanning them cost a tenth of the work."""
+    """Each module's facts, or the error that kept its HLO from parsing, in order.
+
+    Where xlainspect owns the process, garbage collection pauses meanwhile (forked workers inherit
+    the pause) and what was made is frozen after: the facts and models live to the end of the run,
+    and collections scanning them would cost a tenth of the work here and half of the sections'."""
     workers = parse_workers()
-    with paused_gc():
+    with paused_gc() as paused:
         if workers < 2 or len(modules) < PARALLEL_MIN_MODULES or "fork" not in multiprocessing.get_all_start_methods():
-            return _facts_here(modules, advance)
-        return _facts_in_workers(modules, workers, advance)
+            found = _facts_here(modules, advance)
+        else:
+            found = _facts_in_workers(modules, workers, advance)
+        if paused:
+            gc.freeze()
+    return found
 
 
 def _facts_here(modules: list[DumpModule], advance: Callable[[int], None]) -> list[ModuleFacts | XlaInspectError]:
