@@ -170,8 +170,8 @@ def dump_figures(repeat: int) -> list[dict]:
 
 def report_figures(repeat: int) -> list[dict]:
     """`report --html` of the 2,000-module dump: the page must open at once (under 5 MB, sampled past
-    that) and a report of a dump already analysed (results cache warm) take under 2 s. The first report
-    of a dump parses every module: its figure is shown beside, without a target."""
+    that) and the report take under 2 s, the first report of a dump (caches off: every module parsed,
+    as in a CI job) as well as one of a dump already analysed (results cache warm)."""
     small = synthetic_dump("dump_2000", 2000, enlarge=1)
     page = CACHE / "report_2000.html"
     command = [*XLAINSPECT, "report", str(small), "--html", str(page)]
@@ -182,7 +182,7 @@ def report_figures(repeat: int) -> list[dict]:
     size = page.stat().st_size / 1e6
     return [
         figure("report --html, 2,000 modules, results cache warm (wall)", warm, "s", "<= 2.0", warm <= 2.0),
-        figure("report --html, 2,000 modules, caches off (wall)", cold, "s"),
+        figure("report --html, 2,000 modules, caches off (wall)", cold, "s", "<= 2.0", cold <= 2.0),
         figure("report --html, 2,000 modules: page size", size, "MB", "<= 5", size <= 5),
     ]
 
