@@ -20,11 +20,14 @@ import multiprocessing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
 from xlainspect.report.document import Table
 from xlainspect.settings import cache_enabled, parse_workers, paused_gc
+
+T = TypeVar("T")
 
 MAX_ROWS = 300
 """Rows per table; the rest is counted in the table's note (the commands themselves list every row)."""
@@ -75,11 +78,14 @@ class ModuleFacts:
 
 @dataclass
 class ReportInput:
-    """What every builder reads: the whole dump (headers: compiles) and the facts of each module that parsed."""
+    """What every builder reads: the whole dump (headers: compiles), its count-recompiles rows and the
+    facts of each module that parsed."""
 
     dump: Dump
     facts: list[ModuleFacts]
     readable: list[DumpModule]
+    recompiles: list
+    """`count_recompiles` of the dump: headers only, so it runs while workers analyse the modules."""
 
 
 @dataclass
@@ -97,9 +103,16 @@ class DumpReport:
 
 
 def dump_report(dump: Dump, advance: Callable[[int], None] | None = None) -> DumpReport:
-    """Run every section builder on the dump; `advance(n)` as modules are analysed (a progress bar's)."""
+    """Run every section builder on the dump; `advance(n)` as modules are analysed (a progress bar's).
+
+    count-recompiles (headers only) runs while the modules are analysed; the files it skips are kept
+    apart and listed after those the analyses skipped, in the order a serial run finds them."""
+    from xlainspect.analysis.recompiles import count_recompiles
+
+    headers = Dump(dump.root, dump.modules)
+    all_facts, recompiles = _facts_of(dump.modules, advance or (lambda n: None), lambda: count_recompiles(headers))
     facts, readable = [], []
-    for dump_module, found in zip(dump.modules, _facts_of(dump.modules, advance or (lambda n: None))):
+    for dump_module, found in zip(dump.modules, all_facts):
         if isinstance(found, XlaInspectError):
             dump.skip(dump_module.hlo_file().path, found)
             continue
@@ -107,7 +120,8 @@ def dump_report(dump: Dump, advance: Callable[[int], None] | None = None) -> Dum
         readable.append(dump_module)
         for path, message in found.problems:
             dump.skip(Path(path), XlaInspectError(message))
-    source = ReportInput(dump, facts, readable)
+    dump.skipped += headers.skipped
+    source = ReportInput(dump, facts, readable, recompiles)
     sections = [section for build in SECTION_BUILDERS if (section := build(source)) is not None]
     return DumpReport(str(dump.root), _modules_table(dump), sections, dump.skipped)
 
@@ -119,21 +133,25 @@ CHUNK_MODULES = 16
 """Modules per worker task: few enough to balance the load, enough to amortise a task's round trip."""
 
 
-def _facts_of(modules: list[DumpModule], advance: Callable[[int], None]) -> list[ModuleFacts | XlaInspectError]:
-    """Each module's facts, or the error that kept its HLO from parsing, in order.
+def _facts_of(
+    modules: list[DumpModule], advance: Callable[[int], None], meanwhile: Callable[[], T]
+) -> tuple[list[ModuleFacts | XlaInspectError], T]:
+    """Each module's facts, or the error that kept its HLO from parsing, in order, and what
+    `meanwhile()` returns: work of this process that needs no facts, done while workers find them.
 
-    Where xlainspect owns the process, garbage collection pauses meanwhile (forked workers inherit
-    the pause) and what was made is frozen after: the facts and models live to the end of the run,
+    Where xlainspect owns the process, garbage collection pauses until they are found (forked workers
+    inherit the pause) and what was made is frozen after: the facts and models live to the end of the run,
     and collections scanning them would cost a tenth of the work here and half of the sections'."""
     workers = parse_workers()
     with paused_gc() as paused:
         if workers < 2 or len(modules) < PARALLEL_MIN_MODULES or "fork" not in multiprocessing.get_all_start_methods():
             found = _facts_here(modules, advance)
+            also = meanwhile()
         else:
-            found = _facts_in_workers(modules, workers, advance)
+            found, also = _facts_in_workers(modules, workers, advance, meanwhile)
         if paused:
             gc.freeze()
-    return found
+    return found, also
 
 
 def _facts_here(modules: list[DumpModule], advance: Callable[[int], None]) -> list[ModuleFacts | XlaInspectError]:
@@ -155,14 +173,15 @@ def _facts_or_error(dump_module: DumpModule) -> ModuleFacts | XlaInspectError:
 
 
 def _facts_in_workers(
-    modules: list[DumpModule], workers: int, advance: Callable[[int], None]
-) -> list[ModuleFacts | XlaInspectError]:
-    """`_facts_here` shared by this process and `workers - 1` forked ones.
+    modules: list[DumpModule], workers: int, advance: Callable[[int], None], meanwhile: Callable[[], T]
+) -> tuple[list[ModuleFacts | XlaInspectError], T]:
+    """`_facts_here` shared by this process and `workers - 1` forked ones, and `meanwhile()`.
 
     The first module is analysed here before the fork, so the workers inherit the imports and the
     parser it warmed. The rest is cut into chunks handed to the workers in order, while this process
-    takes chunks from the back as long as it can still cancel them: whichever side runs faster (the
-    machine may be busy) does more, and only the workers' results cost a pickle round trip.
+    runs `meanwhile()`, then takes chunks from the back as long as it can still cancel them: whichever
+    side runs faster (the machine may be busy) does more, and only the workers' results cost a pickle
+    round trip.
     """
     from concurrent.futures import ProcessPoolExecutor
 
@@ -171,6 +190,7 @@ def _facts_in_workers(
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(workers - 1, mp_context=context, initializer=_adopt, initargs=(modules,)) as pool:
         tasks = [pool.submit(_facts_of_span, span) for span in spans]
+        also = meanwhile()
         for (start, end), task in zip(reversed(spans), reversed(tasks)):
             if not task.cancel():
                 break
@@ -179,7 +199,7 @@ def _facts_in_workers(
             if not task.cancelled():
                 found[start:end] = task.result()
                 advance(end - start)
-    return found
+    return found, also
 
 
 _worker_modules: list[DumpModule] = []
@@ -268,9 +288,9 @@ def _largest(items: list, key: Callable, count: int = TOP_FINDINGS) -> list:
 def recompiles_section(source: ReportInput) -> Section:
     """count-recompiles: per function, compiles, causes and suggestions; eager ops compiled once fold
     into one finding."""
-    from xlainspect.analysis.recompiles import count_recompiles, describe_cause
+    from xlainspect.analysis.recompiles import describe_cause
 
-    rows = count_recompiles(source.dump)
+    rows = source.recompiles
     by_name = source.dump.functions()
     ranked = sorted(rows, key=lambda r: -r.modules)
     tab = table(
