@@ -85,3 +85,13 @@ pytest_plugins = ["pytester"]
 
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from today's output")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_consoles():
+    """Rich reads the terminal width once per console: each test's CLI output gets consoles made for it
+    (its COLUMNS), not whatever width an earlier test in this worker left."""
+    from xlainspect.cli.render import stderr_console, stdout_console
+
+    stdout_console.cache_clear()
+    stderr_console.cache_clear()

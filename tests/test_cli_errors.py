@@ -181,7 +181,7 @@ def test_header_only_files_of_one_function_are_named_and_skipped(tmp_path, heade
         (tmp_path / f"module_000{module_id}.jit_f.cpu_after_optimizations.txt").write_text(f"{header}\n}}\n")
     result = _run("count-recompiles", tmp_path, "--format", "json")
     assert result.exit_code == 0
-    assert '"total_modules": 0' in result.stdout
+    assert '"total_modules": 2' in result.stdout and '"unreadable": 2' in result.stdout  # counted, not explained
     assert "skipped 2 file(s)" in result.stderr
     assert "module_0001.jit_f.cpu_after_optimizations.txt: no computation after the HloModule line" in result.stderr
 

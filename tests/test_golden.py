@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 
 from tests.conftest import REPO
 from xlainspect.cli import app
-from xlainspect.cli.render import stdout_console
 
 GOLDEN = Path(__file__).parent / "golden"
 D = "fixtures/dumps"
@@ -85,7 +84,6 @@ CASES = [
 def _repository_root(monkeypatch):
     monkeypatch.chdir(REPO)
     monkeypatch.setenv("COLUMNS", "120")
-    stdout_console.cache_clear()  # drawn at 120 columns, whatever width an earlier test gave it
 
 
 @pytest.mark.parametrize(("name", "argv"), CASES, ids=[c[0] for c in CASES])

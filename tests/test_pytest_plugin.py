@@ -49,7 +49,8 @@ def test_cached_function_is_not_compiled_again(xla_compiles):
     result.stdout.fnmatch_lines(["xla dump: *xla-dump-*"])
 
 
-def test_marker_fails_with_the_count_recompiles_explanation(pytester: pytest.Pytester):
+def test_marker_fails_with_the_count_recompiles_explanation(pytester: pytest.Pytester, monkeypatch):
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # the inner session is no xdist worker of ours
     pytester.makepyfile(
         STEP
         + """
