@@ -286,22 +286,24 @@ def _largest(items: list, key: Callable, count: int = TOP_FINDINGS) -> list:
 
 
 def recompiles_section(source: ReportInput) -> Section:
-    """count-recompiles: per function, compiles, causes and suggestions; eager ops compiled once fold
-    into one finding."""
-    from xlainspect.analysis.recompiles import describe_cause
+    """count-recompiles: the user's functions first (recompiled ones first) with their source lines,
+    causes and suggestions, then the eager ops; the eager traffic is one finding (one fix)."""
+    from xlainspect.analysis.recompiles import describe_cause, for_people
 
     rows = source.recompiles
     by_name = source.dump.functions()
-    ranked = sorted(rows, key=lambda r: -r.modules)
+    user, eager = for_people(rows)
+    ranked = [*user, *(eager.functions if eager else ())]
     tab = table(
         "compiles per function",
-        ("function", "compiles", "modules", "eager", "why", "suggestion"),
+        ("function", "compiles", "modules", "eager", "source", "why", "suggestion"),
         [
             (
                 r.name,
                 r.modules,
-                tuple(m.label for m in by_name.get(r.name, ())),
+                tuple(m.label for m in by_name.get(r.name, ()) if m.module_id in r.module_ids),
                 r.eager,
+                r.source or "",
                 "; ".join(describe_cause(c) for c in r.causes),
                 r.suggestion or "",
             )
@@ -317,17 +319,15 @@ def recompiles_section(source: ReportInput) -> Section:
             r.modules - 1,
             "compiles",
         )
-        for r in ranked
+        for r in user
         if r.modules > 1
     ]
-    eager = [r for r in rows if r.eager and r.modules == 1]
-    if len(eager) > 1:
+    if eager is not None and eager.compiles > 1:
         findings.append(
             Finding(
                 "recompiles",
-                f"{len(eager)} eager single-op modules ({', '.join(r.name for r in eager[:5])}"
-                f"{', ...' if len(eager) > 5 else ''}): jit the surrounding code",
-                len(eager),
+                f"{eager.compiles} compiles of eager jax ops ({eager.summary()}): jit the surrounding code",
+                eager.compiles,
                 "compiles",
             )
         )
