@@ -21,6 +21,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -54,6 +55,7 @@ def main() -> None:
     results += dump_figures(args.repeat)
     results += report_figures(args.repeat)
     results += latency_figures(args.repeat)
+    results += fleet_figures()
     if args.skip_big:
         results += small_parse_figure(args.repeat, None)
     else:
@@ -246,6 +248,62 @@ def enlarged_copy(source: Path, factor: int, folder: Path) -> Path:
     renamed = [re.sub(r"%([A-Za-z0-9_.\-]+)", rf"%\1.copy{n}", block) for n in range(copies) for block in extra]
     target.write_text(text + "\n" + "\n".join(renamed))
     return target
+
+
+# ---- fleet: one dump folder per host
+
+FLEET_HOSTS, FLEET_MODULES = 64, 2000
+
+
+def fleet_figures() -> list[dict]:
+    """`count-recompiles` and `doctor` on 64 host folders x 2,000 compiles (one host compiled once more),
+    cold: at most 10 s and 1 GiB each."""
+    fleet = fleet_dump()
+    env = {"XLAINSPECT_NO_CACHE": "1"}
+    rows = []
+    for command in (["count-recompiles", str(fleet), "--format", "json"], ["doctor", str(fleet), "--format", "json"]):
+        seconds, rss = wall_rss([*XLAINSPECT, *command], env)
+        name = f"{command[0]}, {FLEET_HOSTS} hosts x {FLEET_MODULES:,} modules"
+        rows.append(figure(f"{name} (wall, caches off)", seconds, "s", "<= 10", seconds <= 10))
+        rows.append(figure(f"{name}: peak RSS", rss / 2**20, "MiB", "< 1024", rss < 2**30))
+    return rows
+
+
+def fleet_dump() -> Path:
+    """64 host folders, each the 2,000-module dump hard-linked; the last host holds one compile more
+    (a copy of its first module under the next id), the finding `doctor` must make."""
+    folder = CACHE / f"fleet_{FLEET_HOSTS}x{FLEET_MODULES}"
+    if (folder / ".complete").exists():
+        return folder
+    print(f"building {folder} (once; about a minute)...", file=sys.stderr)
+    shutil.rmtree(folder, ignore_errors=True)
+    source = synthetic_dump("dump_2000", FLEET_MODULES, enlarge=1)
+    names = [p.name for p in source.iterdir() if p.is_file() and p.name.startswith("module_")]
+    for host in range(FLEET_HOSTS):
+        target = folder / f"host_{host:02d}"
+        target.mkdir(parents=True)
+        for name in names:
+            link(source / name, target / name)
+    extra = [n for n in names if n.startswith("module_0000.")]
+    for name in extra:
+        link(source / name, target / name.replace("module_0000.", f"module_{FLEET_MODULES:04d}.", 1))
+    (folder / ".complete").touch()
+    return folder
+
+
+def wall_rss(command: list[str], env: dict) -> tuple[float, int]:
+    """Wall time and peak RSS (bytes) of one run of a command."""
+    with tempfile.TemporaryFile() as stderr:
+        start = time.perf_counter()
+        process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=stderr, env={**os.environ, "PYTHONPATH": str(REPO), **env}
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) not in (0, 1):
+            stderr.seek(0)
+            raise RuntimeError(stderr.read().decode()[-3000:])
+    return elapsed, usage.ru_maxrss * 1024
 
 
 # ---- latency: every command, cold and warm, on ordinary inputs
