@@ -7,12 +7,13 @@ those into a `Finding` with a severity, a count, example paths, and what to do a
 
 from __future__ import annotations
 
+import os
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlainspect.dump.directory import AFTER_STAGES, Dump, DumpFile, classify, load_dump
+from xlainspect.dump.directory import AFTER_STAGES, Dump, DumpFile, classify, dump_of, scan_dump
 from xlainspect.dump.files import read_text
 from xlainspect.errors import DumpError, XlaInspectError
 
@@ -48,9 +49,10 @@ def diagnose(path: str | Path) -> DumpHealth:
     root = Path(path)
     if not root.is_dir():
         raise DumpError(f"{root}: not a directory (doctor reads a --xla_dump_to folder)")
-    files = _all_files(root)
+    scanned = scan_dump(root)
+    files = _all_files(scanned)
     try:
-        dump = load_dump(root)
+        dump = dump_of(root, scanned)
     except DumpError:
         if not any(f.kind == "proto" for f in files):
             raise
@@ -60,16 +62,10 @@ def diagnose(path: str | Path) -> DumpHealth:
     return DumpHealth(root, len(dump.modules), len(files), tuple(findings))
 
 
-def _all_files(root: Path) -> list[DumpFile]:
-    """Every file under `root` that XLA's dumper names (symbolic links to folders are not followed)."""
-    found = []
-    for path in sorted(root.rglob("*module_*")):
-        if path.is_file():
-            host = path.parent.relative_to(root).as_posix()
-            dump_file = classify(path, "" if host == "." else host)
-            if dump_file is not None and dump_file.kind != "folder":
-                found.append(dump_file)
-    return found
+def _all_files(scanned: list[DumpFile]) -> list[DumpFile]:
+    """The files XLA's dumper names `module_*` (not per-module folders, nor the files inside them), by path."""
+    found = [f for f in scanned if f.kind != "folder" and "module_" in os.path.basename(f.location)]
+    return sorted(found, key=lambda f: f.location)
 
 
 def _finding(root: Path, check: str, severity: str, paths: list[Path], explanation: str, action: str) -> list[Finding]:
@@ -309,4 +305,46 @@ def _protos_only(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]
     )
 
 
-_CHECKS = (_damaged, _unparsable, _missing_after, _id_collisions, _dump_cap, _per_pass, _mixed_platforms, _protos_only)
+def _host_compile_counts(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
+    """Hosts of one job compile the same functions the same number of times; a host that compiled a
+    function more or less often than most hosts did saw other shapes or code, or lost compiles."""
+    per_host: dict[str, Counter] = defaultdict(Counter)
+    for module in dump.modules:
+        per_host[module.host][module.name or module.label] += 1
+    if len(per_host) < 2:
+        return []
+    odd: dict[str, list[str]] = defaultdict(list)  # host -> "function n (most hosts m)"
+    for function in sorted({name for counts in per_host.values() for name in counts}):
+        counts = {host: host_counts[function] for host, host_counts in per_host.items()}
+        usual, _ = Counter(counts.values()).most_common(1)[0]
+        for host, count in counts.items():
+            if count != usual:
+                odd[host].append(f"{function} {count} (most hosts {usual})")
+    if not odd:
+        return []
+    hosts = sorted(odd)
+    return [
+        Finding(
+            "host-compile-counts",
+            "warning",
+            len(hosts),
+            tuple(f"{host or '.'}: {', '.join(odd[host][:_MAX_EXAMPLES])}" for host in hosts[:_MAX_EXAMPLES]),
+            f"{len(hosts)} of {len(per_host)} hosts compiled some function a different number of times than "
+            "most hosts: those hosts saw other shapes or code (a host-dependent branch or batch), or lost "
+            "compiles (a crash, the dump cap).",
+            "Run count-recompiles on one usual and one odd host folder and diff them (xlainspect diff A B).",
+        )
+    ]
+
+
+_CHECKS = (
+    _damaged,
+    _unparsable,
+    _missing_after,
+    _id_collisions,
+    _dump_cap,
+    _per_pass,
+    _mixed_platforms,
+    _protos_only,
+    _host_compile_counts,
+)
