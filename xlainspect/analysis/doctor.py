@@ -13,8 +13,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlainspect.dump.directory import AFTER_STAGES, Dump, DumpFile, classify, dump_of, scan_dump
-from xlainspect.dump.files import read_text
+from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, classify, dump_of, scan_dump
+from xlainspect.dump.files import decode_text, read_first_line_and_tail, read_text
 from xlainspect.errors import DumpError, XlaInspectError
 
 SEVERITIES = ("error", "warning", "info")
@@ -68,7 +68,7 @@ def _all_files(scanned: list[DumpFile]) -> list[DumpFile]:
     return sorted(found, key=lambda f: f.location)
 
 
-def _finding(root: Path, check: str, severity: str, paths: list[Path], explanation: str, action: str) -> list[Finding]:
+def _finding(root: Path, check: str, severity: str, paths: list[str], explanation: str, action: str) -> list[Finding]:
     """[] when no path shows the problem, else the one finding with the first paths as examples."""
     if not paths:
         return []
@@ -76,7 +76,7 @@ def _finding(root: Path, check: str, severity: str, paths: list[Path], explanati
     return [Finding(check, severity, len(paths), examples, explanation, action)]
 
 
-def _relative(root: Path, path: Path) -> str:
+def _relative(root: Path, path: str | Path) -> str:
     try:
         return Path(path).relative_to(root).as_posix()
     except ValueError:
@@ -84,7 +84,7 @@ def _relative(root: Path, path: Path) -> str:
 
 
 def _damaged(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    problems = {f.path: _text_problem(f.path) for f in files if f.kind == "hlo"}
+    problems = {f.location: _text_problem(f.location) for f in files if f.kind == "hlo"}
     unreadable = [path for path, problem in problems.items() if problem == "unreadable"]
     truncated = [path for path, problem in problems.items() if problem == "truncated"]
     return _finding(
@@ -104,11 +104,17 @@ def _damaged(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     )
 
 
-def _text_problem(path: Path) -> str | None:
-    """Return "unreadable", "truncated" or None. A complete HLO dump ends with a computation's closing brace."""
+def _text_problem(path: str) -> str | None:
+    """Return "unreadable", "truncated" or None. A complete HLO dump ends with a computation's closing brace.
+    Only the first line and the last bytes are read (a fleet's dump is 100,000s of files): a binary file
+    shows in its first bytes, a killed writer in its last."""
     try:
-        text = read_text(path)
+        first, tail = read_first_line_and_tail(path, TAIL_BYTES)
+        decode_text(first, path)
+        text = tail.decode("utf-8", errors="replace")
     except XlaInspectError:
+        return "unreadable"
+    if b"\x00" in tail:
         return "unreadable"
     last = text.rstrip().rsplit("\n", 1)[-1].strip()
     if not last:
@@ -159,7 +165,7 @@ def _cut_by_cap(dump: Dump, files: list[DumpFile]) -> list:
 
 def _missing_after(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     cut = _cut_by_cap(dump, files)
-    stranded = [m.file("hlo", "before").path for m in _stranded(dump) if m not in cut]
+    stranded = [m.file("hlo", "before").location for m in _stranded(dump) if m not in cut]
     return _finding(
         root,
         "missing-after-optimizations",
@@ -173,11 +179,11 @@ def _missing_after(root: Path, dump: Dump, files: list[DumpFile]) -> list[Findin
 
 def _id_collisions(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     names: dict[tuple, set[str]] = defaultdict(set)
-    paths: dict[tuple, Path] = {}
+    paths: dict[tuple, str] = {}
     for module in dump.modules:
         key = (module.host, module.timestamp, module.module_id)
         names[key].add(module.name or "")
-        paths.setdefault(key, module.hlo_file().path)
+        paths.setdefault(key, module.hlo_file().location)
     clashes = [paths[key] for key, found in names.items() if len(found) > 1]
     return _finding(
         root,
@@ -195,8 +201,7 @@ def _dump_cap_reached(files: list[DumpFile]) -> tuple[int, Path] | None:
     holds that many modules; None otherwise."""
     caps = [
         (int(m[1]), f.path)
-        for f in files
-        if f.kind == "debug_options"
+        for f in _first_per_host(f for f in files if f.kind == "debug_options")
         for m in [_DUMP_CAP.search(_quiet_read(f.path))]
         if m
     ]
@@ -248,6 +253,14 @@ def _undumped_folders(root: Path, files: list[DumpFile]) -> list[str]:
     return folders
 
 
+def _first_per_host(files) -> list[DumpFile]:
+    """One file per host: the dump cap is an XLA flag, the same in every debug_options a process writes."""
+    first: dict[str, DumpFile] = {}
+    for dump_file in files:
+        first.setdefault(dump_file.host, dump_file)
+    return list(first.values())
+
+
 def _quiet_read(path: Path) -> str:
     try:
         return read_text(path)
@@ -256,7 +269,7 @@ def _quiet_read(path: Path) -> str:
 
 
 def _per_pass(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    passes = [f.path for f in files if f.stage in ("pass", "in_pass")]
+    passes = [f.location for f in files if f.stage in ("pass", "in_pass")]
     modules = len({(f.host, f.timestamp, f.module_id) for f in files if f.stage in ("pass", "in_pass")})
     return _finding(
         root,
@@ -270,10 +283,10 @@ def _per_pass(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
 
 
 def _mixed_platforms(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    by_platform: dict[str, list[Path]] = defaultdict(list)
+    by_platform: dict[str, list[str]] = defaultdict(list)
     for module in dump.modules:
         if module.platform:
-            by_platform[module.platform].append(module.hlo_file().path)
+            by_platform[module.platform].append(module.hlo_file().location)
     if len(by_platform) < 2:
         return []
     paths = [paths[0] for paths in by_platform.values()]
@@ -292,7 +305,7 @@ def _mixed_platforms(root: Path, dump: Dump, files: list[DumpFile]) -> list[Find
 
 def _protos_only(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     keys_with_text = {(f.host, f.timestamp, f.module_id) for f in files if f.kind == "hlo"}
-    protos = {(f.host, f.timestamp, f.module_id): f.path for f in files if f.kind == "proto"}
+    protos = {(f.host, f.timestamp, f.module_id): f.location for f in files if f.kind == "proto"}
     paths = [path for key, path in protos.items() if key not in keys_with_text]
     return _finding(
         root,

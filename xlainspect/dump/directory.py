@@ -329,7 +329,8 @@ class DumpModule:
         return f"{where}module_{number}" + (f".{self.name}" if self.name else "")
 
 
-_TAIL_BYTES = 512
+TAIL_BYTES = 512
+"""Bytes read from the end of an HLO file: enough to see whether its last line closes a computation."""
 
 
 def header_line(path: Path) -> str:
@@ -338,7 +339,7 @@ def header_line(path: Path) -> str:
     written) is a DumpError, caught without reading the body."""
     from xlainspect.dump.files import decode_text, read_first_line_and_tail
 
-    first, tail = read_first_line_and_tail(path, _TAIL_BYTES)
+    first, tail = read_first_line_and_tail(path, TAIL_BYTES)
     if not first.strip():
         raise DumpError(f"{path}: empty file")
     line = decode_text(first, path).rstrip("\r\n")
