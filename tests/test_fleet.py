@@ -65,3 +65,15 @@ def test_per_process_subfolders_of_module_folders_are_hosts(tmp_path):
     hosts = sorted((m.host, m.module_id) for m in dump.modules)
     assert hosts == [("worker-a_101", 0), ("worker-a_101", 2), ("worker-b_202", 0), ("worker-b_202", 2)]
     assert all(m.hlo_file() and m.file("buffer-assignment") for m in dump.modules)
+
+
+def test_doctor_reports_progress_per_check(tmp_path):
+    """The CLI draws these calls as a bar on a terminal (a fleet's dump takes seconds)."""
+    heard = []
+
+    def progress(description, total):
+        heard.append([description, total, 0])
+        return lambda n=1: heard[-1].__setitem__(2, heard[-1][2] + n)
+
+    diagnose(_fleet(tmp_path, 2), progress)
+    assert heard == [["checking the dump", 8, 8]]

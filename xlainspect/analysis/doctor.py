@@ -16,6 +16,7 @@ from pathlib import Path
 from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, classify, dump_of, scan_dump
 from xlainspect.dump.files import decode_text, read_first_line_and_tail, read_text
 from xlainspect.errors import DumpError, XlaInspectError
+from xlainspect.progress import Progress, silent
 
 SEVERITIES = ("error", "warning", "info")
 _MAX_EXAMPLES = 3
@@ -44,8 +45,9 @@ class DumpHealth:
     findings: tuple[Finding, ...]
 
 
-def diagnose(path: str | Path) -> DumpHealth:
-    """Run every check on the dump under `path`; DumpError when there is no dump to look at."""
+def diagnose(path: str | Path, progress: Progress = silent) -> DumpHealth:
+    """Run every check on the dump under `path`; DumpError when there is no dump to look at.
+    `progress` hears of each check done (a fleet's dump takes seconds)."""
     root = Path(path)
     if not root.is_dir():
         raise DumpError(f"{root}: not a directory (doctor reads a --xla_dump_to folder)")
@@ -57,7 +59,11 @@ def diagnose(path: str | Path) -> DumpHealth:
         if not any(f.kind == "proto" for f in files):
             raise
         dump = Dump(root, [])  # protos only: the one finding that matters is that text dumps are off
-    findings = [finding for check in _CHECKS for finding in check(root, dump, files)]
+    advance = progress("checking the dump", len(_CHECKS))
+    findings = []
+    for check in _CHECKS:
+        findings += check(root, dump, files)
+        advance(1)
     findings.sort(key=lambda f: (SEVERITIES.index(f.severity), f.check))
     return DumpHealth(root, len(dump.modules), len(files), tuple(findings))
 
