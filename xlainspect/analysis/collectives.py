@@ -28,7 +28,6 @@ from dataclasses import dataclass
 
 from xlainspect.analysis.lookup import instruction_index, module_label, operand_shapes, users
 from xlainspect.analysis.rows import group_sums
-from xlainspect.graph import call_graph
 from xlainspect.hlo.attributes import decode_replica_groups, decode_source_target_pairs, known_trip_count
 from xlainspect.hlo.model import Computation, Instruction, Module
 
@@ -122,7 +121,7 @@ class CollectiveTotal:
 
 def collectives(module: Module, *, count_executions: bool = True) -> list[Collective]:
     """Every collective of the module, in printed order (definitions in the module docstring).
-    `count_executions=False` leaves `executions` None and skips the call graph (networkx)."""
+    `count_executions=False` leaves `executions` None and skips the call-graph walk."""
     wrapped = _async_wrapped_computations(module)
     counts = execution_counts(module) if count_executions else {}
     rows = []
@@ -270,16 +269,20 @@ def execution_counts(module: Module) -> dict[str, int | None]:
     count makes its body and condition (and all they call) None. Conditional branches count as
     running once (an upper bound).
     """
-    graph = call_graph(module)
+    calls: dict[str, list[tuple[str, Instruction]]] = {}  # callee -> (caller, calling instruction)
+    for computation in module.computations:
+        for instruction in computation.instructions:
+            for callee in instruction.called_computations:
+                calls.setdefault(callee, []).append((computation.name, instruction))
 
     @functools.cache
     def count(name: str) -> int | None:
         if name == module.entry.name:
             return 1
         total = 0
-        for caller, _, data in graph.in_edges(name, data=True):
+        for caller, instruction in calls.get(name, ()):
             caller_count = count(caller) if caller != name else None
-            factor = _call_factor(module, caller, data["by"], data["kind"])
+            factor = _call_factor(instruction)
             if caller_count is None or factor is None:
                 return None
             total += caller_count * factor
@@ -288,11 +291,11 @@ def execution_counts(module: Module) -> dict[str, int | None]:
     return {c.name: count(c.name) for c in module.computations}
 
 
-def _call_factor(module: Module, caller: str, by: str, kind: str) -> int | None:
-    if kind != "while":
+def _call_factor(instruction: Instruction) -> int | None:
+    """Runs of the callee per run of the calling instruction: a while's known trip count, else once."""
+    if instruction.opcode != "while":
         return 1
-    instruction = next((i for i in module.computations_by_name[caller].instructions if i.name == by), None)
-    return known_trip_count(instruction.attributes.get("backend_config")) if instruction else None
+    return known_trip_count(instruction.attributes.get("backend_config"))
 
 
 def collective_totals(rows: list[Collective]) -> list[CollectiveTotal]:
