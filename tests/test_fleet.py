@@ -11,6 +11,7 @@ import shutil
 
 from tests.conftest import DUMPS
 from xlainspect.analysis.doctor import diagnose
+from xlainspect.analysis.recompiles import count_recompiles
 from xlainspect.dump.directory import load_dump
 
 
@@ -76,4 +77,19 @@ def test_doctor_reports_progress_per_check(tmp_path):
         return lambda n=1: heard[-1].__setitem__(2, heard[-1][2] + n)
 
     diagnose(_fleet(tmp_path, 2), progress)
-    assert heard == [["checking the dump", 8, 8]]
+    assert heard == [["checking the dump", 9, 9]]
+
+
+def test_count_recompiles_explains_one_usual_host(tmp_path):
+    """Four hosts compiled jit_train_step twice each (batch 100, then 5), host_2 once: counted and
+    explained per host, from a host that compiled as most did."""
+    fleet = _fleet(tmp_path, 4)
+    for path in (fleet / "host_2").glob("module_0002.*"):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    rows = {r.name: r for r in count_recompiles(load_dump(fleet))}
+    train = rows["jit_train_step"]
+    assert (train.modules, train.module_ids, train.hosts) == (2, (0, 2), 4)
+    assert [(c.kind, c.parameter, c.values) for c in train.causes] == [
+        ("shape", "x", (100, 5)),
+        ("shape", "y", (100, 5)),
+    ]

@@ -361,6 +361,9 @@ class Dump:
     root: Path
     modules: list[DumpModule]
     skipped: list[SkippedFile] = field(default_factory=list)
+    runs: bool = False
+    """Several dumps given at once (`load_dump([a, b])`, each a `host`): runs to compare, not the
+    hosts of one job."""
 
     def functions(self) -> dict[str, list[DumpModule]]:
         """Modules per function (HloModule name), each list in compile order (host, timestamp, id)."""
@@ -395,7 +398,9 @@ def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
                 files.append(dump_file)
         else:
             raise DumpError(f"{one}: no such file or directory")
-    return _dump(paths, files, loose, strict)
+    dump = _dump(paths, files, loose, strict)
+    dump.runs = scan_root is not None
+    return dump
 
 
 def dump_of(root: Path, files: list[DumpFile]) -> Dump:
