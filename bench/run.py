@@ -308,44 +308,18 @@ def wall_rss(command: list[str], env: dict) -> tuple[float, int]:
 
 # ---- latency: every command, cold and warm, on ordinary inputs
 
-SMALL_GENERATOR = """
-import sys
-import jax, jax.numpy as jnp
-jax.config.update("jax_platforms", "cpu")
-LAYERS, HEADS, D, S, B = 2, 8, 64, 32, 2
-
-def layer(p, x):
-    q, k, v = x @ p["wq"], x @ p["wk"], x @ p["wv"]
-    heads = []
-    for h in range(HEADS):
-        cut = slice(h * (D // HEADS), (h + 1) * (D // HEADS))
-        a = jax.nn.softmax(jnp.einsum("bsd,btd->bst", q[..., cut], k[..., cut]) / 4.0, axis=-1)
-        heads.append(jnp.einsum("bst,btd->bsd", a, v[..., cut]))
-    x = x + jnp.concatenate(heads, -1) @ p["wo"]
-    x = x / (jnp.sqrt(jnp.mean(x * x, -1, keepdims=True)) + 1e-6)
-    return x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
-
-def loss(params, x):
-    for p in params:
-        x = layer(p, x)
-    return jnp.mean(x * x)
-
-@jax.jit
-def step(params, x):
-    value, grads = jax.value_and_grad(loss)(params, x)
-    return value, jax.tree.map(lambda w, g: w - 1e-3 * g, params, grads)
-
-shapes = {"wq": (D, D), "wk": (D, D), "wv": (D, D), "wo": (D, D), "w1": (D, 4 * D), "w2": (4 * D, D)}
+SMALL_RUN = """
 key = jax.random.key(0)
-params = [{n: jax.random.normal(jax.random.fold_in(key, i), s) * 0.02 for n, s in shapes.items()}
+params = [{{n: jax.random.normal(jax.random.fold_in(key, i), s) * 0.02 for n, s in shapes.items()}}
           for i in range(LAYERS)]
 x = jnp.ones((B, S, D))
+train_step = jax.jit(step)
 options = jax.profiler.ProfileOptions()
 options.python_tracer_level = 0
 with jax.profiler.trace(sys.argv[1], profiler_options=options):
     for i in range(2):
         with jax.profiler.StepTraceAnnotation("train", step_num=i):
-            value, params = step(params, x)
+            value, params = train_step(params, x)
             value.block_until_ready()
 stats = [jnp.max(x), jnp.min(x), jnp.std(x), jnp.argmax(x), jnp.cumsum(x, 0), jnp.sort(x, -1), jnp.tanh(x)]
 """
@@ -360,7 +334,7 @@ def small_dump() -> Path:
     print(f"generating {folder} with jax (once; seconds)...", file=sys.stderr)
     shutil.rmtree(folder, ignore_errors=True)
     script = CACHE / "generate_step.py"
-    script.write_text(SMALL_GENERATOR)
+    script.write_text((TRANSFORMER_STEP + SMALL_RUN).format(layers=2, heads=8))
     env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={folder / 'dump'}"}
     subprocess.run([sys.executable, str(script), str(folder / "trace")], check=True, env=env)
     (folder / ".complete").touch()
@@ -476,7 +450,7 @@ def small_parse_figure(repeat: int, big_speed: float | None) -> list[dict]:
 
 # ---- 2. and 3. one large after-optimizations module
 
-GENERATOR = """
+TRANSFORMER_STEP = """
 import json, sys, time
 import jax, jax.numpy as jnp
 jax.config.update("jax_platforms", "cpu")
@@ -503,10 +477,15 @@ def step(params, x):
     return value, jax.tree.map(lambda w, g: w - 1e-3 * g, params, grads)
 
 shapes = {{"wq": (D, D), "wk": (D, D), "wv": (D, D), "wo": (D, D), "w1": (D, 4 * D), "w2": (4 * D, D)}}
+"""
+GENERATOR = (
+    TRANSFORMER_STEP
+    + """
 params = [{{n: jnp.zeros(s) for n, s in shapes.items()}} for _ in range(LAYERS)]
 text = jax.jit(step).lower(params, jnp.zeros((B, S, D))).compile().as_text()
 open(sys.argv[1], "w").write(text)
 """
+)
 
 
 def big_module() -> Path:
