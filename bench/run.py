@@ -4,10 +4,13 @@
 
 It builds its inputs itself under bench/.cache/ (ignored by git) and reuses them on later runs:
 synthetic dumps of 2,000 and 20,000 modules (the committed fixture modules hard-linked under new
-module ids), a 2,000-module dump whose HLO bodies are 10x larger, and one large CPU
-after-optimizations module made with jax (an unrolled transformer training step, >= 40 MB).
-Every figure is the median of --repeat runs in fresh processes, measured in this same run beside
-what it is compared with (XLA's C++ parser from the installed jaxlib on the same file).
+module ids), a 2,000-module dump whose HLO bodies are 10x larger, 64 host folders of the 2,000-module
+dump (a fleet), and, made with jax, a 20-module dump of a 2-layer transformer training step with a
+profiler trace (every command's latency) and one large CPU after-optimizations module (an unrolled
+transformer training step, >= 40 MB).
+Every figure is the median of --repeat runs in fresh processes (the fleet's: one run each), measured
+in this same run beside what it is compared with (XLA's C++ parser from the installed jaxlib on the
+same file).
 """
 
 from __future__ import annotations
