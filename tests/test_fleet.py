@@ -93,3 +93,14 @@ def test_count_recompiles_explains_one_usual_host(tmp_path):
         ("shape", "x", (100, 5)),
         ("shape", "y", (100, 5)),
     ]
+
+
+def test_count_recompiles_table_says_the_counts_are_per_host(tmp_path):
+    from typer.testing import CliRunner
+
+    import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
+    from xlainspect.cli.app import app
+
+    result = CliRunner().invoke(app, ["count-recompiles", str(_fleet(tmp_path, 3)), "--format", "markdown"])
+    assert result.exit_code == 0, result.output
+    assert "4 compiles of 2 functions, 2 compiled more than once, on each of 3 hosts" in result.output
