@@ -123,7 +123,7 @@ def rich_table(tab: Table):
 
 #: Rows of one table drawn for people: rich lays out ~1,000 cells in 0.1 s, and a terminal shows a few
 #: dozen rows; CSV, JSON and Markdown keep every row.
-DRAWN_ROWS = 50
+DRAWN_ROWS = 25
 
 
 def _rows_left_out(tab: Table) -> str:
