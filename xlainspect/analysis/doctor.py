@@ -7,6 +7,7 @@ those into a `Finding` with a severity, a count, example paths, and what to do a
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections import Counter, defaultdict
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, classify, dump_of, scan_dump
-from xlainspect.dump.files import decode_text, read_first_line_and_tail, read_text
+from xlainspect.dump.files import decode_text, read_bytes, read_first_line_and_tail, read_text
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.progress import Progress, silent
 
@@ -133,13 +134,15 @@ def _unparsable(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     damaged file): every command skips them, so a count or a diff would silently leave them out.
     Files already reported as unreadable or truncated are not repeated here."""
     failed: list[tuple[Path, str]] = []
+    verdicts: dict[bytes, tuple[Path, str] | None] = {}  # content digest -> (path, first error line)
     for module in dump.modules:
-        try:
-            module.module()
-        except XlaInspectError as error:
-            path = module.hlo_file().path
-            if _text_problem(path) is None:
-                failed.append((path, str(error).splitlines()[0].replace(str(path), _relative(root, path))))
+        path = module.hlo_file().path
+        digest = _digest(path)
+        if digest not in verdicts:
+            verdicts[digest] = _parse_error(module, path)
+        verdict = verdicts[digest]
+        if verdict is not None and _text_problem(path) is None:
+            failed.append((path, verdict[1].replace(str(verdict[0]), _relative(root, path))))
     first = f" First: {failed[0][1]}" if failed else ""
     return _finding(
         root,
@@ -150,6 +153,27 @@ def _unparsable(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
         f"and diffs leave them out (diff marks the function unknown).{first}",
         "Run `xlainspect parse FILE` for the place; report the line if XLA wrote it.",
     )
+
+
+def _parse_error(module, path: Path) -> tuple[Path, str] | None:
+    """(path, the first line of the parse error) when the module's HLO text does not parse; the model
+    is not kept (a fleet's dump would hold every module in memory)."""
+    try:
+        module.module()
+    except XlaInspectError as error:
+        return path, str(error).splitlines()[0]
+    finally:
+        module.forget()
+    return None
+
+
+def _digest(path: Path) -> bytes:
+    """The content digest of a file (empty for an unreadable one): the hosts of one job write the same
+    modules, and each distinct text is parsed once."""
+    try:
+        return hashlib.blake2b(read_bytes(path), digest_size=16).digest()
+    except XlaInspectError:
+        return b""
 
 
 def _stranded(dump: Dump) -> list:

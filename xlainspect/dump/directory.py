@@ -301,6 +301,10 @@ class DumpModule:
             self._parsed[stage] = modules[0]
         return self._parsed[stage]
 
+    def forget(self) -> None:
+        """Drop the parsed models this module holds (a caller that visits every module of a big dump)."""
+        self._parsed.clear()
+
     def header(self, stage: str = "after") -> Module:
         """The `HloModule` line alone, parsed (a Module without computations): name and signature.
 
