@@ -7,14 +7,17 @@ those into a `Finding` with a severity, a count, example paths, and what to do a
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlainspect.dump.directory import AFTER_STAGES, Dump, DumpFile, classify, load_dump
-from xlainspect.dump.files import read_text
+from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, classify, dump_of, scan_dump
+from xlainspect.dump.files import decode_text, read_bytes, read_first_line_and_tail, read_text
 from xlainspect.errors import DumpError, XlaInspectError
+from xlainspect.progress import Progress, silent
 
 SEVERITIES = ("error", "warning", "info")
 _MAX_EXAMPLES = 3
@@ -43,36 +46,36 @@ class DumpHealth:
     findings: tuple[Finding, ...]
 
 
-def diagnose(path: str | Path) -> DumpHealth:
-    """Run every check on the dump under `path`; DumpError when there is no dump to look at."""
+def diagnose(path: str | Path, progress: Progress = silent) -> DumpHealth:
+    """Run every check on the dump under `path`; DumpError when there is no dump to look at.
+    `progress` hears of each check done (a fleet's dump takes seconds)."""
     root = Path(path)
     if not root.is_dir():
         raise DumpError(f"{root}: not a directory (doctor reads a --xla_dump_to folder)")
-    files = _all_files(root)
+    scanned = scan_dump(root)
+    files = _all_files(scanned)
     try:
-        dump = load_dump(root)
+        dump = dump_of(root, scanned)
     except DumpError:
         if not any(f.kind == "proto" for f in files):
             raise
         dump = Dump(root, [])  # protos only: the one finding that matters is that text dumps are off
-    findings = [finding for check in _CHECKS for finding in check(root, dump, files)]
+    advance = progress("checking the dump", len(_CHECKS))
+    findings = []
+    for check in _CHECKS:
+        findings += check(root, dump, files)
+        advance(1)
     findings.sort(key=lambda f: (SEVERITIES.index(f.severity), f.check))
     return DumpHealth(root, len(dump.modules), len(files), tuple(findings))
 
 
-def _all_files(root: Path) -> list[DumpFile]:
-    """Every file under `root` that XLA's dumper names (symbolic links to folders are not followed)."""
-    found = []
-    for path in sorted(root.rglob("*module_*")):
-        if path.is_file():
-            host = path.parent.relative_to(root).as_posix()
-            dump_file = classify(path, "" if host == "." else host)
-            if dump_file is not None and dump_file.kind != "folder":
-                found.append(dump_file)
-    return found
+def _all_files(scanned: list[DumpFile]) -> list[DumpFile]:
+    """The files XLA's dumper names `module_*` (not per-module folders, nor the files inside them), by path."""
+    found = [f for f in scanned if f.kind != "folder" and "module_" in os.path.basename(f.location)]
+    return sorted(found, key=lambda f: f.location)
 
 
-def _finding(root: Path, check: str, severity: str, paths: list[Path], explanation: str, action: str) -> list[Finding]:
+def _finding(root: Path, check: str, severity: str, paths: list[str], explanation: str, action: str) -> list[Finding]:
     """[] when no path shows the problem, else the one finding with the first paths as examples."""
     if not paths:
         return []
@@ -80,7 +83,7 @@ def _finding(root: Path, check: str, severity: str, paths: list[Path], explanati
     return [Finding(check, severity, len(paths), examples, explanation, action)]
 
 
-def _relative(root: Path, path: Path) -> str:
+def _relative(root: Path, path: str | Path) -> str:
     try:
         return Path(path).relative_to(root).as_posix()
     except ValueError:
@@ -88,7 +91,7 @@ def _relative(root: Path, path: Path) -> str:
 
 
 def _damaged(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    problems = {f.path: _text_problem(f.path) for f in files if f.kind == "hlo"}
+    problems = {f.location: _text_problem(f.location) for f in files if f.kind == "hlo"}
     unreadable = [path for path, problem in problems.items() if problem == "unreadable"]
     truncated = [path for path, problem in problems.items() if problem == "truncated"]
     return _finding(
@@ -108,11 +111,17 @@ def _damaged(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     )
 
 
-def _text_problem(path: Path) -> str | None:
-    """Return "unreadable", "truncated" or None. A complete HLO dump ends with a computation's closing brace."""
+def _text_problem(path: str) -> str | None:
+    """Return "unreadable", "truncated" or None. A complete HLO dump ends with a computation's closing brace.
+    Only the first line and the last bytes are read (a fleet's dump is 100,000s of files): a binary file
+    shows in its first bytes, a killed writer in its last."""
     try:
-        text = read_text(path)
+        first, tail = read_first_line_and_tail(path, TAIL_BYTES)
+        decode_text(first, path)
+        text = tail.decode("utf-8", errors="replace")
     except XlaInspectError:
+        return "unreadable"
+    if b"\x00" in tail:
         return "unreadable"
     last = text.rstrip().rsplit("\n", 1)[-1].strip()
     if not last:
@@ -125,13 +134,15 @@ def _unparsable(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     damaged file): every command skips them, so a count or a diff would silently leave them out.
     Files already reported as unreadable or truncated are not repeated here."""
     failed: list[tuple[Path, str]] = []
+    verdicts: dict[bytes, tuple[Path, str] | None] = {}  # content digest -> (path, first error line)
     for module in dump.modules:
-        try:
-            module.module()
-        except XlaInspectError as error:
-            path = module.hlo_file().path
-            if _text_problem(path) is None:
-                failed.append((path, str(error).splitlines()[0].replace(str(path), _relative(root, path))))
+        path = module.hlo_file().path
+        digest = _digest(path)
+        if digest not in verdicts:
+            verdicts[digest] = _parse_error(module, path)
+        verdict = verdicts[digest]
+        if verdict is not None and _text_problem(path) is None:
+            failed.append((path, verdict[1].replace(str(verdict[0]), _relative(root, path))))
     first = f" First: {failed[0][1]}" if failed else ""
     return _finding(
         root,
@@ -142,6 +153,27 @@ def _unparsable(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
         f"and diffs leave them out (diff marks the function unknown).{first}",
         "Run `xlainspect parse FILE` for the place; report the line if XLA wrote it.",
     )
+
+
+def _parse_error(module, path: Path) -> tuple[Path, str] | None:
+    """(path, the first line of the parse error) when the module's HLO text does not parse; the model
+    is not kept (a fleet's dump would hold every module in memory)."""
+    try:
+        module.module()
+    except XlaInspectError as error:
+        return path, str(error).splitlines()[0]
+    finally:
+        module.forget()
+    return None
+
+
+def _digest(path: Path) -> bytes:
+    """The content digest of a file (empty for an unreadable one): the hosts of one job write the same
+    modules, and each distinct text is parsed once."""
+    try:
+        return hashlib.blake2b(read_bytes(path), digest_size=16).digest()
+    except XlaInspectError:
+        return b""
 
 
 def _stranded(dump: Dump) -> list:
@@ -163,7 +195,7 @@ def _cut_by_cap(dump: Dump, files: list[DumpFile]) -> list:
 
 def _missing_after(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     cut = _cut_by_cap(dump, files)
-    stranded = [m.file("hlo", "before").path for m in _stranded(dump) if m not in cut]
+    stranded = [m.file("hlo", "before").location for m in _stranded(dump) if m not in cut]
     return _finding(
         root,
         "missing-after-optimizations",
@@ -177,11 +209,11 @@ def _missing_after(root: Path, dump: Dump, files: list[DumpFile]) -> list[Findin
 
 def _id_collisions(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     names: dict[tuple, set[str]] = defaultdict(set)
-    paths: dict[tuple, Path] = {}
+    paths: dict[tuple, str] = {}
     for module in dump.modules:
         key = (module.host, module.timestamp, module.module_id)
         names[key].add(module.name or "")
-        paths.setdefault(key, module.hlo_file().path)
+        paths.setdefault(key, module.hlo_file().location)
     clashes = [paths[key] for key, found in names.items() if len(found) > 1]
     return _finding(
         root,
@@ -199,8 +231,7 @@ def _dump_cap_reached(files: list[DumpFile]) -> tuple[int, Path] | None:
     holds that many modules; None otherwise."""
     caps = [
         (int(m[1]), f.path)
-        for f in files
-        if f.kind == "debug_options"
+        for f in _first_per_host(f for f in files if f.kind == "debug_options")
         for m in [_DUMP_CAP.search(_quiet_read(f.path))]
         if m
     ]
@@ -252,6 +283,14 @@ def _undumped_folders(root: Path, files: list[DumpFile]) -> list[str]:
     return folders
 
 
+def _first_per_host(files) -> list[DumpFile]:
+    """One file per host: the dump cap is an XLA flag, the same in every debug_options a process writes."""
+    first: dict[str, DumpFile] = {}
+    for dump_file in files:
+        first.setdefault(dump_file.host, dump_file)
+    return list(first.values())
+
+
 def _quiet_read(path: Path) -> str:
     try:
         return read_text(path)
@@ -260,7 +299,7 @@ def _quiet_read(path: Path) -> str:
 
 
 def _per_pass(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    passes = [f.path for f in files if f.stage in ("pass", "in_pass")]
+    passes = [f.location for f in files if f.stage in ("pass", "in_pass")]
     modules = len({(f.host, f.timestamp, f.module_id) for f in files if f.stage in ("pass", "in_pass")})
     return _finding(
         root,
@@ -274,10 +313,10 @@ def _per_pass(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
 
 
 def _mixed_platforms(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    by_platform: dict[str, list[Path]] = defaultdict(list)
+    by_platform: dict[str, list[str]] = defaultdict(list)
     for module in dump.modules:
         if module.platform:
-            by_platform[module.platform].append(module.hlo_file().path)
+            by_platform[module.platform].append(module.hlo_file().location)
     if len(by_platform) < 2:
         return []
     paths = [paths[0] for paths in by_platform.values()]
@@ -296,7 +335,7 @@ def _mixed_platforms(root: Path, dump: Dump, files: list[DumpFile]) -> list[Find
 
 def _protos_only(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     keys_with_text = {(f.host, f.timestamp, f.module_id) for f in files if f.kind == "hlo"}
-    protos = {(f.host, f.timestamp, f.module_id): f.path for f in files if f.kind == "proto"}
+    protos = {(f.host, f.timestamp, f.module_id): f.location for f in files if f.kind == "proto"}
     paths = [path for key, path in protos.items() if key not in keys_with_text]
     return _finding(
         root,
@@ -309,4 +348,46 @@ def _protos_only(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]
     )
 
 
-_CHECKS = (_damaged, _unparsable, _missing_after, _id_collisions, _dump_cap, _per_pass, _mixed_platforms, _protos_only)
+def _host_compile_counts(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
+    """Hosts of one job compile the same functions the same number of times; a host that compiled a
+    function more or less often than most hosts did saw other shapes or code, or lost compiles."""
+    per_host: dict[str, Counter] = defaultdict(Counter)
+    for module in dump.modules:
+        per_host[module.host][module.name or module.label] += 1
+    if len(per_host) < 2:
+        return []
+    odd: dict[str, list[str]] = defaultdict(list)  # host -> "function n (most hosts m)"
+    for function in sorted({name for counts in per_host.values() for name in counts}):
+        counts = {host: host_counts[function] for host, host_counts in per_host.items()}
+        usual, _ = Counter(counts.values()).most_common(1)[0]
+        for host, count in counts.items():
+            if count != usual:
+                odd[host].append(f"{function} {count} (most hosts {usual})")
+    if not odd:
+        return []
+    hosts = sorted(odd)
+    return [
+        Finding(
+            "host-compile-counts",
+            "warning",
+            len(hosts),
+            tuple(f"{host or '.'}: {', '.join(odd[host][:_MAX_EXAMPLES])}" for host in hosts[:_MAX_EXAMPLES]),
+            f"{len(hosts)} of {len(per_host)} hosts compiled some function a different number of times than "
+            "most hosts: those hosts saw other shapes or code (a host-dependent branch or batch), or lost "
+            "compiles (a crash, the dump cap).",
+            "Run count-recompiles on one usual and one odd host folder and diff them (xlainspect diff A B).",
+        )
+    ]
+
+
+_CHECKS = (
+    _damaged,
+    _unparsable,
+    _missing_after,
+    _id_collisions,
+    _dump_cap,
+    _per_pass,
+    _mixed_platforms,
+    _protos_only,
+    _host_compile_counts,
+)

@@ -58,15 +58,22 @@ class FunctionCompiles:
     unreadable: int = 0
     """Compiles among `modules` whose HLO file could not be read (named in the dump's skipped files):
     counted, since XLA wrote files for them, but not explained."""
+    hosts: int = 1
+    """Hosts (per-host folders of one dump) that compiled the function; `modules` and the causes are
+    those of one host that compiled it as often as most hosts did (`doctor` names the others)."""
 
 
 def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -> list[FunctionCompiles]:
-    """Per function, in first-compile order: the number of compiles and, where above one, why.
+    """Per function, in first-compile order: the number of compiles and, where above one, why; in a
+    dump of several hosts, those of one usual host (the hosts of one job compile alike; dumps of
+    several runs, `load_dump([a, b])`, are compared instead).
     `advance(n)` is called with each function's module count (a progress bar's)."""
     rows = []
-    for name, modules in dump.functions().items():
+    for name, compiles in dump.functions().items():
         if advance is not None:
-            advance(len(modules))
+            advance(len(compiles))
+        hosts = [compiles] if dump.runs else _by_host(compiles)
+        modules = _usual(hosts)
         readable = _readable(dump, modules)
         unreadable = [m for m in modules if m not in readable]
         parts = _by_origin(readable) or [([], Origin(eager=False, source=None))]
@@ -83,6 +90,7 @@ def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -
                     _suggest(causes, origin.eager),
                     origin.source,
                     len(counted) - len(part),
+                    len(hosts),
                 )
             )
     return rows
@@ -104,6 +112,21 @@ def _by_origin(modules: list[DumpModule]) -> list[tuple[list[DumpModule], Origin
         return [(modules, first)]
     eager = [m for m, o in zip(modules, origins) if o.eager]
     return [([m for m, _ in user], user[0][1]), (eager, first)]
+
+
+def _by_host(modules: list[DumpModule]) -> list[list[DumpModule]]:
+    """The compiles of each host, in host order (a dump's modules are sorted by host first)."""
+    hosts: dict[str, list[DumpModule]] = {}
+    for module in modules:
+        hosts.setdefault(module.host, []).append(module)
+    return list(hosts.values())
+
+
+def _usual(hosts: list[list[DumpModule]]) -> list[DumpModule]:
+    """The compiles of the first host whose compile count is the most common one: a 64-host dump is
+    explained from one host's files, not from 64 copies of them."""
+    usual = Counter(len(compiles) for compiles in hosts).most_common(1)[0][0]
+    return next(compiles for compiles in hosts if len(compiles) == usual)
 
 
 def _readable(dump: Dump, modules: list[DumpModule]) -> list[DumpModule]:

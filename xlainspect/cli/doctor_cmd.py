@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from xlainspect.cli.app import DumpPath, FormatOpt, app, show, user_errors
+from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat
 
 
@@ -13,6 +14,6 @@ def doctor(path: DumpPath, fmt: FormatOpt = OutputFormat.table) -> None:
     from xlainspect.analysis.doctor import diagnose
     from xlainspect.report.views import doctor_document
 
-    with user_errors():
-        health = diagnose(path)
+    with user_errors(), progress_bars() as progress:
+        health = diagnose(path, progress)
     show(doctor_document(health), fmt)

@@ -84,8 +84,9 @@ def _draw(document: Document) -> None:
             if index and isinstance(blocks[index - 1], Table):
                 console.print()
             console.print(rich_table(block))
-            if block.note:
-                console.print(block.note, markup=False, highlight=False)
+            for line in (block.note, _rows_left_out(block)):
+                if line:
+                    console.print(line, markup=False, highlight=False)
         elif isinstance(block, Heading):
             from rich.text import Text
 
@@ -115,6 +116,16 @@ def rich_table(tab: Table):
         drawn.add_column(
             column, justify="right" if is_numeric(tab, index) else "left", overflow="fold", no_wrap=not index
         )
-    for row in tab.rows:
+    for row in tab.rows[:DRAWN_ROWS]:
         drawn.add_row(*(Text(cell_text(v)) for v in row))  # Text(): HLO is never rich markup
     return drawn
+
+
+#: Rows of one table drawn for people: rich lays out ~1,000 cells in 0.1 s, and a terminal shows a few
+#: dozen rows; CSV, JSON and Markdown keep every row.
+DRAWN_ROWS = 25
+
+
+def _rows_left_out(tab: Table) -> str:
+    left_out = len(tab.rows) - DRAWN_ROWS
+    return f"... {left_out:,} more rows: --format csv, json or markdown gives them all" if left_out > 0 else ""

@@ -18,8 +18,8 @@ OutFile = Annotated[Path | None, typer.Option(help="Write the report here ('-' f
 @app.command()
 def report(path: DumpPath, html: OutFile = None, markdown: OutFile = None, strict: StrictOpt = False) -> None:
     """One report of a whole dump: recompiles, memory, padding, fusions, copies and collectives, findings
-    ranked by cost on top. [bold]--html[/bold] writes one self-contained page (every table sortable),
-    [bold]--markdown[/bold] a Markdown document."""
+    ranked by cost on top. --html writes one self-contained page (every table sortable),
+    --markdown a Markdown document."""
     from xlainspect.dump.directory import load_dump
     from xlainspect.report.dump_report import dump_report
     from xlainspect.report.page import render_html, render_markdown

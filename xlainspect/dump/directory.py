@@ -301,6 +301,10 @@ class DumpModule:
             self._parsed[stage] = modules[0]
         return self._parsed[stage]
 
+    def forget(self) -> None:
+        """Drop the parsed models this module holds (a caller that visits every module of a big dump)."""
+        self._parsed.clear()
+
     def header(self, stage: str = "after") -> Module:
         """The `HloModule` line alone, parsed (a Module without computations): name and signature.
 
@@ -329,7 +333,8 @@ class DumpModule:
         return f"{where}module_{number}" + (f".{self.name}" if self.name else "")
 
 
-_TAIL_BYTES = 512
+TAIL_BYTES = 512
+"""Bytes read from the end of an HLO file: enough to see whether its last line closes a computation."""
 
 
 def header_line(path: Path) -> str:
@@ -338,7 +343,7 @@ def header_line(path: Path) -> str:
     written) is a DumpError, caught without reading the body."""
     from xlainspect.dump.files import decode_text, read_first_line_and_tail
 
-    first, tail = read_first_line_and_tail(path, _TAIL_BYTES)
+    first, tail = read_first_line_and_tail(path, TAIL_BYTES)
     if not first.strip():
         raise DumpError(f"{path}: empty file")
     line = decode_text(first, path).rstrip("\r\n")
@@ -360,6 +365,9 @@ class Dump:
     root: Path
     modules: list[DumpModule]
     skipped: list[SkippedFile] = field(default_factory=list)
+    runs: bool = False
+    """Several dumps given at once (`load_dump([a, b])`, each a `host`): runs to compare, not the
+    hosts of one job."""
 
     def functions(self) -> dict[str, list[DumpModule]]:
         """Modules per function (HloModule name), each list in compile order (host, timestamp, id)."""
@@ -394,6 +402,17 @@ def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
                 files.append(dump_file)
         else:
             raise DumpError(f"{one}: no such file or directory")
+    dump = _dump(paths, files, loose, strict)
+    dump.runs = scan_root is not None
+    return dump
+
+
+def dump_of(root: Path, files: list[DumpFile]) -> Dump:
+    """The Dump of files `scan_dump(root)` found: a caller that needs every file too scans once."""
+    return _dump([root], files, [], strict=False)
+
+
+def _dump(paths: list[Path], files: list[DumpFile], loose: list[Path], strict: bool) -> Dump:
     modules = _group(files) + [
         DumpModule(None, None, None, "", [DumpFile(str(p), None, None, None, "after_optimizations", "hlo")])
         for p in loose
@@ -422,8 +441,15 @@ def _name_modules_from_headers(modules: list[DumpModule], strict: bool) -> None:
                     raise
 
 
-def _scan(root: Path, directory: Path, seen: set[tuple[int, int]]) -> list[DumpFile]:
-    """Classify every file under `directory` in one pass per folder (os.scandir, no stat per file)."""
+def scan_dump(root: Path) -> list[DumpFile]:
+    """Every file under a dump folder that XLA's dumper names, classified by name, per-module folders'
+    files included (one os.scandir per folder: a 64-host dump lists about 900,000 files)."""
+    return _scan(root, root, set())
+
+
+def _scan(root: Path, directory: Path, seen: set[tuple[int, int]], host: str | None = None) -> list[DumpFile]:
+    """Classify every file under `directory` in one pass per folder (os.scandir, no stat per file);
+    its host is `host`, else its path relative to `root`."""
     try:
         info = directory.stat()
     except OSError as error:
@@ -431,7 +457,8 @@ def _scan(root: Path, directory: Path, seen: set[tuple[int, int]]) -> list[DumpF
     if (info.st_dev, info.st_ino) in seen:
         raise DumpError(f"{directory}: symbolic link loop")
     seen.add((info.st_dev, info.st_ino))
-    host = "" if directory == root else directory.relative_to(root).as_posix()
+    if host is None:
+        host = "" if directory == root else directory.relative_to(root).as_posix()
     files: list[DumpFile] = []
     try:
         entries = list(os.scandir(directory))
@@ -444,7 +471,7 @@ def _scan(root: Path, directory: Path, seen: set[tuple[int, int]]) -> list[DumpF
         if entry.is_dir():  # a per-module folder, or a host's (or any other) sub-directory
             folder = _classified(match, entry.path, host) if match else None
             if folder is not None and folder.kind == "folder":
-                files += _folder_files(entry.path, host, folder)
+                files += _folder_files(root, entry.path, host, folder, seen)
             else:
                 files += _scan(root, Path(entry.path), seen)
         elif match:
@@ -452,12 +479,21 @@ def _scan(root: Path, directory: Path, seen: set[tuple[int, int]]) -> list[DumpF
     return files
 
 
-def _folder_files(directory: str, host: str, folder: DumpFile) -> list[DumpFile]:
-    """The per-module folder (`module_0000.jit_f/`: module.mlir, compile options)."""
+def _folder_files(
+    root: Path, directory: str, host: str, folder: DumpFile, seen: set[tuple[int, int]]
+) -> list[DumpFile]:
+    """The per-module folder (`module_0000.jit_f/`: module.mlir, compile options). With
+    --xla_dump_hlo_to_subfolder (2026) it holds one `<host>_<pid>/` folder per process instead: each
+    is that process's host."""
     try:
-        return [classify(e.path, host, folder) for e in os.scandir(directory) if e.is_file()]
+        entries = list(os.scandir(directory))
     except OSError:
         return []
+    files = [classify(e.path, host, folder) for e in entries if e.is_file()]
+    for entry in entries:
+        if entry.is_dir():
+            files += _scan(root, Path(entry.path), seen, f"{host}/{entry.name}" if host else entry.name)
+    return files
 
 
 def _group(files: list[DumpFile]) -> list[DumpModule]:

@@ -268,9 +268,12 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
         + (["profiled"] if profiled else [])
         + ["eager", "source", "why", "suggestion"]
     )
+    hosts = max((r.hosts for r in shown), default=1)
     title = (
         f"{total} compile{'s' * (total != 1)} of {len(shown)} function{'s' * (len(shown) != 1)}, "
-        f"{recompiled} compiled more than once" + (f"; {_seconds(times)}" if times else "")
+        f"{recompiled} compiled more than once"
+        + (f", on each of {hosts} hosts (one usual host's; doctor names odd hosts)" if hosts > 1 else "")
+        + (f"; {_seconds(times)}" if times else "")
     )
     for_people = _with_profiled(_for_people(shown, times), profiled)
     flat = table(title, _with_profiled([_table_row(r, times) for r in shown], profiled), columns)
