@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlainspect.errors import DumpError, HloParseError, NoMatchError, XlaInspectError, no_match
+from xlainspect.settings import kept_objects
 
 if TYPE_CHECKING:
     from xlainspect.hlo.model import Module
@@ -402,7 +403,11 @@ class Dump:
 
 def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
     """A dump directory (per-host sub-directories included), one HLO file, or a list of files."""
-    paths = [Path(p) for p in path] if isinstance(path, (list, tuple)) else [Path(path)]
+    with kept_objects():  # a fleet's file records and modules live to the end of the run
+        return _load_dump([Path(p) for p in path] if isinstance(path, (list, tuple)) else [Path(path)], strict)
+
+
+def _load_dump(paths: list[Path], strict: bool) -> Dump:
     files: list[DumpFile] = []
     loose: list[Path] = []
     directories = [p for p in paths if p.is_dir()]
@@ -425,7 +430,8 @@ def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
 
 def dump_of(root: Path, files: list[DumpFile]) -> Dump:
     """The Dump of files `scan_dump(root)` found: a caller that needs every file too scans once."""
-    return _dump([root], files, [], strict=False)
+    with kept_objects():
+        return _dump([root], files, [], strict=False)
 
 
 def _dump(paths: list[Path], files: list[DumpFile], loose: list[Path], strict: bool) -> Dump:
@@ -460,7 +466,8 @@ def _name_modules_from_headers(modules: list[DumpModule], strict: bool) -> None:
 def scan_dump(root: Path) -> list[DumpFile]:
     """Every file under a dump folder that XLA's dumper names, classified by name, per-module folders'
     files included (one os.scandir per folder: a 64-host dump lists about 900,000 files)."""
-    return _scan(root, root, set())
+    with kept_objects():
+        return _scan(root, root, set())
 
 
 def _scan(root: Path, directory: Path, seen: set[tuple[int, int]], host: str | None = None) -> list[DumpFile]:
