@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, classify, dump_of, scan_dump
-from xlainspect.dump.files import decode_text, read_bytes, read_first_line_and_tail, read_text
+from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.progress import Progress, silent
+from xlainspect.workers import map_shared
 
 SEVERITIES = ("error", "warning", "info")
 _MAX_EXAMPLES = 3
@@ -90,10 +91,23 @@ def _relative(root: Path, path: str | Path) -> str:
         return str(path)
 
 
-def _damaged(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    problems = {f.location: _text_problem(f.location) for f in files if f.kind == "hlo"}
-    unreadable = [path for path, problem in problems.items() if problem == "unreadable"]
-    truncated = [path for path, problem in problems.items() if problem == "truncated"]
+def _texts(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
+    """unreadable-files, truncated-files and unparsable-modules, from one read of each HLO file: its
+    first line and last bytes, and for a module's own text its content digest (a file of a few KB is
+    read whole by that one read)."""
+    digested = {m.hlo_file().location for m in dump.modules}
+    wanted = [(f.location, f.location in digested) for f in files if f.kind == "hlo"]
+    facts = dict(zip([path for path, _ in wanted], map_shared(_text_facts, wanted, _CHUNK_FILES)))
+    return _damaged(root, facts) + _unparsable(root, dump, facts)
+
+
+_CHUNK_FILES = 4096
+"""HLO files a forked worker reads per task (about 30 ms)."""
+
+
+def _damaged(root: Path, facts: dict[str, tuple[str | None, bytes | None]]) -> list[Finding]:
+    unreadable = [path for path, (problem, _) in facts.items() if problem == "unreadable"]
+    truncated = [path for path, (problem, _) in facts.items() if problem == "truncated"]
     return _finding(
         root,
         "unreadable-files",
@@ -111,38 +125,55 @@ def _damaged(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     )
 
 
-def _text_problem(path: str) -> str | None:
-    """Return "unreadable", "truncated" or None. A complete HLO dump ends with a computation's closing brace.
-    Only the first line and the last bytes are read (a fleet's dump is 100,000s of files): a binary file
-    shows in its first bytes, a killed writer in its last."""
+def _text_facts(wanted: tuple[str, bool]) -> tuple[str | None, bytes | None]:
+    """Of `(path, digest)`: the file's problem ("unreadable", "truncated" or None) and, when `digest`,
+    its content digest (empty for an unreadable file): the hosts of one job write the same modules,
+    each parsed once. A complete HLO dump ends with a computation's closing brace: only the first line
+    and the last bytes are read for that (a fleet's dump is 100,000s of files), a binary file shows in
+    its first bytes, a killed writer in its last."""
+    path, digest = wanted
     try:
-        first, tail = read_first_line_and_tail(path, TAIL_BYTES)
+        first, tail, whole = read_edges(path, TAIL_BYTES)
+    except XlaInspectError:
+        return "unreadable", b"" if digest else None
+    problem = _text_problem(first, tail, path)
+    if not digest:
+        return problem, None
+    try:
+        content = read_bytes(path) if whole is None else whole
+    except XlaInspectError:
+        return problem, b""
+    return problem, hashlib.blake2b(content, digest_size=16).digest()
+
+
+def _text_problem(first: bytes, tail: bytes, path: str) -> str | None:
+    """The problem ("unreadable", "truncated" or None) a file shows in its first line and last bytes."""
+    try:
         decode_text(first, path)
-        text = tail.decode("utf-8", errors="replace")
     except XlaInspectError:
         return "unreadable"
     if b"\x00" in tail:
         return "unreadable"
-    last = text.rstrip().rsplit("\n", 1)[-1].strip()
+    last = tail.decode("utf-8", errors="replace").rstrip().rsplit("\n", 1)[-1].strip()
     if not last:
         return "unreadable"
     return None if last.startswith("}") else "truncated"
 
 
-def _unparsable(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
+def _unparsable(root: Path, dump: Dump, facts: dict[str, tuple[str | None, bytes | None]]) -> list[Finding]:
     """Modules whose HLO text is complete but does not parse (syntax from a newer XLA, a foreign or
     damaged file): every command skips them, so a count or a diff would silently leave them out.
     Files already reported as unreadable or truncated are not repeated here."""
     failed: list[tuple[Path, str]] = []
     verdicts: dict[bytes, tuple[Path, str] | None] = {}  # content digest -> (path, first error line)
     for module in dump.modules:
-        path = module.hlo_file().path
-        digest = _digest(path)
+        location = module.hlo_file().location
+        problem, digest = facts.get(location) or _text_facts((location, True))
         if digest not in verdicts:
-            verdicts[digest] = _parse_error(module, path)
+            verdicts[digest] = _parse_error(module, Path(location))
         verdict = verdicts[digest]
-        if verdict is not None and _text_problem(path) is None:
-            failed.append((path, verdict[1].replace(str(verdict[0]), _relative(root, path))))
+        if verdict is not None and problem is None:
+            failed.append((Path(location), verdict[1].replace(str(verdict[0]), _relative(root, location))))
     first = f" First: {failed[0][1]}" if failed else ""
     return _finding(
         root,
@@ -165,15 +196,6 @@ def _parse_error(module, path: Path) -> tuple[Path, str] | None:
     finally:
         module.forget()
     return None
-
-
-def _digest(path: Path) -> bytes:
-    """The content digest of a file (empty for an unreadable one): the hosts of one job write the same
-    modules, and each distinct text is parsed once."""
-    try:
-        return hashlib.blake2b(read_bytes(path), digest_size=16).digest()
-    except XlaInspectError:
-        return b""
 
 
 def _stranded(dump: Dump) -> list:
@@ -381,8 +403,7 @@ def _host_compile_counts(root: Path, dump: Dump, files: list[DumpFile]) -> list[
 
 
 _CHECKS = (
-    _damaged,
-    _unparsable,
+    _texts,
     _missing_after,
     _id_collisions,
     _dump_cap,

@@ -49,12 +49,18 @@ def decode_text(data: bytes, path: Path | str) -> str:
 def read_first_line_and_tail(path: Path | str, tail_bytes: int) -> tuple[bytes, bytes]:
     """A file's first non-blank line (with its newline; XLA's parser skips leading blank lines too)
     and its last `tail_bytes` bytes, without reading what lies between; a gzip file is decompressed
-    whole (its tail cannot be reached otherwise). Empty bytes for a file of blanks only.
-    A file of up to `_HEAD_BYTES` costs one read (most dumped modules are a few KB)."""
+    whole (its tail cannot be reached otherwise). Empty bytes for a file of blanks only."""
+    return read_edges(path, tail_bytes)[:2]
+
+
+def read_edges(path: Path | str, tail_bytes: int) -> tuple[bytes, bytes, bytes | None]:
+    """`read_first_line_and_tail`, and the whole content (decompressed) when that was read anyway: a
+    file of up to `_HEAD_BYTES` costs one read (most dumped modules are a few KB), a gzip file is read
+    whole; None for a larger file."""
     try:
         fd = os.open(path, os.O_RDONLY)
         try:
-            return _first_line_and_tail(fd, tail_bytes)
+            return _edges(fd, tail_bytes)
         finally:
             os.close(fd)
     except (OSError, EOFError) as error:
@@ -64,13 +70,14 @@ def read_first_line_and_tail(path: Path | str, tail_bytes: int) -> tuple[bytes, 
 _HEAD_BYTES = 1 << 14
 
 
-def _first_line_and_tail(fd: int, tail_bytes: int) -> tuple[bytes, bytes]:
-    """`read_first_line_and_tail` of an open file."""
+def _edges(fd: int, tail_bytes: int) -> tuple[bytes, bytes, bytes | None]:
+    """`read_edges` of an open file."""
     head = os.read(fd, _HEAD_BYTES)
     size = os.fstat(fd).st_size
     if head[:2] == _GZIP_MAGIC:
-        data = gzip.decompress(head + _read_to_end(fd, max(0, size - len(head)))).lstrip()
-        return data[: data.find(b"\n") + 1 or len(data)], data[-tail_bytes:]
+        whole = gzip.decompress(head + _read_to_end(fd, max(0, size - len(head))))
+        data = whole.lstrip()
+        return data[: data.find(b"\n") + 1 or len(data)], data[-tail_bytes:], whole
     start = len(head) - len(head.lstrip())
     if b"\n" not in head[start:] and b"\x00" not in head:  # a header longer than the head (many parameters)
         head = bytearray(head)
@@ -79,7 +86,8 @@ def _first_line_and_tail(fd: int, tail_bytes: int) -> tuple[bytes, bytes]:
     first = bytes(head[start : head.find(b"\n", start) + 1 or len(head)])
     tail_start = max(start + len(first), size - tail_bytes)
     tail = bytes(head[tail_start:size]) if size <= len(head) else os.pread(fd, size - tail_start, tail_start)
-    return first, first + tail if tail_start == start + len(first) else tail  # a small file: all of it
+    whole = bytes(head) if size == len(head) else None
+    return first, first + tail if tail_start == start + len(first) else tail, whole  # a small file: all of it
 
 
 def _read_to_end(fd: int, size: int) -> bytes:
