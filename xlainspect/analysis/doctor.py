@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, classify, dump_of, scan_dump
+from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, DumpModule, classify, dump_of, scan_dump
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.progress import Progress, silent
@@ -200,7 +200,15 @@ def _parse_error(module, path: Path) -> tuple[Path, str] | None:
 
 def _stranded(dump: Dump) -> list:
     """Modules dumped before optimization with no after-optimizations file."""
-    return [m for m in dump.modules if "before_optimizations" in m.stages and not set(m.stages) & set(AFTER_STAGES)]
+    return [m for m in dump.modules if _hlo_stages(m) & _STRANDED == {"before_optimizations"}]
+
+
+_STRANDED = frozenset({"before_optimizations", *AFTER_STAGES})
+
+
+def _hlo_stages(module: DumpModule) -> set[str | None]:
+    """The stages of a module's HLO files, unordered (`DumpModule.stages` sorts them: 128,000 modules)."""
+    return {f.stage for f in module.files if f.kind == "hlo"}
 
 
 def _cut_by_cap(dump: Dump, files: list[DumpFile]) -> list:
@@ -210,7 +218,7 @@ def _cut_by_cap(dump: Dump, files: list[DumpFile]) -> list:
     complete module; a stranded module before a complete one is something else (a crash)."""
     if _dump_cap_reached(files) is None:
         return []
-    complete = [m.module_id or 0 for m in dump.modules if set(m.stages) & set(AFTER_STAGES)]
+    complete = [m.module_id or 0 for m in dump.modules if not _hlo_stages(m).isdisjoint(AFTER_STAGES)]
     last = max(complete, default=-1)
     return [m for m in _stranded(dump) if (m.module_id or 0) > last]
 
@@ -231,12 +239,12 @@ def _missing_after(root: Path, dump: Dump, files: list[DumpFile]) -> list[Findin
 
 def _id_collisions(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     names: dict[tuple, set[str]] = defaultdict(set)
-    paths: dict[tuple, str] = {}
+    first: dict[tuple, DumpModule] = {}
     for module in dump.modules:
         key = (module.host, module.timestamp, module.module_id)
         names[key].add(module.name or "")
-        paths.setdefault(key, module.hlo_file().location)
-    clashes = [paths[key] for key, found in names.items() if len(found) > 1]
+        first.setdefault(key, module)
+    clashes = [first[key].hlo_file().location for key, found in names.items() if len(found) > 1]
     return _finding(
         root,
         "module-id-collision",
@@ -321,8 +329,9 @@ def _quiet_read(path: Path) -> str:
 
 
 def _per_pass(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    passes = [f.location for f in files if f.stage in ("pass", "in_pass")]
-    modules = len({(f.host, f.timestamp, f.module_id) for f in files if f.stage in ("pass", "in_pass")})
+    between = [f for f in files if f.stage in ("pass", "in_pass")]
+    passes = [f.location for f in between]
+    modules = len({(f.host, f.timestamp, f.module_id) for f in between})
     return _finding(
         root,
         "per-pass-files",
@@ -335,13 +344,13 @@ def _per_pass(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
 
 
 def _mixed_platforms(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    by_platform: dict[str, list[str]] = defaultdict(list)
+    by_platform: dict[str, DumpModule] = {}  # each platform's first module
     for module in dump.modules:
         if module.platform:
-            by_platform[module.platform].append(module.hlo_file().location)
+            by_platform.setdefault(module.platform, module)
     if len(by_platform) < 2:
         return []
-    paths = [paths[0] for paths in by_platform.values()]
+    paths = [module.hlo_file().location for module in by_platform.values()]
     return [
         Finding(
             "mixed-platforms",
@@ -356,8 +365,8 @@ def _mixed_platforms(root: Path, dump: Dump, files: list[DumpFile]) -> list[Find
 
 
 def _protos_only(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    keys_with_text = {(f.host, f.timestamp, f.module_id) for f in files if f.kind == "hlo"}
     protos = {(f.host, f.timestamp, f.module_id): f.location for f in files if f.kind == "proto"}
+    keys_with_text = {(f.host, f.timestamp, f.module_id) for f in files if f.kind == "hlo"} if protos else set()
     paths = [path for key, path in protos.items() if key not in keys_with_text]
     return _finding(
         root,
