@@ -8,6 +8,7 @@ those into a `Finding` with a severity, a count, example paths, and what to do a
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import re
 from collections import Counter, defaultdict
@@ -72,8 +73,8 @@ def diagnose(path: str | Path, progress: Progress = silent) -> DumpHealth:
 
 def _all_files(scanned: list[DumpFile]) -> list[DumpFile]:
     """The files XLA's dumper names `module_*` (not per-module folders, nor the files inside them), by path."""
-    found = [f for f in scanned if f.kind != "folder" and "module_" in os.path.basename(f.location)]
-    return sorted(found, key=lambda f: f.location)
+    found = [f for f in scanned if f.kind != "folder" and "module_" in f.location.rpartition(os.sep)[2]]
+    return sorted(found, key=operator.attrgetter("location"))
 
 
 def _finding(root: Path, check: str, severity: str, paths: list[str], explanation: str, action: str) -> list[Finding]:
@@ -95,10 +96,11 @@ def _texts(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     """unreadable-files, truncated-files and unparsable-modules, from one read of each HLO file: its
     first line and last bytes, and for a module's own text its content digest (a file of a few KB is
     read whole by that one read)."""
-    digested = {m.hlo_file().location for m in dump.modules}
+    texts = [(m, m.hlo_file().location) for m in dump.modules]
+    digested = {location for _, location in texts}
     wanted = [(f.location, f.location in digested) for f in files if f.kind == "hlo"]
     facts = dict(zip([path for path, _ in wanted], map_shared(_text_facts, wanted, _CHUNK_FILES)))
-    return _damaged(root, facts) + _unparsable(root, dump, facts)
+    return _damaged(root, facts) + _unparsable(root, texts, facts)
 
 
 _CHUNK_FILES = 4096
@@ -160,14 +162,16 @@ def _text_problem(first: bytes, tail: bytes, path: str) -> str | None:
     return None if last.startswith("}") else "truncated"
 
 
-def _unparsable(root: Path, dump: Dump, facts: dict[str, tuple[str | None, bytes | None]]) -> list[Finding]:
+def _unparsable(
+    root: Path, texts: list[tuple[DumpModule, str]], facts: dict[str, tuple[str | None, bytes | None]]
+) -> list[Finding]:
     """Modules whose HLO text is complete but does not parse (syntax from a newer XLA, a foreign or
     damaged file): every command skips them, so a count or a diff would silently leave them out.
-    Files already reported as unreadable or truncated are not repeated here."""
+    Files already reported as unreadable or truncated are not repeated here. `texts`: each module with
+    the path of its HLO text."""
     failed: list[tuple[Path, str]] = []
     verdicts: dict[bytes, tuple[Path, str] | None] = {}  # content digest -> (path, first error line)
-    for module in dump.modules:
-        location = module.hlo_file().location
+    for module, location in texts:
         problem, digest = facts.get(location) or _text_facts((location, True))
         if digest not in verdicts:
             verdicts[digest] = _parse_error(module, Path(location))

@@ -439,7 +439,8 @@ def _dump(paths: list[Path], files: list[DumpFile], loose: list[Path], strict: b
         DumpModule(None, None, None, "", [DumpFile(str(p), None, None, None, "after_optimizations", "hlo")])
         for p in loose
     ]
-    if not any(m.hlo_file() for m in modules):
+    kept = [m for m in modules if m.hlo_file()]
+    if not kept:
         where = paths[0] if len(paths) == 1 else ", ".join(map(str, paths))
         raise DumpError(
             f"no XLA dump files (module_*.txt: *before_optimizations.txt, *after_optimizations.txt) under {where}"
@@ -449,7 +450,7 @@ def _dump(paths: list[Path], files: list[DumpFile], loose: list[Path], strict: b
     )
     if loose:
         _name_modules_from_headers(modules, strict)
-    return Dump(root=root, modules=[m for m in modules if m.hlo_file()])
+    return Dump(root=root, modules=kept)
 
 
 def _name_modules_from_headers(modules: list[DumpModule], strict: bool) -> None:
