@@ -78,8 +78,8 @@ def _edges(fd: int, tail_bytes: int) -> tuple[bytes, bytes, bytes | None]:
         whole = gzip.decompress(head + _read_to_end(fd, max(0, size - len(head))))
         data = whole.lstrip()
         return data[: data.find(b"\n") + 1 or len(data)], data[-tail_bytes:], whole
-    start = len(head) - len(head.lstrip())
-    if b"\n" not in head[start:] and b"\x00" not in head:  # a header longer than the head (many parameters)
+    start = len(head) - len(head.lstrip()) if head[:1].isspace() else 0  # no copy for a file starting with text
+    if head.find(b"\n", start) < 0 and b"\x00" not in head:  # a header longer than the head (many parameters)
         head = bytearray(head)
         while b"\n" not in head[-(1 << 16) :] and len(head) < size:
             head += os.pread(fd, 1 << 16, len(head))
