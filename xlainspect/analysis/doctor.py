@@ -265,7 +265,7 @@ def _dump_cap_reached(files: list[DumpFile]) -> tuple[int, Path] | None:
     holds that many modules; None otherwise."""
     caps = [
         (int(m[1]), f.path)
-        for f in _first_per_host(f for f in files if f.kind == "debug_options")
+        for f in _debug_options_per_host(files)
         for m in [_DUMP_CAP.search(_quiet_read(f.path))]
         if m
     ]
@@ -317,11 +317,13 @@ def _undumped_folders(root: Path, files: list[DumpFile]) -> list[str]:
     return folders
 
 
-def _first_per_host(files) -> list[DumpFile]:
-    """One file per host: the dump cap is an XLA flag, the same in every debug_options a process writes."""
+def _debug_options_per_host(files: list[DumpFile]) -> list[DumpFile]:
+    """One debug_options file per host: the dump cap is an XLA flag, the same in every debug_options a
+    process writes."""
     first: dict[str, DumpFile] = {}
     for dump_file in files:
-        first.setdefault(dump_file.host, dump_file)
+        if dump_file.kind == "debug_options" and dump_file.host not in first:
+            first[dump_file.host] = dump_file
     return list(first.values())
 
 
