@@ -163,6 +163,27 @@ def test_complete_text_that_does_not_parse_is_a_finding(tmp_path):
     assert f"First: {after.name}:" in finding.explanation
 
 
+def test_files_read_by_forked_workers_give_the_same_findings(tmp_path, monkeypatch):
+    """Where xlainspect owns the process, the HLO files are read by this process and a forked worker,
+    chunk by chunk: the findings (truncated, unreadable, unparsable) are those of a one-process read."""
+    from xlainspect import settings
+    from xlainspect.analysis import doctor
+
+    dump = _copy("ragged_batch", tmp_path / "dump")
+    after = dump / "module_0000.jit_train_step.cpu_after_optimizations.txt"
+    after.write_bytes(after.read_bytes()[:3000])
+    (dump / "module_0004.jit_eval_step.before_optimizations.txt").write_bytes(b"\x1f\x8bnot really gzip")
+    damaged = dump / "module_0002.jit_train_step.cpu_after_optimizations.txt"
+    damaged.write_text(damaged.read_text().replace(" parameter(0)", " parameter(0", 1))
+    monkeypatch.setattr(settings, "_parse_workers", 1)
+    serial = diagnose(dump)
+    monkeypatch.setattr(settings, "_parse_workers", 2)
+    monkeypatch.setattr(doctor, "_CHUNK_FILES", 2)
+    parallel = diagnose(dump)
+    assert parallel == serial
+    assert [f.check for f in parallel.findings] == ["truncated-files", "unparsable-modules", "unreadable-files"]
+
+
 def test_healthy_dump_prints_a_sentence_not_an_empty_table():
     result = CliRunner().invoke(app, ["doctor", str(DUMPS / "clean_run")])
     assert result.stdout == f"{DUMPS / 'clean_run'}: 1 modules, 7 files, no findings: the dump looks healthy\n"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DUMPS, corpus_files, hlo_fixture_files
-from xlainspect.dump.directory import classify, header_line, load_dump, select_modules
-from xlainspect.dump.files import read_text
+from xlainspect.dump.directory import TAIL_BYTES, classify, header_line, load_dump, select_modules
+from xlainspect.dump.files import read_bytes, read_first_line_and_tail, read_text
 from xlainspect.errors import DumpError, XlaInspectError
 
 
@@ -291,3 +291,17 @@ def test_modules_command_lists_compiles_with_the_grammars_instruction_counts():
     ]
     dump = load_dump(DUMPS / "ragged_batch")
     assert [r["instructions"] for r in rows] == [m.module().instruction_count for m in dump.modules]
+
+
+@pytest.mark.parametrize("size", [3, 100, 16_383, 16_384, 16_385, 40_000])
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_first_line_and_tail_at_every_size(tmp_path, size, gzipped):
+    """The first line and the last bytes, read without the middle, are those of the whole file: below,
+    at and past the bytes one read takes, plain and gzip."""
+    text = b"\n\nHloModule m, entry_computation_layout={()->f32[]}\n" + b"x" * size + b"\n}\n"
+    path = tmp_path / "module_0000.m.before_optimizations.txt"
+    path.write_bytes(gzip.compress(text) if gzipped else text)
+    first, tail = read_first_line_and_tail(path, TAIL_BYTES)
+    assert first == b"HloModule m, entry_computation_layout={()->f32[]}\n"
+    assert tail == text.lstrip()[-TAIL_BYTES:]
+    assert read_bytes(path) == text

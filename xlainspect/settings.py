@@ -69,5 +69,16 @@ def paused_gc() -> Iterator[bool]:
         gc.enable()
 
 
+@contextlib.contextmanager
+def kept_objects() -> Iterator[None]:
+    """Where the process is xlainspect's own, garbage collection paused while the block makes objects
+    that live to the end of the run, and those frozen after (never scanned again): a fleet's dump lists
+    900,000 file records, and collections scanning them over and over would cost half the listing."""
+    with paused_gc() as paused:
+        yield
+        if paused:
+            gc.freeze()
+
+
 def _cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

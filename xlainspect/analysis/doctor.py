@@ -8,16 +8,18 @@ those into a `Finding` with a severity, a count, example paths, and what to do a
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, classify, dump_of, scan_dump
-from xlainspect.dump.files import decode_text, read_bytes, read_first_line_and_tail, read_text
+from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, DumpModule, classify, dump_of, scan_dump
+from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.progress import Progress, silent
+from xlainspect.workers import map_shared
 
 SEVERITIES = ("error", "warning", "info")
 _MAX_EXAMPLES = 3
@@ -71,8 +73,8 @@ def diagnose(path: str | Path, progress: Progress = silent) -> DumpHealth:
 
 def _all_files(scanned: list[DumpFile]) -> list[DumpFile]:
     """The files XLA's dumper names `module_*` (not per-module folders, nor the files inside them), by path."""
-    found = [f for f in scanned if f.kind != "folder" and "module_" in os.path.basename(f.location)]
-    return sorted(found, key=lambda f: f.location)
+    found = [f for f in scanned if f.kind != "folder" and "module_" in f.location.rpartition(os.sep)[2]]
+    return sorted(found, key=operator.attrgetter("location"))
 
 
 def _finding(root: Path, check: str, severity: str, paths: list[str], explanation: str, action: str) -> list[Finding]:
@@ -90,10 +92,24 @@ def _relative(root: Path, path: str | Path) -> str:
         return str(path)
 
 
-def _damaged(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    problems = {f.location: _text_problem(f.location) for f in files if f.kind == "hlo"}
-    unreadable = [path for path, problem in problems.items() if problem == "unreadable"]
-    truncated = [path for path, problem in problems.items() if problem == "truncated"]
+def _texts(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
+    """unreadable-files, truncated-files and unparsable-modules, from one read of each HLO file: its
+    first line and last bytes, and for a module's own text its content digest (a file of a few KB is
+    read whole by that one read)."""
+    texts = [(m, m.hlo_file().location) for m in dump.modules]
+    digested = {location for _, location in texts}
+    wanted = [(f.location, f.location in digested) for f in files if f.kind == "hlo"]
+    facts = dict(zip([path for path, _ in wanted], map_shared(_text_facts, wanted, _CHUNK_FILES)))
+    return _damaged(root, facts) + _unparsable(root, texts, facts)
+
+
+_CHUNK_FILES = 4096
+"""HLO files a forked worker reads per task (about 30 ms)."""
+
+
+def _damaged(root: Path, facts: dict[str, tuple[str | None, bytes | None]]) -> list[Finding]:
+    unreadable = [path for path, (problem, _) in facts.items() if problem == "unreadable"]
+    truncated = [path for path, (problem, _) in facts.items() if problem == "truncated"]
     return _finding(
         root,
         "unreadable-files",
@@ -111,38 +127,57 @@ def _damaged(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     )
 
 
-def _text_problem(path: str) -> str | None:
-    """Return "unreadable", "truncated" or None. A complete HLO dump ends with a computation's closing brace.
-    Only the first line and the last bytes are read (a fleet's dump is 100,000s of files): a binary file
-    shows in its first bytes, a killed writer in its last."""
+def _text_facts(wanted: tuple[str, bool]) -> tuple[str | None, bytes | None]:
+    """Of `(path, digest)`: the file's problem ("unreadable", "truncated" or None) and, when `digest`,
+    its content digest (empty for an unreadable file): the hosts of one job write the same modules,
+    each parsed once. A complete HLO dump ends with a computation's closing brace: only the first line
+    and the last bytes are read for that (a fleet's dump is 100,000s of files), a binary file shows in
+    its first bytes, a killed writer in its last."""
+    path, digest = wanted
     try:
-        first, tail = read_first_line_and_tail(path, TAIL_BYTES)
+        first, tail, whole = read_edges(path, TAIL_BYTES)
+    except XlaInspectError:
+        return "unreadable", b"" if digest else None
+    problem = _text_problem(first, tail, path)
+    if not digest:
+        return problem, None
+    try:
+        content = read_bytes(path) if whole is None else whole
+    except XlaInspectError:
+        return problem, b""
+    return problem, hashlib.blake2b(content, digest_size=16).digest()
+
+
+def _text_problem(first: bytes, tail: bytes, path: str) -> str | None:
+    """The problem ("unreadable", "truncated" or None) a file shows in its first line and last bytes."""
+    try:
         decode_text(first, path)
-        text = tail.decode("utf-8", errors="replace")
     except XlaInspectError:
         return "unreadable"
     if b"\x00" in tail:
         return "unreadable"
-    last = text.rstrip().rsplit("\n", 1)[-1].strip()
+    last = tail.decode("utf-8", errors="replace").rstrip().rsplit("\n", 1)[-1].strip()
     if not last:
         return "unreadable"
     return None if last.startswith("}") else "truncated"
 
 
-def _unparsable(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
+def _unparsable(
+    root: Path, texts: list[tuple[DumpModule, str]], facts: dict[str, tuple[str | None, bytes | None]]
+) -> list[Finding]:
     """Modules whose HLO text is complete but does not parse (syntax from a newer XLA, a foreign or
     damaged file): every command skips them, so a count or a diff would silently leave them out.
-    Files already reported as unreadable or truncated are not repeated here."""
+    Files already reported as unreadable or truncated are not repeated here. `texts`: each module with
+    the path of its HLO text."""
     failed: list[tuple[Path, str]] = []
     verdicts: dict[bytes, tuple[Path, str] | None] = {}  # content digest -> (path, first error line)
-    for module in dump.modules:
-        path = module.hlo_file().path
-        digest = _digest(path)
+    for module, location in texts:
+        problem, digest = facts.get(location) or _text_facts((location, True))
         if digest not in verdicts:
-            verdicts[digest] = _parse_error(module, path)
+            verdicts[digest] = _parse_error(module, Path(location))
         verdict = verdicts[digest]
-        if verdict is not None and _text_problem(path) is None:
-            failed.append((path, verdict[1].replace(str(verdict[0]), _relative(root, path))))
+        if verdict is not None and problem is None:
+            failed.append((Path(location), verdict[1].replace(str(verdict[0]), _relative(root, location))))
     first = f" First: {failed[0][1]}" if failed else ""
     return _finding(
         root,
@@ -167,18 +202,17 @@ def _parse_error(module, path: Path) -> tuple[Path, str] | None:
     return None
 
 
-def _digest(path: Path) -> bytes:
-    """The content digest of a file (empty for an unreadable one): the hosts of one job write the same
-    modules, and each distinct text is parsed once."""
-    try:
-        return hashlib.blake2b(read_bytes(path), digest_size=16).digest()
-    except XlaInspectError:
-        return b""
-
-
 def _stranded(dump: Dump) -> list:
     """Modules dumped before optimization with no after-optimizations file."""
-    return [m for m in dump.modules if "before_optimizations" in m.stages and not set(m.stages) & set(AFTER_STAGES)]
+    return [m for m in dump.modules if _hlo_stages(m) & _STRANDED == {"before_optimizations"}]
+
+
+_STRANDED = frozenset({"before_optimizations", *AFTER_STAGES})
+
+
+def _hlo_stages(module: DumpModule) -> set[str | None]:
+    """The stages of a module's HLO files, unordered (`DumpModule.stages` sorts them: 128,000 modules)."""
+    return {f.stage for f in module.files if f.kind == "hlo"}
 
 
 def _cut_by_cap(dump: Dump, files: list[DumpFile]) -> list:
@@ -188,7 +222,7 @@ def _cut_by_cap(dump: Dump, files: list[DumpFile]) -> list:
     complete module; a stranded module before a complete one is something else (a crash)."""
     if _dump_cap_reached(files) is None:
         return []
-    complete = [m.module_id or 0 for m in dump.modules if set(m.stages) & set(AFTER_STAGES)]
+    complete = [m.module_id or 0 for m in dump.modules if not _hlo_stages(m).isdisjoint(AFTER_STAGES)]
     last = max(complete, default=-1)
     return [m for m in _stranded(dump) if (m.module_id or 0) > last]
 
@@ -209,12 +243,12 @@ def _missing_after(root: Path, dump: Dump, files: list[DumpFile]) -> list[Findin
 
 def _id_collisions(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
     names: dict[tuple, set[str]] = defaultdict(set)
-    paths: dict[tuple, str] = {}
+    first: dict[tuple, DumpModule] = {}
     for module in dump.modules:
         key = (module.host, module.timestamp, module.module_id)
         names[key].add(module.name or "")
-        paths.setdefault(key, module.hlo_file().location)
-    clashes = [paths[key] for key, found in names.items() if len(found) > 1]
+        first.setdefault(key, module)
+    clashes = [first[key].hlo_file().location for key, found in names.items() if len(found) > 1]
     return _finding(
         root,
         "module-id-collision",
@@ -231,7 +265,7 @@ def _dump_cap_reached(files: list[DumpFile]) -> tuple[int, Path] | None:
     holds that many modules; None otherwise."""
     caps = [
         (int(m[1]), f.path)
-        for f in _first_per_host(f for f in files if f.kind == "debug_options")
+        for f in _debug_options_per_host(files)
         for m in [_DUMP_CAP.search(_quiet_read(f.path))]
         if m
     ]
@@ -283,11 +317,13 @@ def _undumped_folders(root: Path, files: list[DumpFile]) -> list[str]:
     return folders
 
 
-def _first_per_host(files) -> list[DumpFile]:
-    """One file per host: the dump cap is an XLA flag, the same in every debug_options a process writes."""
+def _debug_options_per_host(files: list[DumpFile]) -> list[DumpFile]:
+    """One debug_options file per host: the dump cap is an XLA flag, the same in every debug_options a
+    process writes."""
     first: dict[str, DumpFile] = {}
     for dump_file in files:
-        first.setdefault(dump_file.host, dump_file)
+        if dump_file.kind == "debug_options" and dump_file.host not in first:
+            first[dump_file.host] = dump_file
     return list(first.values())
 
 
@@ -299,8 +335,9 @@ def _quiet_read(path: Path) -> str:
 
 
 def _per_pass(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    passes = [f.location for f in files if f.stage in ("pass", "in_pass")]
-    modules = len({(f.host, f.timestamp, f.module_id) for f in files if f.stage in ("pass", "in_pass")})
+    between = [f for f in files if f.stage in ("pass", "in_pass")]
+    passes = [f.location for f in between]
+    modules = len({(f.host, f.timestamp, f.module_id) for f in between})
     return _finding(
         root,
         "per-pass-files",
@@ -313,13 +350,13 @@ def _per_pass(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
 
 
 def _mixed_platforms(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    by_platform: dict[str, list[str]] = defaultdict(list)
+    by_platform: dict[str, DumpModule] = {}  # each platform's first module
     for module in dump.modules:
         if module.platform:
-            by_platform[module.platform].append(module.hlo_file().location)
+            by_platform.setdefault(module.platform, module)
     if len(by_platform) < 2:
         return []
-    paths = [paths[0] for paths in by_platform.values()]
+    paths = [module.hlo_file().location for module in by_platform.values()]
     return [
         Finding(
             "mixed-platforms",
@@ -334,8 +371,8 @@ def _mixed_platforms(root: Path, dump: Dump, files: list[DumpFile]) -> list[Find
 
 
 def _protos_only(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
-    keys_with_text = {(f.host, f.timestamp, f.module_id) for f in files if f.kind == "hlo"}
     protos = {(f.host, f.timestamp, f.module_id): f.location for f in files if f.kind == "proto"}
+    keys_with_text = {(f.host, f.timestamp, f.module_id) for f in files if f.kind == "hlo"} if protos else set()
     paths = [path for key, path in protos.items() if key not in keys_with_text]
     return _finding(
         root,
@@ -381,8 +418,7 @@ def _host_compile_counts(root: Path, dump: Dump, files: list[DumpFile]) -> list[
 
 
 _CHECKS = (
-    _damaged,
-    _unparsable,
+    _texts,
     _missing_after,
     _id_collisions,
     _dump_cap,

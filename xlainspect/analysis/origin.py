@@ -43,15 +43,36 @@ class Origin:
 def module_origin(module: DumpModule) -> Origin:
     """The origin of one compile, read from the program jax gave XLA (before_optimizations, else the
     compiled module). An unreadable file counts as a user function: it is never hidden as eager."""
-    name = module.name or ""
+    return module_origins([module])[0]
+
+
+def module_origins(modules: list[DumpModule]) -> list[Origin]:
+    """`module_origin` of each module; a text met before is not classified again (an eager op's
+    hundreds of compiles repeat a few programs, and reading one costs less than classifying it)."""
+    known: dict[tuple[str, str], Origin] = {}
+    origins = []
+    for module in modules:
+        name = module.name or ""
+        text = _program_text(module) if name.startswith("jit_") else None
+        if text is None:
+            origins.append(Origin(False))
+            continue
+        if (name, text) not in known:
+            known[name, text] = origin_of_text(name, text)
+        origins.append(known[name, text])
+    return origins
+
+
+def _program_text(module: DumpModule) -> str | None:
+    """The text of the program jax gave XLA (before_optimizations, else the compiled module); None when
+    there is none or it cannot be read."""
     dump_file = module.file("hlo", "before") or module.hlo_file()
-    if not name.startswith("jit_") or dump_file is None:
-        return Origin(False)
+    if dump_file is None:
+        return None
     try:
-        text = read_text(dump_file.path)
+        return read_text(dump_file.location)
     except XlaInspectError:
-        return Origin(False)
-    return origin_of_text(name, text)
+        return None
 
 
 def origin_of_text(name: str, text: str) -> Origin:

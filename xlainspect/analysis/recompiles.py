@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.origin import Origin, module_origin
+from xlainspect.analysis.origin import Origin, module_origin, module_origins
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.dump.files import read_bytes, read_text
 from xlainspect.errors import DumpError, XlaInspectError, no_match
@@ -106,7 +106,7 @@ def _by_origin(modules: list[DumpModule]) -> list[tuple[list[DumpModule], Origin
     first = module_origin(modules[0])
     if not first.eager or len(modules) == 1:
         return [(modules, first)]
-    origins = [first, *map(module_origin, modules[1:])]
+    origins = [first, *module_origins(modules[1:])]
     user = [(m, o) for m, o in zip(modules, origins) if not o.eager]
     if not user:
         return [(modules, first)]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlainspect.errors import DumpError, HloParseError, NoMatchError, XlaInspectError, no_match
+from xlainspect.settings import kept_objects
 
 if TYPE_CHECKING:
     from xlainspect.hlo.model import Module
@@ -77,6 +78,7 @@ AFTER_STAGES = (
     "after_codegen",
 )
 """After-optimizations HLO, best first: the module XLA executes is the plain `after_optimizations` one."""
+_AFTER_RANK = {stage: rank for rank, stage in enumerate(AFTER_STAGES)}
 STAGE_ORDER = (
     "before_optimizations",
     "pass",
@@ -170,15 +172,29 @@ def classify(path: str | os.PathLike, host: str = "", folder: DumpFile | None = 
 
 
 def _classified(match: re.Match, location: str, host: str) -> DumpFile:
-    """The DumpFile of a name that matched _MODULE_FILE."""
-    timestamp = int(match["ts"]) if match["ts"] else None
-    return DumpFile(location, int(match["id"]), timestamp=timestamp, host=host, **_describe_suffix(match["rest"] or ""))
+    """The DumpFile of a name that matched _MODULE_FILE, built from positional fields (a fleet's dump
+    is 900,000 files: keyword arguments would cost a third more)."""
+    timestamp, module_id, rest = match.group("ts", "id", "rest")
+    name, platform, stage, kind, tag, cl, step, pipeline, after, before = _suffix_fields(rest or "")
+    timestamp = int(timestamp) if timestamp else None
+    return DumpFile(
+        location, int(module_id), name, platform, stage, kind, tag, timestamp, host, cl, step, pipeline, after, before
+    )
 
 
 @functools.lru_cache(maxsize=65536)
+def _suffix_fields(rest: str) -> tuple:
+    """`_describe_suffix` as DumpFile's fields in their order, from module_name to before_pass."""
+    fields = _describe_suffix(rest)
+    return (
+        *(fields[k] for k in ("module_name", "platform", "stage", "kind")),
+        *(fields.get(k) for k in ("platform_tag", "cl", "step", "pipeline", "after_pass", "before_pass")),
+    )
+
+
 def _describe_suffix(rest: str) -> dict:
-    """The fields a file name gives after `module_<id>.`; memoised, since every compile of a function
-    repeats the same suffixes (`jit_f.cpu_after_optimizations.txt`) under a new id."""
+    """The fields a file name gives after `module_<id>.` (memoised by `_suffix_fields`: every compile of
+    a function repeats the same suffixes, `jit_f.cpu_after_optimizations.txt`, under a new id)."""
     if main := _MAIN.match(rest):
         name, cl = _split_name(main["name"])
         platform, tag = _platform(main["platform"])
@@ -271,16 +287,17 @@ class DumpModule:
 
         Side files (buffer assignment, memory report) are written for after-optimizations HLO only.
         """
-        candidates = [f for f in self.files if f.kind == kind]
         if stage == "before":
             stage = "before_optimizations"
         if stage != "after":
-            return next((f for f in candidates if f.stage == stage), None)
-        for wanted in AFTER_STAGES:
-            for candidate in candidates:
-                if candidate.stage == wanted:
-                    return candidate
-        passes = sorted((f for f in candidates if f.stage == "pass"), key=lambda f: f.step or 0)
+            return next((f for f in self.files if f.kind == kind and f.stage == stage), None)
+        best, best_rank = None, len(AFTER_STAGES)
+        for candidate in self.files:  # one pass, no list: a fleet's doctor asks 500,000 times
+            if candidate.kind == kind and _AFTER_RANK.get(candidate.stage, best_rank) < best_rank:
+                best, best_rank = candidate, _AFTER_RANK[candidate.stage]
+        if best is not None:
+            return best
+        passes = sorted((f for f in self.files if f.kind == kind and f.stage == "pass"), key=lambda f: f.step or 0)
         return passes[-1] if passes else None
 
     def hlo_file(self, stage: str = "after") -> DumpFile | None:
@@ -321,7 +338,7 @@ class DumpModule:
                 raise DumpError(f"module {self.label}: no HLO text file")
             from xlainspect.hlo.parser import parse_header  # the grammar loads on the first header read
 
-            header = parse_header(header_line(dump_file.path), str(dump_file.path))
+            header = parse_header(header_line(dump_file.location), dump_file.location)
             self._parsed[key] = header if header.entry_computation_layout else self.module(stage)
         return self._parsed[key]
 
@@ -337,7 +354,7 @@ TAIL_BYTES = 512
 """Bytes read from the end of an HLO file: enough to see whether its last line closes a computation."""
 
 
-def header_line(path: Path) -> str:
+def header_line(path: Path | str) -> str:
     """The first line of an HLO text file (the `HloModule` header), read with the file's last bytes
     only: a file whose last line does not close a computation (a killed job, a compile still being
     written) is a DumpError, caught without reading the body."""
@@ -386,7 +403,11 @@ class Dump:
 
 def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
     """A dump directory (per-host sub-directories included), one HLO file, or a list of files."""
-    paths = [Path(p) for p in path] if isinstance(path, (list, tuple)) else [Path(path)]
+    with kept_objects():  # a fleet's file records and modules live to the end of the run
+        return _load_dump([Path(p) for p in path] if isinstance(path, (list, tuple)) else [Path(path)], strict)
+
+
+def _load_dump(paths: list[Path], strict: bool) -> Dump:
     files: list[DumpFile] = []
     loose: list[Path] = []
     directories = [p for p in paths if p.is_dir()]
@@ -409,7 +430,8 @@ def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
 
 def dump_of(root: Path, files: list[DumpFile]) -> Dump:
     """The Dump of files `scan_dump(root)` found: a caller that needs every file too scans once."""
-    return _dump([root], files, [], strict=False)
+    with kept_objects():
+        return _dump([root], files, [], strict=False)
 
 
 def _dump(paths: list[Path], files: list[DumpFile], loose: list[Path], strict: bool) -> Dump:
@@ -417,7 +439,8 @@ def _dump(paths: list[Path], files: list[DumpFile], loose: list[Path], strict: b
         DumpModule(None, None, None, "", [DumpFile(str(p), None, None, None, "after_optimizations", "hlo")])
         for p in loose
     ]
-    if not any(m.hlo_file() for m in modules):
+    kept = [m for m in modules if m.hlo_file()]
+    if not kept:
         where = paths[0] if len(paths) == 1 else ", ".join(map(str, paths))
         raise DumpError(
             f"no XLA dump files (module_*.txt: *before_optimizations.txt, *after_optimizations.txt) under {where}"
@@ -427,7 +450,7 @@ def _dump(paths: list[Path], files: list[DumpFile], loose: list[Path], strict: b
     )
     if loose:
         _name_modules_from_headers(modules, strict)
-    return Dump(root=root, modules=[m for m in modules if m.hlo_file()])
+    return Dump(root=root, modules=kept)
 
 
 def _name_modules_from_headers(modules: list[DumpModule], strict: bool) -> None:
@@ -444,7 +467,8 @@ def _name_modules_from_headers(modules: list[DumpModule], strict: bool) -> None:
 def scan_dump(root: Path) -> list[DumpFile]:
     """Every file under a dump folder that XLA's dumper names, classified by name, per-module folders'
     files included (one os.scandir per folder: a 64-host dump lists about 900,000 files)."""
-    return _scan(root, root, set())
+    with kept_objects():
+        return _scan(root, root, set())
 
 
 def _scan(root: Path, directory: Path, seen: set[tuple[int, int]], host: str | None = None) -> list[DumpFile]:

@@ -18,8 +18,11 @@ _GZIP_MAGIC = b"\x1f\x8b"
 def read_bytes(path: Path | str) -> bytes:
     """A file's bytes, decompressed when it is gzip; DumpError when missing or unreadable."""
     try:
-        with _opened(path) as fd:
+        fd = os.open(path, os.O_RDONLY)
+        try:
             data = _read_to_end(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
         return gzip.decompress(data) if data[:2] == _GZIP_MAGIC else data
     except (OSError, EOFError) as error:
         raise _read_error(path, error) from None
@@ -47,45 +50,54 @@ def read_first_line_and_tail(path: Path | str, tail_bytes: int) -> tuple[bytes, 
     """A file's first non-blank line (with its newline; XLA's parser skips leading blank lines too)
     and its last `tail_bytes` bytes, without reading what lies between; a gzip file is decompressed
     whole (its tail cannot be reached otherwise). Empty bytes for a file of blanks only."""
+    return read_edges(path, tail_bytes)[:2]
+
+
+def read_edges(path: Path | str, tail_bytes: int) -> tuple[bytes, bytes, bytes | None]:
+    """`read_first_line_and_tail`, and the whole content (decompressed) when that was read anyway: a
+    file of up to `_HEAD_BYTES` costs one read (most dumped modules are a few KB), a gzip file is read
+    whole; None for a larger file."""
     try:
-        with _opened(path) as fd:
-            size = os.fstat(fd).st_size
-            head = os.pread(fd, 4096, 0)
-            if head[:2] == _GZIP_MAGIC:
-                data = gzip.decompress(_read_to_end(fd, size)).lstrip()
-                return data[: data.find(b"\n") + 1 or len(data)], data[-tail_bytes:]
-            start = len(head) - len(head.lstrip())
-            if b"\n" not in head[start:] and b"\x00" not in head:  # a header longer than 4 KB (many parameters)
-                head = bytearray(head)
-                while b"\n" not in head[-(1 << 16) :] and len(head) < size:
-                    head += os.pread(fd, 1 << 16, len(head))
-            first = bytes(head[start : head.find(b"\n", start) + 1 or len(head)])
-            tail_start = max(start + len(first), size - tail_bytes)
-            tail = os.pread(fd, max(0, size - tail_start), tail_start)
-            return first, first + tail if tail_start == start + len(first) else tail  # a small file: all of it
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            return _edges(fd, tail_bytes)
+        finally:
+            os.close(fd)
     except (OSError, EOFError) as error:
         raise _read_error(path, error) from None
 
 
-class _opened:
-    """`os.open` as a context manager (read-only)."""
+_HEAD_BYTES = 1 << 14
 
-    def __init__(self, path: Path | str) -> None:
-        self.fd = os.open(path, os.O_RDONLY)
 
-    def __enter__(self) -> int:
-        return self.fd
-
-    def __exit__(self, *_) -> None:
-        os.close(self.fd)
+def _edges(fd: int, tail_bytes: int) -> tuple[bytes, bytes, bytes | None]:
+    """`read_edges` of an open file."""
+    head = os.read(fd, _HEAD_BYTES)
+    size = os.fstat(fd).st_size
+    if head[:2] == _GZIP_MAGIC:
+        whole = gzip.decompress(head + _read_to_end(fd, max(0, size - len(head))))
+        data = whole.lstrip()
+        return data[: data.find(b"\n") + 1 or len(data)], data[-tail_bytes:], whole
+    start = len(head) - len(head.lstrip()) if head[:1].isspace() else 0  # no copy for a file starting with text
+    if head.find(b"\n", start) < 0 and b"\x00" not in head:  # a header longer than the head (many parameters)
+        head = bytearray(head)
+        while b"\n" not in head[-(1 << 16) :] and len(head) < size:
+            head += os.pread(fd, 1 << 16, len(head))
+    first = bytes(head[start : head.find(b"\n", start) + 1 or len(head)])
+    tail_start = max(start + len(first), size - tail_bytes)
+    tail = bytes(head[tail_start:size]) if size <= len(head) else os.pread(fd, size - tail_start, tail_start)
+    whole = bytes(head) if size == len(head) else None
+    return first, first + tail if tail_start == start + len(first) else tail, whole  # a small file: all of it
 
 
 def _read_to_end(fd: int, size: int) -> bytes:
-    """The whole file; `size` is its expected length (one read when that holds)."""
-    os.lseek(fd, 0, os.SEEK_SET)
+    """The rest of an open file, `size` bytes expected: one read when that holds (then the file is
+    whole as its size said), else reads until the end (a file that grew, or a short read)."""
     data = os.read(fd, size + 1)
+    if len(data) == size:
+        return data
     rest = []
-    while chunk := os.read(fd, 1 << 20):  # a file that grew, or a short read
+    while chunk := os.read(fd, 1 << 20):
         rest.append(chunk)
     return data + b"".join(rest) if rest else data
 

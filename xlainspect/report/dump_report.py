@@ -15,7 +15,6 @@ thousands of modules still gives a page of a few megabytes that a browser opens 
 from __future__ import annotations
 
 import contextlib
-import gc
 import multiprocessing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from typing import TypeVar
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
 from xlainspect.report.document import Table
-from xlainspect.settings import cache_enabled, parse_workers, paused_gc
+from xlainspect.settings import cache_enabled, kept_objects, parse_workers
 
 T = TypeVar("T")
 
@@ -143,14 +142,12 @@ def _facts_of(
     inherit the pause) and what was made is frozen after: the facts and models live to the end of the run,
     and collections scanning them would cost a tenth of the work here and half of the sections'."""
     workers = parse_workers()
-    with paused_gc() as paused:
+    with kept_objects():
         if workers < 2 or len(modules) < PARALLEL_MIN_MODULES or "fork" not in multiprocessing.get_all_start_methods():
             found = _facts_here(modules, advance)
             also = meanwhile()
         else:
             found, also = _facts_in_workers(modules, workers, advance, meanwhile)
-        if paused:
-            gc.freeze()
     return found, also
 
 
