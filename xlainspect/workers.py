@@ -1,8 +1,8 @@
 """Per-item work shared with forked worker processes, where xlainspect owns the process.
 
-A fleet's dump is 100,000s of small files: reading them is system calls and Python bookkeeping in
-equal parts, and a second core halves it. Where a library caller owns the process, or it cannot
-fork, the work runs here, in order.
+A fleet's dump is 100,000s of small files, a report 1,000s of modules to analyse: reading and
+analysing them is Python work a second core halves. Where a library caller owns the process, or it
+cannot fork, the work runs here, in order.
 """
 
 from __future__ import annotations
@@ -17,29 +17,68 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def map_shared(function: Callable[[T], R], items: list[T], chunk: int) -> list[R]:
+def _ignore(n: int) -> None:
+    """Progress nobody watches."""
+
+
+def map_shared(
+    function: Callable[[T], R],
+    items: list[T],
+    chunk: int,
+    *,
+    advance: Callable[[int], None] = _ignore,
+    meanwhile: Callable[[], object] | None = None,
+    warm: int = 0,
+    serial_below: int = 0,
+) -> list[R]:
     """`[function(item) for item in items]`, computed by this process and `parse_workers() - 1` forked
-    ones. Chunks of `chunk` items go to the workers from the front while this process takes them from
-    the back as long as it can still cancel them: whichever side runs faster (the machine may be busy)
-    does more, and only the workers' results cost a pickle round trip. The workers inherit `function`
-    and `items` through the fork (never pickled)."""
-    workers = parse_workers()
-    if workers < 2 or len(items) <= chunk or "fork" not in multiprocessing.get_all_start_methods():
-        return [function(item) for item in items]
+    ones; `advance(n)` as items are done.
+
+    The first `warm` items are done here before the fork, so the workers inherit what they warmed
+    (imports, parser tables). Chunks of `chunk` items go to the workers from the front while this
+    process runs `meanwhile()` (work of its own that needs no results), then takes chunks from the back
+    as long as it can still cancel them: whichever side runs faster (the machine may be busy) does more,
+    and only the workers' results cost a pickle round trip. The workers inherit `function` and `items`
+    through the fork (never pickled). Fewer than `serial_below` items (or one chunk) run here alone."""
+    if (
+        parse_workers() < 2
+        or len(items) <= max(chunk, serial_below - 1)
+        or "fork" not in multiprocessing.get_all_start_methods()
+    ):
+        found = _here(function, items, advance)
+        if meanwhile is not None:
+            meanwhile()
+        return found
+    return _shared(function, items, chunk, advance, meanwhile, warm)
+
+
+def _here(function: Callable, items: list, advance: Callable[[int], None]) -> list:
+    found = []
+    for item in items:
+        found.append(function(item))
+        advance(1)
+    return found
+
+
+def _shared(function: Callable, items: list, chunk: int, advance, meanwhile, warm: int) -> list:
     from concurrent.futures import ProcessPoolExecutor
 
-    found: list = [None] * len(items)
-    spans = [(start, min(start + chunk, len(items))) for start in range(0, len(items), chunk)]
+    found: list = _here(function, items[:warm], advance) + [None] * (len(items) - warm)
+    spans = [(start, min(start + chunk, len(items))) for start in range(warm, len(items), chunk)]
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers - 1, mp_context=context, initializer=_adopt, initargs=(function, items)) as pool:
+    initargs = (function, items)
+    with ProcessPoolExecutor(parse_workers() - 1, mp_context=context, initializer=_adopt, initargs=initargs) as pool:
         tasks = [pool.submit(_span, span) for span in spans]
+        if meanwhile is not None:
+            meanwhile()
         for (start, end), task in zip(reversed(spans), reversed(tasks)):
             if not task.cancel():
                 break
-            found[start:end] = [function(item) for item in items[start:end]]
+            found[start:end] = _here(function, items[start:end], advance)
         for (start, end), task in zip(spans, tasks):
             if not task.cancelled():
                 found[start:end] = task.result()
+                advance(end - start)
     return found
 
 

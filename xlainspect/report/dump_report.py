@@ -15,7 +15,6 @@ thousands of modules still gives a page of a few megabytes that a browser opens 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,8 @@ from typing import TypeVar
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
 from xlainspect.report.document import Table
-from xlainspect.settings import cache_enabled, kept_objects, parse_workers
+from xlainspect.settings import cache_enabled, kept_objects
+from xlainspect.workers import map_shared
 
 T = TypeVar("T")
 
@@ -136,27 +136,24 @@ def _facts_of(
     modules: list[DumpModule], advance: Callable[[int], None], meanwhile: Callable[[], T]
 ) -> tuple[list[ModuleFacts | XlaInspectError], T]:
     """Each module's facts, or the error that kept its HLO from parsing, in order, and what
-    `meanwhile()` returns: work of this process that needs no facts, done while workers find them.
+    `meanwhile()` returns: work of this process that needs no facts, done while workers find them
+    (`workers.map_shared`; the first module is analysed before the fork, warming the parser).
 
     Where xlainspect owns the process, garbage collection pauses until they are found (forked workers
     inherit the pause) and what was made is frozen after: the facts and models live to the end of the run,
     and collections scanning them would cost a tenth of the work here and half of the sections'."""
-    workers = parse_workers()
+    also: list[T] = []
     with kept_objects():
-        if workers < 2 or len(modules) < PARALLEL_MIN_MODULES or "fork" not in multiprocessing.get_all_start_methods():
-            found = _facts_here(modules, advance)
-            also = meanwhile()
-        else:
-            found, also = _facts_in_workers(modules, workers, advance, meanwhile)
-    return found, also
-
-
-def _facts_here(modules: list[DumpModule], advance: Callable[[int], None]) -> list[ModuleFacts | XlaInspectError]:
-    found = []
-    for dump_module in modules:
-        found.append(_facts_or_error(dump_module))
-        advance(1)
-    return found
+        found = map_shared(
+            _facts_or_error,
+            modules,
+            CHUNK_MODULES,
+            advance=advance,
+            meanwhile=lambda: also.append(meanwhile()),
+            warm=1,
+            serial_below=PARALLEL_MIN_MODULES,
+        )
+    return found, also[0]
 
 
 def _facts_or_error(dump_module: DumpModule) -> ModuleFacts | XlaInspectError:
@@ -167,49 +164,6 @@ def _facts_or_error(dump_module: DumpModule) -> ModuleFacts | XlaInspectError:
         return cached_result(dump_module.hlo_file().path, _analysis_key(dump_module), lambda: module_facts(dump_module))
     except XlaInspectError as error:
         return error
-
-
-def _facts_in_workers(
-    modules: list[DumpModule], workers: int, advance: Callable[[int], None], meanwhile: Callable[[], T]
-) -> tuple[list[ModuleFacts | XlaInspectError], T]:
-    """`_facts_here` shared by this process and `workers - 1` forked ones, and `meanwhile()`.
-
-    The first module is analysed here before the fork, so the workers inherit the imports and the
-    parser it warmed. The rest is cut into chunks handed to the workers in order, while this process
-    runs `meanwhile()`, then takes chunks from the back as long as it can still cancel them: whichever
-    side runs faster (the machine may be busy) does more, and only the workers' results cost a pickle
-    round trip.
-    """
-    from concurrent.futures import ProcessPoolExecutor
-
-    found: list = _facts_here(modules[:1], advance) + [None] * (len(modules) - 1)
-    spans = [(start, min(start + CHUNK_MODULES, len(modules))) for start in range(1, len(modules), CHUNK_MODULES)]
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers - 1, mp_context=context, initializer=_adopt, initargs=(modules,)) as pool:
-        tasks = [pool.submit(_facts_of_span, span) for span in spans]
-        also = meanwhile()
-        for (start, end), task in zip(reversed(spans), reversed(tasks)):
-            if not task.cancel():
-                break
-            found[start:end] = _facts_here(modules[start:end], advance)
-        for (start, end), task in zip(spans, tasks):
-            if not task.cancelled():
-                found[start:end] = task.result()
-                advance(end - start)
-    return found, also
-
-
-_worker_modules: list[DumpModule] = []
-"""A worker's copy of the dump's modules, inherited through the fork (never pickled)."""
-
-
-def _adopt(modules: list[DumpModule]) -> None:
-    global _worker_modules
-    _worker_modules = modules
-
-
-def _facts_of_span(span: tuple[int, int]) -> list[ModuleFacts | XlaInspectError]:
-    return [_facts_or_error(m) for m in _worker_modules[span[0] : span[1]]]
 
 
 def module_facts(dump_module: DumpModule) -> ModuleFacts:
