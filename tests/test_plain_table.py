@@ -28,8 +28,9 @@ WORDS = [
 ]
 
 
-def by_rich(tab: Table, width: int) -> str:
-    console = Console(file=io.StringIO(), width=width, color_system=None, soft_wrap=False)
+def by_rich(tab: Table, width: int, styled: bool) -> str:
+    colours = {"color_system": "truecolor", "force_terminal": True} if styled else {"color_system": None}
+    console = Console(file=io.StringIO(), width=width, soft_wrap=False, **colours)
     console.print(rich_table(tab))
     return console.file.getvalue()
 
@@ -49,15 +50,17 @@ def random_table(rng: random.Random) -> Table:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_draws_what_rich_draws(seed):
+    """Uncoloured (a pipe) for even seeds, with a colour terminal's escape codes for odd ones."""
     rng = random.Random(seed)
+    styled = bool(seed % 2)
     drawn = 0
     for _ in range(150):
         tab = random_table(rng)
         width = rng.choice([30, 60, 80, 120, 200, rng.randint(8, 250)])
-        ours = draw(tab, tab.rows[:DRAWN_ROWS], width)
+        ours = draw(tab, tab.rows[:DRAWN_ROWS], width, styled)
         if ours is not None:
             drawn += 1
-            assert ours == by_rich(tab, width), (tab, width)
+            assert ours == by_rich(tab, width, styled), (tab, width)
     assert drawn > 30  # most tables take the plain path
 
 

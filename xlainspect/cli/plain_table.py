@@ -3,10 +3,11 @@
 Rich lays a table out through generic segments: ~0.15 s for the tables of a 20-module dump, most of
 a command's time once the dump is read. This module reproduces the one layout `render.rich_table`
 asks for (heavy head box, one space of padding, titles left, the first column never wrapped, the rest
-folded, numbers right) with rich's own width arithmetic (`ratio_reduce`) and line breaking
-(`divide_line`), for uncoloured output of plain text only. Anything else, styles on a colour terminal,
-an ASCII-only console, wide, zero-width or control characters, markup in a title or header, columns too narrow
-for their padding, returns None and rich draws it. tests/test_plain_table.py proves the two equal.
+folded, numbers right, on a colour terminal the header bold and the title italic) with rich's own
+width arithmetic (`ratio_reduce`) and line breaking (`divide_line`), for plain text only. Anything
+else (a legacy Windows or ASCII-only console; wide, zero-width or control characters; markup in a
+title or header; columns too narrow for their padding) returns None, and rich draws it.
+tests/test_plain_table.py proves the two equal.
 """
 
 from __future__ import annotations
@@ -20,13 +21,16 @@ from rich.cells import get_character_cell_size
 
 from xlainspect.report.document import Table, cell_text, is_numeric
 
+#: The escape codes of rich's table styles: a header is bold, a title italic (any colour system).
+_BOLD, _ITALIC, _END = "\x1b[1m", "\x1b[3m", "\x1b[0m"
 #: What rich would read as markup or emoji in a title or header (`[bold]`, `:smile:`).
 _MARKUP = re.compile(r"\[|:\S*:")
 
 
-def draw(tab: Table, rows: Sequence[tuple], width: int) -> str | None:
-    """The table as rich prints it at `width` columns (title included, each line ending in a newline), or
-    None where its text is not plain."""
+def draw(tab: Table, rows: Sequence[tuple], width: int, styled: bool = False) -> str | None:
+    """The table as rich prints it at `width` columns (title included, each line ending in a newline;
+    `styled`: with the escape codes rich writes on a colour terminal), or None where its text is not
+    plain."""
     header = list(tab.columns)
     body = [[cell_text(v) for v in row] for row in rows]
     if not _plain([tab.title or "", *header], markup=True) or not all(_plain(row) for row in body):
@@ -36,12 +40,12 @@ def draw(tab: Table, rows: Sequence[tuple], width: int) -> str | None:
     if widths is None:
         return None
     right = [is_numeric(tab, index) for index in range(len(columns))]
-    lines = _title(tab.title, sum(widths) + len(columns) + 1)
+    lines = _title(tab.title, sum(widths) + len(columns) + 1, styled)
     lines.append(_rule("┏", "━", "┳", "┓", widths))
-    lines += _row(header, widths, right, "┃", bottom=True)
+    lines += _row(header, widths, right, header=True, styled=styled)
     lines.append(_rule("┡", "━", "╇", "┩", widths))
     for row in body:
-        lines += _row(row, widths, right, "│", bottom=False)
+        lines += _row(row, widths, right, header=False, styled=styled)
     lines.append(_rule("└", "─", "┴", "┘", widths))
     return "".join(line + "\n" for line in lines)
 
@@ -131,21 +135,32 @@ def _lines(text: str, width: int, right: bool, wrap: bool) -> list[str]:
     return lines
 
 
-def _row(cells: list[str], widths: list[int], right: list[bool], bar: str, bottom: bool) -> list[str]:
+def _row(cells: list[str], widths: list[int], right: list[bool], header: bool, styled: bool) -> list[str]:
     """One table row, each cell wrapped in its column and padded to the row's height (a header sits at
-    the bottom of its row, a body cell at the top)."""
-    columns = [_lines(text, w - 2, r, wrap=index > 0) for index, (text, w, r) in enumerate(zip(cells, widths, right))]
+    the bottom of its row, a body cell at the top); a styled header is bold, padding by padding as rich
+    writes it."""
+    bold = header and styled
+    columns = []
+    for index, (text, w, r) in enumerate(zip(cells, widths, right)):
+        lines = [
+            f"{_BOLD} {_END}{_BOLD}{line}{_END}{_BOLD} {_END}" if bold else f" {line} "
+            for line in _lines(text, w - 2, r, wrap=index > 0)
+        ]
+        columns.append(lines)
     height = max(map(len, columns), default=1)
     for index, (lines, w) in enumerate(zip(columns, widths)):
-        blank = [" " * (w - 2)] * (height - len(lines))
-        columns[index] = blank + lines if bottom else lines + blank
-    return [bar + bar.join(f" {column[line]} " for column in columns) + bar for line in range(height)]
+        blank = [f"{_BOLD}{' ' * w}{_END}" if bold else " " * w] * (height - len(lines))
+        columns[index] = blank + lines if header else lines + blank
+    bar = "┃" if header else "│"
+    return [bar + bar.join(column[line] for column in columns) + bar for line in range(height)]
 
 
 def _rule(left: str, line: str, cross: str, end: str, widths: list[int]) -> str:
     return left + cross.join(line * w for w in widths) + end
 
 
-def _title(title: str | None, width: int) -> list[str]:
-    """The title wrapped to the table's width, each line padded to it (rich justifies it left)."""
-    return _lines(title, width, right=False, wrap=True) if title else []
+def _title(title: str | None, width: int, styled: bool) -> list[str]:
+    """The title wrapped to the table's width, each line padded to it (rich justifies it left), italic
+    where styled."""
+    lines = _lines(title, width, right=False, wrap=True) if title else []
+    return [f"{_ITALIC}{line}{_END}" for line in lines] if styled else lines

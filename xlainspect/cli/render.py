@@ -107,13 +107,13 @@ def _entry_text(entry: Entry, width: int) -> str:
 
 
 def _print_table(console: Console, tab: Table) -> None:
-    """Uncoloured plain tables are drawn by `plain_table` (rich's layout, a fraction of its time); the
-    rest by rich."""
+    """Tables of plain text are drawn by `plain_table` (rich's layout in a fraction of its time); the rest
+    by rich."""
     drawn = None
-    if console.color_system is None and not console.options.ascii_only:
+    if not (console.options.ascii_only or console.legacy_windows):
         from xlainspect.cli.plain_table import draw
 
-        drawn = draw(tab, tab.rows[:DRAWN_ROWS], console.width)
+        drawn = draw(tab, tab.rows[:DRAWN_ROWS], console.width, styled=console.color_system is not None)
     if drawn is None:
         console.print(rich_table(tab))
     else:
