@@ -6,7 +6,7 @@ asks for (heavy head box, one space of padding, titles left, the first column ne
 folded, numbers right, on a colour terminal the header bold and the title italic) with rich's own
 width arithmetic (`ratio_reduce`) and line breaking (`divide_line`), for plain text only. Anything
 else (a legacy Windows or ASCII-only console; wide, zero-width or control characters; markup in a
-title or header; columns too narrow for their padding) returns None, and rich draws it.
+title or header) returns None, and rich draws it.
 tests/test_plain_table.py proves the two equal.
 """
 
@@ -69,7 +69,7 @@ def _measure(text: str) -> tuple[int, int]:
 
 def _widths(columns: list[tuple[str, ...]], room: int) -> list[int] | None:
     """Each column's width with its padding, as rich's `Table._calculate_column_widths` makes them (no
-    expand, no fixed widths); None where a column would be left narrower than its padding."""
+    expand, no fixed widths); None where not even one cell per column fits."""
     if room < 1:
         return None
     widths = [_column_range(cells, room)[1] or 1 for cells in columns]
@@ -78,7 +78,7 @@ def _widths(columns: list[tuple[str, ...]], room: int) -> list[int] | None:
         if sum(widths) > room:
             widths = ratio_reduce(sum(widths) - room, [1] * len(widths), widths, widths)
         widths = [_column_range(cells, w)[1] for w, cells in zip(widths, columns)]
-    return widths if min(widths, default=3) >= 3 else None
+    return widths
 
 
 def _column_range(cells: tuple[str, ...], room: int) -> tuple[int, int]:
@@ -144,13 +144,15 @@ def _row(cells: list[str], widths: list[int], right: list[bool], header: bool, s
     for index, (text, w, r) in enumerate(zip(cells, widths, right)):
         lines = [
             f"{_BOLD} {_END}{_BOLD}{line}{_END}{_BOLD} {_END}" if bold else f" {line} "
-            for line in _lines(text, w - 2, r, wrap=index > 0)
+            for line in (_lines(text, w - 2, r, wrap=index > 0) if w > 2 else [])  # no room: no text
         ]
         columns.append(lines)
-    height = max(map(len, columns), default=1)
+    height = max(map(len, columns), default=0)
     for index, (lines, w) in enumerate(zip(columns, widths)):
-        blank = [f"{_BOLD}{' ' * w}{_END}" if bold else " " * w] * (height - len(lines))
+        blank = [f"{_BOLD}{' ' * w}{_END}" if bold and w else " " * w] * (height - len(lines))
         columns[index] = blank + lines if header else lines + blank
+    if not height:  # no column had room for text: rich still draws the row as one blank line
+        columns, height = [[" " * w] for w in widths], 1
     bar = "┃" if header else "│"
     return [bar + bar.join(column[line] for column in columns) + bar for line in range(height)]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import multiprocessing
 import re
 from sys import intern
 
@@ -379,6 +378,7 @@ def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
     parts = _split_at_computations(text, workers)
     if len(parts) < 2:
         return None
+    import multiprocessing  # here: a process of one small file never pays its import (5-10 ms)
     from concurrent.futures import ProcessPoolExecutor
 
     _line_reader()  # built once here; forked workers inherit it
