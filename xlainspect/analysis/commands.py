@@ -21,6 +21,8 @@ from xlainspect.errors import DumpError, UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from xlainspect.analysis.cache_inventory import CachedFunction, DumpCompileEntry
     from xlainspect.analysis.cache_misses import CacheMiss
     from xlainspect.analysis.chips import Chip
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from xlainspect.analysis.fusions import Fusion, FusionKindTotal, UnfusedContraction
     from xlainspect.analysis.layouts import ArrayLayout, LedgerView, PaddingRow, PaddingTotal
     from xlainspect.analysis.memory import ModuleMemory
+    from xlainspect.analysis.neighbourhood import Subgraph
     from xlainspect.analysis.ops import FunctionOpCount
     from xlainspect.analysis.profile import ProfileReport
     from xlainspect.analysis.recompiles import Budget, FunctionCompiles
@@ -304,19 +307,23 @@ def _histogram(dump_module: DumpModule, stage: str) -> list[OpCount]:
 
 @dataclass
 class Neighbourhood:
-    graph: object
-    """A networkx MultiDiGraph of the instructions within `depth` edges."""
-    centre: object
-    """The instruction it is drawn around."""
+    subgraph: Subgraph
+    """The instructions within `depth` edges and the edges among them."""
+    centre: tuple[str, str]
+    """The instruction it is drawn around, `(computation, name)`."""
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The subgraph as a networkx DiGraph (built on first use: the writers need no networkx)."""
+        return self.subgraph.to_networkx()
 
 
 def neighbourhood_report(file: str | Path, around: str, depth: int = 2) -> Neighbourhood:
     """The data-flow neighbourhood of one instruction (`computation/name` where the name is ambiguous)."""
     from xlainspect.analysis import neighbourhood as hood
-    from xlainspect.dump.files import read_text
-    from xlainspect.hlo.parser import parse_hlo
+    from xlainspect.dump.model_cache import parse_file
 
-    modules = parse_hlo(read_text(file), str(file))
+    modules = parse_file(file)
     short = around.lstrip("%").rpartition("/")[2]
     module = next(
         (m for m in modules if any(i.name == short for i in m.instructions())), modules[0] if modules else None
