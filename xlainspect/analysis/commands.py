@@ -98,14 +98,14 @@ class ParseReport:
 
 
 def parse_report(files: Paths) -> ParseReport:
-    """Parse HLO text files with the grammar (an error is raised with its place); count what is in them."""
-    from xlainspect.dump.files import read_text
+    """Parse HLO text files with the grammar (an error is raised with its place); count what is in them.
+    An unchanged file is answered from the parsed-model cache, which holds only texts that parsed."""
+    from xlainspect.dump.model_cache import parse_file
     from xlainspect.hlo.opcodes import unknown_opcodes
-    from xlainspect.hlo.parser import parse_hlo
 
     rows, opcodes = [], set()
     for path in [Path(files)] if isinstance(files, (str, Path)) else map(Path, files):
-        for module in parse_hlo(read_text(path), str(path)):
+        for module in parse_file(path):
             entry = module.entry.name
             rows.append(ParsedModule(str(path), module.name, len(module.computations), module.instruction_count, entry))
             opcodes.update(i.opcode for i in module.instructions())
