@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import functools
 import os
+import re
 import sys
 from typing import TYPE_CHECKING
 
@@ -58,8 +59,16 @@ def stderr_console() -> Console:
 
 
 def note(text: str) -> None:
-    """One line on stderr, never read as rich markup."""
-    stderr_console().print(text, markup=False, highlight=False)
+    """One line on stderr, never read as rich markup. Printable text without `:name:` (which rich reads as
+    an emoji code) is written as it is, as rich would write it: importing rich for a line costs ~25 ms."""
+    if all(line.isprintable() for line in text.split("\n")) and not _EMOJI_CODE.search(text):
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+    else:
+        stderr_console().print(text, markup=False, highlight=False)
+
+
+_EMOJI_CODE = re.compile(r":\S*?:")
 
 
 def emit(document: Document, fmt: OutputFormat) -> None:
