@@ -145,16 +145,15 @@ def layouts_report(
 ) -> LayoutsReport:
     """The padding ledger: every array value of the after-optimizations modules, most wasted bytes first."""
     from xlainspect.analysis.layouts import (
-        dump_ledger_inputs,
+        dump_ledger,
         filter_ledger,
         ledger_totals,
         ledger_view,
-        padding_ledger,
     )
 
     dump = load_dump(_paths(path))
-    inputs = dump_ledger_inputs(dump, platform, progress("reading modules", len(dump.modules)), function)
-    rows = filter_ledger(padding_ledger(inputs), function=function, min_expansion=min_expansion)
+    ledger = dump_ledger(dump, platform, progress("reading modules", len(dump.modules)), function)
+    rows = filter_ledger(ledger, function=function, min_expansion=min_expansion)
     shown = rows[:top] if top is not None else rows
     totals = ledger_totals(rows, "module"), ledger_totals(rows, "function")
     return LayoutsReport(shown, *totals, dump.skipped, ledger_view(rows, top, every_value))
