@@ -515,7 +515,7 @@ def memory_report(
 ) -> MemoryReport:
     """Memory per compiled module from the buffer assignment, memory-usage report and live ranges: bytes
     by allocation kind, the peak and the `top` biggest buffers live there. `path` may be one dump file."""
-    from xlainspect.analysis.memory import module_memory
+    from xlainspect.analysis.memory import memory_inputs, module_memory
     from xlainspect.dump.model_cache import cached_result
 
     path = Path(path)
@@ -528,9 +528,9 @@ def memory_report(
     rows, advance = [], progress("reading buffer assignments", len(chosen))
     for dump_module in chosen:
         advance(1)
-        try:  # keyed by all the module's files: the side files and the HLO its op_names come from
-            files = [f.path for f in dump_module.files]
-            row = cached_result(files, f"memory:{top}", lambda m=dump_module: module_memory(m, top))
+        try:
+            inputs = memory_inputs(dump_module)
+            row = cached_result(inputs, f"memory:{top}", lambda m=dump_module: module_memory(m, top))
         except XlaInspectError as error:  # report and skip, like a truncated file
             dump.skip(dump_module.file(kind="buffer-assignment").path, error)
             continue

@@ -232,10 +232,10 @@ def dump_ledger(
     for dump_module in select_dump_modules(dump, function=function):
         if advance is not None:
             advance(1)
-        files = [f.path for f in dump_module.files]  # the HLO and the buffer assignment among them
+        inputs = [f.path for f in (dump_module.hlo_file("after"), dump_module.file("buffer-assignment")) if f]
         try:
             rows += cached_result(
-                files, f"layouts:{platform}", lambda m=dump_module: _module_rows(ledger_input(m, platform))
+                inputs, f"layouts:{platform}", lambda m=dump_module: _module_rows(ledger_input(m, platform))
             )
         except XlaInspectError as error:
             dump.skip(dump_module.files[0].path, error)
