@@ -164,6 +164,23 @@ def test_cached_result_is_served_until_the_file_changes(hlo):
     assert len(list((cache_dir() / "results").iterdir())) == 3
 
 
+def test_cached_result_of_several_files_is_served_until_any_changes(hlo, tmp_path):
+    from xlainspect.dump.model_cache import cached_result
+
+    side = tmp_path / "side.txt"
+    side.write_text("one")
+    calls = []
+
+    def analyse():
+        calls.append(1)
+        return side.read_text()
+
+    assert cached_result([hlo, side], "memory", analyse) == "one"
+    assert cached_result([hlo, side], "memory", analyse) == "one" and len(calls) == 1
+    side.write_text("two")
+    assert cached_result([hlo, side], "memory", analyse) == "two" and len(calls) == 2
+
+
 def test_warm_cli_rerun_reads_no_module(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 

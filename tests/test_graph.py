@@ -50,3 +50,24 @@ def test_call_graph_follows_while_condition_and_body():
     assert sorted(calls.successors("main")) == ["body", "cond"]
     assert {d["kind"] for _, _, d in calls.edges(data=True)} == {"while"}
     assert list(nx.topological_sort(calls))[0] == "main"
+
+
+def test_neighbourhood_is_the_ego_graph_of_the_module_graph():
+    """The walk of one computation gives networkx's ego graph of the whole module graph: the same nodes,
+    edges and attributes (networkx lists a subgraph's in the order of a set of tuples: compared sorted)."""
+    import random
+    from pathlib import Path
+
+    from xlainspect.analysis.neighbourhood import neighbourhood
+
+    rng = random.Random(0)
+    files = sorted(Path(__file__).parents[1].glob("fixtures/dumps/*/*after_optimizations.txt"))
+    for path in rng.sample(files, min(12, len(files))):
+        for module in parse_hlo(path.read_text()):
+            graph = module_graph(module)
+            for centre in rng.sample(sorted(graph.nodes), min(5, graph.number_of_nodes())):
+                depth = rng.randint(0, 3)
+                want = graph.subgraph(nx.ego_graph(graph.to_undirected(as_view=True), centre, radius=depth).nodes)
+                got = neighbourhood(module, "/".join(centre), depth).to_networkx()
+                assert sorted(got.nodes(data=True)) == sorted(want.copy().nodes(data=True))
+                assert sorted(got.edges(data=True)) == sorted(want.copy().edges(data=True))

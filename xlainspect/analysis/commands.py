@@ -21,6 +21,8 @@ from xlainspect.errors import DumpError, UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from xlainspect.analysis.cache_inventory import CachedFunction, DumpCompileEntry
     from xlainspect.analysis.cache_misses import CacheMiss
     from xlainspect.analysis.chips import Chip
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from xlainspect.analysis.fusions import Fusion, FusionKindTotal, UnfusedContraction
     from xlainspect.analysis.layouts import ArrayLayout, LedgerView, PaddingRow, PaddingTotal
     from xlainspect.analysis.memory import ModuleMemory
+    from xlainspect.analysis.neighbourhood import Subgraph
     from xlainspect.analysis.ops import FunctionOpCount
     from xlainspect.analysis.profile import ProfileReport
     from xlainspect.analysis.recompiles import Budget, FunctionCompiles
@@ -95,14 +98,14 @@ class ParseReport:
 
 
 def parse_report(files: Paths) -> ParseReport:
-    """Parse HLO text files with the grammar (an error is raised with its place); count what is in them."""
-    from xlainspect.dump.files import read_text
+    """Parse HLO text files with the grammar (an error is raised with its place); count what is in them.
+    An unchanged file is answered from the parsed-model cache, which holds only texts that parsed."""
+    from xlainspect.dump.model_cache import parse_file
     from xlainspect.hlo.opcodes import unknown_opcodes
-    from xlainspect.hlo.parser import parse_hlo
 
     rows, opcodes = [], set()
     for path in [Path(files)] if isinstance(files, (str, Path)) else map(Path, files):
-        for module in parse_hlo(read_text(path), str(path)):
+        for module in parse_file(path):
             entry = module.entry.name
             rows.append(ParsedModule(str(path), module.name, len(module.computations), module.instruction_count, entry))
             opcodes.update(i.opcode for i in module.instructions())
@@ -142,16 +145,15 @@ def layouts_report(
 ) -> LayoutsReport:
     """The padding ledger: every array value of the after-optimizations modules, most wasted bytes first."""
     from xlainspect.analysis.layouts import (
-        dump_ledger_inputs,
+        dump_ledger,
         filter_ledger,
         ledger_totals,
         ledger_view,
-        padding_ledger,
     )
 
     dump = load_dump(_paths(path))
-    inputs = dump_ledger_inputs(dump, platform, progress("reading modules", len(dump.modules)), function)
-    rows = filter_ledger(padding_ledger(inputs), function=function, min_expansion=min_expansion)
+    ledger = dump_ledger(dump, platform, progress("reading modules", len(dump.modules)), function)
+    rows = filter_ledger(ledger, function=function, min_expansion=min_expansion)
     shown = rows[:top] if top is not None else rows
     totals = ledger_totals(rows, "module"), ledger_totals(rows, "function")
     return LayoutsReport(shown, *totals, dump.skipped, ledger_view(rows, top, every_value))
@@ -304,19 +306,23 @@ def _histogram(dump_module: DumpModule, stage: str) -> list[OpCount]:
 
 @dataclass
 class Neighbourhood:
-    graph: object
-    """A networkx MultiDiGraph of the instructions within `depth` edges."""
-    centre: object
-    """The instruction it is drawn around."""
+    subgraph: Subgraph
+    """The instructions within `depth` edges and the edges among them."""
+    centre: tuple[str, str]
+    """The instruction it is drawn around, `(computation, name)`."""
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The subgraph as a networkx DiGraph (built on first use: the writers need no networkx)."""
+        return self.subgraph.to_networkx()
 
 
 def neighbourhood_report(file: str | Path, around: str, depth: int = 2) -> Neighbourhood:
     """The data-flow neighbourhood of one instruction (`computation/name` where the name is ambiguous)."""
     from xlainspect.analysis import neighbourhood as hood
-    from xlainspect.dump.files import read_text
-    from xlainspect.hlo.parser import parse_hlo
+    from xlainspect.dump.model_cache import parse_file
 
-    modules = parse_hlo(read_text(file), str(file))
+    modules = parse_file(file)
     short = around.lstrip("%").rpartition("/")[2]
     module = next(
         (m for m in modules if any(i.name == short for i in m.instructions())), modules[0] if modules else None
@@ -509,7 +515,8 @@ def memory_report(
 ) -> MemoryReport:
     """Memory per compiled module from the buffer assignment, memory-usage report and live ranges: bytes
     by allocation kind, the peak and the `top` biggest buffers live there. `path` may be one dump file."""
-    from xlainspect.analysis.memory import module_memory
+    from xlainspect.analysis.memory import memory_inputs, module_memory
+    from xlainspect.dump.model_cache import cached_result
 
     path = Path(path)
     dump = load_dump(path.parent if path.is_file() else path)
@@ -522,7 +529,8 @@ def memory_report(
     for dump_module in chosen:
         advance(1)
         try:
-            row = module_memory(dump_module, top)
+            inputs = memory_inputs(dump_module)
+            row = cached_result(inputs, f"memory:{top}", lambda m=dump_module: module_memory(m, top))
         except XlaInspectError as error:  # report and skip, like a truncated file
             dump.skip(dump_module.file(kind="buffer-assignment").path, error)
             continue

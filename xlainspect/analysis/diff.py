@@ -25,6 +25,7 @@ from xlainspect.analysis.memory import module_memory
 from xlainspect.analysis.ops import opcode_histogram
 from xlainspect.analysis.recompiles import name_parameters, signature_causes
 from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.model_cache import cached_result
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Module
 
@@ -153,20 +154,18 @@ def profile(dump: Dump, name: str, modules: list[DumpModule], chip: Chip | None 
     unreadable = []
     for dump_module in modules:
         try:
-            module = dump_module.module()
+            metrics, module_seconds, module_ops, module_kinds, module_targets = module_facts(dump_module, chip)
+            if first is None:
+                first = dump_module.module()
         except XlaInspectError as error:
             dump.skip(dump_module.hlo_file().path, error)
             unreadable.append(dump_module.label)
             continue
-        if first is None:
-            first = module
-        totals.update(module_metrics(module, dump_module))
-        cost = module_cost(module, chip or _dump_chip(dump_module))
-        totals["flops"] += cost.flops
-        seconds.append(cost.roofline_seconds)
-        ops.update({row.opcode: row.count for row in opcode_histogram(module)})
-        kinds.update(_fusion_kinds(module))
-        targets.update(_custom_call_targets(module))
+        totals.update(metrics)
+        seconds.append(module_seconds)
+        ops.update(module_ops)
+        kinds.update(module_kinds)
+        targets.update(module_targets)
         peak = peak_memory(dump, dump_module)
         if peak is not None:
             peaks.append(peak)
@@ -178,14 +177,34 @@ def profile(dump: Dump, name: str, modules: list[DumpModule], chip: Chip | None 
     return Profile(name, metrics, ops, kinds, targets, first, tuple(unreadable))
 
 
-def module_metrics(module: Module, dump_module: DumpModule) -> dict[str, int]:
-    """The summed metrics of one module (everything but `modules` and `peak_memory`)."""
+def module_facts(dump_module: DumpModule, chip: Chip | None) -> tuple:
+    """One module's share of its function's profile: metrics (FLOPs included), roofline seconds, op,
+    fusion-kind and custom-call counts; answered from the results cache while its file is unchanged,
+    so diffing a dump again reads only each function's first module (its signature)."""
+    chip = chip or _dump_chip(dump_module)
+    key = f"diff:{chip.key if chip else None}:{dump_module.platform}"
+    return cached_result(dump_module.hlo_file().path, key, lambda: _module_facts(dump_module, chip))
+
+
+def _module_facts(dump_module: DumpModule, chip: Chip | None) -> tuple:
+    module = dump_module.module()
+    fusion_rows = fusions(module)
+    cost = module_cost(module, chip)
+    metrics = {**module_metrics(module, dump_module, fusion_rows), "flops": cost.flops}
+    ops = Counter({row.opcode: row.count for row in opcode_histogram(module)})
+    kinds = Counter({t.kind: t.count for t in fusion_kind_totals(fusion_rows)})
+    return metrics, cost.roofline_seconds, ops, kinds, _custom_call_targets(module)
+
+
+def module_metrics(module: Module, dump_module: DumpModule, fusion_rows: list) -> dict[str, int]:
+    """The summed metrics of one module (everything but `modules`, `peak_memory` and `flops`);
+    `fusion_rows` are its `fusions`."""
     copy_rows = copies(module, dump_module.platform)
     collective_rows = collectives(module)
     return {
         "parameter_bytes": sum(s.logical_bytes for s in module.parameter_shapes),
         "instructions": module.instruction_count,
-        "fusions": len(fusions(module)),
+        "fusions": len(fusion_rows),
         "custom_calls": sum(1 for i in module.instructions() if i.opcode == "custom-call"),
         "copies": len(copy_rows),
         "copy_bytes": sum(r.bytes for r in copy_rows),
@@ -198,10 +217,6 @@ def module_metrics(module: Module, dump_module: DumpModule) -> dict[str, int]:
 def _dump_chip(dump_module: DumpModule) -> Chip | None:
     key = default_chip_key(dump_module.platform, dump_module.platform_tag)
     return get_chip(key) if key else None
-
-
-def _fusion_kinds(module: Module) -> Counter:
-    return Counter({t.kind: t.count for t in fusion_kind_totals(fusions(module))})
 
 
 def _custom_call_targets(module: Module) -> Counter:

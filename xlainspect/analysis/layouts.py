@@ -218,23 +218,28 @@ class PaddingTotal:
     expansion: float
 
 
-def dump_ledger_inputs(
+def dump_ledger(
     dump, platform: str | None = None, advance: Callable[[int], None] | None = None, function: str | None = None
-) -> list[LedgerInput]:
-    """Ledger inputs of every module of a `Dump` (or of one function's: a name that matches nothing is
-    a NoMatchError); a module that cannot be read goes to `dump.skipped`. `advance(1)` is called per
-    module (a progress bar's)."""
+) -> list[PaddingRow]:
+    """`padding_ledger` of every module of a `Dump` (or of one function's: a name that matches nothing is
+    a NoMatchError), each module's rows answered from the results cache while its files are unchanged; a
+    module that cannot be read goes to `dump.skipped`. `advance(1)` is called per module (a progress
+    bar's)."""
+    from xlainspect.dump.model_cache import cached_result
     from xlainspect.errors import XlaInspectError
 
-    inputs = []
+    rows = []
     for dump_module in select_dump_modules(dump, function=function):
         if advance is not None:
             advance(1)
+        inputs = [f.path for f in (dump_module.hlo_file("after"), dump_module.file("buffer-assignment")) if f]
         try:
-            inputs.append(ledger_input(dump_module, platform))
+            rows += cached_result(
+                inputs, f"layouts:{platform}", lambda m=dump_module: _module_rows(ledger_input(m, platform))
+            )
         except XlaInspectError as error:
             dump.skip(dump_module.files[0].path, error)
-    return inputs
+    return _ranked(rows)
 
 
 def ledger_input(dump_module, platform: str | None = None) -> LedgerInput:
@@ -250,7 +255,10 @@ def ledger_input(dump_module, platform: str | None = None) -> LedgerInput:
 
 def padding_ledger(inputs: Iterable[LedgerInput]) -> list[PaddingRow]:
     """Every array value of the modules, ranked by wasted bytes (largest first)."""
-    rows = [row for item in inputs for row in _module_rows(item)]
+    return _ranked([row for item in inputs for row in _module_rows(item)])
+
+
+def _ranked(rows: list[PaddingRow]) -> list[PaddingRow]:
     return sorted(rows, key=lambda r: (-r.wasted_bytes, r.function, r.module, r.instruction, r.shape_index))
 
 

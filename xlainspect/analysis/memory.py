@@ -19,10 +19,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xlainspect.dump.buffers import Allocation, BufferAssignment, BufferValue
 from xlainspect.errors import error_at
 from xlainspect.hlo.shape import array_shape
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 KINDS = ("parameter", "constant", "output", "thread-local", "preallocated-temp", "temporary")
 """Allocation kinds, in the order that decides an allocation with several flags (they sum to the total)."""
@@ -399,6 +403,16 @@ def assigned_memory(dump_module, assignment_text: str, assignment: BufferAssignm
         curve=at.curve if at else (),
         sequence=live.sequence if live else (),
     )
+
+
+#: The side files `module_memory` reads.
+SIDE_KINDS = ("buffer-assignment", "memory-usage-report", "buffer-assignment-values", "live-range")
+
+
+def memory_inputs(dump_module) -> list[Path]:
+    """Every file `module_memory` reads (the side files, the HLO for op_names): what a kept row is keyed by."""
+    found = [dump_module.hlo_file(), *(dump_module.file(kind=kind) for kind in SIDE_KINDS)]
+    return [f.path for f in found if f is not None]
 
 
 def _side_file(dump_module, kind: str, read: Callable):

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field, replace
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.cost import OpCost, module_cost
 from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.model_cache import cached_result
 from xlainspect.dump.xplane import Trace, TraceEvent, embedded_hlo_text
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Module
-from xlainspect.hlo.parser import parse_hlo
 
 COMPILE_EVENTS = frozenset({"backend_compile_and_load", "backend_compile"})
 
@@ -111,8 +111,10 @@ def profile(trace: Trace, dump: Dump | None = None, chip: Chip | None = None) ->
     op_events = [e for e in trace.events if "hlo_op" in e.stats and "hlo_module" in e.stats]
     steps, source = _steps(trace.events, op_events)
     labels, notes = {_label(e) for e in op_events}, []
-    modules = _dump_modules(dump, labels) if dump is not None else _embedded_modules(trace, labels, notes)
-    costs = {label: {row.name: row for row in module_cost(module, chip).ops} for label, module in modules.items()}
+    if dump is not None:
+        costs = _dump_costs(dump, labels, chip)
+    else:
+        costs = {label: _op_costs(m, chip) for label, m in _embedded_modules(trace, labels, notes).items()}
     ops = [_op_time(key, events, steps, costs.get(key[0], {})) for key, events in _by_op(op_events).items()]
     known = any(op.lost_seconds is not None for op in ops)
     ops.sort(key=lambda op: -((op.lost_seconds or 0.0) if known else op.total_seconds))
@@ -262,19 +264,34 @@ def _is_function(module: str) -> bool:
     return not module.startswith("__compute_module") and not module.endswith("_kernel_module")
 
 
-def _dump_modules(dump: Dump, labels: set[str]) -> dict[str, Module]:
-    """The after-optimizations module of each traced label in the dump; files that do not parse are skipped."""
-    modules = {}
+def _dump_costs(dump: Dump, labels: set[str], chip: Chip | None) -> dict[str, dict[str, OpCost]]:
+    """The op costs of each traced label's after-optimizations module in the dump; files that do not
+    parse are skipped."""
+    costs = {}
     for module in _traced_modules(dump, labels):
         try:
-            modules[_dump_label(module)] = module.module("after")
+            costs[_dump_label(module)] = _cached_op_costs(module, chip)
         except XlaInspectError as error:
             dump.skip(module.hlo_file().path, error)
-    return modules
+    return costs
+
+
+def _cached_op_costs(module: DumpModule, chip: Chip | None) -> dict[str, OpCost]:
+    """`_op_costs` of the module, answered from the results cache while its file is unchanged."""
+    hlo = module.hlo_file("after")
+    compute = lambda: _op_costs(module.module("after"), chip)  # noqa: E731
+    return compute() if hlo is None else cached_result(hlo.path, f"profile-costs:{chip and chip.key}", compute)
+
+
+def _op_costs(module: Module, chip: Chip | None) -> dict[str, OpCost]:
+    return {row.name: row for row in module_cost(module, chip).ops}
 
 
 def _embedded_modules(trace: Trace, labels: set[str], notes: list[str]) -> dict[str, Module]:
-    """The HLO modules the trace embeds (XLA's optimized HLO, with the names the op events carry)."""
+    """The HLO modules the trace embeds (XLA's optimized HLO, with the names the op events carry). The
+    parser is imported here: with a dump whose costs are cached, a profile never loads Lark."""
+    from xlainspect.hlo.parser import parse_hlo
+
     modules = {}
     for program_id, (name, proto) in sorted(trace.hlo_protos.items()):
         label = _module_label(program_id, name)

@@ -30,7 +30,7 @@ import marshal
 import os
 import pickle
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -70,20 +70,27 @@ def parse_file(path: str | Path, *, use_cache: bool | None = None) -> list[Modul
 T = TypeVar("T")
 
 
-def cached_result(path: str | Path, analysis: str, compute: Callable[[], T], *, use_cache: bool | None = None) -> T:
-    """`compute()`, an analysis of the file at `path`, answered from the cache while the file, its name
-    and xlainspect's code are unchanged: a warm re-analysis then reads neither the file nor the model.
+def cached_result(
+    path: str | Path | Sequence[str | Path],
+    analysis: str,
+    compute: Callable[[], T],
+    *,
+    use_cache: bool | None = None,
+) -> T:
+    """`compute()`, an analysis of the file at `path` (or of every file in a sequence of paths), answered
+    from the cache while those files, their names and xlainspect's code are unchanged: a warm re-analysis
+    then reads neither the files nor the model.
 
     `analysis` names the analysis and its arguments. Errors from `compute` pass through, uncached.
     """
-    path = Path(path)
+    paths = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
     if not (cache_enabled() if use_cache is None else use_cache):
         return compute()
     try:
-        digest = _content_digest(path)
+        digests = [f"{_content_digest(p)}\n{p.name}" for p in paths]
     except OSError:
         return compute()
-    key = hashlib.blake2b(f"{digest}\n{path.name}\n{analysis}\n{_code_fingerprint()}".encode(), digest_size=20)
+    key = hashlib.blake2b("\n".join([*digests, analysis, _code_fingerprint()]).encode(), digest_size=20)
     entry = cache_dir() / "results" / f"{key.hexdigest()}.pickle"
     try:
         return pickle.loads(entry.read_bytes())

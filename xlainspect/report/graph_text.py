@@ -7,20 +7,20 @@ import io
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import networkx as nx
+    from xlainspect.analysis.neighbourhood import Subgraph
 
 
-def _label(node: tuple[str, str], graph: nx.DiGraph) -> str:
-    instruction = graph.nodes[node]["instruction"]
+def _label(node: tuple[str, str], graph: Subgraph) -> str:
+    instruction = graph.nodes[node]
     shape = str(instruction.shape) if instruction.shape is not None else ""
     return f"{instruction.name}\\n{instruction.opcode} {shape}".rstrip()
 
 
-def _ids(graph: nx.DiGraph) -> dict[tuple[str, str], str]:
+def _ids(graph: Subgraph) -> dict[tuple[str, str], str]:
     return {node: f"n{i}" for i, node in enumerate(sorted(graph.nodes))}
 
 
-def to_dot(graph: nx.DiGraph, center: tuple[str, str]) -> str:
+def to_dot(graph: Subgraph, center: tuple[str, str]) -> str:
     """Graphviz DOT: `dot -Tsvg`; the centre instruction is filled."""
     ids = _ids(graph)
     lines = ["digraph neighbourhood {", "  node [shape=box fontname=monospace];"]
@@ -32,7 +32,7 @@ def to_dot(graph: nx.DiGraph, center: tuple[str, str]) -> str:
     return "\n".join(lines + ["}"]) + "\n"
 
 
-def to_mermaid(graph: nx.DiGraph, center: tuple[str, str]) -> str:
+def to_mermaid(graph: Subgraph, center: tuple[str, str]) -> str:
     """A Mermaid flowchart for a Markdown page (```mermaid fenced block content)."""
     ids = _ids(graph)
     lines = ["flowchart TD"]
@@ -44,14 +44,14 @@ def to_mermaid(graph: nx.DiGraph, center: tuple[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_graphml(graph: nx.DiGraph, center: tuple[str, str]) -> str:
+def to_graphml(graph: Subgraph, center: tuple[str, str]) -> str:
     """GraphML via networkx, string attributes only (name, computation, opcode, shape, op_name, center)."""
     import networkx as nx
 
     ids = _ids(graph)
     plain = nx.DiGraph()
     for node, node_id in ids.items():
-        instruction = graph.nodes[node]["instruction"]
+        instruction = graph.nodes[node]
         plain.add_node(
             node_id,
             name=instruction.name,
@@ -72,4 +72,4 @@ WRITERS = {"dot": to_dot, "mermaid": to_mermaid, "graphml": to_graphml}
 
 def write_graph(neighbourhood, fmt: str = "dot") -> str:
     """A `Neighbourhood` (`xlainspect.neighbourhood_report`) in one of `WRITERS`' formats."""
-    return WRITERS[fmt](neighbourhood.graph, neighbourhood.centre)
+    return WRITERS[fmt](neighbourhood.subgraph, neighbourhood.centre)
