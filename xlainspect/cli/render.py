@@ -92,7 +92,7 @@ def _draw(document: Document) -> None:
         if isinstance(block, Table):
             if index and isinstance(blocks[index - 1], Table):
                 console.print()
-            _print_table(console, block)
+            console.print(rich_table(block))
             for line in (block.note, _rows_left_out(block)):
                 if line:
                     console.print(line, markup=False, highlight=False)
@@ -113,20 +113,6 @@ def _entry_text(entry: Entry, width: int) -> str:
     for label, text in entry.fields:
         lines += textwrap.wrap(f"{label}: {text}", width, initial_indent="  ", subsequent_indent="    ")
     return "\n".join(lines)
-
-
-def _print_table(console: Console, tab: Table) -> None:
-    """Tables of plain text are drawn by `plain_table` (rich's layout in a fraction of its time); the rest
-    by rich."""
-    drawn = None
-    if not (console.options.ascii_only or console.legacy_windows):
-        from xlainspect.cli.plain_table import draw
-
-        drawn = draw(tab, tab.rows[:DRAWN_ROWS], console.width, styled=console.color_system is not None)
-    if drawn is None:
-        console.print(rich_table(tab))
-    else:
-        console.file.write(drawn)
 
 
 def rich_table(tab: Table):
