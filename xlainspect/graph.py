@@ -8,6 +8,7 @@ graph, whose nodes are computation names.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,17 @@ def call_edges(instructions: Iterable[tuple[str, str, tuple[str, ...]]]) -> Call
 
 
 def module_calls(module: Module) -> CallEdges:
-    return call_edges((c.name, i.opcode, i.called_computations) for c in module.computations for i in c.instructions)
+    """A module's call edges, found once per module: fusions, unfused ops and cost all walk them, and
+    reading every instruction's called computations is a second or more on a big module."""
+    calls = _calls_of.get(module)
+    if calls is None:
+        instructions = ((c.name, i.opcode, i.called_computations) for c in module.computations for i in c.instructions)
+        calls = _calls_of[module] = call_edges(instructions)
+    return calls
+
+
+_calls_of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Call edges per live module (a module is data: they are kept beside it, not in it)."""
 
 
 def reachable(calls: CallEdges, roots: Iterable[str], follow: Callable[[str], bool] = lambda opcode: True) -> list[str]:
