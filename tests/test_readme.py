@@ -14,5 +14,6 @@ def test_python_api_example_runs(monkeypatch, capsys):
     monkeypatch.chdir(REPO)
     exec(compile(example, "README.md", "exec"), {})
     printed = capsys.readouterr().out
-    assert "jit_train_step 2 " in printed
-    assert "fusion" in printed
+    assert "jit_train_step 2 fixtures/generate.py:153 the last batch is ragged" in printed
+    assert "[('kLoop', 5)] 1 8" in printed  # fusions totals, layout-only copies, collectives
+    assert "['per-pass-files'] ['recompiles', 'memory', 'padding', 'fusions', 'copies', 'collectives']" in printed
