@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 
@@ -306,3 +307,19 @@ def test_elementwise_opcodes_split_as_xla_splits_them(tmp_path):
         assert [ours.flops, ours.transcendentals, ours.bytes_accessed] == xla[str(path)], path.stem
     assert module_cost(_module(tmp_path / "acos.hlo"), None).transcendentals == 4
     assert module_cost(_module(tmp_path / "copy.hlo"), None).flops == 0
+
+
+def test_cost_rows_come_out_the_same_whatever_the_string_hashing():
+    """Ops of equal time ranked by printed order, not by a set's order (PYTHONHASHSEED varies per run)."""
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-m", "xlainspect", "--no-cache", "cost", str(DUMPS / "keras"), "--chip", "h100"]
+            + ["--top", "0", "--format", "json"],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (1, 2, 3)
+    }
+    assert len(outputs) == 1

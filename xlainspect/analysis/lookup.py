@@ -32,9 +32,12 @@ def file_label(path: str | None, name: str) -> str:
     return f"{match[1]}.{name}" if match else name
 
 
-def control_flow_computations(module: Module) -> set[str]:
-    """The entry and the computations it runs through while/conditional/call/async (not reducers)."""
-    return set(reachable(module_calls(module), [module.entry.name], lambda opcode: opcode in CONTROL_FLOW_CALLERS))
+def control_flow_computations(module: Module) -> list[str]:
+    """The entry and the computations it runs through while/conditional/call/async (not reducers), in
+    printed order: what is ranked or counted from them (cost's slowest ops, unfused ops) must come out
+    the same in every run, whatever the process's string hashing."""
+    reached = set(reachable(module_calls(module), [module.entry.name], lambda opcode: opcode in CONTROL_FLOW_CALLERS))
+    return [c.name for c in module.computations if c.name in reached]
 
 
 def instruction_index(computation: Computation) -> dict[str, Instruction]:
