@@ -51,10 +51,6 @@ def parse_workers() -> int:
     return _parse_workers
 
 
-def pause_gc() -> bool:
-    return _pause_gc
-
-
 @contextlib.contextmanager
 def paused_gc() -> Iterator[bool]:
     """Garbage collection paused for the block where the process is xlainspect's own (and collection

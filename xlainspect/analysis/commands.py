@@ -367,7 +367,7 @@ def modules_report(
     from xlainspect.analysis.ops import instruction_count
 
     dump = load_dump(_paths(path), strict=strict)
-    times = _compile_times(dump, path, log)
+    times = _compile_times(dump, log)
     advance = progress("reading modules", len(dump.modules))
     rows = []
     for module in dump.modules:
@@ -394,12 +394,12 @@ def _with_time(row: ModuleRow, paired) -> ModuleRow:
     return replace(row, seconds=paired.seconds, cache=paired.cache)
 
 
-def _compile_times(dump: Dump, path: Paths, log: Path | None) -> CompileTimes | None:
+def _compile_times(dump: Dump, log: Path | None) -> CompileTimes | None:
     """Compile seconds from the run's jax log (given, or saved by capture in the dump); None without one."""
     from xlainspect.analysis.compile_times import compile_times
     from xlainspect.dump.jaxlog import run_log
 
-    found = run_log(path, log) if isinstance(path, (str, Path)) else (None if log is None else run_log(path[0], log))
+    found = run_log(dump.root, log)
     return None if found is None else compile_times(dump, found)
 
 
@@ -430,7 +430,7 @@ def recompiles_report(
 
     dump = load_dump(_paths(path), strict=strict)
     rows = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
-    times = _compile_times(dump, path, log)
+    times = _compile_times(dump, log)
     profiled, unpaired = _profiled_seconds(rows, trace)
     violations = budget_violations(rows, budget or Budget())
     return RecompileReport(rows, violations, times, profiled, unpaired, dump.skipped)

@@ -156,14 +156,15 @@ COLLECTIVE_COLUMNS = (
 )
 
 
-def _rows_and_totals(key: str, rows: list, totals: list, shown: tuple[str, ...], extra: dict | None = None) -> Document:
-    """JSON `{key: rows, "totals": totals, ...}`; CSV the rows, every field; tables the rows (fewer columns)
-    and the totals."""
-    every = fields(type(rows[0])) if rows else shown
+def _rows_and_totals(
+    key: str, rows: list, totals: list, types: tuple[type, type], shown: tuple[str, ...], extra: dict | None = None
+) -> Document:
+    """JSON `{key: rows, "totals": totals, ...}`; CSV the rows, every field of the row type (a header even
+    with no rows); tables the rows (fewer columns) and the totals."""
+    row_type, total_type = types
     data = {key: [_json_record(r) for r in records(rows)], "totals": records(totals), **(extra or {})}
-    total_columns = fields(type(totals[0])) if totals else ()
-    blocks = [table(key, rows, shown), table("totals", totals, total_columns)]
-    return Document(data, blocks, csv=table(None, rows, every))
+    blocks = [table(key, rows, shown), table("totals", totals, fields(total_type))]
+    return Document(data, blocks, csv=table(None, rows, fields(row_type)))
 
 
 def _json_record(record: dict) -> dict:
@@ -173,7 +174,10 @@ def _json_record(record: dict) -> dict:
 
 def fusions_document(report: FusionsReport) -> Document:
     extra = {"unfused_ops": report.unfused_ops, "unfused_contractions": records(report.unfused_contractions)}
-    document = _rows_and_totals("fusions", report.fusions, report.totals, FUSION_COLUMNS, extra)
+    from xlainspect.analysis.fusions import Fusion, FusionKindTotal
+
+    types = (Fusion, FusionKindTotal)
+    document = _rows_and_totals("fusions", report.fusions, report.totals, types, FUSION_COLUMNS, extra)
     for label, ops in report.unfused_ops.items():
         named = " ".join(f"{c.name}({c.flops:,.0f} FLOPs)" for c in report.unfused_contractions if c.module == label)
         document.blocks.append(
@@ -187,11 +191,16 @@ def fusions_document(report: FusionsReport) -> Document:
 
 
 def copies_document(report: CopiesReport) -> Document:
-    return _rows_and_totals("copies", report.copies, report.totals, COPY_COLUMNS)
+    from xlainspect.analysis.copies import Copy, CopyTotal
+
+    return _rows_and_totals("copies", report.copies, report.totals, (Copy, CopyTotal), COPY_COLUMNS)
 
 
 def collectives_document(report: CollectivesReport) -> Document:
-    return _rows_and_totals("collectives", report.collectives, report.totals, COLLECTIVE_COLUMNS)
+    from xlainspect.analysis.collectives import Collective, CollectiveTotal
+
+    types = (Collective, CollectiveTotal)
+    return _rows_and_totals("collectives", report.collectives, report.totals, types, COLLECTIVE_COLUMNS)
 
 
 def ops_document(report: OpsReport) -> Document:
