@@ -1,7 +1,9 @@
 """Output: rich tables for people; JSON, CSV and Markdown for machines and pull requests.
 
-`emit` is the one way a command's `Document` reaches stdout. Two consoles, built lazily so tests
-can replace them: data goes to stdout, everything else (progress, notes, errors) to stderr, so
+`emit` is the one way a command's `Document` reaches stdout. Tables are drawn with rich on a terminal
+only: piped or redirected, a document is plain text (`document.to_text`), one line a row, which `grep`
+and `awk` read and which needs no rich at all. Two consoles, built lazily so tests can replace them:
+data goes to stdout, everything else (progress, notes, errors) to stderr, so
 `xlainspect ... --format json | jq` always works.
 """
 
@@ -11,6 +13,7 @@ import enum
 import functools
 import os
 import re
+import shutil
 import sys
 from typing import TYPE_CHECKING
 
@@ -22,9 +25,11 @@ from xlainspect.report.document import (
     Lines,
     Table,
     cell_text,
+    entry_text,
     is_numeric,
     to_csv,
     to_json,
+    to_text,
 )
 from xlainspect.report.document import to_markdown as _to_markdown
 
@@ -79,8 +84,10 @@ def emit(document: Document, fmt: OutputFormat) -> None:
         sys.stdout.write(to_csv(document))
     elif fmt is OutputFormat.markdown:
         sys.stdout.write(_to_markdown(document))
-    else:
+    elif sys.stdout.isatty():
         _draw(document)
+    else:  # COLUMNS, else 80, as rich would read a pipe's width
+        sys.stdout.write(to_text(document, shutil.get_terminal_size().columns))
     for line in document.notes:
         note(line)
 
@@ -103,16 +110,7 @@ def _draw(document: Document) -> None:
         elif isinstance(block, Lines):
             console.print(block.text, markup=False, highlight=False, soft_wrap=True)
         elif isinstance(block, Entry):
-            console.print(_entry_text(block, console.width), markup=False, highlight=False, soft_wrap=True)
-
-
-def _entry_text(entry: Entry, width: int) -> str:
-    import textwrap
-
-    lines = [entry.head]
-    for label, text in entry.fields:
-        lines += textwrap.wrap(f"{label}: {text}", width, initial_indent="  ", subsequent_indent="    ")
-    return "\n".join(lines)
+            console.print(entry_text(block, console.width), markup=False, highlight=False, soft_wrap=True)
 
 
 def rich_table(tab: Table):

@@ -1,4 +1,5 @@
-"""What a command shows, in one type, and its text forms: JSON, CSV and Markdown (the CLI draws tables).
+"""What a command shows, in one type, and its text forms: JSON, CSV, Markdown and plain text (the CLI
+draws tables with rich on a terminal).
 
 Every command's answer becomes a `Document`: the JSON document (built from the typed report, so
 numbers keep their types), the blocks people read (tables, headings, lines) in order, and the one
@@ -138,6 +139,52 @@ def markdown_table(tab: Table) -> str:
     if tab.note:
         lines += ["", tab.note]
     return "\n".join(lines) + "\n"
+
+
+def to_text(document: Document, width: int) -> str:
+    """The document as plain text, for a pipe or a file: tables in aligned columns, one line a row and
+    every row (`grep` finds a row whole, `cut`/`awk` its columns), no box drawing or escape codes;
+    a `narrow` document's paragraphs wrapped at `width`."""
+    parts = []
+    blocks = document.narrow if document.narrow is not None and width < NARROW else document.blocks
+    for index, block in enumerate(blocks):
+        if isinstance(block, Table):
+            if index and isinstance(blocks[index - 1], Table):
+                parts.append("")
+            parts.append(plain_table(block))
+        elif isinstance(block, Heading):
+            parts.append(f"== {block.text} ==")
+        elif isinstance(block, Entry):
+            parts.append(entry_text(block, width))
+        else:
+            parts.append(block.text)
+    return "".join(part.rstrip("\n") + "\n" for part in parts)
+
+
+def plain_table(tab: Table) -> str:
+    """Columns two spaces apart, numbers aligned right, a rule of dashes under the header."""
+    cells = [tab.columns, *([cell_text(v).replace("\n", " ") for v in row] for row in tab.rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(tab.columns))]
+    right = [is_numeric(tab, i) for i in range(len(tab.columns))]
+
+    def line(row) -> str:
+        return "  ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(row, widths, right)).rstrip()
+
+    lines = [tab.title] if tab.title else []
+    lines += [line(tab.columns), line(["-" * w for w in widths]), *map(line, cells[1:])]
+    if tab.note:
+        lines.append(tab.note)
+    return "\n".join(lines) + "\n"
+
+
+def entry_text(entry: Entry, width: int) -> str:
+    """An `Entry`: its head line, then each field wrapped at `width` under a two-space indent."""
+    import textwrap
+
+    lines = [entry.head]
+    for label, text in entry.fields:
+        lines += textwrap.wrap(f"{label}: {text}", width, initial_indent="  ", subsequent_indent="    ")
+    return "\n".join(lines)
 
 
 def is_numeric(tab: Table, index: int) -> bool:
