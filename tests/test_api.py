@@ -78,3 +78,24 @@ def test_cli_commands_are_thin():
     bodies = dict(_command_bodies())
     assert len(bodies) >= 19
     assert {name: lines for name, lines in bodies.items() if lines > 15} == {}
+
+
+def test_the_script_builds_the_invoked_command_only(monkeypatch, capsys):
+    """`main` registers just the command a run names (typer builds every registered one at start);
+    `--help` still lists them all, and a misspelt command gets click's suggestion."""
+    import sys
+
+    from xlainspect.cli.app import _command_name, main
+
+    every = [_command_name(info) for info in app.registered_commands]
+    monkeypatch.setattr(app, "registered_commands", list(app.registered_commands))
+    monkeypatch.setattr(sys, "argv", ["xlainspect", "--help"])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    listed = capsys.readouterr().out
+    assert exit_.value.code == 0 and all(f"  {name} " in listed for name in every)
+    monkeypatch.setattr(sys, "argv", ["xlainspect", "--no-cache", "modules", str(DUMPS / "ragged_batch"), "-f", "json"])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    assert exit_.value.code == 0 and len(json.loads(capsys.readouterr().out)) == 4
+    assert [_command_name(info) for info in app.registered_commands] == ["modules"]

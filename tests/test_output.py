@@ -8,11 +8,11 @@ import sys
 
 from typer.testing import CliRunner
 
+from tests.conftest import DUMPS
 from xlainspect import fusions_report
 from xlainspect.cli import app
 from xlainspect.cli.render import DRAWN_ROWS, OutputFormat, emit
 from xlainspect.report.document import Document, Entry, Table, plain_table, to_text
-from tests.conftest import DUMPS
 
 runner = CliRunner()
 TABLE = Table("sizes", ("name", "bytes"), tuple((f"buffer.{i}", 1024 * i) for i in range(30)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -95,7 +96,19 @@ def show(document: Document, fmt: OutputFormat, skipped=(), strict: bool = False
 
 
 def main() -> None:
+    """The `xlainspect` script. Typer builds every registered command's click parameters from its
+    signature at each start (~45 ms for all commands) though a run invokes one: when the first word
+    that is not an option names a command, only that command is registered (click's lazy
+    subcommands). `--help`, no command or a misspelt one build them all."""
+    invoked = next((word for word in sys.argv[1:] if not word.startswith("-")), None)
+    chosen = [info for info in app.registered_commands if _command_name(info) == invoked]
+    if chosen:
+        app.registered_commands = chosen
     app()
+
+
+def _command_name(info) -> str:
+    return info.name or typer.main.get_command_name(info.callback.__name__)
 
 
 @app.callback()
