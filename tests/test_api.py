@@ -85,8 +85,10 @@ def test_the_script_builds_the_invoked_command_only(monkeypatch, capsys):
     `--help` still lists them all, and a misspelt command gets click's suggestion."""
     import sys
 
+    from xlainspect import settings
     from xlainspect.cli.app import _command_name, main
 
+    monkeypatch.setattr(settings, "_cache_enabled", settings.cache_enabled())  # --no-cache below sets it
     every = [_command_name(info) for info in app.registered_commands]
     monkeypatch.setattr(app, "registered_commands", list(app.registered_commands))
     monkeypatch.setattr(sys, "argv", ["xlainspect", "--help"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -194,3 +195,57 @@ def test_warm_cli_rerun_reads_no_module(tmp_path, monkeypatch):
     warm = CliRunner().invoke(app, ["collectives", str(dump), "--format", "json"])
     assert cold.exit_code == warm.exit_code == 0
     assert warm.stdout == cold.stdout and '"payload_bytes": 1024' in warm.stdout
+
+
+@pytest.fixture
+def dump_copy(tmp_path, monkeypatch):
+    """A private cache directory and a copy of a real dump."""
+    monkeypatch.setenv("XLAINSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    return Path(shutil.copytree(DUMPS / "ragged_batch", tmp_path / "dump"))
+
+
+def test_a_command_on_an_unchanged_dump_is_answered_without_reading_it(dump_copy, monkeypatch):
+    import xlainspect
+    from xlainspect.dump.directory import DumpModule
+
+    cold = xlainspect.fusions_report(dump_copy)
+    assert len(list((cache_dir() / "commands").iterdir())) == 1
+    monkeypatch.setattr(DumpModule, "module", lambda *_: pytest.fail("read a module on a warm run"))
+    assert xlainspect.fusions_report(dump_copy) == cold
+    assert len(xlainspect.fusions_report(dump_copy, top=1).fusions) == 1  # other arguments: another answer
+    assert len(list((cache_dir() / "commands").iterdir())) == 2
+
+
+@pytest.mark.parametrize("change", ["edit", "add", "remove"])
+def test_a_changed_dump_is_read_again(dump_copy, change):
+    import xlainspect
+
+    cold = xlainspect.modules_report(dump_copy)
+    first = sorted(dump_copy.glob("module_0000.*after_optimizations.txt"))[0]
+    if change == "edit":
+        first.write_text(first.read_text().replace("HloModule jit_train_step", "HloModule jit_renamed", 1))
+    elif change == "add":
+        shutil.copy(first, dump_copy / first.name.replace("module_0000.", "module_0009."))
+    else:
+        for path in dump_copy.glob("module_0000.*"):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    warm = xlainspect.modules_report(dump_copy)
+    assert warm != cold
+    assert len(warm.modules) == len(cold.modules) + {"edit": 0, "add": 1, "remove": -1}[change]
+
+
+def test_the_command_cache_sees_into_linked_folders_and_writes_nothing_when_off(dump_copy, tmp_path, monkeypatch):
+    import xlainspect
+
+    host = tmp_path / "elsewhere" / "host_0"
+    shutil.move(dump_copy, host)
+    dump_copy.mkdir()
+    (dump_copy / "host_0").symlink_to(host)  # a host's folder linked into the fleet's
+    cold = xlainspect.modules_report(dump_copy)
+    for path in host.glob("module_0004.*"):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    assert len(xlainspect.modules_report(dump_copy).modules) == len(cold.modules) - 1
+    monkeypatch.setattr(settings, "_cache_enabled", False)
+    shutil.rmtree(cache_dir())
+    xlainspect.modules_report(dump_copy)
+    assert not cache_dir().exists()

@@ -31,7 +31,13 @@ COMMANDS = {
 
 def _environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "TERM", "CI")}
-    return {**env, "PYTHONPATH": str(REPO), "TERM": "xterm-256color", "XLAINSPECT_PROGRESS_AFTER": "0"}
+    return {
+        **env,
+        "PYTHONPATH": str(REPO),
+        "TERM": "xterm-256color",
+        "XLAINSPECT_PROGRESS_AFTER": "0",
+        "XLAINSPECT_NO_CACHE": "1",
+    }
 
 
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")

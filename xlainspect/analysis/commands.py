@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 from xlainspect.analysis.lookup import module_label
 from xlainspect.analysis.ops import OpCount
 from xlainspect.dump.directory import Dump, DumpModule, SkippedFile, load_dump, select_dump_modules
+from xlainspect.dump.model_cache import remembered
 from xlainspect.errors import DumpError, UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
 
@@ -97,6 +98,7 @@ class ParseReport:
     """Opcodes a newer XLA may have added: parsed and kept as written."""
 
 
+@remembered("files")
 def parse_report(files: Paths) -> ParseReport:
     """Parse HLO text files with the grammar (an error is raised with its place); count what is in them.
     An unchanged file is answered from the parsed-model cache, which holds only texts that parsed."""
@@ -133,6 +135,7 @@ class LayoutsReport:
     a caption saying what it left out (every value with `every_value`)."""
 
 
+@remembered("path")
 def layouts_report(
     path: Paths,
     *,
@@ -181,6 +184,7 @@ class FusionsReport:
     skipped: list[SkippedFile]
 
 
+@remembered("paths")
 def fusions_report(
     paths: Paths, selection: Selection = Selection(), *, top: int | None = None, progress: Progress = silent
 ) -> FusionsReport:
@@ -231,6 +235,7 @@ class CopiesReport:
     skipped: list[SkippedFile]
 
 
+@remembered("paths")
 def copies_report(
     paths: Paths, selection: Selection = Selection(), *, layout_only: bool = False, progress: Progress = silent
 ) -> CopiesReport:
@@ -250,6 +255,7 @@ class CollectivesReport:
     skipped: list[SkippedFile]
 
 
+@remembered("paths")
 def collectives_report(
     paths: Paths, selection: Selection = Selection(), *, progress: Progress = silent
 ) -> CollectivesReport:
@@ -271,6 +277,7 @@ class OpsReport:
     skipped: list[SkippedFile]
 
 
+@remembered("paths")
 def ops_report(
     paths: Paths, selection: Selection = Selection(), *, per_function: bool = False, progress: Progress = silent
 ) -> OpsReport:
@@ -317,6 +324,7 @@ class Neighbourhood:
         return self.subgraph.to_networkx()
 
 
+@remembered("file")
 def neighbourhood_report(file: str | Path, around: str, depth: int = 2) -> Neighbourhood:
     """The data-flow neighbourhood of one instruction (`computation/name` where the name is ambiguous)."""
     from xlainspect.analysis import neighbourhood as hood
@@ -359,6 +367,7 @@ class ModulesReport:
     skipped: list[SkippedFile]
 
 
+@remembered("path", "log")
 def modules_report(
     path: Paths, *, log: Path | None = None, strict: bool = False, progress: Progress = silent
 ) -> ModulesReport:
@@ -416,6 +425,7 @@ class RecompileReport:
     skipped: list[SkippedFile] = field(default_factory=list)
 
 
+@remembered("path", "log", "trace")
 def recompiles_report(
     path: Paths,
     budget: Budget | None = None,
@@ -510,6 +520,7 @@ class MemoryReport:
     skipped: list[SkippedFile]
 
 
+@remembered("path")
 def memory_report(
     path: str | Path, *, function: str | None = None, top: int = 10, progress: Progress = silent
 ) -> MemoryReport:
@@ -556,6 +567,7 @@ class DiffReport:
     """One message per function a module that did not parse leaves unknown: the gate cannot decide."""
 
 
+@remembered("a", "b")
 def diff_report(
     a: str | Path,
     b: str | Path,
@@ -607,6 +619,7 @@ class CostReport:
     skipped: list[SkippedFile]
 
 
+@remembered("paths")
 def cost_report(
     paths: Paths,
     selection: Selection = Selection(),
@@ -651,6 +664,7 @@ def chip_for(dump_module: DumpModule | None, choice: ChipChoice) -> Chip | None:
         raise UsageError(str(error)) from None
 
 
+@remembered("trace", "dump", uses=("jax", "jaxlib", "google.protobuf"))
 def profile_report(
     trace: str | Path,
     dump: str | Path | None = None,
@@ -690,6 +704,7 @@ class CacheReport:
     skipped: list[SkippedFile]
 
 
+@remembered("path", "dump", "log")
 def cache_report(
     path: str | Path, *, dump: str | Path | None = None, log: Path | None = None, many: int = 3
 ) -> CacheReport:
@@ -706,6 +721,7 @@ def cache_report(
     return CacheReport(cached, cache_inventory(cached, many), joined, cached.skipped)
 
 
+@remembered("a", "b")
 def cache_misses_report(a: str | Path, b: str | Path) -> list[CacheMiss]:
     """Per function of run B: hit, miss or not written, and for a miss the cache-key components that
     changed since run A. A run is a jax log, or a folder holding jax.log (with its dump, for the HLO)."""

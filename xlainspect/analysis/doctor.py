@@ -17,6 +17,7 @@ from pathlib import Path
 
 from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, DumpModule, classify, dump_of, scan_dump
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
+from xlainspect.dump.model_cache import remembered
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.progress import Progress, silent
 from xlainspect.workers import map_shared
@@ -48,6 +49,7 @@ class DumpHealth:
     findings: tuple[Finding, ...]
 
 
+@remembered("path")
 def diagnose(path: str | Path, progress: Progress = silent) -> DumpHealth:
     """Run every check on the dump under `path`; DumpError when there is no dump to look at.
     `progress` hears of each check done (a fleet's dump takes seconds)."""

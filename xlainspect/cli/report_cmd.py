@@ -20,19 +20,17 @@ def report(path: DumpPath, html: OutFile = None, markdown: OutFile = None, stric
     """One report of a whole dump: recompiles, memory, padding, fusions, copies and collectives, findings
     ranked by cost on top. --html writes one self-contained page (every table sortable),
     --markdown a Markdown document."""
-    from xlainspect.dump.directory import load_dump
-    from xlainspect.report.dump_report import dump_report
+    from xlainspect.report.dump_report import report_of
     from xlainspect.report.page import render_html, render_markdown
 
     with user_errors(), progress_bars() as progress:
         if html is None and markdown is None:
             raise XlaInspectError("report: say where to write it: --html FILE and/or --markdown FILE ('-': stdout)")
-        dump = load_dump(path, strict=strict)
-        built = dump_report(dump, progress("analysing modules", len(dump.modules)))
+        built = report_of(path, strict=strict, progress=progress)
         for target, render in ((html, render_html), (markdown, render_markdown)):
             if target is not None:
                 _write(target, render(built))
-    note_skipped(dump.skipped, strict)
+    note_skipped(built.skipped, strict)
 
 
 def _write(target: Path, text: str) -> None:

@@ -11,7 +11,10 @@ that. Entries live in the user cache directory (`$XLAINSPECT_CACHE_DIR`, else
   grammar change never reads a stale model;
 - `results/<key>.pickle` holds what an analysis returned for one file (`cached_result`), keyed by
   the file's digest and name, the analysis and its arguments, and a digest of xlainspect's own
-  source, so changed code never serves an old answer.
+  source, so changed code never serves an old answer;
+- `commands/<key>.pickle` holds a whole command's answer (`remembered`), keyed by its arguments,
+  xlainspect's source and the path, size and mtime of every file under its inputs: re-running a
+  command on an unchanged dump reads no file, only their names and stat.
 
 A file whose size or mtime changed is re-hashed; a new digest means a new entry. Writes go to a
 temporary file and are renamed into place, so a crashed or concurrent run never leaves half an
@@ -25,6 +28,8 @@ import contextlib
 import functools
 import gc
 import hashlib
+import importlib.util
+import inspect
 import json
 import marshal
 import os
@@ -32,6 +37,7 @@ import pickle
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from stat import S_ISDIR
 from typing import TypeVar
 
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
@@ -90,8 +96,83 @@ def cached_result(
         digests = [f"{_content_digest(p)}\n{p.name}" for p in paths]
     except OSError:
         return compute()
-    key = hashlib.blake2b("\n".join([*digests, analysis, _code_fingerprint()]).encode(), digest_size=20)
-    entry = cache_dir() / "results" / f"{key.hexdigest()}.pickle"
+    return _memo("results", [*digests, analysis], compute)
+
+
+def remembered(*inputs: str, uses: tuple[str, ...] = ()) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """A command's library function, answered from `commands/` while its arguments, xlainspect's code
+    and every file under the arguments named in `inputs` (files or folders, one or a sequence, None
+    for none) keep their path, size and mtime: a warm re-run lists and stats the inputs, nothing more.
+    `uses` names optional packages the answer depends on; which of them can be imported is part of the
+    key. An argument named `progress` is not. With the cache off it is the function."""
+
+    def wrap(function: Callable[..., T]) -> Callable[..., T]:
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def call(*args, **kwargs) -> T:
+            if not cache_enabled():
+                return function(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            arguments = {name: value for name, value in bound.arguments.items() if name != "progress"}
+            try:
+                listing = _listing(p for name in inputs for p in _input_paths(arguments[name]))
+            except OSError:
+                return function(*args, **kwargs)
+            call_text = f"{function.__module__}.{function.__qualname__}{arguments!r} {_importable(uses)}"
+            return _memo("commands", [call_text, *listing], lambda: function(*args, **kwargs))
+
+        return call
+
+    return wrap
+
+
+def _importable(packages: tuple[str, ...]) -> tuple[bool, ...]:
+    importable = []
+    for package in packages:
+        try:
+            importable.append(importlib.util.find_spec(package) is not None)
+        except (ImportError, ValueError):  # a parent missing, or a module set to None in sys.modules
+            importable.append(False)
+    return tuple(importable)
+
+
+def _input_paths(value) -> list[Path]:
+    if value is None:
+        return []
+    return [Path(value)] if isinstance(value, (str, Path)) else [Path(v) for v in value]
+
+
+def _listing(paths) -> list[str]:
+    """`path size mtime` of every file under `paths` (folders walked, symbolic links followed, each
+    folder once), a folder's own mtime (entries added or removed), `missing` for what is not there."""
+    lines: list[str] = []
+    seen: set[tuple[int, int]] = set()
+
+    def visit(path: str) -> None:
+        try:
+            found = os.stat(path)
+        except FileNotFoundError:
+            lines.append(f"{path}\tmissing")
+            return
+        if not S_ISDIR(found.st_mode):
+            lines.append(f"{path}\t{found.st_size}\t{found.st_mtime_ns}")
+        elif (found.st_dev, found.st_ino) not in seen:
+            seen.add((found.st_dev, found.st_ino))
+            lines.append(f"{path}/\t{found.st_mtime_ns}")
+            for name in sorted(os.listdir(path)):
+                visit(os.path.join(path, name))
+
+    for path in paths:
+        visit(os.path.abspath(path))
+    return lines
+
+
+def _memo(kind: str, key_parts: list[str], compute: Callable[[], T]) -> T:
+    """`compute()`, or what it returned when the same key (with xlainspect's code) was last computed."""
+    key = hashlib.blake2b("\n".join([*key_parts, _code_fingerprint()]).encode(), digest_size=20)
+    entry = cache_dir() / kind / f"{key.hexdigest()}.pickle"
     try:
         return pickle.loads(entry.read_bytes())
     except Exception:  # missing, truncated or foreign: a miss
@@ -104,9 +185,13 @@ def cached_result(
 
 @functools.cache
 def _code_fingerprint() -> str:
-    """A digest of every source file of the installed xlainspect package."""
-    digest = hashlib.blake2b(digest_size=12)
-    for source in sorted(Path(__file__).parents[1].rglob("*.py")):
+    """A digest of what an answer is computed from besides its input: every source and data file of the
+    installed xlainspect package (the chips' figures) and the grammar."""
+    from xlainspect.hlo.grammar import grammar_text
+
+    package = Path(__file__).parents[1]
+    digest = hashlib.blake2b(grammar_text().encode(), digest_size=12)
+    for source in sorted([*package.rglob("*.py"), *(package / "data").glob("*")]):
         digest.update(source.read_bytes())
     return digest.hexdigest()
 

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.directory import Dump, DumpModule, load_dump
+from xlainspect.dump.model_cache import remembered
 from xlainspect.errors import XlaInspectError
+from xlainspect.progress import Progress, silent
 from xlainspect.report.document import Table
 from xlainspect.settings import cache_enabled, kept_objects
 from xlainspect.workers import map_shared
@@ -123,6 +125,14 @@ def dump_report(dump: Dump, advance: Callable[[int], None] | None = None) -> Dum
     source = ReportInput(dump, facts, readable, recompiles)
     sections = [section for build in SECTION_BUILDERS if (section := build(source)) is not None]
     return DumpReport(str(dump.root), _modules_table(dump), sections, dump.skipped)
+
+
+@remembered("path")
+def report_of(path: str | Path, *, strict: bool = False, progress: Progress = silent) -> DumpReport:
+    """`dump_report` of the dump under `path` (the `report` command's function), answered from the
+    command cache while the dump is unchanged."""
+    dump = load_dump(Path(path), strict=strict)
+    return dump_report(dump, progress("analysing modules", len(dump.modules)))
 
 
 PARALLEL_MIN_MODULES = 64

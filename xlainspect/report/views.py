@@ -7,10 +7,9 @@ with every column.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
-from xlainspect.report.document import Document, Entry, Heading, Lines, Table, fields, records, table
+from xlainspect.report.document import Document, Entry, Heading, Lines, Table, fields, record, records, table
 
 if TYPE_CHECKING:
     from xlainspect.analysis.cache_misses import CacheMiss
@@ -167,9 +166,9 @@ def _rows_and_totals(
     return Document(data, blocks, csv=table(None, rows, fields(row_type)))
 
 
-def _json_record(record: dict) -> dict:
+def _json_record(row: dict) -> dict:
     """`is_async` is spelled `async` in JSON (a Python keyword cannot be a field name)."""
-    return {("async" if k == "is_async" else k): v for k, v in record.items()}
+    return {("async" if k == "is_async" else k): v for k, v in row.items()}
 
 
 def fusions_document(report: FusionsReport) -> Document:
@@ -260,7 +259,7 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
     data = {
         "total_modules": sum(r.modules for r in shown),
         "functions": [
-            dataclasses.asdict(r)
+            record(r)
             | _times_json(times, r.name)
             | ({"profile_compile_seconds": list(profiled[r.name])} if r.name in profiled else {})
             for r in shown
@@ -442,7 +441,7 @@ def _memory_summary(row) -> dict:
 
 
 def _memory_json(row) -> dict:
-    document = dataclasses.asdict(row)
+    document = record(row)
     document.pop("sequence")
     document.pop("curve")
     return document
@@ -501,7 +500,7 @@ def _function_json(row) -> dict:
         "ops": counts(row.ops),
         "fusion_kinds": counts(row.fusion_kinds),
         "custom_call_targets": counts(row.custom_call_targets),
-        "signature": [dataclasses.asdict(s) for s in row.signature],
+        "signature": [record(s) for s in row.signature],
         "unreadable": list(row.unreadable),
     }
 
@@ -625,7 +624,7 @@ _COST_OP_COMPACT = (
 def cost_document(report: CostReport, top: int | None = 10) -> Document:
     """JSON: modules and their `top` ops; CSV: the ops; tables: a module table, then each module's ops."""
     modules = [{c: getattr(m, c) for c in COST_MODULE_COLUMNS} for m in report.modules]
-    ops = [dataclasses.asdict(op) for m in report.modules for op in m.ops[:top]]
+    ops = [record(op) for m in report.modules for op in m.ops[:top]]
     data = {"modules": modules, "ops": [{c: r[c] for c in COST_OP_COLUMNS} for r in ops]}
     people = [readable(r) for r in modules]
     blocks: list = [table("cost per module", people, _COST_MODULE_COMPACT)]
@@ -633,7 +632,7 @@ def cost_document(report: CostReport, top: int | None = 10) -> Document:
     for module in report.modules:
         top_ops = table(
             f"{module.module}: top ops by roofline time",
-            [readable(dataclasses.asdict(op)) for op in module.ops[:top]],
+            [readable(record(op)) for op in module.ops[:top]],
             _COST_OP_COMPACT,
         )
         blocks.append(top_ops)
@@ -641,9 +640,9 @@ def cost_document(report: CostReport, top: int | None = 10) -> Document:
     return Document(data, blocks, csv=table(None, ops, COST_OP_COLUMNS), markdown=markdown)
 
 
-def readable(record: dict) -> dict:
+def readable(row: dict) -> dict:
     """Seconds as `1.23 us` for people (a table's two decimals would print 0.00)."""
-    return {k: _duration(v) if k.endswith("_seconds") and v is not None else v for k, v in record.items()}
+    return {k: _duration(v) if k.endswith("_seconds") and v is not None else v for k, v in row.items()}
 
 
 def _duration(seconds: float) -> str:
@@ -695,8 +694,8 @@ _COMPILE_COLUMNS = ("name", "function", "start_seconds", "seconds", "step", "thr
 def profile_document(report: ProfileReport, top: int | None = 20, late: list | None = None, after: int = 0) -> Document:
     """JSON: steps, the `top` ops and every compile; tables: ops (cost columns only where a dump gave
     costs) and compiles. `late`: compiles after step `after`, each a failed gate."""
-    ops = [dataclasses.asdict(op) for op in report.ops[:top]]
-    compiles = [dataclasses.asdict(c) for c in report.compiles]
+    ops = [record(op) for op in report.ops[:top]]
+    compiles = [record(c) for c in report.compiles]
     violations = [_late_message(c) for c in late or []]
     data = {
         "paths": report.paths,
@@ -758,12 +757,12 @@ def cache_document(report: CacheReport, where: str, dump: str) -> Document:
     from xlainspect.analysis.cache_inventory import timestamp
 
     cached, functions, joined = report.cached, report.functions, report.joined
-    entries = [dataclasses.asdict(e) | {"modified": timestamp(e.modified)} for e in cached.entries]
+    entries = [record(e) | {"modified": timestamp(e.modified)} for e in cached.entries]
     data = {"functions": records(functions), "entries": entries}
     if joined is not None:
         data["dump"] = records(joined)
     note = "many entries: a key that changes per run? (jax #21159)"
-    rows = [dataclasses.asdict(f) | {"note": note if f.many_entries else ""} for f in functions]
+    rows = [record(f) | {"note": note if f.many_entries else ""} for f in functions]
     title = f"{len(cached.entries)} entries of {len(functions)} functions in {where}"
     inventory = table(title, rows, ("name", "entries", "bytes", "compile_seconds", "oldest", "newest", "note"))
     blocks = [inventory]
