@@ -78,3 +78,87 @@ def test_speed_layer_reads_real_dumps_itself():
                 handed_back.append(f"{path.name}:{line}")
             line += text.count("\n", start, end)
     assert handed_back == []
+
+
+def _grammar(text: str, start: str):
+    from xlainspect.hlo import lalr
+
+    try:
+        return lalr.run(text, start, None)
+    except HloParseError as error:
+        return ("error", error.column, error.message)
+
+
+def _shape_texts(text: str):
+    """The tuple shapes of instruction results and the entry layouts of module headers in `text`."""
+    reader = parser._line_reader()
+    for line in text.splitlines():
+        if line.startswith("HloModule") and "entry_computation_layout={" in line:
+            header = reader.read(line, 0, len(line), 1)
+            yield "program_shape", header[0][2]["entry_computation_layout"][1:-1]
+        elif (match := reader._instruction.match(line)) and (match.group(3) or "").startswith("("):
+            yield "shape_text", match.group(3)
+
+
+_ODD_SHAPES = [
+    ("shape_text", "()"),
+    ("shape_text", "( f32[2]{0} , /*index=1*/ (s32[], ()) )"),
+    ("shape_text", "(f32[2], )"),  # a trailing comma: the grammar's error
+    ("shape_text", "(f32[2], f33[3])"),  # an unknown element type inside a tuple
+    ("shape_text", "(b(f32[2]), s32[])"),  # a buffer shape: the grammar's alone
+    ("program_shape", "(f32[8]{0}, (s32[], u8[4]{0}))->f32[8]{0}"),
+    ("program_shape", "() -> ()"),
+    ("program_shape", "f32[8]{0} -> f32[8]{0}"),  # parameters are always a tuple
+    ("program_shape", "(f32[8]{0}) -> f32[8]{0} extra"),
+]
+
+
+def test_shapes_and_headers_read_as_the_grammar_reads_them():
+    """Tuple shapes, entry layouts and header lines of every fixture and corpus module, and odd forms:
+    the speed layer's answer is the grammar's, or None where the grammar alone decides."""
+    shapes = parser._shape_reader()
+    cases, answered = list(_ODD_SHAPES), 0
+    for path in [*hlo_fixture_files(), *_CORPUS]:
+        text = read_text(path)
+        cases += _shape_texts(text)
+        for line in (line for line in text.splitlines() if line.startswith("HloModule")):
+            fast = parser._line_reader().read(line, 0, len(line), 1)
+            assert fast is None or fast == [_grammar(line, "header_line")], line
+    for start, text in cases:
+        fast = shapes.shape(text) if start == "shape_text" else shapes.program_shape(text)
+        expected = _grammar(text, start)
+        if fast is not None:
+            answered += 1
+            assert fast == expected, text
+        else:
+            assert "b(" in text or expected[0] == "error", text
+    assert answered > 200
+
+
+def test_plain_text_is_read_without_lark(tmp_path):
+    """Once a run has saved the grammar's terminals, a dump of plain text parses, headers, shapes and
+    entry layouts included, without importing Lark; with the cache off the saved terminals are read."""
+    import subprocess
+    import sys
+
+    from tests.conftest import DUMPS, REPO
+
+    script = (
+        "import sys; import xlainspect; from xlainspect import settings\n"
+        "settings.set_cache_enabled(sys.argv[2] == 'on')\n"
+        "report = xlainspect.recompiles_report(sys.argv[1])\n"
+        "modules = [m for f in xlainspect.load_dump(sys.argv[1]).modules for m in [f.module()]]\n"
+        "print(len(report.functions), len(modules), 'lark' in sys.modules)"
+    )
+    env = {"XLAINSPECT_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", script, str(DUMPS / "ragged_batch"), cache],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        ).stdout.split()
+        for cache in ("on", "off", "on")
+    ]
+    assert runs == [["2", "4", "True"], ["2", "4", "False"], ["2", "4", "False"]]

@@ -20,7 +20,7 @@ from sys import intern
 from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import is_frame_entry
 from xlainspect.hlo.model import Computation, Instruction
-from xlainspect.hlo.shape import Shape, array_shape
+from xlainspect.hlo.shape import Shape, array_shape, tuple_shape
 
 _BLANK = r"[ \t]*"  # what the grammar's WHITESPACE may be inside one line
 #: The comment XLA prints before every fifth operand or tuple element.
@@ -92,23 +92,32 @@ class LineReader:
         operand_path = f"{_INDEX_COMMENT}(?:{shape}{b})?{t['NAME']}((?:{t['TUPLE_INDEX']})*)|{t['INT']}"
         operand_list = _list(f"{_INDEX_COMMENT}(?:(?:{shape}{b})?{t['NAME']}(?:{t['TUPLE_INDEX']})*|{t['INT']})")
         param = f"{t['PARAM_NAME']}{b}{shape}"
-        self._end_of_line = re.compile(rf"{b}(?:{t['COMMENT']})?[ \t\r\f]*(?:\n|\Z)")
-        self._blank_lines = re.compile(r"(?:[ \t\r\f]*\n)*")
-        self._attribute = re.compile(rf"{b},{b}(?:({t['ATTR_NAME']}){b}({value})|({t['NAME']}))")
-        self._instruction = re.compile(
-            rf"{b}(?:({t['ROOT']})[ \t]+)?({t['NAME']}){b}={b}(?:({shape}){b})?"
-            rf"(?:{t['CONSTANT']}{b}({literal})|({t['NAME']}){b}\({b}({operand_list}){b}\))"
-        )
-        self._operand = re.compile(operand)
-        self._operand_path = re.compile(operand_path)
-        self._computation_head = re.compile(
-            rf"{b}(?:({t['ENTRY']})[ \t]+)?({t['NAME']}){b}(?:\({b}({_list(param)}){b}\){b}->{b}({shape}){b})?\{{"
-        )
-        self._parameter = re.compile(f"({t['PARAM_NAME']}){b}({shape})")
-        self._close = re.compile(rf"{b}\}}")
-        self._header = re.compile(rf"HloModule[ \t]+({t['PARAM_NAME']}|{t['NAME']})")
-        self._frame_entry = re.compile(rf"{b}({t['INT']}){b}({t['STRING']}|{braced})")
+        self._sources = {
+            "_end_of_line": rf"{b}(?:{t['COMMENT']})?[ \t\r\f]*(?:\n|\Z)",
+            "_blank_lines": r"(?:[ \t\r\f]*\n)*",
+            "_attribute": rf"{b},{b}(?:({t['ATTR_NAME']}){b}({value})|({t['NAME']}))",
+            "_instruction": rf"{b}(?:({t['ROOT']})[ \t]+)?({t['NAME']}){b}={b}(?:({shape}){b})?"
+            rf"(?:{t['CONSTANT']}{b}({literal})|({t['NAME']}){b}\({b}({operand_list}){b}\))",
+            "_operand": operand,
+            "_operand_path": operand_path,
+            "_computation_head": rf"{b}(?:({t['ENTRY']})[ \t]+)?({t['NAME']}){b}"
+            rf"(?:\({b}({_list(param)}){b}\){b}->{b}({shape}){b})?\{{",
+            "_parameter": f"({t['PARAM_NAME']}){b}({shape})",
+            "_close": rf"{b}\}}",
+            "_header": rf"HloModule[ \t]+({t['PARAM_NAME']}|{t['NAME']})",
+            "_frame_entry": rf"{b}({t['INT']}){b}({t['STRING']}|{braced})",
+        }
         self._tuple_shape_of = tuple_shape_of
+
+    def __getattr__(self, name: str) -> re.Pattern:
+        """A regex compiled at its first use, then an attribute: a header line alone needs 4 of the 12
+        (compiling them all costs ~35 ms, a third of a small module's parse)."""
+        source = self.__dict__["_sources"].get(name)
+        if source is None:
+            raise AttributeError(name)
+        compiled = re.compile(source)
+        setattr(self, name, compiled)
+        return compiled
 
     def read(self, text: str, start: int, end: int, line: int) -> list | None:
         """The items (header, stack-frame tables, computations) of `text[start:end]`, whose first
@@ -246,3 +255,56 @@ class LineReader:
 
     def _shape(self, text: str) -> Shape:
         return self._tuple_shape_of(text) if text.startswith("(") else array_shape(text)
+
+
+class ShapeReader:
+    """Shapes as XLA prints them, arrays (`array_shape`) and tuples of them, and program shapes
+    (`(shape, ...) -> shape`, entry_computation_layout's); None for anything else (buffer shapes, bad
+    text), which the grammar then reads or rejects with its error. Blanks and comments may come
+    between the tokens, as the grammar ignores them."""
+
+    def __init__(self, terminal: Callable[[str], str]) -> None:
+        self._array = re.compile(terminal("ARRAY_SHAPE"))
+        self._ignored = re.compile(rf"(?:{terminal('WHITESPACE')}|{terminal('COMMENT')})*")
+
+    def shape(self, text: str) -> Shape | None:
+        found = self._shape_at(text, self._skip(text, 0))
+        return found[0] if found is not None and self._skip(text, found[1]) == len(text) else None
+
+    def program_shape(self, text: str) -> tuple[tuple[Shape, ...], Shape] | None:
+        parameters = self._shape_at(text, self._skip(text, 0), tuple_only=True)
+        if parameters is None:
+            return None
+        arrow = self._skip(text, parameters[1])
+        if not text.startswith("->", arrow):
+            return None
+        result = self._shape_at(text, self._skip(text, arrow + 2))
+        if result is None or self._skip(text, result[1]) != len(text):
+            return None
+        return parameters[0].tuple_shapes, result[0]
+
+    def _shape_at(self, text: str, position: int, tuple_only: bool = False) -> tuple[Shape, int] | None:
+        if not text.startswith("(", position):
+            array = None if tuple_only else self._array.match(text, position)
+            if array is None:
+                return None
+            try:
+                return array_shape(array.group()), array.end()
+            except HloParseError:
+                return None
+        elements = []
+        position = self._skip(text, position + 1)
+        if text.startswith(")", position):
+            return tuple_shape(()), position + 1
+        while (found := self._shape_at(text, position)) is not None:
+            elements.append(found[0])
+            position = self._skip(text, found[1])
+            if text.startswith(")", position):
+                return tuple_shape(tuple(elements)), position + 1
+            if not text.startswith(",", position):
+                return None
+            position = self._skip(text, position + 1)
+        return None
+
+    def _skip(self, text: str, position: int) -> int:
+        return self._ignored.match(text, position).end()
