@@ -210,3 +210,44 @@ def test_fail_on_regression_exits_2_naming_the_unknown_function(tmp_path):
     assert "1 functions: 0 changed, 0 unchanged, 0 only in A, 0 only in B, 1 unknown" in result.stdout
     assert "-100" not in result.stdout
     assert _cli(str(DUMPS / "diff_batch_a"), str(damaged)).exit_code == 0
+
+
+def test_a_forked_worker_sharing_the_modules_gives_the_serial_answer(tmp_path, monkeypatch):
+    """Where xlainspect owns the process, a worker analyses some modules of both dumps: the rows, the
+    files skipped (a truncated module, a damaged buffer assignment) and their order are the serial run's."""
+    import shutil
+
+    from xlainspect import settings
+    from xlainspect.analysis import diff
+
+    b = tmp_path / "b"
+    shutil.copytree(DUMPS / "tpu_v5e", b)
+    hlo = next(b.glob("module_0085.*.after_optimizations.txt"))
+    hlo.write_text(hlo.read_text()[:200])
+    next(b.glob("module_0219.*.after_optimizations-buffer-assignment.txt")).write_text("garbage\n")
+
+    def run():
+        dumps = load_dump(DUMPS / "tpu_v5e"), load_dump(b)
+        rows = diff_dumps(*dumps)
+        return rows, [s.path.name for s in dumps[1].skipped]
+
+    monkeypatch.setattr(settings, "_parse_workers", 1)
+    serial = run()
+    monkeypatch.setattr(settings, "_parse_workers", 2)
+    monkeypatch.setattr(diff, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(diff, "PARALLEL_MIN_MODULES", 0)
+    assert run() == serial
+    assert [n.split(".")[0] for n in serial[1]] == ["module_0085", "module_0219"]
+    assert sorted(row.status for row in serial[0]).count("unknown") == 1  # the truncated module's function
+
+
+def test_a_signature_is_the_header_and_entry_alone():
+    dump = load_dump(DUMPS / "diff_batch_a")
+    (module,) = dump.modules
+    signature, whole = module.signature(), load_dump(DUMPS / "diff_batch_a").modules[0].module()
+    assert [c.name for c in signature.computations] == [whole.entry.name] != [c.name for c in whole.computations]
+    assert signature.parameter_shapes == whole.parameter_shapes and signature.name == whole.name
+    assert [(p.name, p.op_name) for p in signature.entry.parameters] == [
+        (p.name, p.op_name) for p in whole.entry.parameters
+    ]
+    assert module.module() is module.signature() or module.signature() is signature

@@ -36,8 +36,8 @@ def map_shared(
 
     The first `warm` items are done here before the fork, so the workers inherit what they warmed
     (imports, parser tables). Chunks of `chunk` items go to the workers from the front while this
-    process runs `meanwhile()` (work of its own that needs no results), then takes chunks from the back
-    as long as it can still cancel them: whichever side runs faster (the machine may be busy) does more,
+    process runs `meanwhile()` (work of its own that needs no results), then does the last chunk, and
+    takes more from the back as long as it can still cancel them: whichever side runs faster (the machine may be busy) does more,
     and only the workers' results cost a pickle round trip. The workers inherit `function` and `items`
     through the fork (never pickled). Fewer than `serial_below` items (or one chunk) run here alone."""
     if (
@@ -67,10 +67,12 @@ def _shared(function: Callable, items: list, chunk: int, advance, meanwhile, war
     spans = [(start, min(start + chunk, len(items))) for start in range(warm, len(items), chunk)]
     context = multiprocessing.get_context("fork")
     initargs = (function, items)
+    last, spans = spans[-1], spans[:-1]  # never submitted: the pool queues a task or two it cannot cancel
     with ProcessPoolExecutor(parse_workers() - 1, mp_context=context, initializer=_adopt, initargs=initargs) as pool:
         tasks = [pool.submit(_span, span) for span in spans]
         if meanwhile is not None:
             meanwhile()
+        found[last[0] : last[1]] = _here(function, items[last[0] : last[1]], advance)
         for (start, end), task in zip(reversed(spans), reversed(tasks)):
             if not task.cancel():
                 break

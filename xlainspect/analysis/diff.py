@@ -10,6 +10,9 @@ and result's shardings, which the `HloModule` header does not print.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -28,6 +31,7 @@ from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.dump.model_cache import cached_result
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Module
+from xlainspect.workers import map_shared
 
 METRICS = (
     "modules",
@@ -129,21 +133,58 @@ def diff_dumps(
     a: Dump, b: Dump, chip: Chip | None = None, advance: Callable[[int], None] | None = None
 ) -> list[FunctionDiff]:
     """Every function of either dump: A's in compile order, then those only in B. `roofline_seconds` is
-    on `chip`, else on the GPU a dump names (None for TPU and CPU dumps). `advance(n)` is called with
-    the modules of each function profiled (a progress bar's)."""
+    on `chip`, else on the GPU a dump names (None for TPU and CPU dumps). `advance(n)` as modules are
+    analysed (a progress bar's); where xlainspect owns the process, a forked worker analyses some."""
     functions_a, functions_b = a.functions(), b.functions()
+    both = [m for functions in (functions_a, functions_b) for modules in functions.values() for m in modules]
+    serial_below = PARALLEL_MIN_MODULES if _hlo_bytes(both) < PARALLEL_MIN_BYTES else 0
+    analyse = functools.partial(_facts_or_error, chip=chip)
+    found = map_shared(analyse, both, 1, advance=advance or _ignore, serial_below=serial_below)
+    facts = dict(zip(map(id, both), found))
     rows = []
     for name in [*functions_a, *(n for n in functions_b if n not in functions_a)]:
-        left = profile(a, name, functions_a[name], chip) if name in functions_a else None
-        right = profile(b, name, functions_b[name], chip) if name in functions_b else None
+        left = profile(a, name, functions_a[name], facts) if name in functions_a else None
+        right = profile(b, name, functions_b[name], facts) if name in functions_b else None
         rows.append(diff_profiles(name, left, right))
-        if advance is not None:
-            advance(len(functions_a.get(name, ())) + len(functions_b.get(name, ())))
     return rows
 
 
-def profile(dump: Dump, name: str, modules: list[DumpModule], chip: Chip | None = None) -> Profile:
-    """Aggregate metrics of one function's modules; a module that does not parse is skipped in `dump`."""
+PARALLEL_MIN_BYTES = 256 << 10
+"""HLO bytes from which two dumps' modules are shared with a forked worker: below, the fork costs more
+than the half of the work it takes (a 350 KB module's facts take about 0.15 s)."""
+PARALLEL_MIN_MODULES = 64
+
+
+def _hlo_bytes(modules: list[DumpModule]) -> int:
+    total = 0
+    for dump_module in modules:
+        with contextlib.suppress(OSError, AttributeError):
+            total += os.stat(dump_module.hlo_file().path).st_size
+    return total
+
+
+def _ignore(n: int) -> None:
+    """Progress nobody watches."""
+
+
+def _facts_or_error(dump_module: DumpModule, chip: Chip | None) -> tuple:
+    """`module_facts` and the module's memory peak, each fact or the error that kept it (`profile` skips
+    the file it names): what a worker sends back, never a traceback."""
+    try:
+        facts = module_facts(dump_module, chip)
+    except XlaInspectError as error:
+        return error, None
+    try:
+        memory = module_memory(dump_module, top=0)
+        peak = memory.peak_bytes if memory is not None else None
+    except XlaInspectError as error:
+        peak = error
+    return facts, peak
+
+
+def profile(dump: Dump, name: str, modules: list[DumpModule], facts: dict[int, tuple]) -> Profile:
+    """Aggregate metrics of one function's modules from their `facts` (by `id`); a module that does not
+    parse is skipped in `dump`."""
     totals: Counter = Counter()
     ops: Counter = Counter()
     kinds: Counter = Counter()
@@ -153,21 +194,25 @@ def profile(dump: Dump, name: str, modules: list[DumpModule], chip: Chip | None 
     first = None
     unreadable = []
     for dump_module in modules:
+        found, peak = facts[id(dump_module)]
         try:
-            metrics, module_seconds, module_ops, module_kinds, module_targets = module_facts(dump_module, chip)
+            if isinstance(found, XlaInspectError):
+                raise found
             if first is None:
-                first = dump_module.module()
+                first = dump_module.signature()
         except XlaInspectError as error:
             dump.skip(dump_module.hlo_file().path, error)
             unreadable.append(dump_module.label)
             continue
+        metrics, module_seconds, module_ops, module_kinds, module_targets = found
         totals.update(metrics)
         seconds.append(module_seconds)
         ops.update(module_ops)
         kinds.update(module_kinds)
         targets.update(module_targets)
-        peak = peak_memory(dump, dump_module)
-        if peak is not None:
+        if isinstance(peak, XlaInspectError):
+            dump.skip(dump_module.file(kind="buffer-assignment").path, peak)
+        elif peak is not None:
             peaks.append(peak)
     metrics: dict[str, int | None] = {m: None if unreadable else totals[m] for m in METRICS}
     metrics["modules"] = len(modules)
@@ -221,16 +266,6 @@ def _dump_chip(dump_module: DumpModule) -> Chip | None:
 
 def _custom_call_targets(module: Module) -> Counter:
     return Counter(i.custom_call_target or "" for i in module.instructions() if i.opcode == "custom-call")
-
-
-def peak_memory(dump: Dump, dump_module: DumpModule) -> int | None:
-    """Memory's peak over the schedule (memory space 0); None without a buffer assignment and live ranges."""
-    try:
-        memory = module_memory(dump_module, top=0)
-    except XlaInspectError as error:
-        dump.skip(dump_module.file(kind="buffer-assignment").path, error)
-        return None
-    return memory.peak_bytes if memory is not None else None
 
 
 def padding_waste(module: Module, dump_module: DumpModule) -> int:

@@ -651,27 +651,11 @@ def _donation_causes(headers) -> list[Cause]:
 def _name_parameters(dump: Dump, module: DumpModule, causes: list[Cause]) -> list[Cause]:
     """Replace `#i` by the parameter's `op_name` (jax records the argument path there), when the body parses."""
     try:
-        parameters = {p.parameter_number: p.op_name for p in _entry_computation(module).parameters}
+        parameters = {p.parameter_number: p.op_name for p in module.signature().entry.parameters}
     except XlaInspectError as error:
         dump.skip(module.hlo_file().path, error)
         return causes
     return name_parameters(causes, parameters)
-
-
-def _entry_computation(module: DumpModule) -> Computation:
-    """The compiled module's ENTRY computation, parsed alone when its piece of the text parses alone:
-    its parameters are all that is needed, and a big module's other computations cost far more."""
-    from xlainspect.hlo.parser import parse_hlo, split_computations
-
-    text = read_text(module.hlo_file().path)
-    for piece in split_computations(text):
-        if piece.startswith("ENTRY ") or "\nENTRY " in piece:
-            with contextlib.suppress(XlaInspectError):
-                entry = parse_hlo(piece)[0].entry
-                if entry.is_entry:
-                    return entry
-            break
-    return module.module().entry
 
 
 def name_parameters(causes: list[Cause], op_names: dict[int | None, str | None]) -> list[Cause]:

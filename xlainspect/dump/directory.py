@@ -7,6 +7,7 @@ costs one directory scan; HLO bodies are parsed only when someone asks for them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -317,6 +318,27 @@ class DumpModule:
                 raise DumpError(f"{dump_file.path}: no computations (empty or truncated HLO file)")
             self._parsed[stage] = modules[0]
         return self._parsed[stage]
+
+    def signature(self, stage: str = "after") -> Module:
+        """The header line and the ENTRY computation, parsed alone (cached): a signature and the entry
+        parameters for a fraction of a big module's parse (its other computations are most of it). The
+        whole module where this process parsed it already, or where that piece does not parse alone."""
+        key = f"signature:{stage}"
+        if stage in self._parsed or key in self._parsed:
+            return self._parsed.get(stage) or self._parsed[key]
+        from xlainspect.dump.files import read_text
+        from xlainspect.hlo.parser import parse_hlo, split_computations
+
+        dump_file = self.hlo_file(stage)
+        text = read_text(dump_file.path) if dump_file is not None else ""
+        header = text[: text.find("\n") + 1] if text.startswith("HloModule") else ""
+        entry = next((p for p in split_computations(text) if p.startswith("ENTRY ") or "\nENTRY " in p), None)
+        found = None
+        if entry is not None and header:
+            with contextlib.suppress(XlaInspectError):
+                found = parse_hlo(entry if entry.startswith("HloModule") else header + entry)[0]
+        self._parsed[key] = found if found is not None and found.entry.is_entry else self.module(stage)
+        return self._parsed[key]
 
     def forget(self) -> None:
         """Drop the parsed models this module holds (a caller that visits every module of a big dump)."""
