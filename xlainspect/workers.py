@@ -37,9 +37,10 @@ def map_shared(
     The first `warm` items are done here before the fork, so the workers inherit what they warmed
     (imports, parser tables). Chunks of `chunk` items go to the workers from the front while this
     process runs `meanwhile()` (work of its own that needs no results), then does the last chunk, and
-    takes more from the back as long as it can still cancel them: whichever side runs faster (the machine may be busy) does more,
-    and only the workers' results cost a pickle round trip. The workers inherit `function` and `items`
-    through the fork (never pickled). Fewer than `serial_below` items (or one chunk) run here alone."""
+    takes more from the back as long as it can still cancel them: whichever side runs faster (the
+    machine may be busy) does more, and only the workers' results cost a pickle round trip. The
+    workers inherit `function` and `items` through the fork (never pickled). Fewer than
+    `serial_below` items (or one chunk) run here alone."""
     if (
         parse_workers() < 2
         or len(items) <= max(chunk, serial_below - 1)

@@ -137,12 +137,13 @@ def find_trace_files(path: str | Path) -> list[Path]:
 def read_trace(path: str | Path) -> Trace:
     """Every event of a jax.profiler trace (a file, or a log dir: its newest run), times from its start."""
     spaces = [(p, _read_space(p)) for p in find_trace_files(path)]
-    events = [e for p, space in spaces for e in _events(space)]
-    origin = min((e.start_ns for e in events), default=0.0)
-    events = sorted(
-        (TraceEvent(e.plane, e.line, e.name, e.start_ns - origin, e.duration_ns, e.stats) for e in events),
-        key=lambda e: (e.start_ns, -e.duration_ns),
-    )
+    found = [e for p, space in spaces for e in _events(space)]  # (start, plane, line, name, duration, stats)
+    origin = min((e[0] for e in found), default=0.0)
+    found.sort(key=lambda e: (e[0], -e[4]))
+    events = [
+        TraceEvent(plane, line, name, start - origin, duration, stats)
+        for start, plane, line, name, duration, stats in found
+    ]
     return Trace(
         [p for p, _ in spaces],
         events,
@@ -230,23 +231,28 @@ def _message_class(name: str):
     return message_factory.MessageFactory(pool).GetPrototype(descriptor)  # protobuf before 4.22
 
 
-def _events(space) -> list[TraceEvent]:
+def _events(space) -> list[tuple]:
+    """Each event as (start, plane, line, name, duration, stats): a tuple, sorted before it becomes a
+    TraceEvent once. An event's stats are its metadata's (read once per metadata) updated by its own."""
     events = []
     for plane in space.planes:
         stat_names = {entry.key: entry.value.name for entry in plane.stat_metadata}
         metadata = {entry.key: entry.value for entry in plane.event_metadata}
+        metadata_stats: dict[int, dict] = {}
         for line in plane.lines:
             name = line.display_name or line.name
             for event in line.events:
                 meta = metadata.get(event.metadata_id)
-                stats = _stats(meta.stats, stat_names) if meta is not None else {}
-                stats.update(_stats(event.stats, stat_names))
+                if meta is None:
+                    meta_name, stats = "", {}
+                else:
+                    if event.metadata_id not in metadata_stats:
+                        metadata_stats[event.metadata_id] = _stats(meta.stats, stat_names)
+                    meta_name, stats = meta.name, dict(metadata_stats[event.metadata_id])
+                if event.stats:
+                    stats.update(_stats(event.stats, stat_names))
                 start = line.timestamp_ns + event.offset_ps / 1000
-                events.append(
-                    TraceEvent(
-                        plane.name, name, meta.name if meta is not None else "", start, event.duration_ps / 1000, stats
-                    )
-                )
+                events.append((start, plane.name, name, meta_name, event.duration_ps / 1000, stats))
     return events
 
 
@@ -254,9 +260,11 @@ def _stats(stats, names: dict[int, str]) -> dict:
     """Stats by name; a reference value is the name of the stat metadata it points at."""
     values = {}
     for stat in stats:
-        if stat.HasField("ref_value"):
-            value = names.get(stat.ref_value, "")
-        else:
-            value = next((getattr(stat, f) for f in _STAT_VALUES if stat.HasField(f)), None)
+        value = None
+        for descriptor, field_value in stat.ListFields():  # the set fields: metadata_id and one value
+            if descriptor.name == "ref_value":
+                value = names.get(field_value, "")
+            elif descriptor.name in _STAT_VALUES:
+                value = field_value
         values[names.get(stat.metadata_id, str(stat.metadata_id))] = value
     return values
