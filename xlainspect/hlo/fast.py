@@ -92,6 +92,8 @@ class LineReader:
         operand_path = f"{_INDEX_COMMENT}(?:{shape}{b})?{t['NAME']}((?:{t['TUPLE_INDEX']})*)|{t['INT']}"
         operand_list = _list(f"{_INDEX_COMMENT}(?:(?:{shape}{b})?{t['NAME']}(?:{t['TUPLE_INDEX']})*|{t['INT']})")
         param = f"{t['PARAM_NAME']}{b}{shape}"
+        field = r"[A-Za-z_][A-Za-z0-9_]*=[0-9]+"
+        frame_line = rf"{b}({t['INT']}){b}({t['STRING']}|\{{{b}(?:{field}(?:[ \t]+{field})*)?{b}\}}){b}\n"
         self._sources = {
             "_end_of_line": rf"{b}(?:{t['COMMENT']})?[ \t\r\f]*(?:\n|\Z)",
             "_blank_lines": r"(?:[ \t\r\f]*\n)*",
@@ -106,6 +108,10 @@ class LineReader:
             "_close": rf"{b}\}}",
             "_header": rf"HloModule[ \t]+({t['PARAM_NAME']}|{t['NAME']})",
             "_frame_entry": rf"{b}({t['INT']}){b}({t['STRING']}|{braced})",
+            # a table line as XLA prints it: an index, then a string or `{field=N field=N ...}` (whose
+            # fields are integers, as `is_frame_entry` requires), no comment
+            "_frame_line": frame_line,
+            "_frame_lines": f"(?:{frame_line})*",
         }
         self._tuple_shape_of = tuple_shape_of
 
@@ -158,6 +164,10 @@ class LineReader:
             if not text.startswith(name, position) or (after := self._line_end(text, position + len(name))) is None:
                 return None
             position, table = after, {}
+            plain = self._frame_lines.match(text, position).end()  # the usual lines, in one match
+            for index, value in self._frame_line.findall(text, position, plain):
+                table[int(index)] = intern(value)
+            position = plain
             while (entry := self._frame_entry.match(text, position)) and (after := self._line_end(text, entry.end())):
                 value = entry.group(2)
                 if not is_frame_entry(value):
