@@ -162,3 +162,27 @@ def test_plain_text_is_read_without_lark(tmp_path):
         for cache in ("on", "off", "on")
     ]
     assert runs == [["2", "4", "True"], ["2", "4", "False"], ["2", "4", "False"]]
+
+
+_FRAMES = (
+    'HloModule m\n\nFileNames\n1 "a.py"\n\nFunctionNames\n1 "f"\n\nFileLocations\n'
+    "1 {file_name_id=1 function_name_id=1 line=3}\n\nStackFrames\n{frame}\n\n"
+    "ENTRY %e (a: f32[8]) -> f32[8] {\n  ROOT %a = f32[8]{0} parameter(0), metadata={stack_frame_id=1}\n}\n"
+)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "1 {file_location_id=1 parent_frame_id=0}",
+        "1 {file_location_id=1\tparent_frame_id=0}  ",
+        "1 {}",
+        "1 {file_location_id=1 parent_frame_id=-1}",  # a negative field: no frame entry
+        "1 {file_location_id=1parent_frame_id=0}",  # fields run together
+        '1 {file_location_id="1" parent_frame_id=0}',
+        "1 {file_location_id=1 parent_frame_id=0} /* a comment */",
+        "1 {file_location_id=1, parent_frame_id=0}",
+    ],
+)
+def test_stack_frame_table_entries_read_as_the_grammar_reads_them(frame):
+    _assert_equal(_FRAMES.replace("{frame}", frame))
