@@ -137,7 +137,12 @@ def diff_dumps(
     analysed (a progress bar's); where xlainspect owns the process, a forked worker analyses some."""
     functions_a, functions_b = a.functions(), b.functions()
     both = [m for functions in (functions_a, functions_b) for modules in functions.values() for m in modules]
-    serial_below = PARALLEL_MIN_MODULES if _hlo_bytes(both) < PARALLEL_MIN_BYTES else 0
+    sizes = {id(m): _hlo_bytes(m) for m in both}
+    serial_below = PARALLEL_MIN_MODULES if sum(sizes.values()) < PARALLEL_MIN_BYTES else 0
+    # largest first at both ends: the worker takes from the front, this process from the back, so the
+    # two largest modules (often one per dump) are analysed at once, and the small ones even out the end
+    both.sort(key=lambda m: -sizes[id(m)])
+    both = both[0::2] + both[1::2][::-1]
     analyse = functools.partial(_facts_or_error, chip=chip)
     found = map_shared(analyse, both, 1, advance=advance or _ignore, serial_below=serial_below)
     facts = dict(zip(map(id, both), found))
@@ -155,12 +160,10 @@ than the half of the work it takes (a 350 KB module's facts take about 0.15 s)."
 PARALLEL_MIN_MODULES = 64
 
 
-def _hlo_bytes(modules: list[DumpModule]) -> int:
-    total = 0
-    for dump_module in modules:
-        with contextlib.suppress(OSError, AttributeError):
-            total += os.stat(dump_module.hlo_file().path).st_size
-    return total
+def _hlo_bytes(dump_module: DumpModule) -> int:
+    with contextlib.suppress(OSError, AttributeError):
+        return os.stat(dump_module.hlo_file().location).st_size
+    return 0
 
 
 def _ignore(n: int) -> None:
