@@ -114,20 +114,30 @@ class LineReader:
             "_frame_lines": f"(?:{frame_line})*",
         }
         self._tuple_shape_of = tuple_shape_of
+        self._ready = False
 
-    def __getattr__(self, name: str) -> re.Pattern:
-        """A regex compiled at its first use, then an attribute: a header line alone needs 4 of the 12
-        (compiling them all costs ~35 ms, a third of a small module's parse)."""
-        source = self.__dict__["_sources"].get(name)
-        if source is None:
-            raise AttributeError(name)
-        compiled = re.compile(source)
-        setattr(self, name, compiled)
-        return compiled
+    def _compile(self, names) -> None:
+        """Compile the regexes `names` not compiled yet, each an attribute from then on: a header line
+        alone needs 4 of the 14 (compiling all costs ~35 ms, a third of a small module's parse). Plain
+        attributes, not `__getattr__`: a class with one loses the interpreter's fast attribute reads."""
+        for name in names:
+            if name not in self.__dict__:
+                setattr(self, name, re.compile(self._sources[name]))
+
+    def read_header(self, line: str) -> tuple | None:
+        """A dump file's first line alone, as `read` gives a header item; None when it is not plain."""
+        self._compile(("_blank_lines", "_header", "_attribute", "_end_of_line"))
+        found = self._read_header(line, 0, 1)
+        if found is None or self._blank_lines.match(line, found[1]).end() != len(line):
+            return None
+        return found[0]
 
     def read(self, text: str, start: int, end: int, line: int) -> list | None:
         """The items (header, stack-frame tables, computations) of `text[start:end]`, whose first
         line is `line`; None when a line is not plain."""
+        if not self._ready:
+            self._compile(self._sources)
+            self._ready = True
         items: list = []
         counted = start  # newlines are counted up to here
         position = self._blank_lines.match(text, start, end).end()

@@ -143,10 +143,8 @@ def parse_header(line: str, path: str | None = None) -> Module:
 def _header(line: str) -> Module:
     # The speed layer's header; else the grammar from its own start symbol, whose few lexer states
     # compile only their terminals' regexes.
-    items = _line_reader().read(line, 0, len(line), 1)
-    if items is None or len(items) != 1 or items[0][0] != "header":
-        items = [_run(line, "header_line", None)]
-    modules = _assemble(items, None, line)
+    header = _line_reader().read_header(line)
+    modules = _assemble([header if header is not None else _run(line, "header_line", None)], None, line)
     if len(modules) != 1 or not modules[0].has_header or modules[0].computations:
         raise error_at(line, 0, "expected one `HloModule <name>, ...` header line", None)
     return modules[0]
