@@ -25,6 +25,8 @@ MANY_ENTRIES = 3
 
 @dataclass(frozen=True, slots=True)
 class CachedFunction:
+    """One function's entries in jax's persistent compilation cache: count, bytes, stored compile seconds."""
+
     name: str
     entries: int
     bytes: int

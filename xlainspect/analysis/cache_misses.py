@@ -29,6 +29,8 @@ CUSTOM_PARTITIONING = 'custom_call_target="CustomSPMDPartitioning"'
 
 @dataclass(frozen=True, slots=True)
 class CacheMiss:
+    """Why run B missed the persistent cache for one function: its status and the cache-key parts that changed."""
+
     name: str
     status: str
     changed: tuple[str, ...]

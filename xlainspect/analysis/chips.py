@@ -20,6 +20,8 @@ DTYPE_CLASSES = ("bf16", "f32", "fp8", "int8")
 
 @dataclass(frozen=True, slots=True)
 class Chip:
+    """A roofline's chip: peak FLOP/s per dtype class and memory and interconnect bandwidth."""
+
     key: str
     name: str
     flops: dict[str, float | None]

@@ -82,6 +82,8 @@ JAX_COLLECTIVE_PRIMITIVES = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Collective:
+    """One collective of a module, counted once however it is printed (sync, `-start`/`-done`, async)."""
+
     module: str
     computation: str
     name: str
@@ -112,6 +114,8 @@ class Collective:
 
 @dataclass(frozen=True, slots=True)
 class CollectiveTotal:
+    """A module's collectives of one kind: count, payload and bytes per step."""
+
     module: str
     kind: str
     count: int

@@ -84,6 +84,8 @@ def analyse_modules(
 
 @dataclass(frozen=True, slots=True)
 class ParsedModule:
+    """One module of a parsed file: its name and what it holds."""
+
     file: str
     module: str
     computations: int
@@ -93,6 +95,8 @@ class ParsedModule:
 
 @dataclass
 class ParseReport:
+    """What `parse` found: each module of the files, and opcodes this XLA does not know."""
+
     modules: list[ParsedModule]
     unknown_opcodes: list[str]
     """Opcodes a newer XLA may have added: parsed and kept as written."""
@@ -124,6 +128,8 @@ def explain_layout(shape: str, platform: str | None = None) -> list[ArrayLayout]
 
 @dataclass
 class LayoutsReport:
+    """The padding ledger of a dump: the most wasteful values and totals per module and function."""
+
     values: list[PaddingRow]
     """The `top` most wasteful array values (all, without `top`)."""
     modules: list[PaddingTotal]
@@ -176,6 +182,8 @@ class Selection:
 
 @dataclass
 class FusionsReport:
+    """Every fusion of the selected modules, totals per kind, and the compute left outside fusions."""
+
     fusions: list[Fusion]
     totals: list[FusionKindTotal]
     unfused_ops: dict[str, dict[str, int]]
@@ -230,6 +238,8 @@ def _run(dump: Dump, analysis: str, analyse: Callable, selection: Selection, pro
 
 @dataclass
 class CopiesReport:
+    """Every copy, transpose and relayout of the selected modules, with totals per kind."""
+
     copies: list[Copy]
     totals: list[CopyTotal]
     skipped: list[SkippedFile]
@@ -250,6 +260,8 @@ def copies_report(
 
 @dataclass
 class CollectivesReport:
+    """Every collective of the selected modules, with totals per kind."""
+
     collectives: list[Collective]
     totals: list[CollectiveTotal]
     skipped: list[SkippedFile]
@@ -270,6 +282,8 @@ def collectives_report(
 
 @dataclass
 class OpsReport:
+    """Opcode counts per module, or per function across its variants."""
+
     opcodes: list[OpCount]
     """Per module (empty with `per_function`)."""
     functions: list[FunctionOpCount]
@@ -313,6 +327,8 @@ def _histogram(dump_module: DumpModule, stage: str) -> list[OpCount]:
 
 @dataclass
 class Neighbourhood:
+    """The data-flow neighbourhood of one instruction, for `graph --around`."""
+
     subgraph: Subgraph
     """The instructions within `depth` edges and the edges among them."""
     centre: tuple[str, str]
@@ -345,6 +361,8 @@ def neighbourhood_report(file: str | Path, around: str, depth: int = 2) -> Neigh
 
 @dataclass(frozen=True, slots=True)
 class ModuleRow:
+    """One compile of a dump, as `modules` lists it."""
+
     host: str
     module_id: int | None
     function: str | None
@@ -360,6 +378,8 @@ class ModuleRow:
 
 @dataclass
 class ModulesReport:
+    """The compiles of a dump, with compile seconds where the jax log gives them."""
+
     root: Path
     modules: list[ModuleRow]
     times: CompileTimes | None
@@ -414,6 +434,8 @@ def _compile_times(dump: Dump, log: Path | None) -> CompileTimes | None:
 
 @dataclass
 class RecompileReport:
+    """Compiles per function and why each recompile happened; `violations` are the gate's failures."""
+
     functions: list[FunctionCompiles]
     """Per function in first-compile order (eager ones included: see `FunctionCompiles.eager`)."""
     violations: list[str]
@@ -448,6 +470,8 @@ def recompiles_report(
 
 @dataclass
 class CaptureReport:
+    """A captured run: the program's exit status, where its dump is, and its recompiles."""
+
     status: int
     """The program's exit status."""
     dump: Path
@@ -516,6 +540,8 @@ def named_budgets(items: Sequence[str]) -> tuple[tuple[str, int], ...]:
 
 @dataclass
 class MemoryReport:
+    """Memory per module: allocations by kind and space, the peak and what is live there."""
+
     modules: list[ModuleMemory]
     skipped: list[SkippedFile]
 
@@ -557,6 +583,8 @@ def memory_report(
 
 @dataclass
 class DiffReport:
+    """Two dumps compared per function, the metrics that grew past a threshold, and what is unknown."""
+
     a: Path
     b: Path
     functions: list[FunctionDiff]
@@ -615,6 +643,8 @@ class ChipChoice:
 
 @dataclass
 class CostReport:
+    """FLOPs, bytes and roofline time per module, with each module's slowest ops."""
+
     modules: list[ModuleCost]
     skipped: list[SkippedFile]
 
@@ -697,6 +727,8 @@ def profile_report(
 
 @dataclass
 class CacheReport:
+    """A persistent-cache directory per function, and with a dump, which compiles it holds."""
+
     cached: CacheDir
     functions: list[CachedFunction]
     joined: list[DumpCompileEntry] | None

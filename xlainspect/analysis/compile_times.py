@@ -35,6 +35,8 @@ class FunctionTimes:
 
 @dataclass
 class CompileTimes:
+    """Compile seconds from a jax log, per function and per dump module."""
+
     functions: dict[str, FunctionTimes]
     by_module: dict[DumpModule, LogCompile] = field(default_factory=dict)
     unpaired: list[str] = field(default_factory=list)

@@ -25,6 +25,8 @@ HOST_OFFLOAD_TARGETS = ("MoveToHost", "MoveToDevice")
 
 @dataclass(frozen=True, slots=True)
 class Copy:
+    """One copy, transpose or relayout fusion: layouts on both sides, memory spaces, bytes, producer and users."""
+
     module: str
     computation: str
     name: str
@@ -48,6 +50,8 @@ class Copy:
 
 @dataclass(frozen=True, slots=True)
 class CopyTotal:
+    """A module's copies of one kind: count and bytes."""
+
     module: str
     kind: str
     count: int

@@ -150,6 +150,8 @@ class Cost(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class OpCost:
+    """One op's cost as XLA's HloCostAnalysis counts it, and its roofline time on a chip."""
+
     module: str
     computation: str
     name: str
@@ -181,6 +183,8 @@ class OpCost:
 
 @dataclass(frozen=True, slots=True)
 class ModuleCost:
+    """A module's summed cost, its roofline time and bound, and its ops."""
+
     module: str
     function: str
     flops: float
@@ -557,6 +561,8 @@ def _convolution(analysis: _Analysis, instruction: Instruction, index) -> Cost:
 
 @dataclass(frozen=True, slots=True)
 class _WindowDim:
+    """One dimension of a convolution's or reduce-window's window."""
+
     size: int = 1
     stride: int = 1
     pad_low: int = 0

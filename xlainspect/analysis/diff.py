@@ -17,21 +17,14 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from xlainspect.analysis.chips import Chip, default_chip_key, get_chip
-from xlainspect.analysis.collectives import collectives
-from xlainspect.analysis.copies import copies
-from xlainspect.analysis.cost import module_cost
-from xlainspect.analysis.fusions import fusion_kind_totals, fusions
-from xlainspect.analysis.layouts import LedgerInput, ledger_totals, padding_ledger
-from xlainspect.analysis.memory import module_memory
-from xlainspect.analysis.ops import opcode_histogram
-from xlainspect.analysis.recompiles import name_parameters, signature_causes
-from xlainspect.dump.directory import Dump, DumpModule
-from xlainspect.dump.model_cache import cached_result
 from xlainspect.errors import XlaInspectError
-from xlainspect.hlo.model import Module
-from xlainspect.workers import map_shared
+
+if TYPE_CHECKING:  # the analyses are imported where they run: loading a cached diff needs only the rows
+    from xlainspect.analysis.chips import Chip
+    from xlainspect.dump.directory import Dump, DumpModule
+    from xlainspect.hlo.model import Module
 
 METRICS = (
     "modules",
@@ -53,6 +46,8 @@ METRICS = (
 
 @dataclass(frozen=True, slots=True)
 class MetricDelta:
+    """One metric of a function on both sides of a diff."""
+
     name: str
     a: int | None
     """None when the side has no such data (e.g. no buffer assignment for peak_memory)."""
@@ -74,6 +69,8 @@ class CountDelta:
 
 @dataclass(frozen=True, slots=True)
 class SignatureChange:
+    """One way a function's signature differs between the two dumps."""
+
     kind: str
     """shape, dtype, layout, donation (count-recompiles' cause kinds), sharding or result."""
     parameter: str
@@ -104,6 +101,8 @@ class Profile:
 
 @dataclass(frozen=True)
 class FunctionDiff:
+    """One function compared across two dumps: metrics, op and fusion histograms, signature."""
+
     name: str
     status: str
     metrics: tuple[MetricDelta, ...]
@@ -135,6 +134,8 @@ def diff_dumps(
     """Every function of either dump: A's in compile order, then those only in B. `roofline_seconds` is
     on `chip`, else on the GPU a dump names (None for TPU and CPU dumps). `advance(n)` as modules are
     analysed (a progress bar's); where xlainspect owns the process, a forked worker analyses some."""
+    from xlainspect.workers import map_shared
+
     functions_a, functions_b = a.functions(), b.functions()
     both = [m for functions in (functions_a, functions_b) for modules in functions.values() for m in modules]
     sizes = {id(m): _hlo_bytes(m) for m in both}
@@ -173,6 +174,8 @@ def _ignore(n: int) -> None:
 def _facts_or_error(dump_module: DumpModule, chip: Chip | None) -> tuple:
     """`module_facts` and the module's memory peak, each fact or the error that kept it (`profile` skips
     the file it names): what a worker sends back, never a traceback."""
+    from xlainspect.analysis.memory import module_memory
+
     try:
         facts = module_facts(dump_module, chip)
     except XlaInspectError as error:
@@ -229,12 +232,18 @@ def module_facts(dump_module: DumpModule, chip: Chip | None) -> tuple:
     """One module's share of its function's profile: metrics (FLOPs included), roofline seconds, op,
     fusion-kind and custom-call counts; answered from the results cache while its file is unchanged,
     so diffing a dump again reads only each function's first module (its signature)."""
+    from xlainspect.dump.model_cache import cached_result
+
     chip = chip or _dump_chip(dump_module)
     key = f"diff:{chip.key if chip else None}:{dump_module.platform}"
     return cached_result(dump_module.hlo_file().path, key, lambda: _module_facts(dump_module, chip))
 
 
 def _module_facts(dump_module: DumpModule, chip: Chip | None) -> tuple:
+    from xlainspect.analysis.cost import module_cost
+    from xlainspect.analysis.fusions import fusion_kind_totals, fusions
+    from xlainspect.analysis.ops import opcode_histogram
+
     module = dump_module.module()
     fusion_rows = fusions(module)
     cost = module_cost(module, chip)
@@ -247,6 +256,9 @@ def _module_facts(dump_module: DumpModule, chip: Chip | None) -> tuple:
 def module_metrics(module: Module, dump_module: DumpModule, fusion_rows: list) -> dict[str, int]:
     """The summed metrics of one module (everything but `modules`, `peak_memory` and `flops`);
     `fusion_rows` are its `fusions`."""
+    from xlainspect.analysis.collectives import collectives
+    from xlainspect.analysis.copies import copies
+
     copy_rows = copies(module, dump_module.platform)
     collective_rows = collectives(module)
     return {
@@ -263,6 +275,8 @@ def module_metrics(module: Module, dump_module: DumpModule, fusion_rows: list) -
 
 
 def _dump_chip(dump_module: DumpModule) -> Chip | None:
+    from xlainspect.analysis.chips import default_chip_key, get_chip
+
     key = default_chip_key(dump_module.platform, dump_module.platform_tag)
     return get_chip(key) if key else None
 
@@ -273,6 +287,8 @@ def _custom_call_targets(module: Module) -> Counter:
 
 def padding_waste(module: Module, dump_module: DumpModule) -> int:
     """Bytes lost to tile padding: the padding ledger's total for the module."""
+    from xlainspect.analysis.layouts import LedgerInput, ledger_totals, padding_ledger
+
     rows = padding_ledger([LedgerInput(module, dump_module.name or module.name, dump_module.platform)])
     return sum(t.wasted_bytes for t in ledger_totals(rows))
 
@@ -312,6 +328,8 @@ def _count_deltas(a: Counter, b: Counter) -> tuple[CountDelta, ...]:
 
 def signature_changes(a: Module, b: Module) -> tuple[SignatureChange, ...]:
     """Entry parameters (count-recompiles' causes: count, dtype, dims, layout, donation), shardings, result."""
+    from xlainspect.analysis.recompiles import name_parameters, signature_causes
+
     names = {p.parameter_number: p.op_name for p in a.entry.parameters}
     rows = [_from_cause(c, a, b) for c in name_parameters(signature_causes([a, b]), names)]
     rows += _sharding_changes(a, b, names)

@@ -43,6 +43,8 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class DumpHealth:
+    """What `doctor` found about a dump: its size and each finding."""
+
     root: Path
     modules: int
     files: int

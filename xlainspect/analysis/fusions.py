@@ -74,6 +74,8 @@ CONTRACTIONS = frozenset({"dot", "convolution", "ragged-dot"})
 
 @dataclass(frozen=True)
 class Fusion:
+    """One fusion instruction: its kind, the computation it fuses, the ops inside and its bytes."""
+
     module: str
     computation: str
     """The computation the fusion instruction sits in."""
@@ -110,6 +112,8 @@ class UnfusedContraction:
 
 @dataclass(frozen=True, slots=True)
 class FusionKindTotal:
+    """A module's fusions of one kind: count and output bytes."""
+
     module: str
     kind: str
     """`backend_kind` where present, else `kind`."""

@@ -209,6 +209,8 @@ class PaddingRow:
 
 @dataclass(frozen=True, slots=True)
 class PaddingTotal:
+    """Padding summed over a group of values (a module or a function)."""
+
     group: str
     """The module or function name."""
     values: int

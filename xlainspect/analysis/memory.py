@@ -109,6 +109,8 @@ class PeakBuffer:
 
 @dataclass(frozen=True, slots=True)
 class Peak:
+    """The program point where live memory is highest, the buffers live there, and the curve."""
+
     time: int
     instruction: str | None
     """Instruction scheduled at the peak point; None when the peak is at the end of the program."""

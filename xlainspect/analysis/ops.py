@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class OpCount:
+    """How often one opcode appears in a module, inside and outside fusions."""
+
     module: str
     opcode: str
     count: int
@@ -34,6 +36,8 @@ class OpCount:
 
 @dataclass(frozen=True, slots=True)
 class FunctionOpCount:
+    """How often one opcode appears in a function's variants."""
+
     function: str
     opcode: str
     variants: int

@@ -34,6 +34,8 @@ COMPILE_EVENTS = frozenset({"backend_compile_and_load", "backend_compile"})
 
 @dataclass(frozen=True, slots=True)
 class Step:
+    """One training step found in a profile: its number and time."""
+
     number: int
     start_seconds: float
     """Seconds since the trace's first event."""
@@ -42,6 +44,8 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class CompileEvent:
+    """One compile a profile recorded, with the step it fell in."""
+
     name: str
     """The event as jax names it (`backend_compile_and_load`)."""
     function: str | None
@@ -54,6 +58,8 @@ class CompileEvent:
 
 @dataclass(frozen=True, slots=True)
 class OpTime:
+    """One HLO op's measured time in a profile, beside its roofline time where costs are known."""
+
     module: str
     """`module_0002.jit_train_step` (the dump file's label) where the trace names the module id."""
     function: str
@@ -83,6 +89,8 @@ class OpTime:
 
 @dataclass
 class ProfileReport:
+    """Measured time per op, steps and compiles of a profile, joined with a dump's costs."""
+
     paths: list[str]
     steps: list[Step]
     step_source: str

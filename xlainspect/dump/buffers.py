@@ -65,6 +65,8 @@ class Allocation:
 
 @dataclass(frozen=True, slots=True)
 class BufferAssignment:
+    """A module's buffer assignment: its allocations and the values in each."""
+
     path: str | None
     allocations: tuple[Allocation, ...]
 

@@ -54,6 +54,8 @@ class CacheEntry:
 
 @dataclass
 class CacheDir:
+    """A jax persistent-cache directory: its entries and the files it could not read."""
+
     root: Path
     entries: list[CacheEntry]
     skipped: list[SkippedFile] = field(default_factory=list)

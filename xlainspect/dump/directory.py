@@ -258,6 +258,8 @@ def _describe_suffix(rest: str) -> dict:
 
 @dataclass(frozen=True, slots=True)
 class SkippedFile:
+    """A file a command left out, and why (never counted as zero)."""
+
     path: Path
     reason: str
 
@@ -401,6 +403,8 @@ def header_line(path: Path | str) -> str:
 
 @dataclass
 class Dump:
+    """The modules of a dump folder (or HLO files), and the files skipped while reading them."""
+
     root: Path
     modules: list[DumpModule]
     skipped: list[SkippedFile] = field(default_factory=list)

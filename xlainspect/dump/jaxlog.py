@@ -79,6 +79,8 @@ class LogCompile:
 
 @dataclass
 class JaxLog:
+    """A jax log: the compiles it records."""
+
     path: Path
     compiles: list[LogCompile]
 

@@ -87,6 +87,8 @@ class ProfileDependencyError(XlaInspectError):
 
 @dataclass(frozen=True, slots=True)
 class TraceEvent:
+    """One event of a jax.profiler trace."""
+
     plane: str
     line: str
     """The thread (host) or stream (device) the event ran on."""
@@ -100,6 +102,8 @@ class TraceEvent:
 
 @dataclass
 class Trace:
+    """Every event of a jax.profiler trace, its hosts and the HLO it embeds."""
+
     paths: list[Path]
     events: list[TraceEvent]
     """Every timed event of every plane, by start time."""

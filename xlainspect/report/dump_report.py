@@ -50,6 +50,8 @@ class Finding:
 
 @dataclass
 class Section:
+    """One section of the dump report: its tables and the findings it ranks."""
+
     key: str
     """The anchor of the section (`#recompiles`); also what the browser test looks for."""
     title: str
@@ -91,6 +93,8 @@ class ReportInput:
 
 @dataclass
 class DumpReport:
+    """One report of a whole dump: the modules table and each section."""
+
     root: str
     modules: Table
     sections: list[Section]
