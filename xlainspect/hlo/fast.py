@@ -124,6 +124,11 @@ class LineReader:
             if name not in self.__dict__:
                 setattr(self, name, re.compile(self._sources[name]))
 
+    def compile_all(self) -> None:
+        """Every regex compiled now (before a fork, so that workers inherit them)."""
+        self._compile(self._sources)
+        self._ready = True
+
     def read_header(self, line: str) -> tuple | None:
         """A dump file's first line alone, as `read` gives a header item; None when it is not plain."""
         self._compile(("_blank_lines", "_header", "_attribute", "_end_of_line"))
@@ -136,8 +141,7 @@ class LineReader:
         """The items (header, stack-frame tables, computations) of `text[start:end]`, whose first
         line is `line`; None when a line is not plain."""
         if not self._ready:
-            self._compile(self._sources)
-            self._ready = True
+            self.compile_all()
         items: list = []
         counted = start  # newlines are counted up to here
         position = self._blank_lines.match(text, start, end).end()

@@ -161,8 +161,9 @@ def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
     None when the text cannot be split or a part fails: the caller then reads the whole text, so
     a syntax error is reported exactly as a serial parse reports it. Each part knows the line it
     starts on, so its line numbers (instructions, nested-instruction names) are those of the file.
-    This process reads the first part itself: a worker's result costs a pickle round trip (about a
-    fifth of its parse) on top.
+    This process reads the first part itself: a worker's result costs a pickle round trip on top of
+    its parse (equal parts measured fastest all the same). The workers inherit the text and the
+    compiled regexes through the fork: neither is pickled.
     """
     parts = _split_at_computations(text, workers)
     if len(parts) < 2:
@@ -170,14 +171,14 @@ def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
     import multiprocessing  # here: its import (sockets, pickling) costs every command ~6 ms
     from concurrent.futures import ProcessPoolExecutor
 
-    _line_reader()  # built once here; forked workers inherit it
+    _line_reader().compile_all()
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    jobs = [(text.count("\n", 0, start) + 1, text[start:end], path) for start, end in parts]
+    jobs = [(text.count("\n", 0, start) + 1, start, end, path) for start, end in parts]
     try:
-        with ProcessPoolExecutor(len(jobs) - 1, mp_context=context) as pool:
+        with ProcessPoolExecutor(len(jobs) - 1, mp_context=context, initializer=_adopt, initargs=(text,)) as pool:
             others = pool.map(_run_compact_part, jobs[1:])
-            items = _run_part(jobs[0])
+            items = _run_part(jobs[0], text)
             for part_items in others:
                 items.extend(_expand(item) for item in part_items)
         return items
@@ -185,15 +186,24 @@ def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
         return None
 
 
-def _run_part(job: tuple[int, str, str | None]) -> list:
-    first_line, part, path = job
-    return _read(part, path, first_line)
+_adopted_text = ""
+"""A worker's text, inherited through the fork (never pickled)."""
 
 
-def _run_compact_part(job: tuple[int, str, str | None]) -> list:
+def _adopt(text: str) -> None:
+    global _adopted_text
+    _adopted_text = text
+
+
+def _run_part(job: tuple[int, int, int, str | None], text: str) -> list:
+    first_line, start, end, path = job
+    return _read(text[start:end], path, first_line)
+
+
+def _run_compact_part(job: tuple[int, int, int, str | None]) -> list:
     """A worker's part with its computations as plain tuples: pickling a slotted object calls
     back into Python for each of hundreds of thousands of instructions, a tuple does not."""
-    return [_compact(item) for item in _run_part(job)]
+    return [_compact(item) for item in _run_part(job, _adopted_text)]
 
 
 def _compact(item):
