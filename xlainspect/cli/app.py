@@ -114,7 +114,12 @@ def _command_name(info) -> str:
 @app.callback()
 def _root(
     no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Parse every file again: neither read nor write the parsed-model cache.")
+        bool,
+        typer.Option(
+            "--no-cache",
+            help="Read and analyse every file again: neither read nor write xlainspect's caches "
+            "(parsed models, per-file results, whole answers).",
+        ),
     ] = False,
 ) -> None:
     """Read XLA dumps (--xla_dump_to) and HLO text: recompilations and why, layouts and padding, fusions,
