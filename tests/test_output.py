@@ -65,4 +65,4 @@ def test_terminal_draws_the_first_rows_in_a_box(monkeypatch):
     emit(Document(data=None, blocks=[TABLE]), OutputFormat.table)
     text = terminal.getvalue()
     assert "┏" in text and "buffer.24" in text and "buffer.25" not in text
-    assert text.splitlines()[-1] == "... 5 more rows: --format csv, json or markdown gives them all"
+    assert text.splitlines()[-1] == "... 5 more rows: piped or --format csv|json|markdown prints all"

@@ -135,4 +135,4 @@ DRAWN_ROWS = 25
 
 def _rows_left_out(tab: Table) -> str:
     left_out = len(tab.rows) - DRAWN_ROWS
-    return f"... {left_out:,} more rows: --format csv, json or markdown gives them all" if left_out > 0 else ""
+    return f"... {left_out:,} more rows: piped or --format csv|json|markdown prints all" if left_out > 0 else ""
