@@ -249,3 +249,13 @@ def test_the_command_cache_sees_into_linked_folders_and_writes_nothing_when_off(
     shutil.rmtree(cache_dir())
     xlainspect.modules_report(dump_copy)
     assert not cache_dir().exists()
+
+
+def test_inputs_of_too_many_files_are_analysed_without_a_remembered_answer(dump_copy, monkeypatch):
+    import xlainspect
+    from xlainspect.dump import model_cache
+
+    monkeypatch.setattr(model_cache, "REMEMBERED_FILES", len(list(dump_copy.iterdir())) - 1)
+    first = xlainspect.modules_report(dump_copy)
+    assert xlainspect.modules_report(dump_copy) == first
+    assert not (cache_dir() / "commands").exists()
