@@ -396,7 +396,7 @@ def modules_report(
     from xlainspect.analysis.ops import instruction_count
 
     dump = load_dump(_paths(path), strict=strict)
-    times = _compile_times(dump, log)
+    times = _compile_times(dump, path, log)
     advance = progress("reading modules", len(dump.modules))
     rows = []
     for module in dump.modules:
@@ -423,12 +423,14 @@ def _with_time(row: ModuleRow, paired) -> ModuleRow:
     return replace(row, seconds=paired.seconds, cache=paired.cache)
 
 
-def _compile_times(dump: Dump, log: Path | None) -> CompileTimes | None:
-    """Compile seconds from the run's jax log (given, or saved by capture in the dump); None without one."""
+def _compile_times(dump: Dump, path: Paths, log: Path | None) -> CompileTimes | None:
+    """Compile seconds from the run's jax log: `log`, else the one capture saved in the dump folder `path`
+    (a folder given alone: files given name no folder, and their answer is remembered by those files
+    alone); None without one."""
     from xlainspect.analysis.compile_times import compile_times
     from xlainspect.dump.jaxlog import run_log
 
-    found = run_log(dump.root, log)
+    found = run_log(path if isinstance(path, (str, Path)) else None, log)
     return None if found is None else compile_times(dump, found)
 
 
@@ -462,7 +464,7 @@ def recompiles_report(
 
     dump = load_dump(_paths(path), strict=strict)
     rows = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
-    times = _compile_times(dump, log)
+    times = _compile_times(dump, path, log)
     profiled, unpaired = _profiled_seconds(rows, trace)
     violations = budget_violations(rows, budget or Budget())
     return RecompileReport(rows, violations, times, profiled, unpaired, dump.skipped)

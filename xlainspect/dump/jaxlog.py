@@ -108,12 +108,12 @@ def find_log(path: str | Path, any_name: bool = False) -> Path | None:
     return saved or (others[0] if len(others) == 1 else None)
 
 
-def run_log(dump_path: str | Path, log_path: str | Path | None = None) -> JaxLog | None:
+def run_log(dump_path: str | Path | None, log_path: str | Path | None = None) -> JaxLog | None:
     """The log given, else the one `capture` saved in the dump directory when it logged compiles (a program
     that compiled nothing leaves one too), else None: no times known."""
     if log_path is not None:
         return read_jax_log(log_path)
-    found = find_log(dump_path) if Path(dump_path).is_dir() else None
+    found = find_log(dump_path) if dump_path is not None and Path(dump_path).is_dir() else None
     compiles = _compiles(found) if found is not None else []
     return JaxLog(found, compiles) if compiles else None
 
