@@ -10,6 +10,7 @@ import io
 import json
 
 import pytest
+import typer.main
 from typer.testing import CliRunner
 
 import xlainspect
@@ -97,7 +98,15 @@ def test_the_script_builds_the_invoked_command_only(monkeypatch, capsys):
     listed = capsys.readouterr().out
     assert exit_.value.code == 0 and all(f"  {name} " in listed for name in every)
     monkeypatch.setattr(sys, "argv", ["xlainspect", "--no-cache", "modules", str(DUMPS / "ragged_batch"), "-f", "json"])
+    built = []
+    build = typer.main.get_command_from_info
+    monkeypatch.setattr(
+        typer.main,
+        "get_command_from_info",
+        lambda *a, **kw: built.append(kw.get("command_info", a[0] if a else None)) or build(*a, **kw),
+    )
     with pytest.raises(SystemExit) as exit_:
         main()
     assert exit_.value.code == 0 and len(json.loads(capsys.readouterr().out)) == 4
-    assert [_command_name(info) for info in app.registered_commands] == ["modules"]
+    assert [_command_name(info) for info in built] == ["modules"]
+    assert [_command_name(info) for info in app.registered_commands] == every  # restored after the run

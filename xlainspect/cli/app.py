@@ -101,10 +101,13 @@ def main() -> None:
     that is not an option names a command, only that command is registered (click's lazy
     subcommands). `--help`, no command or a misspelt one build them all."""
     invoked = next((word for word in sys.argv[1:] if not word.startswith("-")), None)
-    chosen = [info for info in app.registered_commands if _command_name(info) == invoked]
-    if chosen:
-        app.registered_commands = chosen
-    app()
+    every = app.registered_commands
+    chosen = [info for info in every if _command_name(info) == invoked]
+    try:
+        app.registered_commands = chosen or every
+        app()
+    finally:  # a caller that runs main() again (a test, a notebook) finds every command
+        app.registered_commands = every
 
 
 def _command_name(info) -> str:
