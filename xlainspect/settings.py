@@ -20,6 +20,21 @@ _parse_workers = 1
 _pause_gc = False
 
 
+def write_cache_file(target: Path, data: bytes) -> None:
+    """Write a cache entry through a temporary file and a rename, so a reader never sees half of one (a
+    crashed or concurrent run); any error only costs the entry."""
+    import tempfile  # here: a run that writes no cache never pays its import
+
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".tmp-", delete=False) as handle:
+            handle.write(data)
+        os.replace(handle.name, target)
+    except OSError:
+        with contextlib.suppress(OSError, NameError):
+            os.unlink(handle.name)
+
+
 def cache_dir() -> Path:
     """Where entries live: `$XLAINSPECT_CACHE_DIR`, `$XDG_CACHE_HOME/xlainspect` or `~/.cache/xlainspect`."""
     explicit = os.environ.get("XLAINSPECT_CACHE_DIR")

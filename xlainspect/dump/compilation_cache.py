@@ -25,8 +25,6 @@ from pathlib import Path
 from xlainspect.dump.directory import SkippedFile
 from xlainspect.errors import DumpError
 
-CACHE_SUFFIX = "-cache"
-ATIME_SUFFIX = "-atime"
 _TIME_BYTES = 4
 _ENTRY = re.compile(r"^(?P<key>(?P<function>.+)-[0-9a-f]{64})-cache$")
 _ATIME = re.compile(r"^.+-[0-9a-f]{64}-atime$")

@@ -34,7 +34,6 @@ import json
 import marshal
 import os
 import pickle
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from stat import S_ISDIR
@@ -42,7 +41,7 @@ from typing import TypeVar
 
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
 from xlainspect.hlo.shape import Shape, array_shape, tuple_shape
-from xlainspect.settings import cache_dir, cache_enabled, paused_gc
+from xlainspect.settings import cache_dir, cache_enabled, paused_gc, write_cache_file
 
 #: Bump when the model's classes change shape (fields added, renamed, retyped).
 MODEL_FORMAT = 4
@@ -89,7 +88,7 @@ def cached_result(
 
     `analysis` names the analysis and its arguments. Errors from `compute` pass through, uncached.
     """
-    paths = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
+    paths = _input_paths(path)
     if not (cache_enabled() if use_cache is None else use_cache):
         return compute()
     try:
@@ -193,7 +192,7 @@ def _memo(kind: str, key_parts: list[str], compute: Callable[[], T]) -> T:
         pass
     result = compute()
     with contextlib.suppress(pickle.PicklingError, TypeError, AttributeError, RecursionError):
-        _write_atomic(entry, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+        write_cache_file(entry, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
     return result
 
 
@@ -237,7 +236,7 @@ def _content_digest(path: Path) -> str:
     content = hashlib.blake2b(path.read_bytes(), digest_size=20)
     content.update(_parser_fingerprint().encode())
     digest = content.hexdigest()
-    _write_atomic(
+    write_cache_file(
         record,
         json.dumps(
             {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "parser": _parser_fingerprint(), "digest": digest}
@@ -278,7 +277,7 @@ def _store(entry: Path, modules: list[Module]) -> None:
         data = marshal.dumps([_record(m) for m in modules])
     except (ValueError, TypeError):
         return
-    _write_atomic(entry, data)
+    write_cache_file(entry, data)
 
 
 # An entry is the model as plain tuples, dicts and strings (an array shape as its printed text, a
@@ -354,15 +353,3 @@ def _shape_record(shape: Shape):
 @functools.lru_cache(maxsize=16384)
 def _shape(record) -> Shape:
     return tuple_shape(tuple(_shape(r) for r in record)) if isinstance(record, tuple) else array_shape(record)
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    """Write through a temporary file and rename, so readers never see half an entry; errors are ignored."""
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".tmp-", delete=False) as handle:
-            handle.write(data)
-        os.replace(handle.name, target)
-    except OSError:
-        with contextlib.suppress(OSError, NameError):
-            os.unlink(handle.name)

@@ -14,7 +14,6 @@ import hashlib
 import importlib.util
 import itertools
 import json
-import os
 from pathlib import Path
 
 from xlainspect.errors import HloParseError, error_at
@@ -22,7 +21,7 @@ from xlainspect.hlo.fast import LineReader, ShapeReader
 from xlainspect.hlo.grammar import grammar_text
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
 from xlainspect.hlo.shape import Shape
-from xlainspect.settings import cache_dir, cache_enabled, parse_workers, paused_gc
+from xlainspect.settings import cache_dir, cache_enabled, parse_workers, paused_gc, write_cache_file
 
 
 def _run(text: str, start: str, path: str | None, what: str = "HLO", span: tuple[int, int, int] | None = None):
@@ -104,11 +103,7 @@ def _terminals() -> dict[str, str]:
 
     found = lalr.terminals()
     if cache_enabled():
-        with contextlib.suppress(OSError):
-            saved.parent.mkdir(parents=True, exist_ok=True)
-            temporary = saved.with_name(f".{saved.name}.{os.getpid()}")
-            temporary.write_text(json.dumps(found), encoding="utf-8")
-            os.replace(temporary, saved)
+        write_cache_file(saved, json.dumps(found).encode())
     return found
 
 
