@@ -26,7 +26,7 @@ def map_shared(
     items: list[T],
     chunk: int,
     *,
-    advance: Callable[[int], None] = _ignore,
+    advance: Callable[[int], None] | None = None,
     meanwhile: Callable[[], object] | None = None,
     warm: int = 0,
     serial_below: int = 0,
@@ -41,6 +41,7 @@ def map_shared(
     machine may be busy) does more, and only the workers' results cost a pickle round trip. The
     workers inherit `function` and `items` through the fork (never pickled). Fewer than
     `serial_below` items (or one chunk) run here alone."""
+    advance = advance or _ignore
     if (
         parse_workers() < 2
         or len(items) <= max(chunk, serial_below - 1)
@@ -62,14 +63,10 @@ def _here(function: Callable, items: list, advance: Callable[[int], None]) -> li
 
 
 def _shared(function: Callable, items: list, chunk: int, advance, meanwhile, warm: int) -> list:
-    from concurrent.futures import ProcessPoolExecutor
-
     found: list = _here(function, items[:warm], advance) + [None] * (len(items) - warm)
     spans = [(start, min(start + chunk, len(items))) for start in range(warm, len(items), chunk)]
-    context = multiprocessing.get_context("fork")
-    initargs = (function, items)
     last, spans = spans[-1], spans[:-1]  # never submitted: the pool queues a task or two it cannot cancel
-    with ProcessPoolExecutor(parse_workers() - 1, mp_context=context, initializer=_adopt, initargs=initargs) as pool:
+    with forked_pool(parse_workers() - 1, (function, items)) as pool:
         tasks = [pool.submit(_span, span) for span in spans]
         if meanwhile is not None:
             meanwhile()
@@ -85,15 +82,29 @@ def _shared(function: Callable, items: list, chunk: int, advance, meanwhile, war
     return found
 
 
-_adopted: tuple[Callable, list] = (lambda item: item, [])
-"""A worker's function and items, inherited through the fork."""
-
-
-def _adopt(function: Callable, items: list) -> None:
-    global _adopted
-    _adopted = (function, items)
-
-
 def _span(span: tuple[int, int]) -> list:
-    function, items = _adopted
+    function, items = inherited()
     return [function(item) for item in items[span[0] : span[1]]]
+
+
+def forked_pool(processes: int, inherit: object):
+    """A ProcessPoolExecutor of `processes` forked workers in which `inherited()` is `inherit`: it
+    reaches them through the fork (big texts, functions, item lists), never pickled."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("fork")
+    return ProcessPoolExecutor(processes, mp_context=context, initializer=_adopt, initargs=(inherit,))
+
+
+_inherited: object = None
+"""A worker's `inherit`, set by the fork's initializer."""
+
+
+def _adopt(inherit: object) -> None:
+    global _inherited
+    _inherited = inherit
+
+
+def inherited():
+    """In a `forked_pool` worker, what the pool was given to inherit."""
+    return _inherited

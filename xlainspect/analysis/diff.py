@@ -145,7 +145,7 @@ def diff_dumps(
     both.sort(key=lambda m: -sizes[id(m)])
     both = both[0::2] + both[1::2][::-1]
     analyse = functools.partial(_facts_or_error, chip=chip)
-    found = map_shared(analyse, both, 1, advance=advance or _ignore, serial_below=serial_below)
+    found = map_shared(analyse, both, 1, advance=advance, serial_below=serial_below)
     facts = dict(zip(map(id, both), found))
     rows = []
     for name in [*functions_a, *(n for n in functions_b if n not in functions_a)]:
@@ -165,10 +165,6 @@ def _hlo_bytes(dump_module: DumpModule) -> int:
     with contextlib.suppress(OSError, AttributeError):
         return os.stat(dump_module.hlo_file().location).st_size
     return 0
-
-
-def _ignore(n: int) -> None:
-    """Progress nobody watches."""
 
 
 def _facts_or_error(dump_module: DumpModule, chip: Chip | None) -> tuple:

@@ -153,25 +153,24 @@ PARALLEL_MIN_BYTES = 4 << 20
 def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
     """The items of `text` read by this process and worker processes, one part each.
 
-    None when the text cannot be split or a part fails: the caller then reads the whole text, so
-    a syntax error is reported exactly as a serial parse reports it. Each part knows the line it
-    starts on, so its line numbers (instructions, nested-instruction names) are those of the file.
-    This process reads the first part itself: a worker's result costs a pickle round trip on top of
+    None when the text cannot be split, the platform cannot fork, or a part fails: the caller then
+    reads the whole text, so a syntax error is reported exactly as a serial parse reports it. Each part
+    knows the line it starts on, so its line numbers (instructions, nested-instruction names) are those
+    of the file. This process reads the first part itself: a worker's result costs a pickle round trip on top of
     its parse (equal parts measured fastest all the same). The workers inherit the text and the
     compiled regexes through the fork: neither is pickled.
     """
-    parts = _split_at_computations(text, workers)
-    if len(parts) < 2:
-        return None
     import multiprocessing  # here: its import (sockets, pickling) costs every command ~6 ms
-    from concurrent.futures import ProcessPoolExecutor
 
+    from xlainspect.workers import forked_pool
+
+    parts = _split_at_computations(text, workers)
+    if len(parts) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return None
     _line_reader().compile_all()
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
     jobs = [(text.count("\n", 0, start) + 1, start, end, path) for start, end in parts]
     try:
-        with ProcessPoolExecutor(len(jobs) - 1, mp_context=context, initializer=_adopt, initargs=(text,)) as pool:
+        with forked_pool(len(jobs) - 1, text) as pool:
             others = pool.map(_run_compact_part, jobs[1:])
             items = _run_part(jobs[0], text)
             for part_items in others:
@@ -179,15 +178,6 @@ def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
         return items
     except HloParseError:
         return None
-
-
-_adopted_text = ""
-"""A worker's text, inherited through the fork (never pickled)."""
-
-
-def _adopt(text: str) -> None:
-    global _adopted_text
-    _adopted_text = text
 
 
 def _run_part(job: tuple[int, int, int, str | None], text: str) -> list:
@@ -198,7 +188,9 @@ def _run_part(job: tuple[int, int, int, str | None], text: str) -> list:
 def _run_compact_part(job: tuple[int, int, int, str | None]) -> list:
     """A worker's part with its computations as plain tuples: pickling a slotted object calls
     back into Python for each of hundreds of thousands of instructions, a tuple does not."""
-    return [_compact(item) for item in _run_part(job, _adopted_text)]
+    from xlainspect.workers import inherited
+
+    return [_compact(item) for item in _run_part(job, inherited())]
 
 
 def _compact(item):
