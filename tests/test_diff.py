@@ -250,4 +250,4 @@ def test_a_signature_is_the_header_and_entry_alone():
     assert [(p.name, p.op_name) for p in signature.entry.parameters] == [
         (p.name, p.op_name) for p in whole.entry.parameters
     ]
-    assert module.module() is module.signature() or module.signature() is signature
+    assert module.signature() is signature and module.module() is module.signature()  # once parsed whole

@@ -83,6 +83,7 @@ def table(title: str | None, records: Iterable[object], columns: Sequence[str], 
     return Table(title, tuple(columns), tuple(tuple(_get(r, c) for c in columns) for r in records), note)
 
 
+@functools.cache
 def fields(row_type: type) -> tuple[str, ...]:
     """A dataclass's field names, in order: the columns of its rows."""
     return tuple(f.name for f in dataclasses.fields(row_type))
@@ -98,17 +99,12 @@ def record(value: object):
     values are kept as they are (asdict deep-copies each, ten times the cost on a dump's rows)."""
     kind = type(value)
     if hasattr(kind, "__dataclass_fields__"):
-        return {name: record(getattr(value, name)) for name in _field_names(kind)}
+        return {name: record(getattr(value, name)) for name in fields(kind)}
     if kind is list or kind is tuple:
         return kind(record(v) for v in value)
     if kind is dict:
         return {k: record(v) for k, v in value.items()}
     return value
-
-
-@functools.cache
-def _field_names(kind: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(kind))
 
 
 def _get(record: object, column: str) -> object:
