@@ -492,10 +492,12 @@ def _body_causes(dump: Dump, group: list[DumpModule], eager: bool) -> list[Cause
     if None in texts:
         return []
     ids = tuple(m.module_id for m in group)
-    first_with: dict[bytes, DumpModule] = {}  # compiles that alternate between a few bodies: each body once
-    for module, text in zip(group, texts):
-        first_with.setdefault(text, module)
-    if len(first_with) > 1:
+    # one body compiled again and again is compared byte for byte, not hashed: hashing a 1,000-compile
+    # storm's bodies costs more than reading them
+    if any(text != texts[0] for text in texts):
+        first_with: dict[bytes, DumpModule] = {}  # compiles that alternate between a few bodies: each body once
+        for module, text in zip(group, texts):
+            first_with.setdefault(text, module)
         try:
             computations = dict(zip(first_with, _differing_computations(dump, list(first_with.values()))))
         except _Skipped:
