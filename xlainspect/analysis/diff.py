@@ -140,10 +140,9 @@ def diff_dumps(
     both = [m for functions in (functions_a, functions_b) for modules in functions.values() for m in modules]
     sizes = {id(m): _hlo_bytes(m) for m in both}
     serial_below = PARALLEL_MIN_MODULES if sum(sizes.values()) < PARALLEL_MIN_BYTES else 0
-    # largest first at both ends: the worker takes from the front, this process from the back, so the
-    # two largest modules (often one per dump) are analysed at once, and the small ones even out the end
+    # largest first: the two largest modules (often one per dump) are analysed at once, and the small
+    # ones even out the end
     both.sort(key=lambda m: -sizes[id(m)])
-    both = both[0::2] + both[1::2][::-1]
     analyse = functools.partial(_facts_or_error, chip=chip)
     found = map_shared(analyse, both, 1, advance=advance, serial_below=serial_below)
     facts = dict(zip(map(id, both), found))

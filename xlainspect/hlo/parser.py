@@ -160,21 +160,21 @@ def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
     its parse (equal parts measured fastest all the same). The workers inherit the text and the
     compiled regexes through the fork: neither is pickled.
     """
-    import multiprocessing  # here: its import (sockets, pickling) costs every command ~6 ms
-
-    from xlainspect.workers import forked_pool
+    from xlainspect.workers import Forked, can_fork, stopping
 
     parts = _split_at_computations(text, workers)
-    if len(parts) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if len(parts) < 2 or not can_fork():
         return None
     _line_reader().compile_all()
     jobs = [(text.count("\n", 0, start) + 1, start, end, path) for start, end in parts]
     try:
-        with forked_pool(len(jobs) - 1, text) as pool:
-            others = pool.map(_run_compact_part, jobs[1:])
+        with stopping() as others:
+            for job in jobs[1:]:
+                others.append(Forked(functools.partial(_run_compact_part, job, text)))
             items = _run_part(jobs[0], text)
-            for part_items in others:
-                items.extend(_expand(item) for item in part_items)
+            for job, other in zip(jobs[1:], others):
+                part = other.result(otherwise=lambda: None)  # a worker that failed: its part read here
+                items.extend(_run_part(job, text) if part is None else map(_expand, part))
         return items
     except HloParseError:
         return None
@@ -185,12 +185,10 @@ def _run_part(job: tuple[int, int, int, str | None], text: str) -> list:
     return _read(text[start:end], path, first_line)
 
 
-def _run_compact_part(job: tuple[int, int, int, str | None]) -> list:
+def _run_compact_part(job: tuple[int, int, int, str | None], text: str) -> list:
     """A worker's part with its computations as plain tuples: pickling a slotted object calls
     back into Python for each of hundreds of thousands of instructions, a tuple does not."""
-    from xlainspect.workers import inherited
-
-    return [_compact(item) for item in _run_part(job, inherited())]
+    return [_compact(item) for item in _run_part(job, text)]
 
 
 def _compact(item):

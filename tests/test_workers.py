@@ -1,0 +1,89 @@
+"""workers.map_shared: forked children give the serial answer, in order, and leave nothing behind."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from xlainspect import settings, workers
+
+
+@pytest.fixture
+def two_processes(monkeypatch):
+    monkeypatch.setattr(settings, "_parse_workers", 2)
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _no_children_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_shared_work_is_the_serial_answer_in_order(two_processes):
+    parent = os.getpid()
+    fds = _open_fds()
+
+    def square(n: int) -> tuple[int, bool]:
+        time.sleep(0.002)  # long enough for the child to start before this process has done them all
+        return n * n, os.getpid() == parent
+
+    found = workers.map_shared(square, list(range(200)), 3)
+    assert [square for square, _ in found] == [n * n for n in range(200)]
+    assert {here for _, here in found} == {True, False}  # both processes did some
+    assert _open_fds() == fds
+    assert _no_children_left()
+
+
+def test_a_worker_that_dies_has_its_chunks_done_here(two_processes):
+    parent = os.getpid()
+
+    def square(n: int) -> int:
+        if os.getpid() != parent:
+            os._exit(3)  # a worker killed mid-way (the OOM killer, a crash in a C extension)
+        return n * n
+
+    advanced = []
+    found = workers.map_shared(square, list(range(50)), 4, advance=advanced.append)
+    assert found == [n * n for n in range(50)]
+    assert sum(advanced) == 50
+    assert _no_children_left()
+
+
+def test_an_exception_in_a_worker_is_raised_here_with_its_own_traceback(two_processes):
+    def fail_on_7(n: int) -> int:
+        if n == 7:
+            raise ValueError(f"item {n}")
+        return n
+
+    fds = _open_fds()
+    with pytest.raises(ValueError, match="item 7"):
+        workers.map_shared(fail_on_7, list(range(40)), 2)
+    assert _open_fds() == fds
+    assert _no_children_left()
+
+
+def test_meanwhile_runs_once_and_warm_items_before_the_fork(two_processes):
+    parent = os.getpid()
+    calls = []
+    found = workers.map_shared(
+        lambda n: os.getpid() == parent, list(range(30)), 5, meanwhile=lambda: calls.append(1), warm=2
+    )
+    assert found[:2] == [True, True]
+    assert calls == [1]
+
+
+def test_claims_hand_out_each_number_once_across_processes():
+    with workers.Claims(500) as claims:
+        child = workers.Forked(lambda: list(claims))
+        mine = list(claims)
+        theirs = child.result(otherwise=list)
+    assert sorted(mine + theirs) == list(range(500))
+    assert mine == sorted(mine) and theirs == sorted(theirs)
