@@ -79,35 +79,46 @@ class LineReader:
             element = f"{_INDEX_COMMENT}(?:{t['ARRAY_SHAPE']}|{tuple_})"
             tuple_ = rf"\({b}{_list(element)}{b}\)"
         shape = f"(?:{t['ARRAY_SHAPE']}|{tuple_})"
+        # Where the shape text is decoded after the match (`decode_shape` reads or rejects it, and a
+        # rejected one sends the computation to the grammar), or was matched by `shape` before (the
+        # operands' names are found in a matched operand list), a tuple is its balanced parentheses:
+        # a fifth of the regexes' text, which costs every parse to compile.
+        balanced = _nested(r"\(", r"\)", r"(?>[^()\n]+)", _TUPLE_DEPTH + 1)
+        spanned = f"(?:{t['ARRAY_SHAPE']}|{balanced})"
         # (?>...): text runs are atomic, so an unclosed brace fails at once instead of backtracking
-        braced = _nested(r"\{", r"\}", rf"(?>{t['BRACED_TEXT']})|{t['STRING']}|(?>[ \t]+)", _BRACE_DEPTH)
+        braced_inner = rf"(?>{t['BRACED_TEXT']})|{t['STRING']}|(?>[ \t]+)"
+        braced = _nested(r"\{", r"\}", braced_inner, _BRACE_DEPTH)
+        entry_braced = _nested(r"\{", r"\}", braced_inner, 1)
         literal = _nested(r"\(", r"\)", rf"(?>{t['PAREN_TEXT']})|{t['STRING']}|(?>[ \t]+)", _PAREN_DEPTH)
-        # in the order of the terminals' priorities, as the grammar's lexer tries them
+        # in the order of the terminals' priorities, as the grammar's lexer tries them (the braced
+        # values, after a mesh or a shape or alone, share one copy of `braced`: it is the longest part)
         value = (
-            f"{t['MESH_AXES']}(?:{b}{t['DEVICE_IDS']}{b}{literal})?{b}{braced}"
-            f"|{t['ARRAY_SHAPE']}(?:{b}(?:{t['LITERAL_WORD']}|{braced}))?|{t['IOTA_GROUPS']}"
-            f"|{braced}|{t['STRING']}|{literal}|{t['ATOM']}"
+            f"(?:{t['MESH_AXES']}(?:{b}{t['DEVICE_IDS']}{b}{literal})?{b}|{t['ARRAY_SHAPE']}{b})?{braced}"
+            f"|{t['ARRAY_SHAPE']}(?:{b}{t['LITERAL_WORD']})?|{t['IOTA_GROUPS']}"
+            f"|{t['STRING']}|{literal}|{t['ATOM']}"
         )
-        operand = f"{_INDEX_COMMENT}(?:{shape}{b})?({t['NAME']}|{t['INT']})(?:{t['TUPLE_INDEX']})*"
-        operand_path = f"{_INDEX_COMMENT}(?:{shape}{b})?{t['NAME']}((?:{t['TUPLE_INDEX']})*)|{t['INT']}"
+        operand = f"{_INDEX_COMMENT}(?:{spanned}{b})?({t['NAME']}|{t['INT']})(?:{t['TUPLE_INDEX']})*"
+        operand_path = f"{_INDEX_COMMENT}(?:{spanned}{b})?{t['NAME']}((?:{t['TUPLE_INDEX']})*)|{t['INT']}"
         operand_list = _list(f"{_INDEX_COMMENT}(?:(?:{shape}{b})?{t['NAME']}(?:{t['TUPLE_INDEX']})*|{t['INT']})")
-        param = f"{t['PARAM_NAME']}{b}{shape}"
+        param = f"{t['PARAM_NAME']}{b}{spanned}"
         field = r"[A-Za-z_][A-Za-z0-9_]*=[0-9]+"
         frame_line = rf"{b}({t['INT']}){b}({t['STRING']}|\{{{b}(?:{field}(?:[ \t]+{field})*)?{b}\}}){b}\n"
         self._sources = {
             "_end_of_line": rf"{b}(?:{t['COMMENT']})?[ \t\r\f]*(?:\n|\Z)",
             "_blank_lines": r"(?:[ \t\r\f]*\n)*",
             "_attribute": rf"{b},{b}(?:({t['ATTR_NAME']}){b}({value})|({t['NAME']}))",
-            "_instruction": rf"{b}(?:({t['ROOT']})[ \t]+)?({t['NAME']}){b}={b}(?:({shape}){b})?"
+            "_instruction": rf"{b}(?:({t['ROOT']})[ \t]+)?({t['NAME']}){b}={b}(?:({spanned}){b})?"
             rf"(?:{t['CONSTANT']}{b}({literal})|({t['NAME']}){b}\({b}({operand_list}){b}\))",
             "_operand": operand,
             "_operand_path": operand_path,
             "_computation_head": rf"{b}(?:({t['ENTRY']})[ \t]+)?({t['NAME']}){b}"
-            rf"(?:\({b}({_list(param)}){b}\){b}->{b}({shape}){b})?\{{",
-            "_parameter": f"({t['PARAM_NAME']}){b}({shape})",
+            rf"(?:\({b}({_list(param)}){b}\){b}->{b}({spanned}){b})?\{{",
+            "_parameter": f"({t['PARAM_NAME']}){b}({spanned})",
             "_close": rf"{b}\}}",
             "_header": rf"HloModule[ \t]+({t['PARAM_NAME']}|{t['NAME']})",
-            "_frame_entry": rf"{b}({t['INT']}){b}({t['STRING']}|{braced})",
+            # an entry that is not a plain line (a comment, blanks): its braces are `{field=N ...}`, one
+            # level; deeper text goes to the grammar
+            "_frame_entry": rf"{b}({t['INT']}){b}({t['STRING']}|{entry_braced})",
             # a table line as XLA prints it: an index, then a string or `{field=N field=N ...}` (whose
             # fields are integers, as `is_frame_entry` requires), no comment
             "_frame_line": frame_line,
