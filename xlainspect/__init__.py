@@ -14,28 +14,28 @@ __version__ = "0.1.0"
 _COMMANDS = "xlainspect.analysis.commands"
 _EXPORTS = {
     # one function per command (`xlainspect fusions DIR` is `fusions_report("DIR")`), each a typed report
-    "parse_report": _COMMANDS,
-    "explain_layout": _COMMANDS,
-    "layouts_report": _COMMANDS,
-    "fusions_report": _COMMANDS,
-    "copies_report": _COMMANDS,
-    "collectives_report": _COMMANDS,
-    "ops_report": _COMMANDS,
-    "neighbourhood_report": _COMMANDS,
-    "modules_report": _COMMANDS,
-    "recompiles_report": _COMMANDS,
-    "capture_report": _COMMANDS,
-    "memory_report": _COMMANDS,
-    "diff_report": _COMMANDS,
-    "cost_report": _COMMANDS,
-    "profile_report": _COMMANDS,
-    "cache_report": _COMMANDS,
-    "cache_misses_report": _COMMANDS,
+    "parse_report": _COMMANDS + ".parse",
+    "explain_layout": _COMMANDS + ".layouts",
+    "layouts_report": _COMMANDS + ".layouts",
+    "fusions_report": _COMMANDS + ".graph",
+    "copies_report": _COMMANDS + ".graph",
+    "collectives_report": _COMMANDS + ".graph",
+    "ops_report": _COMMANDS + ".graph",
+    "neighbourhood_report": _COMMANDS + ".graph",
+    "modules_report": _COMMANDS + ".compiles",
+    "recompiles_report": _COMMANDS + ".compiles",
+    "capture_report": _COMMANDS + ".compiles",
+    "memory_report": _COMMANDS + ".memory",
+    "diff_report": _COMMANDS + ".diff",
+    "cost_report": _COMMANDS + ".cost",
+    "profile_report": _COMMANDS + ".cost",
+    "cache_report": _COMMANDS + ".cache",
+    "cache_misses_report": _COMMANDS + ".cache",
     "diagnose": "xlainspect.analysis.doctor",
     "dump_report": "xlainspect.report.dump_report",
     "report_of": "xlainspect.report.dump_report",
     "Selection": _COMMANDS,
-    "ChipChoice": _COMMANDS,
+    "ChipChoice": _COMMANDS + ".cost",
     "Budget": "xlainspect.analysis.recompiles",
     # the documents the CLI writes, for the same output from Python
     "Document": "xlainspect.report.document",
@@ -71,27 +71,21 @@ if TYPE_CHECKING:
     from xlainspect.analysis.cache_inventory import cache_inventory
     from xlainspect.analysis.cache_misses import cache_misses
     from xlainspect.analysis.chips import get_chip
-    from xlainspect.analysis.commands import (
-        ChipChoice,
-        Selection,
-        cache_misses_report,
-        cache_report,
-        capture_report,
+    from xlainspect.analysis.commands import Selection
+    from xlainspect.analysis.commands.cache import cache_misses_report, cache_report
+    from xlainspect.analysis.commands.compiles import capture_report, modules_report, recompiles_report
+    from xlainspect.analysis.commands.cost import ChipChoice, cost_report, profile_report
+    from xlainspect.analysis.commands.diff import diff_report
+    from xlainspect.analysis.commands.graph import (
         collectives_report,
         copies_report,
-        cost_report,
-        diff_report,
-        explain_layout,
         fusions_report,
-        layouts_report,
-        memory_report,
-        modules_report,
         neighbourhood_report,
         ops_report,
-        parse_report,
-        profile_report,
-        recompiles_report,
     )
+    from xlainspect.analysis.commands.layouts import explain_layout, layouts_report
+    from xlainspect.analysis.commands.memory import memory_report
+    from xlainspect.analysis.commands.parse import parse_report
     from xlainspect.analysis.compile_times import compile_times
     from xlainspect.analysis.cost import module_cost
     from xlainspect.analysis.doctor import diagnose

@@ -25,7 +25,7 @@ def cache(
 ) -> None:
     """Per function: cache entries, bytes, the compile seconds stored in them, oldest and newest write;
     functions with many entries (one per run: jax #21159). Damaged or foreign files are named on stderr."""
-    from xlainspect.analysis.commands import cache_report
+    from xlainspect.analysis.commands.cache import cache_report
     from xlainspect.report.views import cache_document
 
     with user_errors():
@@ -48,7 +48,7 @@ def cache_misses_cmd(
     """Per function of run B: hit, miss or not written (and why), and for a miss of a function A compiled
     too, the cache-key components whose hashes changed (computation, XLA flags with the flags added or
     removed, compile_options, jax_lib version, backend version, accelerator_config, compression)."""
-    from xlainspect.analysis.commands import cache_misses_report
+    from xlainspect.analysis.commands.cache import cache_misses_report
     from xlainspect.report.views import cache_misses_document
 
     with user_errors():

@@ -55,7 +55,7 @@ def cost(
     strict: StrictOpt = False,
 ) -> None:
     """FLOPs, transcendentals, bytes and roofline time per op and module, equal to XLA's HloCostAnalysis."""
-    from xlainspect.analysis.commands import ChipChoice, cost_report
+    from xlainspect.analysis.commands.cost import ChipChoice, cost_report
     from xlainspect.report.views import cost_document
 
     figures = ChipChoice(chip, peak_flops, hbm_bandwidth, ici_bandwidth)

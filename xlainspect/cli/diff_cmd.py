@@ -57,7 +57,7 @@ def diff(
     """Per function (matched by HloModule name): module count, op histogram, fusions by kind, custom-call
     targets, copies, collectives and their bytes, peak memory, padding waste, and the entry signature
     (parameter shapes, dtypes, layouts, shardings, donation, result). Functions on one side are listed."""
-    from xlainspect.analysis.commands import diff_report
+    from xlainspect.analysis.commands.diff import diff_report
     from xlainspect.report.views import diff_document
 
     with user_errors(), progress_bars() as progress:

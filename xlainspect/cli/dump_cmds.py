@@ -17,7 +17,7 @@ from xlainspect.errors import XlaInspectError
 def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, log: LogOpt = None, strict: StrictOpt = False) -> None:
     """List the modules (compiles) of a dump: id, function, platform, stages, instruction count, size, and
     compile seconds when the run's jax log is there."""
-    from xlainspect.analysis.commands import modules_report
+    from xlainspect.analysis.commands.compiles import modules_report
     from xlainspect.report.views import modules_document
 
     with user_errors(), progress_bars() as progress:
@@ -73,7 +73,7 @@ def count_recompiles_cmd(
 ) -> None:
     """Count compiles per function and explain every recompile (shape, dtype, layout, sharding, donation,
     body, identical module, flags); with budgets it is a CI gate (exit 1 naming each function over it)."""
-    from xlainspect.analysis.commands import recompiles_report, write_baseline
+    from xlainspect.analysis.commands.compiles import recompiles_report, write_baseline
     from xlainspect.report.views import recompiles_document
 
     with user_errors(), progress_bars() as progress:
@@ -89,7 +89,7 @@ def count_recompiles_cmd(
 
 def _budget(max_per_function, max_named, max_total, ignore_eager, baseline):
     """The gate's budgets from the options (a baseline file is read here: a bad one is an input error)."""
-    from xlainspect.analysis.commands import named_budgets, read_baseline
+    from xlainspect.analysis.commands.compiles import named_budgets, read_baseline
     from xlainspect.analysis.recompiles import Budget
 
     baseline_counts = read_baseline(baseline) if baseline is not None else None
@@ -115,7 +115,7 @@ def capture(
     """Run a program with XLA_FLAGS extended by --xla_dump_to and jax's compile log saved as jax.log in the
     dump, then print its count-recompiles report with compile seconds, gated like count-recompiles. The
     program's own non-zero exit status is passed on, else the gate's."""
-    from xlainspect.analysis.commands import capture_report
+    from xlainspect.analysis.commands.compiles import capture_report
     from xlainspect.report.views import recompiles_document
 
     with user_errors():

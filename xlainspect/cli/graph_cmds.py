@@ -44,7 +44,7 @@ def fusions(
     ] = None,
 ) -> None:
     """Every fusion: kind (and backend kind), fused computation, ops inside, bytes, library calls."""
-    from xlainspect.analysis.commands import fusions_report
+    from xlainspect.analysis.commands.graph import fusions_report
     from xlainspect.report.views import fusions_document
 
     with user_errors(), progress_bars() as progress:
@@ -63,7 +63,7 @@ def copies(
     layout_only: Annotated[bool, typer.Option("--layout-only", help="Only relayouts within one memory space.")] = False,
 ) -> None:
     """Every copy, async copy, transpose and relayout fusion: layouts, memory spaces, bytes, producer, consumers."""
-    from xlainspect.analysis.commands import copies_report
+    from xlainspect.analysis.commands.graph import copies_report
     from xlainspect.report.views import copies_document
 
     with user_errors(), progress_bars() as progress:
@@ -81,7 +81,7 @@ def collectives(
     strict: StrictOpt = False,
 ) -> None:
     """Every collective once (sync, -start/-done, async-start): groups, payload, bytes per device and per step."""
-    from xlainspect.analysis.commands import collectives_report
+    from xlainspect.analysis.commands.graph import collectives_report
     from xlainspect.report.views import collectives_document
 
     with user_errors(), progress_bars() as progress:
@@ -100,7 +100,7 @@ def ops(
     per_function: Annotated[bool, typer.Option("--per-function", help="Fold each function's variants.")] = False,
 ) -> None:
     """Opcode histogram per module (inside and outside fusions), or per function across its variants."""
-    from xlainspect.analysis.commands import ops_report
+    from xlainspect.analysis.commands.graph import ops_report
     from xlainspect.report.views import ops_document
 
     with user_errors(), progress_bars() as progress:
@@ -122,7 +122,7 @@ def graph(
     fmt: Annotated[GraphFormat, typer.Option("--format", "-f", help="dot, mermaid or graphml.")] = GraphFormat.dot,
 ) -> None:
     """The data-flow neighbourhood of one instruction, for Graphviz or a Markdown page."""
-    from xlainspect.analysis.commands import neighbourhood_report
+    from xlainspect.analysis.commands.graph import neighbourhood_report
     from xlainspect.report.graph_text import write_graph
 
     with user_errors():

@@ -37,7 +37,7 @@ def layout(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Decode a layout: physical order, tiles, padded dims, logical vs padded bytes, memory space."""
-    from xlainspect.analysis.commands import explain_layout
+    from xlainspect.analysis.commands.layouts import explain_layout
     from xlainspect.report.views import layout_document
 
     with user_errors():
@@ -59,7 +59,7 @@ def layouts(
 ) -> None:
     """The padding ledger: every array value of the after-optimizations modules, ranked by wasted bytes;
     tables show the padded ones (--top, default 20) with totals per function and module."""
-    from xlainspect.analysis.commands import layouts_report
+    from xlainspect.analysis.commands.layouts import layouts_report
     from xlainspect.report.views import layouts_document
 
     with user_errors(), progress_bars() as progress:

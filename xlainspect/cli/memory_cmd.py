@@ -24,7 +24,7 @@ def memory(
 ) -> None:
     """Memory per compiled module from the buffer assignment, memory-usage report and live ranges: bytes by
     allocation kind, the peak (program point and instruction) and the biggest buffers live at the peak."""
-    from xlainspect.analysis.commands import memory_report
+    from xlainspect.analysis.commands.memory import memory_report
     from xlainspect.report.views import memory_document
 
     with user_errors(), progress_bars() as progress:

@@ -17,7 +17,7 @@ def parse(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Parse HLO text files with the grammar; list modules, computations and instruction counts."""
-    from xlainspect.analysis.commands import parse_report
+    from xlainspect.analysis.commands.parse import parse_report
     from xlainspect.report.views import parse_document
 
     with user_errors():

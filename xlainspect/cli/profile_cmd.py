@@ -55,7 +55,7 @@ def profile(
     """Measured time per HLO op (total, per step, min/median/max, share of the step) from a jax.profiler
     trace; with --dump its roofline time, efficiency and time lost; every compile with its step. Needs
     the profile extra: pip install 'xlainspect[profile]'."""
-    from xlainspect.analysis.commands import ChipChoice, profile_report
+    from xlainspect.analysis.commands.cost import ChipChoice, profile_report
     from xlainspect.analysis.profile import compiles_after
     from xlainspect.report.views import profile_document
 

@@ -13,20 +13,14 @@ from xlainspect.report.document import Document, Entry, Heading, Lines, Table, f
 
 if TYPE_CHECKING:
     from xlainspect.analysis.cache_misses import CacheMiss
-    from xlainspect.analysis.commands import (
-        CacheReport,
-        CollectivesReport,
-        CopiesReport,
-        CostReport,
-        DiffReport,
-        FusionsReport,
-        LayoutsReport,
-        MemoryReport,
-        ModulesReport,
-        OpsReport,
-        ParseReport,
-        RecompileReport,
-    )
+    from xlainspect.analysis.commands.cache import CacheReport
+    from xlainspect.analysis.commands.compiles import ModulesReport, RecompileReport
+    from xlainspect.analysis.commands.cost import CostReport
+    from xlainspect.analysis.commands.diff import DiffReport
+    from xlainspect.analysis.commands.graph import CollectivesReport, CopiesReport, FusionsReport, OpsReport
+    from xlainspect.analysis.commands.layouts import LayoutsReport
+    from xlainspect.analysis.commands.memory import MemoryReport
+    from xlainspect.analysis.commands.parse import ParseReport
     from xlainspect.analysis.doctor import DumpHealth
     from xlainspect.analysis.layouts import ArrayLayout
     from xlainspect.analysis.profile import ProfileReport
@@ -230,7 +224,7 @@ def doctor_document(health: DumpHealth) -> Document:
 def modules_document(report: ModulesReport) -> Document:
     """JSON: a list of modules. The host column only where the dump has hosts, seconds and the cache
     outcome only with the run's log."""
-    from xlainspect.analysis.commands import ModuleRow
+    from xlainspect.analysis.commands.compiles import ModuleRow
 
     columns = [
         c

@@ -1,0 +1,81 @@
+"""One library function per CLI command: read the inputs, run the analyses, return a typed report.
+
+A command of the CLI is these functions' options, one call and `emit`; a Python user calls the same
+function (`xlainspect.fusions_report("dump/")`) and gets the same rows. Each report carries the files it
+left out and why (`skipped`), so nothing that failed to parse is counted as zero. Long calls take a
+`progress` (`xlainspect.progress`), which the CLI draws as a bar.
+
+They live in one module per group of commands, imported by its commands alone: a run creates the
+report classes of its own command only (a dataclass takes 0.4 to 1 ms to create, and there are 18).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from xlainspect.dump.directory import Dump, DumpModule, select_dump_modules
+from xlainspect.errors import UsageError, XlaInspectError
+from xlainspect.progress import Progress, silent
+
+Paths = str | Path | Sequence[str | Path]
+T = TypeVar("T")
+
+
+def input_paths(paths: Paths) -> Path | list[Path]:
+    """One path as a Path, several as a list of them, as `load_dump` takes them."""
+    return Path(paths) if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+
+
+def analyse_modules(
+    dump: Dump,
+    analysis: str,
+    analyse: Callable[[DumpModule], T],
+    *,
+    function: str | None = None,
+    module_re: str | None = None,
+    stage: str = "after",
+    progress: Progress = silent,
+) -> list[T]:
+    """`analyse(dump_module)` for each selected module, answered from the results cache while its file is
+    unchanged (the module is then not even read); a file that does not parse is skipped in `dump`."""
+    from xlainspect.dump.model_cache import cached_result
+
+    selected = select_dump_modules(dump, function=function, module_re=module_re)
+    advance = progress("analysing modules", len(selected))
+    results = []
+    for dump_module in selected:
+        hlo = dump_module.hlo_file(stage)
+        try:
+            key = f"{analysis}:{stage}:{dump_module.platform}"
+            results.append(cached_result(hlo.path, key, lambda m=dump_module: analyse(m)))
+        except UsageError:
+            raise
+        except XlaInspectError as error:
+            dump.skip(hlo.path, error)
+        advance(1)
+    return results
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which modules a command reads: one function or names matching a regex, at one stage."""
+
+    function: str | None = None
+    module_re: str | None = None
+    stage: str = "after"
+
+
+def run_selected(dump: Dump, analysis: str, analyse: Callable, selection: Selection, progress: Progress) -> list:
+    """`analyse_modules` over the modules a `Selection` names."""
+    return analyse_modules(
+        dump,
+        analysis,
+        analyse,
+        function=selection.function,
+        module_re=selection.module_re,
+        stage=selection.stage,
+        progress=progress,
+    )

@@ -1,0 +1,64 @@
+"""`cache` and `cache-misses`: what jax's persistent compilation cache holds, and why a run missed it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xlainspect.dump.directory import Dump, SkippedFile, load_dump
+from xlainspect.dump.model_cache import remembered
+from xlainspect.errors import XlaInspectError
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.cache_inventory import CachedFunction, DumpCompileEntry
+    from xlainspect.analysis.cache_misses import CacheMiss
+    from xlainspect.dump.compilation_cache import CacheDir
+
+
+@dataclass
+class CacheReport:
+    """A persistent-cache directory per function, and with a dump, which compiles it holds."""
+
+    cached: CacheDir
+    functions: list[CachedFunction]
+    joined: list[DumpCompileEntry] | None
+    """With a dump: each of its compiles and whether the cache holds its executable."""
+    skipped: list[SkippedFile]
+
+
+@remembered("path", "dump", "log")
+def cache_report(
+    path: str | Path, *, dump: str | Path | None = None, log: Path | None = None, many: int = 3
+) -> CacheReport:
+    """What jax's persistent compilation cache holds, per function; functions with more than `many`
+    entries are flagged (a key that changes per run: jax #21159). `log` is the run log of `dump`."""
+    from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries
+    from xlainspect.dump.compilation_cache import read_cache_dir
+    from xlainspect.dump.jaxlog import run_log
+
+    if log is not None and dump is None:
+        raise XlaInspectError("--log is the log of the run of --dump DIR: give both")
+    cached = read_cache_dir(path)
+    joined = dump_entries(cached, load_dump(dump), run_log(dump, log)) if dump is not None else None
+    return CacheReport(cached, cache_inventory(cached, many), joined, cached.skipped)
+
+
+@remembered("a", "b")
+def cache_misses_report(a: str | Path, b: str | Path) -> list[CacheMiss]:
+    """Per function of run B: hit, miss or not written, and for a miss the cache-key components that
+    changed since run A. A run is a jax log, or a folder holding jax.log (with its dump, for the HLO)."""
+    from xlainspect.analysis.cache_misses import cache_misses
+    from xlainspect.dump.jaxlog import read_jax_log
+
+    return cache_misses(read_jax_log(a), read_jax_log(b), _dump_if_any(Path(b)))
+
+
+def _dump_if_any(path: Path) -> Dump | None:
+    """The dump beside a run's log (a capture directory), for the HLO it holds; None for a lone log."""
+    if not path.is_dir():
+        return None
+    try:
+        return load_dump(path)
+    except XlaInspectError:
+        return None

@@ -1,0 +1,197 @@
+"""`modules`, `count-recompiles` and `capture`: the compiles of a dump, and why each recompile happened."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xlainspect.analysis.commands import Paths, input_paths
+from xlainspect.dump.directory import Dump, SkippedFile, load_dump
+from xlainspect.dump.model_cache import remembered
+from xlainspect.errors import XlaInspectError
+from xlainspect.progress import Progress, silent
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.compile_times import CompileTimes
+    from xlainspect.analysis.recompiles import Budget, FunctionCompiles
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleRow:
+    """One compile of a dump, as `modules` lists it."""
+
+    host: str
+    module_id: int | None
+    function: str | None
+    platform: str | None
+    stages: str
+    instructions: int | None
+    """None where the module does not parse (it is then in `skipped`)."""
+    bytes: int
+    seconds: float | None = None
+    cache: str | None = None
+    """`hit` or `miss` of jax's persistent cache, from the run's log."""
+
+
+@dataclass
+class ModulesReport:
+    """The compiles of a dump, with compile seconds where the jax log gives them."""
+
+    root: Path
+    modules: list[ModuleRow]
+    times: CompileTimes | None
+    """Compile seconds from the run's jax log; None without one."""
+    skipped: list[SkippedFile]
+
+
+@remembered("path", "log")
+def modules_report(
+    path: Paths, *, log: Path | None = None, strict: bool = False, progress: Progress = silent
+) -> ModulesReport:
+    """The modules (compiles) of a dump: id, function, platform, stages, instruction count, size, and
+    compile seconds when the run's jax log is there."""
+    from xlainspect.analysis.ops import instruction_count
+
+    dump = load_dump(input_paths(path), strict=strict)
+    times = _compile_times(dump, path, log)
+    advance = progress("reading modules", len(dump.modules))
+    rows = []
+    for module in dump.modules:
+        advance(1)
+        hlo = module.hlo_file()
+        try:
+            instructions = instruction_count(module)
+        except XlaInspectError as error:
+            dump.skip(hlo.path, error, strict)
+            instructions = None
+        paired = times.by_module.get(module) if times else None
+        stages = ", ".join(s.replace("optimizations", "opt") for s in module.stages)
+        platform = module.platform_tag or module.platform
+        row = ModuleRow(
+            module.host, module.module_id, module.name, platform, stages, instructions, hlo.path.stat().st_size
+        )
+        rows.append(row if paired is None else _with_time(row, paired))
+    return ModulesReport(dump.root, rows, times, dump.skipped)
+
+
+def _with_time(row: ModuleRow, paired) -> ModuleRow:
+    from dataclasses import replace
+
+    return replace(row, seconds=paired.seconds, cache=paired.cache)
+
+
+def _compile_times(dump: Dump, path: Paths, log: Path | None) -> CompileTimes | None:
+    """Compile seconds from the run's jax log: `log`, else the one capture saved in the dump folder `path`
+    (a folder given alone: files given name no folder, and their answer is remembered by those files
+    alone); None without one."""
+    from xlainspect.analysis.compile_times import compile_times
+    from xlainspect.dump.jaxlog import run_log
+
+    found = run_log(path if isinstance(path, (str, Path)) else None, log)
+    return None if found is None else compile_times(dump, found)
+
+
+@dataclass
+class RecompileReport:
+    """Compiles per function and why each recompile happened; `violations` are the gate's failures."""
+
+    functions: list[FunctionCompiles]
+    """Per function in first-compile order (eager ones included: see `FunctionCompiles.eager`)."""
+    violations: list[str]
+    """One message per budget exceeded (a failed gate)."""
+    times: CompileTimes | None
+    profiled: dict[str, tuple] = field(default_factory=dict)
+    """Measured compile seconds per function, from a jax.profiler trace."""
+    profile_unpaired: list[str] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+
+@remembered("path", "log", "trace")
+def recompiles_report(
+    path: Paths,
+    budget: Budget | None = None,
+    *,
+    log: Path | None = None,
+    trace: Path | None = None,
+    strict: bool = False,
+    progress: Progress = silent,
+) -> RecompileReport:
+    """Compiles per function and why each recompile happened; `budget` makes it a gate (`violations`)."""
+    from xlainspect.analysis.recompiles import Budget, budget_violations, count_recompiles
+
+    dump = load_dump(input_paths(path), strict=strict)
+    rows = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
+    times = _compile_times(dump, path, log)
+    profiled, unpaired = _profiled_seconds(rows, trace)
+    violations = budget_violations(rows, budget or Budget())
+    return RecompileReport(rows, violations, times, profiled, unpaired, dump.skipped)
+
+
+@dataclass
+class CaptureReport:
+    """A captured run: the program's exit status, where its dump is, and its recompiles."""
+
+    status: int
+    """The program's exit status."""
+    dump: Path
+    recompiles: RecompileReport | None
+    """None when the dump cannot be read (`notes` say why; a program that failed early dumps nothing)."""
+    notes: list[str] = field(default_factory=list)
+    """Where the dump was kept, when no folder was given; why it could not be counted."""
+
+
+def capture_report(command: Sequence[str], dump_dir: Path | None = None, budget: Budget | None = None) -> CaptureReport:
+    """Run `command` with XLA dumping on and jax's compile log saved in the dump, then count its
+    recompiles against `budget`. Without `dump_dir` the dump goes to a new temporary folder that is
+    kept (the other commands read it), and a note says where."""
+    from xlainspect.capture import dump_folder, run_with_dump
+
+    target = dump_folder(dump_dir)
+    status = run_with_dump(list(command), target)
+    notes = [] if dump_dir is not None else [f"dump kept in {target} (--dump-dir chooses where)"]
+    try:
+        return CaptureReport(status, target, recompiles_report(target, budget), notes)
+    except XlaInspectError as error:
+        return CaptureReport(status, target, None, [*notes, str(error)])
+
+
+def _profiled_seconds(rows: list, trace: Path | None) -> tuple[dict[str, tuple], list[str]]:
+    """Measured compile seconds per function from a jax.profiler trace, paired in order with the dump's."""
+    if trace is None:
+        return {}, []
+    from xlainspect.analysis.profile import paired_compile_seconds, profile
+    from xlainspect.dump.xplane import read_trace
+
+    return paired_compile_seconds({r.name: r.modules for r in rows}, profile(read_trace(trace)))
+
+
+def read_baseline(path: Path) -> tuple[tuple[str, int], ...]:
+    """Per-function compile counts written by `write_baseline` (`{"functions": {name: count}}`)."""
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        return tuple((str(k), int(v)) for k, v in document["functions"].items())
+    except FileNotFoundError:
+        raise XlaInspectError(f"{path}: no such baseline file (create it with --update-baseline)") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise XlaInspectError(f'{path}: not a baseline file ({{"functions": {{name: count}}}}): {error}') from None
+
+
+def write_baseline(path: Path, report: RecompileReport, ignore_eager: bool = False) -> None:
+    from xlainspect.analysis.recompiles import baseline_counts
+
+    rows = [r for r in report.functions if not (ignore_eager and r.eager)]
+    Path(path).write_text(json.dumps(baseline_counts(rows), indent=2) + "\n", encoding="utf-8")
+
+
+def named_budgets(items: Sequence[str]) -> tuple[tuple[str, int], ...]:
+    """`NAME=N` budgets (`--max jit_train_step=1`)."""
+    budgets = []
+    for item in items:
+        name, _, count = item.rpartition("=")
+        if not name or not count.isdigit():
+            raise XlaInspectError(f"--max {item}: expected NAME=N, e.g. --max jit_train_step=1")
+        budgets.append((name, int(count)))
+    return tuple(budgets)

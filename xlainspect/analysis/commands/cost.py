@@ -1,0 +1,109 @@
+"""`cost` and `profile`: FLOPs, bytes and roofline time per op, and measured time beside it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xlainspect.analysis.commands import Paths, Selection, input_paths, run_selected
+from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
+from xlainspect.dump.model_cache import remembered
+from xlainspect.errors import UsageError, XlaInspectError
+from xlainspect.progress import Progress, silent
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.chips import Chip
+    from xlainspect.analysis.cost import ModuleCost
+    from xlainspect.analysis.profile import ProfileReport
+
+
+@dataclass(frozen=True, slots=True)
+class ChipChoice:
+    """The chip a roofline is drawn for: a name (`h100`) or the figures of one."""
+
+    key: str | None = None
+    peak_flops: float | None = None
+    hbm_bandwidth: float | None = None
+    ici_bandwidth: float | None = None
+
+
+@dataclass
+class CostReport:
+    """FLOPs, bytes and roofline time per module, with each module's slowest ops."""
+
+    modules: list[ModuleCost]
+    skipped: list[SkippedFile]
+
+
+@remembered("paths")
+def cost_report(
+    paths: Paths,
+    selection: Selection = Selection(),
+    chip: ChipChoice = ChipChoice(),
+    *,
+    top: int | None = 10,
+    progress: Progress = silent,
+) -> CostReport:
+    """FLOPs, transcendentals, bytes and roofline time per op and module, equal to XLA's HloCostAnalysis;
+    each module keeps its `top` ops by roofline time (None: all)."""
+    from xlainspect.analysis.chips import chip_table
+    from xlainspect.analysis.cost import module_cost
+
+    key = f"cost:{chip}:{top}:{sorted(chip_table().items())}"  # the table is data, not code
+    dump = load_dump(input_paths(paths))
+    rows = run_selected(
+        dump, key, lambda m: module_cost(m.module(selection.stage), chip_for(m, chip), top), selection, progress
+    )
+    return CostReport(rows, dump.skipped)
+
+
+def chip_for(dump_module: DumpModule | None, choice: ChipChoice) -> Chip | None:
+    """The chip named, else the GPU the dump was compiled for; a TPU dump must name one (a usage error),
+    a CPU dump or a trace without its dump gets none (counts without times)."""
+    from xlainspect.analysis.chips import chip_table, custom_chip, default_chip_key, get_chip
+
+    figures = (choice.peak_flops, choice.hbm_bandwidth, choice.ici_bandwidth)
+    if choice.key is None and choice.peak_flops and choice.hbm_bandwidth:
+        return custom_chip(*figures)
+    key = choice.key or (default_chip_key(dump_module.platform, dump_module.platform_tag) if dump_module else None)
+    if key is None and (dump_module is None or dump_module.platform in ("cpu", None)) and not any(figures):
+        return None
+    if key is None:
+        where = dump_module.label if dump_module else "the trace"
+        raise UsageError(
+            f"{where}: the dump does not say which chip it was compiled for; pass --chip (or both "
+            f"--peak-flops and --hbm-bandwidth), one of: {', '.join(chip_table())}"
+        )
+    try:
+        return get_chip(key, *figures)
+    except XlaInspectError as error:
+        raise UsageError(str(error)) from None
+
+
+@remembered("trace", "dump", uses=("jax", "jaxlib", "google.protobuf"))
+def profile_report(
+    trace: str | Path,
+    dump: str | Path | None = None,
+    chip: ChipChoice = ChipChoice(),
+    *,
+    function: str | None = None,
+    strict: bool = False,
+) -> ProfileReport:
+    """Measured time per HLO op from a jax.profiler trace; with the run's dump, each op's roofline time,
+    efficiency and time lost. `function` narrows it to one function (one that matches nothing is an error)."""
+    from xlainspect.analysis.profile import only_function, profile
+    from xlainspect.dump.xplane import read_trace
+
+    read = read_trace(trace)
+    if dump is None:
+        return only_function(profile(read, None, chip_for(None, chip)), function)
+    loaded = load_dump(dump, strict=strict)
+    report = profile(read, loaded, chip_for(next(iter(loaded.modules), None), chip))
+    report.skipped = loaded.skipped
+    if not report.joined:
+        report.notes.append(
+            f"{dump}: none of the traced modules is in this dump (module ids and names differ); ops are shown "
+            "without costs"
+        )
+    return only_function(report, function)

@@ -1,0 +1,65 @@
+"""`diff`: what XLA did differently between two dumps, per function, and the gate on its metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xlainspect.dump.directory import SkippedFile, load_dump
+from xlainspect.dump.model_cache import remembered
+from xlainspect.progress import Progress, silent
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.diff import FunctionDiff
+
+
+@dataclass
+class DiffReport:
+    """Two dumps compared per function, the metrics that grew past a threshold, and what is unknown."""
+
+    a: Path
+    b: Path
+    functions: list[FunctionDiff]
+    regressions: list[str]
+    """One message per metric over its allowed increase."""
+    skipped: list[SkippedFile]
+    unknown: list[str] = field(default_factory=list)
+    """One message per function a module that did not parse leaves unknown: the gate cannot decide."""
+
+
+@remembered("a", "b")
+def diff_report(
+    a: str | Path,
+    b: str | Path,
+    *,
+    max_increase: Sequence[str] = (),
+    any_growth: bool = False,
+    chip: str | None = None,
+    strict: bool = False,
+    progress: Progress = silent,
+) -> DiffReport:
+    """Per function (matched by HloModule name): what XLA did differently between two dumps, and the
+    metrics that grew past `max_increase` (`METRIC=N` or `METRIC=N%`), or at all with `any_growth` and
+    no `max_increase` (what `--fail-on-regression` alone gates)."""
+    from xlainspect.analysis.chips import get_chip
+    from xlainspect.analysis.diff import (
+        METRICS,
+        Threshold,
+        diff_dumps,
+        parse_threshold,
+        regressions,
+        unknown_functions,
+    )
+
+    thresholds = [parse_threshold(t) for t in max_increase]
+    if any_growth and not thresholds:
+        thresholds = [Threshold(metric, 0, False) for metric in METRICS]
+    roofline_chip = get_chip(chip) if chip else None
+    dump_a, dump_b = load_dump(a, strict=strict), load_dump(b, strict=strict)
+    rows = diff_dumps(
+        dump_a, dump_b, roofline_chip, progress("comparing modules", len(dump_a.modules) + len(dump_b.modules))
+    )
+    skipped = dump_a.skipped + dump_b.skipped
+    return DiffReport(Path(a), Path(b), rows, regressions(rows, thresholds), skipped, unknown_functions(rows))

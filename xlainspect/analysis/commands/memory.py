@@ -1,0 +1,58 @@
+"""`memory`: memory per module from the buffer assignment, memory-usage report and live ranges."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xlainspect.dump.directory import SkippedFile, load_dump, select_dump_modules
+from xlainspect.dump.model_cache import remembered
+from xlainspect.errors import DumpError, XlaInspectError
+from xlainspect.progress import Progress, silent
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.memory import ModuleMemory
+
+
+@dataclass
+class MemoryReport:
+    """Memory per module: allocations by kind and space, the peak and what is live there."""
+
+    modules: list[ModuleMemory]
+    skipped: list[SkippedFile]
+
+
+@remembered("path")
+def memory_report(
+    path: str | Path, *, function: str | None = None, top: int = 10, progress: Progress = silent
+) -> MemoryReport:
+    """Memory per compiled module from the buffer assignment, memory-usage report and live ranges: bytes
+    by allocation kind, the peak and the `top` biggest buffers live there. `path` may be one dump file."""
+    from xlainspect.analysis.memory import memory_inputs, module_memory
+    from xlainspect.dump.model_cache import cached_result
+
+    path = Path(path)
+    dump = load_dump(path.parent if path.is_file() else path)
+    chosen = [
+        m
+        for m in select_dump_modules(dump, function=function)
+        if not path.is_file() or any(f.path.resolve() == path.resolve() for f in m.files)
+    ]
+    rows, advance = [], progress("reading buffer assignments", len(chosen))
+    for dump_module in chosen:
+        advance(1)
+        try:
+            inputs = memory_inputs(dump_module)
+            row = cached_result(inputs, f"memory:{top}", lambda m=dump_module: module_memory(m, top))
+        except XlaInspectError as error:  # report and skip, like a truncated file
+            dump.skip(dump_module.file(kind="buffer-assignment").path, error)
+            continue
+        if row is not None:
+            rows.append(row)
+    if not rows:
+        raise DumpError(
+            f"no *buffer-assignment.txt for the selected modules under {path} (XLA writes it "
+            "after optimizations, with --xla_dump_to and text dumps)"
+        )
+    return MemoryReport(rows, dump.skipped)
