@@ -33,7 +33,6 @@ import inspect
 import json
 import marshal
 import os
-import pickle
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from stat import S_ISDIR
@@ -184,6 +183,8 @@ def _listing(paths) -> list[str]:
 
 def _memo(kind: str, key_parts: list[str], compute: Callable[[], T]) -> T:
     """`compute()`, or what it returned when the same key (with xlainspect's code) was last computed."""
+    import pickle  # here: a run with the cache off needs none
+
     key = hashlib.blake2b("\n".join([*key_parts, _code_fingerprint()]).encode(), digest_size=20)
     entry = cache_dir() / kind / f"{key.hexdigest()}.pickle"
     try:
