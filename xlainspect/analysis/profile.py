@@ -17,17 +17,19 @@
 from __future__ import annotations
 
 import bisect
-import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from xlainspect.analysis.chips import Chip
-from xlainspect.analysis.cost import OpCost, module_cost
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.dump.model_cache import cached_result
 from xlainspect.dump.xplane import Trace, TraceEvent, embedded_hlo_text
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Module
+
+if TYPE_CHECKING:  # the costs are computed, and the analysis imported, only where a report is made
+    from xlainspect.analysis.cost import OpCost
 
 COMPILE_EVENTS = frozenset({"backend_compile_and_load", "backend_compile"})
 
@@ -292,6 +294,8 @@ def _cached_op_costs(module: DumpModule, chip: Chip | None) -> dict[str, OpCost]
 
 
 def _op_costs(module: Module, chip: Chip | None) -> dict[str, OpCost]:
+    from xlainspect.analysis.cost import module_cost
+
     return {row.name: row for row in module_cost(module, chip).ops}
 
 
@@ -323,6 +327,8 @@ def _dump_label(module: DumpModule) -> str:
 
 
 def _op_time(key: tuple[str, str, str], events: list[TraceEvent], steps: list[Step], costs: dict) -> OpTime:
+    from statistics import median
+
     label, function, name = key
     seconds = [e.duration_ns / 1e9 for e in events]
     total = sum(seconds)
@@ -335,7 +341,7 @@ def _op_time(key: tuple[str, str, str], events: list[TraceEvent], steps: list[St
         total,
         total / len(steps) if steps else None,
         min(seconds),
-        statistics.median(seconds),
+        median(seconds),
         max(seconds),
         total / stepped if stepped else None,
     )
