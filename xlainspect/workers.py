@@ -18,7 +18,8 @@ import mmap
 import os
 import pickle
 import signal
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar
 
 from xlainspect.settings import parse_workers
@@ -79,18 +80,20 @@ def _shared(function: Callable, items: list, chunk: int, advance, meanwhile, war
     done: set[int] = set()
     with Claims(len(spans)) as claims, stopping() as workers:
 
-        def work() -> dict[int, list]:
-            return {k: [function(item) for item in items[spans[k]]] for k in claims}
+        def work() -> Iterator[tuple[int, list]]:
+            return ((k, [function(item) for item in items[spans[k]]]) for k in claims)
 
         for _ in range(parse_workers() - 1):
             workers.append(Forked(work))
+        for worker in workers:
+            worker.listen()
         if meanwhile is not None:
             meanwhile()
         for k in claims:
             found[spans[k]] = _here(function, items[spans[k]], advance)
             done.add(k)
         for worker in workers:
-            for k, results in worker.result(otherwise=dict).items():
+            for k, results in worker.answers()[0]:
                 found[spans[k]] = results
                 advance(len(results))
                 done.add(k)
@@ -132,43 +135,67 @@ class Claims:
 
 
 class Forked(Generic[R]):
-    """`function()` called in a forked child process, its answer pickled back through a pipe. The child
-    inherits what `function` reads through the fork, and leaves with `os._exit`: no exit handlers, no
-    flushing of buffers it shares with this process."""
+    """The answers `produce()` yields, computed in a forked child process: each is pickled back
+    through a pipe as soon as it is made, and unpickled here by a thread (`listen`) while this process
+    does its own work, so that neither the child's pickling nor this process's unpickling waits for
+    the end. The child inherits what `produce` reads through the fork, and leaves with `os._exit`: no
+    exit handlers, no flushing of buffers it shares with this process."""
 
-    def __init__(self, function: Callable[[], R]) -> None:
+    def __init__(self, produce: Callable[[], Iterable[R]]) -> None:
         read, write = os.pipe()
         self._pid: int | None = os.fork()
         if self._pid == 0:
             os.close(read)
-            _answer(function, write)
+            _serve(produce, write)
         os.close(write)
         self._read = read
+        self._answers: list[R] = []
+        self._listener: threading.Thread | None = None
 
-    def result(self, otherwise: Callable[[], R]) -> R:
-        """The child's answer, or `otherwise()` where it failed (an exception, a signal): the caller
-        then does its work, and meets the same exception with its traceback."""
+    def listen(self) -> None:
+        """Start reading the answers: once every child is forked (a fork copies only its own thread)."""
+        self._listener = threading.Thread(target=self._receive, daemon=True)
+        self._listener.start()
+
+    def _receive(self) -> None:
         with open(self._read, "rb") as pipe:
-            data = pipe.read()
+            while len(head := pipe.read(8)) == 8:
+                body = pipe.read(int.from_bytes(head, "little"))
+                if len(body) < int.from_bytes(head, "little"):
+                    break  # the child died mid-answer
+                self._answers.append(pickle.loads(body))
+
+    def answers(self) -> tuple[list[R], bool]:
+        """The answers the child sent, and whether it finished (where it failed, an exception or a
+        signal, the caller does what is missing, and meets the same exception with its traceback)."""
+        if self._listener is None:
+            self.listen()
+        self._listener.join()
         _, status = os.waitpid(self._pid, 0)
         self._pid = None
-        return pickle.loads(data) if status == 0 and data else otherwise()
+        return self._answers, status == 0
 
     def stop(self) -> None:
-        """Kill the child and reap it, unless its result was taken (this process is leaving early)."""
+        """Kill the child and reap it, unless its answers were taken (this process is leaving early)."""
         if self._pid is not None:
             os.kill(self._pid, signal.SIGKILL)
             os.waitpid(self._pid, 0)
-            os.close(self._read)
+            if self._listener is None:
+                os.close(self._read)
+            else:
+                self._listener.join()
             self._pid = None
 
 
-def _answer(function: Callable[[], object], write: int) -> None:
-    """In the child: send `function()`'s pickled answer, then leave; on any exception leave with 1."""
+def _serve(produce: Callable[[], Iterable[object]], write: int) -> None:
+    """In the child: send each answer of `produce()`, pickled behind its length, then leave; on any
+    exception leave with 1."""
     status = 1
     try:
-        with open(write, "wb") as pipe:
-            pipe.write(pickle.dumps(function(), protocol=pickle.HIGHEST_PROTOCOL))
+        with open(write, "wb", buffering=0) as pipe:
+            for answer in produce():
+                data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+                pipe.write(len(data).to_bytes(8, "little") + data)
         status = 0
     finally:
         os._exit(status)

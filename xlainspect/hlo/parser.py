@@ -170,11 +170,13 @@ def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
     try:
         with stopping() as others:
             for job in jobs[1:]:
-                others.append(Forked(functools.partial(_run_compact_part, job, text)))
+                others.append(Forked(functools.partial(_compact_parts, job, text)))
+            for other in others:
+                other.listen()
             items = _run_part(jobs[0], text)
             for job, other in zip(jobs[1:], others):
-                part = other.result(otherwise=lambda: None)  # a worker that failed: its part read here
-                items.extend(_run_part(job, text) if part is None else map(_expand, part))
+                parts, finished = other.answers()
+                items.extend(map(_expand, parts[0]) if finished else _run_part(job, text))  # a failed part: here
         return items
     except HloParseError:
         return None
@@ -185,10 +187,10 @@ def _run_part(job: tuple[int, int, int, str | None], text: str) -> list:
     return _read(text[start:end], path, first_line)
 
 
-def _run_compact_part(job: tuple[int, int, int, str | None], text: str) -> list:
-    """A worker's part with its computations as plain tuples: pickling a slotted object calls
+def _compact_parts(job: tuple[int, int, int, str | None], text: str) -> list[list]:
+    """A worker's one part with its computations as plain tuples: pickling a slotted object calls
     back into Python for each of hundreds of thousands of instructions, a tuple does not."""
-    return [_compact(item) for item in _run_part(job, text)]
+    return [[_compact(item) for item in _run_part(job, text)]]
 
 
 def _compact(item):
