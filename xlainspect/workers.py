@@ -192,10 +192,12 @@ def _serve(produce: Callable[[], Iterable[object]], write: int) -> None:
     exception leave with 1."""
     status = 1
     try:
-        with open(write, "wb", buffering=0) as pipe:
+        with open(write, "wb") as pipe:  # buffered: it writes all of a long answer, a raw write may not
             for answer in produce():
                 data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
-                pipe.write(len(data).to_bytes(8, "little") + data)
+                pipe.write(len(data).to_bytes(8, "little"))
+                pipe.write(data)
+                pipe.flush()
         status = 0
     finally:
         os._exit(status)
