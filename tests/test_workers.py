@@ -89,3 +89,13 @@ def test_claims_hand_out_each_number_once_across_processes():
     assert finished
     assert sorted(mine + theirs) == list(range(500))
     assert mine == sorted(mine) and theirs == sorted(theirs)
+
+
+def test_answers_larger_than_a_pipe_holds_come_back_whole(two_processes):
+    def big(n: int) -> str:
+        time.sleep(0.001)
+        return f"{n}:" + "x" * 300_000  # a chunk's answer is 1.5 MB, a pipe holds 64 KB
+
+    found = workers.map_shared(big, list(range(60)), 5)
+    assert [int(text.split(":")[0]) for text in found] == list(range(60))
+    assert {len(text) - len(text.split(":")[0]) for text in found} == {300_001}
