@@ -99,3 +99,8 @@ def test_answers_larger_than_a_pipe_holds_come_back_whole(two_processes):
     found = workers.map_shared(big, list(range(60)), 5)
     assert [int(text.split(":")[0]) for text in found] == list(range(60))
     assert {len(text) - len(text.split(":")[0]) for text in found} == {300_001}
+
+
+def test_more_items_than_claims_go_in_larger_chunks(two_processes):
+    many = list(range(3 * workers.Claims.MOST))
+    assert workers.map_shared(lambda n: -n, many, 1) == [-n for n in many]

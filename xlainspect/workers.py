@@ -14,7 +14,6 @@ a bare fork takes 3 ms.
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import pickle
 import signal
@@ -76,6 +75,7 @@ def _here(function: Callable, items: list, advance: Callable[[int], None]) -> li
 
 def _shared(function: Callable, items: list, chunk: int, advance, meanwhile, warm: int) -> list:
     found: list = _here(function, items[:warm], advance) + [None] * (len(items) - warm)
+    chunk = max(chunk, -(-(len(items) - warm) // Claims.MOST))
     spans = [slice(start, min(start + chunk, len(items))) for start in range(warm, len(items), chunk)]
     done: set[int] = set()
     with Claims(len(spans)) as claims, stopping() as workers:
@@ -103,35 +103,32 @@ def _shared(function: Callable, items: list, chunk: int, advance, meanwhile, war
 
 
 class Claims:
-    """The numbers 0..count-1, each handed to whichever process asks first, in order: a counter in
-    memory shared through the fork (an anonymous mmap), behind a lock made of a pipe holding one byte."""
+    """The numbers 0..count-1, each taken by whichever process reads it first, in order: 4-byte tokens
+    in a pipe every process shares through the fork. A pipe gives each read of 4 bytes one whole token
+    (it holds whole tokens only, written before any reader came), and a process that dies loses only
+    the token it took: its chunk is then one no worker finished, which the caller does itself."""
+
+    MOST = 4096
+    """Tokens a pipe holds on every platform (16 KB) before anything reads it."""
 
     def __init__(self, count: int) -> None:
-        self._count = count
-        self._next = mmap.mmap(-1, 8)
-        self._lock, self._unlock = os.pipe()
-        os.write(self._unlock, b".")
+        if count > Claims.MOST:
+            raise ValueError(f"{count} claims: at most {Claims.MOST}")
+        self._tokens, write = os.pipe()
+        try:
+            os.write(write, b"".join(k.to_bytes(4, "little") for k in range(count)))
+        finally:
+            os.close(write)
 
     def __enter__(self) -> Claims:
         return self
 
     def __exit__(self, *exc) -> None:
-        os.close(self._lock)
-        os.close(self._unlock)
-        self._next.close()
+        os.close(self._tokens)
 
     def __iter__(self) -> Iterator[int]:
-        while (k := self._claim()) < self._count:
-            yield k
-
-    def _claim(self) -> int:
-        os.read(self._lock, 1)
-        try:
-            k = int.from_bytes(self._next[:8], "little")
-            self._next[:8] = (k + 1).to_bytes(8, "little")
-        finally:
-            os.write(self._unlock, b".")
-        return k
+        while len(token := os.read(self._tokens, 4)) == 4:
+            yield int.from_bytes(token, "little")
 
 
 class Forked(Generic[R]):
@@ -150,6 +147,7 @@ class Forked(Generic[R]):
         os.close(write)
         self._read = read
         self._answers: list[R] = []
+        self._whole = True
         self._listener: threading.Thread | None = None
 
     def listen(self) -> None:
@@ -160,10 +158,15 @@ class Forked(Generic[R]):
     def _receive(self) -> None:
         with open(self._read, "rb") as pipe:
             while len(head := pipe.read(8)) == 8:
-                body = pipe.read(int.from_bytes(head, "little"))
-                if len(body) < int.from_bytes(head, "little"):
+                size = int.from_bytes(head, "little")
+                body = pipe.read(size)
+                if len(body) < size:
                     break  # the child died mid-answer
-                self._answers.append(pickle.loads(body))
+                try:
+                    self._answers.append(pickle.loads(body))
+                except Exception:  # noqa: BLE001 (whatever an answer fails with, the caller does that work)
+                    self._whole = False
+                    break
 
     def answers(self) -> tuple[list[R], bool]:
         """The answers the child sent, and whether it finished (where it failed, an exception or a
@@ -173,7 +176,7 @@ class Forked(Generic[R]):
         self._listener.join()
         _, status = os.waitpid(self._pid, 0)
         self._pid = None
-        return self._answers, status == 0
+        return self._answers, status == 0 and self._whole
 
     def stop(self) -> None:
         """Kill the child and reap it, unless its answers were taken (this process is leaving early)."""
