@@ -53,7 +53,7 @@ def main() -> None:
     args = parser.parse_args()
     CACHE.mkdir(parents=True, exist_ok=True)
     compile_bytecode()
-    results: list[dict] = []
+    results: list[dict] = [machine_figure("at the start")]
     results += startup_figures(args.repeat)
     results += dump_figures(args.repeat)
     results += report_figures(args.repeat)
@@ -63,11 +63,26 @@ def main() -> None:
         results += small_parse_figure(args.repeat, None)
     else:
         results += big_module_figures(big_module(), args.repeat)
+    results.append(machine_figure("at the end"))
     print_table(results)
     (REPO / "bench" / "results.json").write_text(json.dumps(results, indent=2) + "\n")
 
 
 # ---- measuring
+
+
+def machine_figure(when: str) -> dict:
+    """How fast this machine runs Python now: the median of 7 runs of 3 million additions, in-process.
+    A shared machine's speed moves a lot within an hour: this says where a run stood."""
+
+    def additions() -> float:
+        start = time.perf_counter()
+        total = 0
+        for i in range(3_000_000):
+            total += i
+        return time.perf_counter() - start
+
+    return figure(f"machine: 3 million Python additions, {when}", statistics.median(additions() for _ in range(7)), "s")
 
 
 def compile_bytecode() -> None:
