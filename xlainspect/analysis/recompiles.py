@@ -488,7 +488,7 @@ def _body_causes(dump: Dump, group: list[DumpModule], eager: bool) -> list[Cause
     """Same signature compiled again: byte-identical programs (metadata aside: the jitted function
     object was re-created; for an eager op, an argument's weak type, which HLO does not show), else what
     differs, in a few words: the output sharding, a loop unrolled more, a branch, or constants."""
-    texts = [_read_bytes(m.hlo_file()) for m in group]
+    texts = [_read_bytes(m.hlo_file(_program_stage(m))) for m in group]  # the programs, as explained below
     if None in texts:
         return []
     ids = tuple(m.module_id for m in group)
