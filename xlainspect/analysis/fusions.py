@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from xlainspect.analysis.cost import control_flow_costs
 from xlainspect.analysis.lookup import control_flow_computations, instruction_index, module_label, operand_shapes
 from xlainspect.analysis.rows import group_sums
 from xlainspect.graph import CallEdges, module_calls, reachable
@@ -183,6 +182,8 @@ def fusion_kind_totals(rows: list[Fusion]) -> list[FusionKindTotal]:
 
 def unfused_contractions(module: Module) -> list[UnfusedContraction]:
     """Every dot and convolution outside fusions (the unfused ops of those opcodes), by name."""
+    from xlainspect.analysis.cost import control_flow_costs  # here: a report read from the cache needs no costs
+
     label = module_label(module)
     return [
         UnfusedContraction(
