@@ -1,6 +1,5 @@
-"""The HLO text model and its parser (imported on first use: the parser pulls in Lark)."""
-
-from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
+"""The HLO text model and its parser, both imported on first use: a run answered from a cache, or
+one that reads a dump's file names only, needs neither."""
 
 __all__ = ["Computation", "Instruction", "Module", "StackFrame", "parse_hlo"]
 
@@ -10,4 +9,8 @@ def __getattr__(name: str):
         from xlainspect.hlo.parser import parse_hlo
 
         return parse_hlo
+    if name in __all__:
+        from xlainspect.hlo import model
+
+        return getattr(model, name)
     raise AttributeError(f"module 'xlainspect.hlo' has no attribute {name!r}")
