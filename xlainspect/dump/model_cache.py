@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import hashlib
 import importlib.util
 import inspect
@@ -38,7 +37,7 @@ from pathlib import Path
 from stat import S_ISDIR
 from typing import TYPE_CHECKING, TypeVar
 
-from xlainspect.settings import cache_dir, cache_enabled, paused_gc, write_cache_file
+from xlainspect.settings import cache_dir, cache_enabled, kept_objects, write_cache_file
 
 if TYPE_CHECKING:  # the model classes load with the model cache's records (`model_records`)
     from xlainspect.hlo.model import Module
@@ -265,14 +264,11 @@ def _load(entry: Path) -> list[Module] | None:
         data = entry.read_bytes()
     except OSError:
         return None
-    with paused_gc() as paused:
+    with kept_objects():  # the model lives as long as the run: later collections need not scan it again
         try:
-            modules = [module_of(record) for record in marshal.loads(data)]
+            return [module_of(record) for record in marshal.loads(data)]
         except Exception:  # a truncated or foreign entry is a miss, never an error
             return None
-        if paused:
-            gc.freeze()  # the model lives as long as the run: later collections need not scan it again
-    return modules
 
 
 def _store(entry: Path, modules: list[Module]) -> None:
