@@ -82,8 +82,7 @@ def test_meanwhile_runs_once_and_warm_items_before_the_fork(two_processes):
 
 
 def test_claims_hand_out_each_number_once_across_processes():
-    with workers.Claims(500) as claims:
-        child = workers.Forked(lambda: [list(claims)])
+    with workers.Claims(500) as claims, workers.forked([lambda: [list(claims)]]) as (child,):
         mine = list(claims)
         (theirs,), finished = child.answers()
     assert finished

@@ -78,15 +78,11 @@ def _shared(function: Callable, items: list, chunk: int, advance, meanwhile, war
     chunk = max(chunk, -(-(len(items) - warm) // Claims.MOST))
     spans = [slice(start, min(start + chunk, len(items))) for start in range(warm, len(items), chunk)]
     done: set[int] = set()
-    with Claims(len(spans)) as claims, stopping() as workers:
 
-        def work() -> Iterator[tuple[int, list]]:
-            return ((k, [function(item) for item in items[spans[k]]]) for k in claims)
+    def work() -> Iterator[tuple[int, list]]:
+        return ((k, [function(item) for item in items[spans[k]]]) for k in claims)
 
-        for _ in range(parse_workers() - 1):
-            workers.append(Forked(work))
-        for worker in workers:
-            worker.listen()
+    with Claims(len(spans)) as claims, forked([work] * (parse_workers() - 1)) as workers:
         if meanwhile is not None:
             meanwhile()
         for k in claims:
@@ -132,8 +128,8 @@ class Claims:
 
 
 class Forked(Generic[R]):
-    """The answers `produce()` yields, computed in a forked child process: each is pickled back
-    through a pipe as soon as it is made, and unpickled here by a thread (`listen`) while this process
+    """The answers `produce()` yields, computed in a forked child process (`forked` makes them): each
+    is pickled back through a pipe as soon as it is made, and unpickled here by a thread while this process
     does its own work, so that neither the child's pickling nor this process's unpickling waits for
     the end. The child inherits what `produce` reads through the fork, and leaves with `os._exit`: no
     exit handlers, no flushing of buffers it shares with this process."""
@@ -150,8 +146,7 @@ class Forked(Generic[R]):
         self._whole = True
         self._listener: threading.Thread | None = None
 
-    def listen(self) -> None:
-        """Start reading the answers: once every child is forked (a fork copies only its own thread)."""
+    def _listen(self) -> None:
         self._listener = threading.Thread(target=self._receive, daemon=True)
         self._listener.start()
 
@@ -171,8 +166,6 @@ class Forked(Generic[R]):
     def answers(self) -> tuple[list[R], bool]:
         """The answers the child sent, and whether it finished (where it failed, an exception or a
         signal, the caller does what is missing, and meets the same exception with its traceback)."""
-        if self._listener is None:
-            self.listen()
         self._listener.join()
         _, status = os.waitpid(self._pid, 0)
         self._pid = None
@@ -207,11 +200,16 @@ def _serve(produce: Callable[[], Iterable[object]], write: int) -> None:
 
 
 @contextlib.contextmanager
-def stopping() -> Iterator[list[Forked]]:
-    """A list for the children the block forks; those still running are stopped when it leaves, by an
-    exception or an interrupt."""
-    children: list[Forked] = []
+def forked(produces: list[Callable[[], Iterable[R]]]) -> Iterator[list[Forked[R]]]:
+    """Each of `produces` in a child of its own, all forked before any is read (a fork copies only the
+    thread that forks, and each child's answers are read by a thread); those still running are stopped
+    when the block leaves, by an exception or an interrupt."""
+    children: list[Forked[R]] = []
     try:
+        for produce in produces:
+            children.append(Forked(produce))
+        for child in children:
+            child._listen()
         yield children
     finally:
         for child in children:

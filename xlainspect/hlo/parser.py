@@ -160,7 +160,7 @@ def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
     its parse (equal parts measured fastest all the same). The workers inherit the text and the
     compiled regexes through the fork: neither is pickled.
     """
-    from xlainspect.workers import Forked, can_fork, stopping
+    from xlainspect.workers import can_fork, forked
 
     parts = _split_at_computations(text, workers)
     if len(parts) < 2 or not can_fork():
@@ -168,11 +168,7 @@ def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
     _line_reader().compile_all()
     jobs = [(text.count("\n", 0, start) + 1, start, end, path) for start, end in parts]
     try:
-        with stopping() as others:
-            for job in jobs[1:]:
-                others.append(Forked(functools.partial(_compact_parts, job, text)))
-            for other in others:
-                other.listen()
+        with forked([functools.partial(_compact_parts, job, text) for job in jobs[1:]]) as others:
             items = _run_part(jobs[0], text)
             for job, other in zip(jobs[1:], others):
                 parts, finished = other.answers()
