@@ -231,6 +231,7 @@ def test_a_forked_worker_sharing_the_modules_gives_the_serial_answer(tmp_path, m
         rows = diff_dumps(*dumps)
         return rows, [s.path.name for s in dumps[1].skipped]
 
+    monkeypatch.setattr(settings, "_cache_enabled", False)  # the worker analyses, not read the first run's facts
     monkeypatch.setattr(settings, "_parse_workers", 1)
     serial = run()
     monkeypatch.setattr(settings, "_parse_workers", 2)

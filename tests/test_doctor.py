@@ -175,6 +175,7 @@ def test_files_read_by_forked_workers_give_the_same_findings(tmp_path, monkeypat
     (dump / "module_0004.jit_eval_step.before_optimizations.txt").write_bytes(b"\x1f\x8bnot really gzip")
     damaged = dump / "module_0002.jit_train_step.cpu_after_optimizations.txt"
     damaged.write_text(damaged.read_text().replace(" parameter(0)", " parameter(0", 1))
+    monkeypatch.setattr(settings, "_cache_enabled", False)  # else the second call is the first's answer
     monkeypatch.setattr(settings, "_parse_workers", 1)
     serial = diagnose(dump)
     monkeypatch.setattr(settings, "_parse_workers", 2)

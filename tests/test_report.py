@@ -132,6 +132,7 @@ def test_workers_find_the_same_report_as_one_process(tmp_path, monkeypatch):
     hlo = next(dump.glob("module_0085.*.after_optimizations.txt"))
     hlo.write_text(hlo.read_text()[:200])
     next(dump.glob("module_0219.*.after_optimizations-buffer-assignment.txt")).write_text("garbage\n")
+    monkeypatch.setattr(settings, "_cache_enabled", False)  # the workers analyse, not read the first run's facts
     monkeypatch.setattr(settings, "_parse_workers", 1)
     serial = reports.dump_report(load_dump(dump))
     monkeypatch.setattr(settings, "_parse_workers", 2)
