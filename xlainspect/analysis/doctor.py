@@ -108,7 +108,7 @@ def _texts(root: Path, dump: Dump, files: list[DumpFile]) -> list[Finding]:
 
 
 _CHUNK_FILES = 4096
-"""HLO files a forked worker reads per task (about 30 ms)."""
+"""HLO files a process reads per chunk it takes (about 30 ms)."""
 
 
 def _damaged(root: Path, facts: dict[str, tuple[str | None, bytes | None]]) -> list[Finding]:
