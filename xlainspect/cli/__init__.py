@@ -2,6 +2,6 @@
 command on `app`, so `from xlainspect.cli import app` (or `xlainspect.cli.app`) is the whole CLI."""
 
 from xlainspect.cli import commands  # noqa: F401  (each command module adds its commands to `app`)
-from xlainspect.cli.app import app, main
+from xlainspect.cli.app import app, main, run
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "run"]

@@ -5,9 +5,12 @@ Exit codes: 0 fine, 1 a failed gate (the command says which budget), 2 a usage o
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import enum
+import os
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -108,6 +111,29 @@ def main() -> None:
         app()
     finally:  # a caller that runs main() again (a test, a notebook) finds every command
         app.registered_commands = every
+
+
+def run() -> None:
+    """The `xlainspect` script and `python -m xlainspect`: `main()`, then leave as the interpreter would,
+    less its teardown. Teardown frees every object one at a time: a parsed 350 KB module's are a twentieth
+    of a cold `diff`, a 45 MB module's most of a second, and a process that is ending needs none of it.
+    Files are closed and caches written before a command returns; exit handlers still run. With another
+    thread alive (an embedding program's), or an exit code that is not a number, the ordinary exit."""
+    try:
+        main()
+        code = 0
+    except SystemExit as leaving:
+        code = leaving.code
+    if not isinstance(code, int | None) or threading.active_count() > 1:
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):  # a closed pipe (`| head`): the interpreter's own code for it
+        code = 120
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    os._exit(code or 0)
 
 
 def _command_name(info) -> str:
