@@ -148,6 +148,22 @@ def test_cli_json_with_dump_and_chip():
     assert all(op["roofline_seconds"] is not None for op in document["ops"])
 
 
+def test_a_custom_chip_s_figures_are_not_answered_from_another_s_cached_costs():
+    """Every `--peak-flops`/`--hbm-bandwidth` chip is keyed `custom`: the per-module results cache must
+    tell them apart (it once gave the first run's roofline to a second run with 5x the bandwidth)."""
+
+    def roofline(bandwidth: str) -> dict:
+        result = _cli(
+            TRACE, "--dump", DUMP, "--peak-flops", "1e12", "--hbm-bandwidth", bandwidth, "--top", "0", "-f", "json"
+        )
+        assert result.exit_code == 0, result.output
+        return {(op["module"], op["name"]): op["roofline_seconds"] for op in json.loads(result.stdout)["ops"]}
+
+    slow, fast = roofline("2e10"), roofline("1e11")
+    memory_bound = [key for key in slow if slow[key] and slow[key] == pytest.approx(5 * fast[key])]
+    assert ("module_0000.jit_train_step", "bitcast_subtract_fusion") in memory_bound
+
+
 def test_cli_table_without_dump_and_a_function_that_matches_nothing():
     table = _cli(TRACE)
     assert (

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the costs are computed, and the analysis imported, only whe
 COMPILE_EVENTS = frozenset({"backend_compile_and_load", "backend_compile"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Step:
     """One training step found in a profile: its number and time."""
 
@@ -44,7 +44,7 @@ class Step:
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CompileEvent:
     """One compile a profile recorded, with the step it fell in."""
 
@@ -58,7 +58,7 @@ class CompileEvent:
     thread: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OpTime:
     """One HLO op's measured time in a profile, beside its roofline time where costs are known."""
 
@@ -290,7 +290,8 @@ def _cached_op_costs(module: DumpModule, chip: Chip | None) -> dict[str, OpCost]
     """`_op_costs` of the module, answered from the results cache while its file is unchanged."""
     hlo = module.hlo_file("after")
     compute = lambda: _op_costs(module.module("after"), chip)  # noqa: E731
-    return compute() if hlo is None else cached_result(hlo.path, f"profile-costs:{chip and chip.key}", compute)
+    # the chip by every figure: each `--peak-flops`/`--hbm-bandwidth` chip is keyed `custom`
+    return compute() if hlo is None else cached_result(hlo.path, f"profile-costs:{chip!r}", compute)
 
 
 def _op_costs(module: Module, chip: Chip | None) -> dict[str, OpCost]:
