@@ -23,7 +23,7 @@ MANY_ENTRIES = 3
 """More entries than this for one function is worth a look (see the module docstring)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CachedFunction:
     """One function's entries in jax's persistent compilation cache: count, bytes, stored compile seconds."""
 
@@ -37,7 +37,7 @@ class CachedFunction:
     many_entries: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DumpCompileEntry:
     """One compile of a dump and the cache entry that holds it, if any."""
 

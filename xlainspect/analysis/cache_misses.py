@@ -27,7 +27,7 @@ CUSTOM_PARTITIONING = 'custom_call_target="CustomSPMDPartitioning"'
 """How a custom_partitioning call reaches HLO; its backend_config is a Python object's address."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CacheMiss:
     """Why run B missed the persistent cache for one function: its status and the cache-key parts that changed."""
 

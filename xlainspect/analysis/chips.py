@@ -18,7 +18,7 @@ from xlainspect.errors import XlaInspectError
 DTYPE_CLASSES = ("bf16", "f32", "fp8", "int8")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Chip:
     """A roofline's chip: peak FLOP/s per dtype class and memory and interconnect bandwidth."""
 

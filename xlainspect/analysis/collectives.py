@@ -80,7 +80,7 @@ JAX_COLLECTIVE_PRIMITIVES = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Collective:
     """One collective of a module, counted once however it is printed (sync, `-start`/`-done`, async)."""
 
@@ -112,7 +112,7 @@ class Collective:
     op_name: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CollectiveTotal:
     """A module's collectives of one kind: count, payload and bytes per step."""
 

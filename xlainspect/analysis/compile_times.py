@@ -19,7 +19,7 @@ from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.dump.jaxlog import JaxLog, LogCompile
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FunctionTimes:
     """The compile seconds of one function's dump modules, in compile order."""
 

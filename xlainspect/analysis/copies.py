@@ -23,7 +23,7 @@ from xlainspect.layout import Layout, format_layout, memory_space_name
 HOST_OFFLOAD_TARGETS = ("MoveToHost", "MoveToDevice")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Copy:
     """One copy, transpose or relayout fusion: layouts on both sides, memory spaces, bytes, producer and users."""
 
@@ -48,7 +48,7 @@ class Copy:
     op_name: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CopyTotal:
     """A module's copies of one kind: count and bytes."""
 

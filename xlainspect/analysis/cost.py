@@ -148,7 +148,7 @@ class Cost(NamedTuple):
         return Cost(self.flops * factor, self.transcendentals * factor)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OpCost:
     """One op's cost as XLA's HloCostAnalysis counts it, and its roofline time on a chip."""
 
@@ -181,7 +181,7 @@ class OpCost:
     source: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModuleCost:
     """A module's summed cost, its roofline time and bound, and its ops."""
 
@@ -559,7 +559,7 @@ def _convolution(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     return analysis.default_bytes(instruction, index) + Cost(flops=2 * fmas)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _WindowDim:
     """One dimension of a convolution's or reduce-window's window."""
 

@@ -44,7 +44,7 @@ METRICS = (
 """Metric names, in report order; the CI thresholds (`--max-increase`) name these."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MetricDelta:
     """One metric of a function on both sides of a diff."""
 
@@ -57,7 +57,7 @@ class MetricDelta:
     """Relative change in percent; None when either side is unknown or `a` is 0."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CountDelta:
     """One opcode, fusion kind or custom-call target: how many on each side."""
 
@@ -67,7 +67,7 @@ class CountDelta:
     delta: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SignatureChange:
     """One way a function's signature differs between the two dumps."""
 
@@ -83,7 +83,7 @@ class SignatureChange:
     b_bytes: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class Profile:
     """One function on one side: its aggregate metrics and histograms."""
 
@@ -99,7 +99,7 @@ class Profile:
     of the rest, which would show as a fall (-100% for a function whose one module failed)."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class FunctionDiff:
     """One function compared across two dumps: metrics, op and fusion histograms, signature."""
 
@@ -116,7 +116,7 @@ class FunctionDiff:
     function's status is then "unknown" (where it is on both sides) and its metrics None."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Threshold:
     """`--max-increase metric=value`: an absolute increase, or a relative one in percent."""
 

@@ -27,7 +27,7 @@ _MAX_EXAMPLES = 3
 _DUMP_CAP = re.compile(r"^\s*xla_dump_max_hlo_modules:\s*(-?\d+)\s*$", re.MULTILINE)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Finding:
     """One health problem of a dump: how bad, how many, where to look, and what to do."""
 
@@ -41,7 +41,7 @@ class Finding:
     action: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DumpHealth:
     """What `doctor` found about a dump: its size and each finding."""
 

@@ -71,7 +71,7 @@ NOT_COMPUTE = frozenset(
 CONTRACTIONS = frozenset({"dot", "convolution", "ragged-dot"})
 
 
-@dataclass(frozen=True)
+@dataclass
 class Fusion:
     """One fusion instruction: its kind, the computation it fuses, the ops inside and its bytes."""
 
@@ -96,7 +96,7 @@ class Fusion:
     op_name: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class UnfusedContraction:
     """A dot or convolution no fusion took, with its FLOPs as XLA counts them."""
 
@@ -109,7 +109,7 @@ class UnfusedContraction:
     op_name: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FusionKindTotal:
     """A module's fusions of one kind: count and output bytes."""
 

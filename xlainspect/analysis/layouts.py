@@ -24,7 +24,7 @@ PICTURE_COLUMNS = 32
 """Widest tile picture, in characters; wider tiles show several columns per character."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ArrayLayout:
     """One array shape decoded for people: order, tiles, padding and memory space."""
 
@@ -173,7 +173,7 @@ def tile_picture(padding: tuple[DimPadding, ...]) -> tuple[str, ...]:
     return tuple(lines)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LedgerInput:
     """One after-optimizations module, its function, platform and (if dumped) buffer assignment."""
 
@@ -183,7 +183,7 @@ class LedgerInput:
     buffers: BufferAssignment | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PaddingRow:
     """One array value: what it holds, what it occupies, and where it comes from."""
 
@@ -207,7 +207,7 @@ class PaddingRow:
     source: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PaddingTotal:
     """Padding summed over a group of values (a module or a function)."""
 
@@ -275,7 +275,7 @@ TABLE_TOP = 20
 """Values a table lists without --top: a dump of 100 modules holds tens of thousands of values."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class LedgerView:
     """What a person reads of a ledger: the padded values worth a look, totals per function and
     per module, and a caption saying what was left out (a table of every value is 72,000 lines)."""

@@ -43,7 +43,7 @@ _PEAK = re.compile(r"^\s+Live ranges at (\d+) \(peak\):")
 _CUMULATIVE = re.compile(r"\(cumulative: (\d+) bytes\)")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SpaceTotal:
     """Bytes XLA's memory-usage report printed for one memory space (color)."""
 
@@ -52,7 +52,7 @@ class SpaceTotal:
     total_bytes: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class UsageReport:
     """`*-memory-usage-report.txt`: per-space totals (newer XLA) or one `Total bytes used` (older)."""
 
@@ -60,7 +60,7 @@ class UsageReport:
     total_bytes: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LiveRange:
     """When one HloValue is live: program points `start` to `end`, both included."""
 
@@ -74,7 +74,7 @@ class LiveRange:
         return self.instruction, self.shape_index
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LiveRanges:
     """An `HloLiveRange` dump: the flattened schedule, the range of each value, XLA's printed peak."""
 
@@ -87,7 +87,7 @@ class LiveRanges:
     """XLA's cumulative logical bytes at its peak (None for versions that print no peak)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PeakBuffer:
     """A buffer live at the peak: its allocation slice, shape with layout and where it comes from."""
 
@@ -107,7 +107,7 @@ class PeakBuffer:
     source: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Peak:
     """The program point where live memory is highest, the buffers live there, and the curve."""
 
@@ -319,7 +319,7 @@ def _peak_buffer(value: LiveRange, allocation: Allocation, assigned: BufferValue
     )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SpaceUsage:
     """One memory space: the allocation bytes parsed here next to the total XLA's report printed."""
 
@@ -329,7 +329,7 @@ class SpaceUsage:
     reported_bytes: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModuleMemory:
     """Memory of one compiled module: totals by allocation kind and space, and its peak."""
 

@@ -22,7 +22,7 @@ Node = tuple[str, str]
 """`(computation, instruction)`, as `xlainspect.graph.module_graph` names its nodes."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Subgraph:
     """Instructions by node and the operand -> user edges between them (`operand_index`, `shape_index`),
     in the computation's order (networkx lists a subgraph's in a set's order, which varies by run)."""

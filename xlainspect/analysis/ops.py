@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from xlainspect.hlo.fastpath import InstructionLine
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class OpCount:
     """How often one opcode appears in a module, inside and outside fusions."""
 
@@ -34,7 +34,7 @@ class OpCount:
     """Instructions inside fusion bodies (fused computations and what they call)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FunctionOpCount:
     """How often one opcode appears in a function's variants."""
 

@@ -30,7 +30,7 @@ _OPCODE = re.compile(r"^\s*(?:ROOT )?%?[\w.-]+ = [^=]*? ([a-z][\w-]*)\(", re.M)
 _SANITIZE = re.compile(r"[^\w.-]")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Origin:
     """What one compile is: `eager` (jax's dispatch of one of its own functions) and where the user
     wrote it: for a user function the first line of it that was traced, for an eager op the line that

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from xlainspect.hlo.model import Computation, Module
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Cause:
     """One difference between the compiles of a function. `values` has one entry per distinct signature
     in compile order (for body causes: per compile of one signature; for identical: the module ids)."""
@@ -42,7 +42,7 @@ class Cause:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class FunctionCompiles:
     """The compiles of one function (HloModule name) and what explains them."""
 
@@ -898,7 +898,7 @@ def describe_cause(cause: Cause) -> str:
     return f"{cause.kind}: {values}" if cause.kind == "body" else f"{cause.kind}: {cause.detail}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EagerTraffic:
     """Eager ops folded into one line for people: how many functions and compiles, and where called."""
 
@@ -957,7 +957,7 @@ def explain_recompiles(rows: list[FunctionCompiles]) -> str:
     return "\n".join(lines)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Budget:
     """The CI gate: compile budgets per function and in total; a baseline's counts are budgets too."""
 

@@ -26,7 +26,7 @@ _PRINTED_SHAPE = re.compile(r"\|[^|]*\|")
 _NOT_A_FLAG = re.compile(r"(color|parameter|output shape|shape)\b")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class BufferValue:
     """One HloValue in an allocation: the instruction that defines it, its bytes and its shape."""
 
@@ -50,7 +50,7 @@ class BufferValue:
         return decode_shape(self.shape_text)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Allocation:
     """A `BufferAllocation`: one contiguous block and the flags XLA printed for it."""
 
@@ -63,7 +63,7 @@ class Allocation:
     values: tuple[BufferValue, ...] = field(default=())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class BufferAssignment:
     """A module's buffer assignment: its allocations and the values in each."""
 

@@ -32,7 +32,7 @@ _XLA_OWN = frozenset({".lockfile", "xla_gpu_per_fusion_autotune_cache_dir", "xla
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CacheEntry:
     """One `<key>-cache` file."""
 

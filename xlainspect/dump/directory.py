@@ -256,7 +256,7 @@ def _describe_suffix(rest: str) -> dict:
     return {"module_name": name, "platform": "tpu" if cl else None, "stage": None, "kind": "folder", "cl": cl}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SkippedFile:
     """A file a command left out, and why (never counted as zero)."""
 

@@ -85,7 +85,7 @@ class ProfileDependencyError(XlaInspectError):
     """The `profile` extra (protobuf) is not installed."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TraceEvent:
     """One event of a jax.profiler trace."""
 

@@ -58,7 +58,7 @@ def _chart(module, points: list) -> str:
     return roofline_svg(module.chip_figures, dots)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Point:
     """One dot of a roofline: FLOPs per padded byte, attained FLOP/s, a weight its area grows with."""
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Table:
     """Rows under named columns (a row is a tuple in column order); `note` says what was left out."""
 
@@ -30,21 +30,21 @@ class Table:
     """Columns aligned right although they hold text (signed deltas, percents); numbers always are."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Heading:
     """A rule with a name over the blocks that follow (a function of `diff`)."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Lines:
     """Text printed as it is (a decoded layout, a note under a table)."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Entry:
     """A row as a paragraph, for terminals too narrow for its table: a heading line, then labelled
     texts wrapped under it."""

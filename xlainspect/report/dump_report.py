@@ -38,7 +38,7 @@ TOP_FINDINGS = 3
 """Findings per section for the summary (its largest costs)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Finding:
     """One thing worth fixing, with its cost: extra compiles (`unit="compiles"`) or bytes."""
 
@@ -62,7 +62,7 @@ class Section:
     """`ModuleMemory` rows whose curves the HTML page draws (the memory section's)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModuleFacts:
     """What the analyses found in one module's after-optimizations HLO and side files."""
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from xlainspect.analysis.recompiles import Budget, FunctionCompiles
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModuleRow:
     """One compile of a dump, as `modules` lists it."""
 

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ParsedModule:
     """One module of a parsed file: its name and what it holds."""
 
