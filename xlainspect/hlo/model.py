@@ -11,12 +11,15 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from sys import intern
-from typing import TYPE_CHECKING
 
+from xlainspect.hlo.attributes import (
+    Metadata,
+    called_computation_names,
+    decode_input_output_alias,
+    decode_metadata,
+    unquote,
+)
 from xlainspect.hlo.shape import Shape
-
-if TYPE_CHECKING:
-    from xlainspect.hlo.attributes import Metadata
 
 
 def attribute_dict(pairs) -> dict[str, str]:
@@ -64,8 +67,6 @@ class Instruction:
 
     @property
     def metadata(self) -> Metadata:
-        from xlainspect.hlo.attributes import decode_metadata
-
         return decode_metadata(self.attributes.get("metadata"))
 
     @property
@@ -75,15 +76,11 @@ class Instruction:
     @property
     def called_computations(self) -> tuple[str, ...]:
         """Names of the computations this instruction calls (fusion body, to_apply, while body...)."""
-        from xlainspect.hlo.attributes import called_computation_names
-
         return called_computation_names(self.attributes)
 
     @property
     def custom_call_target(self) -> str | None:
         """A custom-call's target, unquoted (`__cublas$gemm`); None for other instructions."""
-        from xlainspect.hlo.attributes import unquote
-
         target = self.attributes.get("custom_call_target")
         return unquote(target) if self.opcode == "custom-call" and target is not None else None
 
@@ -223,6 +220,4 @@ class Module:
     @functools.cached_property
     def input_output_alias(self):
         """Decoded `input_output_alias` entries (output index, parameter, parameter index, kind)."""
-        from xlainspect.hlo.attributes import decode_input_output_alias
-
         return decode_input_output_alias(self.attributes.get("input_output_alias"))
