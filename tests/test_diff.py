@@ -235,8 +235,8 @@ def test_a_forked_worker_sharing_the_modules_gives_the_serial_answer(tmp_path, m
     monkeypatch.setattr(settings, "_parse_workers", 1)
     serial = run()
     monkeypatch.setattr(settings, "_parse_workers", 2)
-    monkeypatch.setattr(diff, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(diff, "PARALLEL_MIN_MODULES", 0)
+    monkeypatch.setattr(diff, "SHARE_MIN_BYTES", 0)
+    monkeypatch.setattr(diff, "SHARE_MIN_MODULES", 0)
     assert run() == serial
     assert [n.split(".")[0] for n in serial[1]] == ["module_0085", "module_0219"]
     assert sorted(row.status for row in serial[0]).count("unknown") == 1  # the truncated module's function

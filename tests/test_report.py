@@ -136,7 +136,7 @@ def test_workers_find_the_same_report_as_one_process(tmp_path, monkeypatch):
     monkeypatch.setattr(settings, "_parse_workers", 1)
     serial = reports.dump_report(load_dump(dump))
     monkeypatch.setattr(settings, "_parse_workers", 2)
-    monkeypatch.setattr(reports, "PARALLEL_MIN_MODULES", 2)
+    monkeypatch.setattr(reports, "SHARE_MIN_MODULES", 2)
     monkeypatch.setattr(reports, "CHUNK_MODULES", 2)
     advanced = []
     parallel = reports.dump_report(load_dump(dump), advanced.append)

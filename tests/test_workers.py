@@ -71,14 +71,38 @@ def test_an_exception_in_a_worker_is_raised_here_with_its_own_traceback(two_proc
     assert _no_children_left()
 
 
-def test_meanwhile_runs_once_and_warm_items_before_the_fork(two_processes):
+def test_meanwhile_runs_once_and_sized_items_go_out_largest_first(two_processes):
+    """This process claims items only after `meanwhile`, so the worker takes the first ones: the
+    largest; the results are in the items' order."""
     parent = os.getpid()
     calls = []
+
+    def here(n: int) -> tuple[int, bool]:
+        time.sleep(0.02)
+        return n, os.getpid() == parent
+
     found = workers.map_shared(
-        lambda n: os.getpid() == parent, list(range(30)), 5, meanwhile=lambda: calls.append(1), warm=2
+        here, list(range(30)), 1, meanwhile=lambda: (time.sleep(0.15), calls.append(1)), size=lambda n: n
     )
-    assert found[:2] == [True, True]
+    assert [n for n, _ in found] == list(range(30))
+    assert [here for _, here in found[27:]] == [False, False, False]  # the worker's, during `meanwhile`
     assert calls == [1]
+
+
+def test_few_items_run_here_unless_their_sizes_reach_the_threshold(two_processes):
+    parent = os.getpid()
+
+    def here(text: str) -> bool:
+        time.sleep(0.01)
+        return os.getpid() == parent
+
+    items = ["x" * 10] * 10  # sizes sum to 100
+
+    def run(threshold: int) -> list[bool]:
+        return workers.map_shared(here, items, 1, serial_below=64, size=len, serial_below_size=threshold)
+
+    assert run(101) == [True] * 10
+    assert False in run(100)
 
 
 def test_claims_hand_out_each_number_once_across_processes():

@@ -43,26 +43,36 @@ def map_shared(
     *,
     advance: Callable[[int], None] | None = None,
     meanwhile: Callable[[], object] | None = None,
-    warm: int = 0,
     serial_below: int = 0,
+    size: Callable[[T], int] | None = None,
+    serial_below_size: int = 0,
 ) -> list[R]:
     """`[function(item) for item in items]`, computed by this process and `parse_workers() - 1` forked
     ones; `advance(n)` as items are done.
 
-    The first `warm` items are done here before the fork, so the workers inherit what they warmed
-    (imports, parser tables). The rest go in chunks of `chunk` items to whichever process asks first,
-    in order, while this process first runs `meanwhile()` (work of its own that needs no results):
-    put the largest items first, and whichever side runs faster (the machine may be busy) does more.
-    Only the workers' results cost a pickle. The chunks of a worker that fails are done here, so an
-    exception is raised here as in a serial run. Fewer than `serial_below` items (or one chunk) run
-    here alone."""
+    The items go in chunks of `chunk` items to whichever process asks first, in order, while this
+    process first runs `meanwhile()` (work of its own that needs no results): put the largest items
+    first, or give their `size` (then they go out largest first, and the results are still in order),
+    and whichever side runs faster (the machine may be busy) does more. The workers inherit what this
+    process imported and compiled before the call; what they import themselves, both sides import at
+    once. Only the workers' results cost a pickle. The chunks of a worker that fails are
+    done here, so an exception is raised here as in a serial run. Fewer than `serial_below` items (or
+    one chunk) whose sizes sum to less than `serial_below_size` run here alone."""
     advance = advance or _ignore
-    if parse_workers() < 2 or len(items) <= max(chunk, serial_below - 1) or not can_fork():
+    sizes = [size(item) for item in items] if size else None
+    small = sizes is None or sum(sizes) < serial_below_size
+    if parse_workers() < 2 or len(items) <= chunk or (small and len(items) < serial_below) or not can_fork():
         found = _here(function, items, advance)
         if meanwhile is not None:
             meanwhile()
         return found
-    return _shared(function, items, chunk, advance, meanwhile, warm)
+    if sizes is None:
+        return _shared(function, items, chunk, advance, meanwhile)
+    order = sorted(range(len(items)), key=lambda k: -sizes[k])
+    found = [None] * len(items)
+    for k, result in zip(order, _shared(function, [items[k] for k in order], chunk, advance, meanwhile)):
+        found[k] = result
+    return found
 
 
 def _here(function: Callable, items: list, advance: Callable[[int], None]) -> list:
@@ -73,10 +83,10 @@ def _here(function: Callable, items: list, advance: Callable[[int], None]) -> li
     return found
 
 
-def _shared(function: Callable, items: list, chunk: int, advance, meanwhile, warm: int) -> list:
-    found: list = _here(function, items[:warm], advance) + [None] * (len(items) - warm)
-    chunk = max(chunk, -(-(len(items) - warm) // Claims.MOST))
-    spans = [slice(start, min(start + chunk, len(items))) for start in range(warm, len(items), chunk)]
+def _shared(function: Callable, items: list, chunk: int, advance, meanwhile) -> list:
+    found: list = [None] * len(items)
+    chunk = max(chunk, -(-len(items) // Claims.MOST))
+    spans = [slice(start, min(start + chunk, len(items))) for start in range(0, len(items), chunk)]
     done: set[int] = set()
 
     def work() -> Iterator[tuple[int, list]]:

@@ -10,20 +10,18 @@ and result's shardings, which the `HloModule` header does not print.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from xlainspect.dump.directory import SHARE_MIN_BYTES, SHARE_MIN_MODULES, Dump, DumpModule
 from xlainspect.errors import XlaInspectError
 
 if TYPE_CHECKING:  # the analyses are imported where they run: loading a cached diff needs only the rows
     from xlainspect.analysis.chips import Chip
-    from xlainspect.dump.directory import Dump, DumpModule
     from xlainspect.hlo.model import Module
 
 METRICS = (
@@ -138,13 +136,16 @@ def diff_dumps(
 
     functions_a, functions_b = a.functions(), b.functions()
     both = [m for functions in (functions_a, functions_b) for modules in functions.values() for m in modules]
-    sizes = {id(m): _hlo_bytes(m) for m in both}
-    serial_below = PARALLEL_MIN_MODULES if sum(sizes.values()) < PARALLEL_MIN_BYTES else 0
-    # largest first: the two largest modules (often one per dump) are analysed at once, and the small
-    # ones even out the end
-    both.sort(key=lambda m: -sizes[id(m)])
     analyse = functools.partial(_facts_or_error, chip=chip)
-    found = map_shared(analyse, both, 1, advance=advance, serial_below=serial_below)
+    found = map_shared(
+        analyse,
+        both,
+        1,
+        advance=advance,
+        size=DumpModule.hlo_bytes,  # the two largest modules (often one per dump) are analysed at once
+        serial_below=SHARE_MIN_MODULES,
+        serial_below_size=SHARE_MIN_BYTES,
+    )
     facts = dict(zip(map(id, both), found))
     rows = []
     for name in [*functions_a, *(n for n in functions_b if n not in functions_a)]:
@@ -152,18 +153,6 @@ def diff_dumps(
         right = profile(b, name, functions_b[name], facts) if name in functions_b else None
         rows.append(diff_profiles(name, left, right))
     return rows
-
-
-PARALLEL_MIN_BYTES = 256 << 10
-"""HLO bytes from which two dumps' modules are shared with a forked worker: below, the fork costs more
-than the half of the work it takes (a 350 KB module's facts take about 0.15 s)."""
-PARALLEL_MIN_MODULES = 64
-
-
-def _hlo_bytes(dump_module: DumpModule) -> int:
-    with contextlib.suppress(OSError, AttributeError):
-        return os.stat(dump_module.hlo_file().location).st_size
-    return 0
 
 
 def _facts_or_error(dump_module: DumpModule, chip: Chip | None) -> tuple:

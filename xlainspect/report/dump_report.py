@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from xlainspect.dump.directory import Dump, DumpModule, load_dump
+from xlainspect.dump.directory import SHARE_MIN_BYTES, SHARE_MIN_MODULES, Dump, DumpModule, load_dump
 from xlainspect.dump.model_cache import remembered
 from xlainspect.errors import XlaInspectError
 from xlainspect.progress import Progress, silent
@@ -139,11 +139,9 @@ def report_of(path: str | Path, *, strict: bool = False, progress: Progress = si
     return dump_report(dump, progress("analysing modules", len(dump.modules)))
 
 
-PARALLEL_MIN_MODULES = 64
-"""Modules from which forked workers share the analyses (where xlainspect owns the process:
-`settings.parse_workers()` > 1); below it a fork costs more than it saves."""
 CHUNK_MODULES = 16
-"""Modules per worker task: few enough to balance the load, enough to amortise a task's round trip."""
+"""Modules per worker task in a dump of `SHARE_MIN_MODULES` or more: few enough to balance the load,
+enough to amortise a task's round trip. Fewer modules go one at a time."""
 
 
 def _facts_of(
@@ -151,7 +149,7 @@ def _facts_of(
 ) -> tuple[list[ModuleFacts | XlaInspectError], T]:
     """Each module's facts, or the error that kept its HLO from parsing, in order, and what
     `meanwhile()` returns: work of this process that needs no facts, done while workers find them
-    (`workers.map_shared`; the first module is analysed before the fork, warming the parser).
+    (`workers.map_shared`, the largest modules first).
 
     Where xlainspect owns the process, garbage collection pauses until they are found (forked workers
     inherit the pause) and what was made is frozen after: the facts and models live to the end of the run,
@@ -161,11 +159,12 @@ def _facts_of(
         found = map_shared(
             _facts_or_error,
             modules,
-            CHUNK_MODULES,
+            CHUNK_MODULES if len(modules) >= SHARE_MIN_MODULES else 1,
             advance=advance,
             meanwhile=lambda: also.append(meanwhile()),
-            warm=1,
-            serial_below=PARALLEL_MIN_MODULES,
+            size=DumpModule.hlo_bytes,
+            serial_below=SHARE_MIN_MODULES,
+            serial_below_size=SHARE_MIN_BYTES,
         )
     return found, also[0]
 
