@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 
 import pytest
+from conftest import DUMPS
 
+import xlainspect
 from xlainspect import settings, workers
+from xlainspect.analysis import commands
 
 
 @pytest.fixture
@@ -127,3 +131,38 @@ def test_answers_larger_than_a_pipe_holds_come_back_whole(two_processes):
 def test_more_items_than_claims_go_in_larger_chunks(two_processes):
     many = list(range(3 * workers.Claims.MOST))
     assert workers.map_shared(lambda n: -n, many, 1) == [-n for n in many]
+
+
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [
+        ("fusions_report", {}),
+        ("copies_report", {}),
+        ("ops_report", {}),
+        ("cost_report", {"chip": xlainspect.ChipChoice("tpu-v5e")}),
+    ],
+)
+def test_a_command_over_a_dump_shared_with_a_worker_equals_the_serial_run(tmp_path, monkeypatch, command, options):
+    """The per-module commands share a dump's modules with a forked worker (largest first); a module
+    that does not parse is skipped, in the dump's order, as in one process."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMPS / "tpu_v5e", dump)
+    for number in ("0085", "0029"):
+        hlo = next(dump.glob(f"module_{number}.*.after_optimizations.txt"))
+        hlo.write_text(hlo.read_text()[:200])
+    run = lambda path: getattr(xlainspect, command)(path, **options)  # noqa: E731
+    monkeypatch.setattr(settings, "_cache_enabled", False)  # the worker analyses, not read the first run's facts
+    monkeypatch.setattr(settings, "_parse_workers", 1)
+    serial = run(dump)
+    monkeypatch.setattr(settings, "_parse_workers", 2)
+    monkeypatch.setattr(commands, "SHARE_MIN_MODULES", 0)
+    monkeypatch.setattr(commands, "SHARE_MIN_BYTES", 0)
+    forks = []
+    monkeypatch.setattr(workers, "_shared", lambda *args: forks.append(1) or shared(*args))
+    shared_report = run(dump)
+    assert forks == [1]
+    assert shared_report == serial
+    assert [s.path.name.split(".")[0] for s in serial.skipped] == ["module_0029", "module_0085"]
+
+
+shared = workers._shared

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from xlainspect.dump.directory import Dump, DumpModule, select_dump_modules
+from xlainspect.dump.directory import SHARE_MIN_BYTES, SHARE_MIN_MODULES, Dump, DumpModule, select_dump_modules
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
+from xlainspect.workers import map_shared
 
 Paths = str | Path | Sequence[str | Path]
 T = TypeVar("T")
@@ -40,22 +41,35 @@ def analyse_modules(
     progress: Progress = silent,
 ) -> list[T]:
     """`analyse(dump_module)` for each selected module, answered from the results cache while its file is
-    unchanged (the module is then not even read); a file that does not parse is skipped in `dump`."""
+    unchanged (the module is then not even read); a file that does not parse is skipped in `dump`.
+    Where xlainspect owns the process and the modules are many or large, a forked worker shares them."""
     from xlainspect.dump.model_cache import cached_result
 
-    selected = select_dump_modules(dump, function=function, module_re=module_re)
-    advance = progress("analysing modules", len(selected))
-    results = []
-    for dump_module in selected:
-        hlo = dump_module.hlo_file(stage)
+    def result_or_error(dump_module: DumpModule) -> T | XlaInspectError:
         try:
             key = f"{analysis}:{stage}:{dump_module.platform}"
-            results.append(cached_result(hlo.path, key, lambda m=dump_module: analyse(m)))
+            return cached_result(dump_module.hlo_file(stage).path, key, lambda: analyse(dump_module))
         except UsageError:
             raise
         except XlaInspectError as error:
-            dump.skip(hlo.path, error)
-        advance(1)
+            return error
+
+    selected = select_dump_modules(dump, function=function, module_re=module_re)
+    found = map_shared(
+        result_or_error,
+        selected,
+        1,
+        advance=progress("analysing modules", len(selected)),
+        size=DumpModule.hlo_bytes,
+        serial_below=SHARE_MIN_MODULES,
+        serial_below_size=SHARE_MIN_BYTES,
+    )
+    results = []
+    for dump_module, result in zip(selected, found):
+        if isinstance(result, XlaInspectError):
+            dump.skip(dump_module.hlo_file(stage).path, result)
+        else:
+            results.append(result)
     return results
 
 
