@@ -134,22 +134,24 @@ def test_more_items_than_claims_go_in_larger_chunks(two_processes):
 
 
 @pytest.mark.parametrize(
-    ("command", "options"),
+    ("command", "options", "damaged"),
     [
-        ("fusions_report", {}),
-        ("copies_report", {}),
-        ("ops_report", {}),
-        ("cost_report", {"chip": xlainspect.ChipChoice("tpu-v5e")}),
+        ("fusions_report", {}, "after_optimizations.txt"),
+        ("copies_report", {}, "after_optimizations.txt"),
+        ("ops_report", {}, "after_optimizations.txt"),
+        ("cost_report", {"chip": xlainspect.ChipChoice("tpu-v5e")}, "after_optimizations.txt"),
+        ("memory_report", {}, "after_optimizations-buffer-assignment.txt"),
     ],
 )
-def test_a_command_over_a_dump_shared_with_a_worker_equals_the_serial_run(tmp_path, monkeypatch, command, options):
+def test_a_command_over_a_dump_shared_with_a_worker_equals_the_serial_run(
+    tmp_path, monkeypatch, command, options, damaged
+):
     """The per-module commands share a dump's modules with a forked worker (largest first); a module
-    that does not parse is skipped, in the dump's order, as in one process."""
+    whose file does not parse is skipped, in the dump's order, as in one process."""
     dump = tmp_path / "dump"
     shutil.copytree(DUMPS / "tpu_v5e", dump)
     for number in ("0085", "0029"):
-        hlo = next(dump.glob(f"module_{number}.*.after_optimizations.txt"))
-        hlo.write_text(hlo.read_text()[:200])
+        next(dump.glob(f"module_{number}.*.{damaged}")).write_text("garbage\n")
     run = lambda path: getattr(xlainspect, command)(path, **options)  # noqa: E731
     monkeypatch.setattr(settings, "_cache_enabled", False)  # the worker analyses, not read the first run's facts
     monkeypatch.setattr(settings, "_parse_workers", 1)

@@ -41,33 +41,56 @@ def analyse_modules(
     progress: Progress = silent,
 ) -> list[T]:
     """`analyse(dump_module)` for each selected module, answered from the results cache while its file is
-    unchanged (the module is then not even read); a file that does not parse is skipped in `dump`.
-    Where xlainspect owns the process and the modules are many or large, a forked worker shares them."""
+    unchanged (the module is then not even read); a file that does not parse is skipped in `dump`."""
+    selected = select_dump_modules(dump, function=function, module_re=module_re)
+    return analyse_each(
+        dump,
+        selected,
+        analyse,
+        inputs=lambda m: m.hlo_file(stage).path,
+        key=lambda m: f"{analysis}:{stage}:{m.platform}",
+        blame=lambda m: m.hlo_file(stage).path,
+        advance=progress("analysing modules", len(selected)),
+    )
+
+
+def analyse_each(
+    dump: Dump,
+    modules: list[DumpModule],
+    analyse: Callable[[DumpModule], T],
+    *,
+    inputs: Callable[[DumpModule], Path | list[Path]],
+    key: Callable[[DumpModule], str],
+    blame: Callable[[DumpModule], Path],
+    advance: Callable[[int], None],
+) -> list[T]:
+    """`analyse(m)` for each of `modules`, in order, answered from the results cache (under `key(m)`)
+    while the files `inputs(m)` are unchanged; a module it cannot analyse (`inputs` or `analyse` raise
+    XlaInspectError) is skipped in `dump` under the file `blame(m)`. Where xlainspect owns the process
+    and the modules are many or large, a forked worker shares them, the largest first."""
     from xlainspect.dump.model_cache import cached_result
 
     def result_or_error(dump_module: DumpModule) -> T | XlaInspectError:
         try:
-            key = f"{analysis}:{stage}:{dump_module.platform}"
-            return cached_result(dump_module.hlo_file(stage).path, key, lambda: analyse(dump_module))
+            return cached_result(inputs(dump_module), key(dump_module), lambda: analyse(dump_module))
         except UsageError:
             raise
         except XlaInspectError as error:
             return error
 
-    selected = select_dump_modules(dump, function=function, module_re=module_re)
     found = map_shared(
         result_or_error,
-        selected,
+        modules,
         1,
-        advance=progress("analysing modules", len(selected)),
+        advance=advance,
         size=DumpModule.hlo_bytes,
         serial_below=SHARE_MIN_MODULES,
         serial_below_size=SHARE_MIN_BYTES,
     )
     results = []
-    for dump_module, result in zip(selected, found):
+    for dump_module, result in zip(modules, found):
         if isinstance(result, XlaInspectError):
-            dump.skip(dump_module.hlo_file(stage).path, result)
+            dump.skip(blame(dump_module), result)
         else:
             results.append(result)
     return results

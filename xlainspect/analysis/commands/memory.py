@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xlainspect.analysis.commands import analyse_each
 from xlainspect.dump.directory import SkippedFile, load_dump, select_dump_modules
 from xlainspect.dump.model_cache import remembered
-from xlainspect.errors import DumpError, XlaInspectError
+from xlainspect.errors import DumpError
 from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -30,7 +31,6 @@ def memory_report(
     """Memory per compiled module from the buffer assignment, memory-usage report and live ranges: bytes
     by allocation kind, the peak and the `top` biggest buffers live there. `path` may be one dump file."""
     from xlainspect.analysis.memory import memory_inputs, module_memory
-    from xlainspect.dump.model_cache import cached_result
 
     path = Path(path)
     dump = load_dump(path.parent if path.is_file() else path)
@@ -39,17 +39,16 @@ def memory_report(
         for m in select_dump_modules(dump, function=function)
         if not path.is_file() or any(f.path.resolve() == path.resolve() for f in m.files)
     ]
-    rows, advance = [], progress("reading buffer assignments", len(chosen))
-    for dump_module in chosen:
-        advance(1)
-        try:
-            inputs = memory_inputs(dump_module)
-            row = cached_result(inputs, f"memory:{top}", lambda m=dump_module: module_memory(m, top))
-        except XlaInspectError as error:  # report and skip, like a truncated file
-            dump.skip(dump_module.file(kind="buffer-assignment").path, error)
-            continue
-        if row is not None:
-            rows.append(row)
+    found = analyse_each(
+        dump,
+        chosen,
+        lambda m: module_memory(m, top),
+        inputs=memory_inputs,
+        key=lambda m: f"memory:{top}",
+        blame=lambda m: m.file(kind="buffer-assignment").path,  # reported and skipped, like a truncated file
+        advance=progress("reading buffer assignments", len(chosen)),
+    )
+    rows = [row for row in found if row is not None]
     if not rows:
         raise DumpError(
             f"no *buffer-assignment.txt for the selected modules under {path} (XLA writes it "
