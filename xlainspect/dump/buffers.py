@@ -77,7 +77,8 @@ class BufferAssignment:
 def read_buffer_assignment(text: str, path: str | None = None) -> BufferAssignment:
     """Decode the allocations of a buffer-assignment file; stops at the live-range section.
 
-    Raises HloParseError (path, line, column) when the text is not a buffer assignment at all.
+    Raises HloParseError (path, line, column) when the text is not a buffer assignment at all, or a
+    value line is cut short (a truncated file would otherwise count its first allocations only).
     """
     allocations: list[Allocation] = []
     values: list[BufferValue] = []
@@ -91,6 +92,8 @@ def read_buffer_assignment(text: str, path: str | None = None) -> BufferAssignme
             if header is None:
                 raise _error(text, number, path, "a value line before any allocation")
             values.append(_value(match, number))
+        elif line.lstrip().startswith("value:"):  # XLA prints each whole: one cut short is a truncated file
+            raise _error(text, number, path, "damaged value line (the file is truncated or corrupt)")
         elif header is None:
             if line.strip() and not line.startswith("BufferAssignment"):
                 raise _error(text, number, path, "not an XLA buffer assignment (expected 'allocation N: size N')")
