@@ -141,6 +141,7 @@ def test_more_items_than_claims_go_in_larger_chunks(two_processes):
         ("ops_report", {}, "after_optimizations.txt"),
         ("cost_report", {"chip": xlainspect.ChipChoice("tpu-v5e")}, "after_optimizations.txt"),
         ("memory_report", {}, "after_optimizations-buffer-assignment.txt"),
+        ("layouts_report", {}, "after_optimizations.txt"),
     ],
 )
 def test_a_command_over_a_dump_shared_with_a_worker_equals_the_serial_run(

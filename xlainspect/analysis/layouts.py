@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xlainspect.analysis.lookup import module_label
 from xlainspect.analysis.rows import group_sums
 from xlainspect.dump.buffers import BufferAssignment
-from xlainspect.dump.directory import select_dump_modules
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.shape import Shape
 from xlainspect.layout import DimPadding, element_bits, memory_space_name, tile_padding
@@ -220,28 +219,14 @@ class PaddingTotal:
     expansion: float
 
 
-def dump_ledger(
-    dump, platform: str | None = None, advance: Callable[[int], None] | None = None, function: str | None = None
-) -> list[PaddingRow]:
-    """`padding_ledger` of every module of a `Dump` (or of one function's: a name that matches nothing is
-    a NoMatchError), each module's rows answered from the results cache while its files are unchanged; a
-    module that cannot be read goes to `dump.skipped`. `advance(1)` is called per module (a progress
-    bar's)."""
-    from xlainspect.dump.model_cache import cached_result
-    from xlainspect.errors import XlaInspectError
+def module_ledger(dump_module, platform: str | None = None) -> list[PaddingRow]:
+    """The padding rows of one `DumpModule` (unranked); raises XlaInspectError when it is unreadable."""
+    return _module_rows(ledger_input(dump_module, platform))
 
-    rows = []
-    for dump_module in select_dump_modules(dump, function=function):
-        if advance is not None:
-            advance(1)
-        inputs = [f.path for f in (dump_module.hlo_file("after"), dump_module.file("buffer-assignment")) if f]
-        try:
-            rows += cached_result(
-                inputs, f"layouts:{platform}", lambda m=dump_module: _module_rows(ledger_input(m, platform))
-            )
-        except XlaInspectError as error:
-            dump.skip(dump_module.files[0].path, error)
-    return _ranked(rows)
+
+def ledger_files(dump_module) -> list:
+    """The files a module's padding rows are read from: its after-optimizations HLO and buffer assignment."""
+    return [f.path for f in (dump_module.hlo_file("after"), dump_module.file("buffer-assignment")) if f]
 
 
 def ledger_input(dump_module, platform: str | None = None) -> LedgerInput:
@@ -257,10 +242,11 @@ def ledger_input(dump_module, platform: str | None = None) -> LedgerInput:
 
 def padding_ledger(inputs: Iterable[LedgerInput]) -> list[PaddingRow]:
     """Every array value of the modules, ranked by wasted bytes (largest first)."""
-    return _ranked([row for item in inputs for row in _module_rows(item)])
+    return ranked([row for item in inputs for row in _module_rows(item)])
 
 
-def _ranked(rows: list[PaddingRow]) -> list[PaddingRow]:
+def ranked(rows: list[PaddingRow]) -> list[PaddingRow]:
+    """Most wasted bytes first (ties in a fixed order)."""
     return sorted(rows, key=lambda r: (-r.wasted_bytes, r.function, r.module, r.instruction, r.shape_index))
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.commands import Paths, input_paths
-from xlainspect.dump.directory import SkippedFile, load_dump
+from xlainspect.analysis.commands import Paths, analyse_each, input_paths
+from xlainspect.dump.directory import SkippedFile, load_dump, select_dump_modules
 from xlainspect.dump.model_cache import remembered
 from xlainspect.progress import Progress, silent
 
@@ -50,14 +50,26 @@ def layouts_report(
 ) -> LayoutsReport:
     """The padding ledger: every array value of the after-optimizations modules, most wasted bytes first."""
     from xlainspect.analysis.layouts import (
-        dump_ledger,
         filter_ledger,
+        ledger_files,
         ledger_totals,
         ledger_view,
+        module_ledger,
+        ranked,
     )
 
     dump = load_dump(input_paths(path))
-    ledger = dump_ledger(dump, platform, progress("reading modules", len(dump.modules)), function)
+    chosen = select_dump_modules(dump, function=function)
+    per_module = analyse_each(
+        dump,
+        chosen,
+        lambda m: module_ledger(m, platform),
+        inputs=ledger_files,
+        key=lambda m: f"layouts:{platform}",
+        blame=lambda m: m.files[0].path,
+        advance=progress("reading modules", len(chosen)),
+    )
+    ledger = ranked([row for rows in per_module for row in rows])
     rows = filter_ledger(ledger, function=function, min_expansion=min_expansion)
     shown = rows[:top] if top is not None else rows
     totals = ledger_totals(rows, "module"), ledger_totals(rows, "function")
