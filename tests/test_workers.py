@@ -169,3 +169,9 @@ def test_a_command_over_a_dump_shared_with_a_worker_equals_the_serial_run(
 
 
 shared = workers._shared
+
+
+def test_a_serial_caller_sizes_nothing(monkeypatch):
+    """A library caller (one process) never pays for the sizes: a dump's modules would each be stat'ed."""
+    monkeypatch.setattr(settings, "_parse_workers", 1)
+    assert workers.map_shared(lambda n: -n, [1, 2, 3], 1, size=lambda n: 1 // 0) == [-1, -2, -3]

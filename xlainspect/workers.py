@@ -59,9 +59,9 @@ def map_shared(
     done here, so an exception is raised here as in a serial run. Fewer than `serial_below` items (or
     one chunk) whose sizes sum to less than `serial_below_size` run here alone."""
     advance = advance or _ignore
-    sizes = [size(item) for item in items] if size else None
-    small = sizes is None or sum(sizes) < serial_below_size
-    if parse_workers() < 2 or len(items) <= chunk or (small and len(items) < serial_below) or not can_fork():
+    alone = parse_workers() < 2 or len(items) <= chunk or not can_fork()
+    sizes = [size(item) for item in items] if size and not alone else None  # a serial caller stats nothing
+    if alone or (len(items) < serial_below and (sizes is None or sum(sizes) < serial_below_size)):
         found = _here(function, items, advance)
         if meanwhile is not None:
             meanwhile()
