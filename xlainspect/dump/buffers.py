@@ -88,29 +88,18 @@ def read_buffer_assignment(text: str, path: str | None = None) -> BufferAssignme
             if header is not None:
                 allocations.append(_allocation(header, values))
             header, values = match, []
-        elif match := _VALUE.match(line):
+        elif line.lstrip().startswith("value:"):
             if header is None:
                 raise _error(text, number, path, "a value line before any allocation")
-            values.append(_value(match, number))
-        elif (problem := _other_line(line, header is None)) == "end":
+            values.append(_value(line, number, text, path))
+        elif header is None:
+            if line.strip() and not line.startswith("BufferAssignment"):
+                raise _error(text, number, path, "not an XLA buffer assignment (expected 'allocation N: size N')")
+        elif line.strip() and not line.startswith(" "):
             break  # the live-range section
-        elif problem:
-            raise _error(text, number, path, problem)
     if header is not None:
         allocations.append(_allocation(header, values))
     return BufferAssignment(path, tuple(allocations))
-
-
-def _other_line(line: str, before_allocations: bool) -> str | None:
-    """What a line that is neither an allocation nor a value means: None (skip it), "end" (the live-range
-    section begins) or what is wrong with it."""
-    if line.lstrip().startswith("value:"):  # XLA prints each whole: one cut short is a truncated file
-        return "damaged value line (the file is truncated or corrupt)"
-    if before_allocations:
-        if line.strip() and not line.startswith("BufferAssignment"):
-            return "not an XLA buffer assignment (expected 'allocation N: size N')"
-        return None
-    return "end" if line.strip() and not line.startswith(" ") else None
 
 
 def _allocation(header: re.Match, values: list[BufferValue]) -> Allocation:
@@ -129,7 +118,11 @@ def _allocation(header: re.Match, values: list[BufferValue]) -> Allocation:
     )
 
 
-def _value(match: re.Match, line: int) -> BufferValue:
+def _value(line: str, number: int, text: str, path: str | None) -> BufferValue:
+    """One ` value: <...>` line; XLA prints each whole, so one that does not read is a truncated file."""
+    match = _VALUE.match(line)
+    if match is None:
+        raise _error(text, number, path, "damaged value line (the file is truncated or corrupt)")
     index = match["index"]
     return BufferValue(
         value_id=int(match["id"]),
@@ -140,7 +133,7 @@ def _value(match: re.Match, line: int) -> BufferValue:
         size=int(match["size"]),
         offset=int(match["offset"]),
         shape_text=match["shape"],
-        line=line,
+        line=number,
     )
 
 
