@@ -43,13 +43,14 @@ def analyse_modules(
     """`analyse(dump_module)` for each selected module, answered from the results cache while its file is
     unchanged (the module is then not even read); a file that does not parse is skipped in `dump`."""
     selected = select_dump_modules(dump, function=function, module_re=module_re)
+    hlo = lambda m: m.hlo_file(stage).path  # noqa: E731  (what is read, and what is skipped when it fails)
     return analyse_each(
         dump,
         selected,
         analyse,
-        inputs=lambda m: m.hlo_file(stage).path,
+        inputs=hlo,
         key=lambda m: f"{analysis}:{stage}:{m.platform}",
-        blame=lambda m: m.hlo_file(stage).path,
+        blame=hlo,
         advance=progress("analysing modules", len(selected)),
     )
 
