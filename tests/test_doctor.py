@@ -73,6 +73,18 @@ def test_truncated_and_unreadable_files_are_reported_and_gzip_is_read(tmp_path):
     assert set(findings) == {"truncated-files", "unreadable-files"}  # the .txt.gz module is healthy
 
 
+def test_examples_are_the_first_paths_in_any_listing_order(tmp_path):
+    """`doctor` sorts files out in the order the folder lists them (a fleet's 900,000 are never sorted
+    whole): a finding's examples are still its first three paths."""
+    dump = _copy("ragged_batch", tmp_path / "dump")
+    cut = sorted(dump.glob("module_*.cpu_after_optimizations.txt"))
+    for path in cut:
+        path.write_bytes(path.read_bytes()[:3000])  # killed mid-write
+    finding = _by_check(diagnose(dump))["truncated-files"]
+    assert finding.count == len(cut) == 4
+    assert finding.examples == tuple(p.name for p in cut[:3])
+
+
 def test_two_processes_in_one_folder_collide_on_module_ids(tmp_path):
     dump = _copy("clean_run", tmp_path / "dump")
     _copy("dtype_change", dump, "module_0000.*")  # a second process: its ids restart at 0000 too
