@@ -217,14 +217,16 @@ class LineReader:
                     for p in self._parameter.finditer(text, head.start(3), head.end(3))
                 )
                 signature = (params, self._shape(head.group(4)))
-            while (match := self._instruction.match(text, position)) is not None:
-                line += text.count("\n", counted, match.start(2))
-                counted = match.start(2)
-                attributes = self._attributes(text, match.end())
-                if attributes is None:
+            # the loop runs once per instruction: its methods are looked up once
+            instruction, attributes_at, instruction_of = self._instruction.match, self._attributes, self._instruction_of
+            while (match := instruction(text, position)) is not None:
+                name_at = match.start(2)
+                line += text.count("\n", counted, name_at)
+                counted = name_at
+                if (found := attributes_at(text, match.end())) is None:
                     return None
-                attributes, position = attributes
-                instructions.append(self._instruction_of(match, attributes, line))
+                attributes, position = found
+                instructions.append(instruction_of(match, attributes, line))
         except HloParseError:
             return None  # the grammar reports it, at its place
         close = self._close.match(text, position)
@@ -256,15 +258,16 @@ class LineReader:
                 indices = tuple(
                     tuple(int(i) for i in path.split("#")[1:]) for path in self._operand_path.findall(operand_text)
                 )
+        # positional: name, opcode, shape, operands, attributes, is_root, line, operand_shape_indices
         return Instruction(
-            name=intern(name.lstrip("%")),
-            opcode=intern(opcode),
-            shape=self._shape(shape) if shape else None,
-            operands=operands,
-            attributes=attributes,
-            is_root=root is not None,
-            line=line,
-            operand_shape_indices=indices,
+            intern(name.lstrip("%")),
+            intern(opcode),
+            self._shape(shape) if shape else None,
+            operands,
+            attributes,
+            root is not None,
+            line,
+            indices,
         )
 
     def _attributes(self, text: str, position: int) -> tuple[dict[str, str], int] | None:
@@ -281,8 +284,8 @@ class LineReader:
             elif last is not None:
                 attributes[last] += ", " + continued
             position = found.end()
-        end = self._line_end(text, position)
-        return None if end is None else (attributes, end)
+        end = self._end_of_line.match(text, position)
+        return None if end is None else (attributes, end.end())
 
     def _line_end(self, text: str, position: int) -> int | None:
         match = self._end_of_line.match(text, position)
