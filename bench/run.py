@@ -8,7 +8,7 @@ module ids), a 2,000-module dump whose HLO bodies are 10x larger, 64 host folder
 dump (a fleet), and, made with jax, a 20-module dump of a 2-layer transformer training step with a
 profiler trace (every command's latency) and one large CPU after-optimizations module (an unrolled
 transformer training step, >= 40 MB).
-Every figure is the median of --repeat runs in fresh processes (the fleet's: one run each), measured
+Every figure is the median of --repeat runs in fresh processes, made in rounds (`rounds`), measured
 in this same run beside what it is compared with (XLA's C++ parser from the installed jaxlib on the
 same file).
 """
@@ -16,6 +16,7 @@ same file).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -27,7 +28,9 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / "bench" / ".cache"
@@ -44,6 +47,7 @@ SOURCE_DUMPS = (
     "collectives_cpu",
 )
 BIG_MODULE_MIN_BYTES = 40 << 20
+T = TypeVar("T")
 
 
 def main() -> None:
@@ -58,7 +62,7 @@ def main() -> None:
     results += dump_figures(args.repeat)
     results += report_figures(args.repeat)
     results += latency_figures(args.repeat)
-    results += fleet_figures()
+    results += fleet_figures(args.repeat)
     if args.skip_big:
         results += small_parse_figure(args.repeat, None)
     else:
@@ -109,24 +113,49 @@ def run_python(code: str, *args: str, env: dict | None = None) -> dict:
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
+def rounds(jobs: dict[str, Callable[[], T]], repeat: int) -> dict[str, list[T]]:
+    """Each job's results of `repeat` runs, made in rounds: every job once per round, in order. This
+    machine's speed moves within a minute: in rounds, a slow spell touches one run of several figures,
+    where runs back to back would give one figure all slow runs (and a slow median). Figures compared
+    with each other (against C++, 10x the modules) are measured in the same rounds."""
+    runs: dict[str, list[T]] = {name: [] for name in jobs}
+    for _ in range(repeat):
+        for name, job in jobs.items():
+            runs[name].append(job())
+    return runs
+
+
+def once(command: list[str], env: dict | None = None) -> float:
+    """Wall time of one run of a command, interpreter start included."""
+    start = time.perf_counter()
+    completed = subprocess.run(
+        command, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, check=False
+    )
+    elapsed = time.perf_counter() - start
+    if completed.returncode not in (0, 1):
+        raise RuntimeError(completed.stderr.decode()[-3000:])
+    return elapsed
+
+
 def wall(command: list[str], repeat: int, env: dict | None = None) -> float:
     """Median wall time of a command, interpreter start included."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        completed = subprocess.run(
-            command, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, check=False
-        )
-        times.append(time.perf_counter() - start)
-        if completed.returncode not in (0, 1):
-            raise RuntimeError(completed.stderr.decode()[-3000:])
-    return statistics.median(times)
+    return statistics.median(once(command, env) for _ in range(repeat))
+
+
+def walls(commands: dict[str, list[str]], repeat: int, env: dict | None = None) -> dict[str, float]:
+    """`wall` of each command, run in rounds."""
+    runs = rounds({name: functools.partial(once, command, env) for name, command in commands.items()}, repeat)
+    return {name: statistics.median(times) for name, times in runs.items()}
 
 
 def median_of(code: str, repeat: int, *args: str, env: dict | None = None) -> dict:
     """Run `code` `repeat` times; the run whose time `s` is the median (its other fields come with it)."""
-    runs = sorted((run_python(code, *args, env=env) for _ in range(repeat)), key=lambda r: r["s"] or 0)
-    return runs[len(runs) // 2]
+    return median_run([run_python(code, *args, env=env) for _ in range(repeat)])
+
+
+def median_run(runs: list[dict]) -> dict:
+    """Of script runs, the one whose time `s` is the median."""
+    return sorted(runs, key=lambda r: r["s"] or 0)[len(runs) // 2]
 
 
 def figure(name: str, value: float | None, unit: str, target: str = "", ok: bool | None = None, **extra) -> dict:
@@ -165,9 +194,15 @@ def dump_figures(repeat: int) -> list[dict]:
     fat = synthetic_dump("dump_2000_x10", 2000, enlarge=10)
     # Cold: a fresh process with xlainspect's caches off, like the first run on a new dump (a CI job).
     env = {"XLAINSPECT_CACHE_DIR": str(CACHE / "xlainspect-cache"), "XLAINSPECT_NO_CACHE": "1"}
-    t_small = wall([*XLAINSPECT, "count-recompiles", str(small), "--format", "json"], repeat, env)
-    t_large = wall([*XLAINSPECT, "count-recompiles", str(large), "--format", "json"], repeat, env)
-    t_fat = wall([*XLAINSPECT, "count-recompiles", str(fat), "--format", "json"], repeat, env)
+    times = walls(
+        {
+            name: [*XLAINSPECT, "count-recompiles", str(dump), "--format", "json"]
+            for name, dump in (("small", small), ("large", large), ("fat", fat))
+        },
+        repeat,
+        env,
+    )
+    t_small, t_large, t_fat = times["small"], times["large"], times["fat"]
     ratio_bytes = dump_bytes(fat) / dump_bytes(small)
     return [
         figure("count-recompiles, 2,000 modules (wall, caches off)", t_small, "s", "<= 0.35", t_small <= 0.35),
@@ -273,15 +308,19 @@ def enlarged_copy(source: Path, factor: int, folder: Path) -> Path:
 FLEET_HOSTS, FLEET_MODULES = 64, 2000
 
 
-def fleet_figures() -> list[dict]:
+def fleet_figures(repeat: int) -> list[dict]:
     """`count-recompiles` and `doctor` on 64 host folders x 2,000 compiles (one host compiled once more),
-    cold: at most 10 s and 1 GiB each."""
+    cold: at most 10 s (the median run) and 1 GiB (the largest) each."""
     fleet = fleet_dump()
     env = {"XLAINSPECT_NO_CACHE": "1"}
+    commands = {
+        f"{name}, {FLEET_HOSTS} hosts x {FLEET_MODULES:,} modules": [*XLAINSPECT, name, str(fleet), "--format", "json"]
+        for name in ("count-recompiles", "doctor")
+    }
+    runs = rounds({name: functools.partial(wall_rss, command, env) for name, command in commands.items()}, repeat)
     rows = []
-    for command in (["count-recompiles", str(fleet), "--format", "json"], ["doctor", str(fleet), "--format", "json"]):
-        seconds, rss = wall_rss([*XLAINSPECT, *command], env)
-        name = f"{command[0]}, {FLEET_HOSTS} hosts x {FLEET_MODULES:,} modules"
+    for name, measured in runs.items():
+        seconds, rss = statistics.median(s for s, _ in measured), max(r for _, r in measured)
         rows.append(figure(f"{name} (wall, caches off)", seconds, "s", "<= 10", seconds <= 10))
         rows.append(figure(f"{name}: peak RSS", rss / 2**20, "MiB", "< 1024", rss < 2**30))
     return rows
@@ -371,10 +410,22 @@ def latency_figures(repeat: int) -> list[dict]:
     module = biggest(dump.glob("*after_optimizations.txt"))
     alone = one_module_folder(module)
     trace = folder / "trace"
+    commands = {
+        f"{command[0]}, {label}": [*XLAINSPECT, *command]
+        for label, target_file, target_dir in (("one module", module, alone), ("20-module dump", dump, dump))
+        for command in latency_commands(target_file, target_dir, trace)
+    }
+    cold = walls(commands, repeat, {"XLAINSPECT_NO_CACHE": "1"})
+    warm_env = {"XLAINSPECT_CACHE_DIR": str(CACHE / "latency-cache")}
+    for command in commands.values():
+        once(command, warm_env)  # fills its caches
+    warm = walls(commands, repeat, warm_env)
     rows = []
-    for label, target_file, target_dir in (("one module", module, alone), ("20-module dump", dump, dump)):
-        for command in latency_commands(target_file, target_dir, trace):
-            rows += command_latency(f"{command[0]}, {label}", command, repeat)
+    for name in commands:
+        rows += [
+            figure(f"{name}: cold (wall, caches off)", cold[name], "s", f"<= {COLD_TARGET}", cold[name] <= COLD_TARGET),
+            figure(f"{name}: warm (wall, caches on)", warm[name], "s", f"<= {WARM_TARGET}", warm[name] <= WARM_TARGET),
+        ]
     return rows
 
 
@@ -399,18 +450,6 @@ def latency_commands(file: Path, folder: Path, trace: Path) -> list[list[str]]:
         ["cost", text],
         ["profile", str(trace), "--dump", str(folder)],
         ["report", str(folder), "--html", str(CACHE / "latency_report.html")],
-    ]
-
-
-def command_latency(name: str, command: list[str], repeat: int) -> list[dict]:
-    """One command cold (caches off) and warm (its caches filled by a first run), each beside its target."""
-    cold = wall([*XLAINSPECT, *command], repeat, {"XLAINSPECT_NO_CACHE": "1"})
-    warm_env = {"XLAINSPECT_CACHE_DIR": str(CACHE / "latency-cache")}
-    wall([*XLAINSPECT, *command], 1, warm_env)
-    warm = wall([*XLAINSPECT, *command], repeat, warm_env)
-    return [
-        figure(f"{name}: cold (wall, caches off)", cold, "s", f"<= {COLD_TARGET}", cold <= COLD_TARGET),
-        figure(f"{name}: warm (wall, caches on)", warm, "s", f"<= {WARM_TARGET}", warm <= WARM_TARGET),
     ]
 
 
@@ -583,9 +622,15 @@ print(json.dumps({"s": loaded, "analysis_s": time.perf_counter() - start - loade
 
 def big_module_figures(path: Path, repeat: int) -> list[dict]:
     megabytes = path.stat().st_size / 1e6
-    cpp = median_of(CPP_PARSE, repeat, str(path))
-    one = median_of(GRAMMAR_PARSE, repeat, "1", str(path))
-    many = median_of(GRAMMAR_PARSE, repeat, "all", str(path))
+    parses = rounds(
+        {
+            "cpp": functools.partial(run_python, CPP_PARSE, str(path)),
+            "one": functools.partial(run_python, GRAMMAR_PARSE, "1", str(path)),
+            "many": functools.partial(run_python, GRAMMAR_PARSE, "all", str(path)),
+        },
+        repeat,
+    )
+    cpp, one, many = (median_run(parses[name]) for name in ("cpp", "one", "many"))
     cache_env = {"XLAINSPECT_CACHE_DIR": str(CACHE / "xlainspect-cache")}
     median_of(WARM_ANALYSIS, 1, str(path), env=cache_env)  # fills the cache
     warm = median_of(WARM_ANALYSIS, repeat, str(path), env=cache_env)
@@ -658,8 +703,15 @@ def big_module_figures(path: Path, repeat: int) -> list[dict]:
 def cost_figures(path: Path, repeat: int, env: dict) -> list[dict]:
     """`cost` (XLA's FLOPs and bytes per op, roofline on a chip) against `fusions` on the same module,
     both cold, start-up and parse included: the target is 1.2x."""
-    fusions_wall = wall([*XLAINSPECT, "fusions", str(path), "--format", "json"], repeat, env)
-    cost_wall = wall([*XLAINSPECT, "cost", str(path), "--chip", "h100", "--format", "json"], repeat, env)
+    times = walls(
+        {
+            "fusions": [*XLAINSPECT, "fusions", str(path), "--format", "json"],
+            "cost": [*XLAINSPECT, "cost", str(path), "--chip", "h100", "--format", "json"],
+        },
+        repeat,
+        env,
+    )
+    fusions_wall, cost_wall = times["fusions"], times["cost"]
     return [
         figure(
             "xlainspect cost --chip h100, no cache (wall)",
