@@ -252,3 +252,58 @@ def test_a_signature_is_the_header_and_entry_alone():
         (p.name, p.op_name) for p in whole.entry.parameters
     ]
     assert module.signature() is signature and module.module() is module.signature()  # once parsed whole
+
+
+def _counted_facts(monkeypatch) -> list[str]:
+    """The modules `diff_dumps` analyses, serially, caches off (each module's facts computed here)."""
+    from xlainspect import settings
+    from xlainspect.analysis import diff
+
+    monkeypatch.setattr(settings, "_cache_enabled", False)
+    monkeypatch.setattr(settings, "_parse_workers", 1)
+    analysed = []
+    facts = diff._facts_or_error
+
+    def counted(module, chip):
+        analysed.append(module.label)
+        return facts(module, chip)
+
+    monkeypatch.setattr(diff, "_facts_or_error", counted)
+    return analysed
+
+
+def test_a_module_equal_in_both_dumps_is_analysed_once(tmp_path, monkeypatch):
+    """Two dumps of one program hold mostly the same modules byte for byte, here under other module
+    ids: each is analysed once, and the rows are those of analysing every module."""
+    import shutil
+
+    from xlainspect.analysis import diff
+
+    b = tmp_path / "b"
+    b.mkdir()
+    for path in (DUMPS / "tpu_v5e").iterdir():  # a later run: the same compiles, ids shifted by 1000
+        if path.is_file():
+            shutil.copy(path, b / path.name.replace("module_0", "module_1", 1))
+    changed = next(b.glob("module_1085.*.after_optimizations.txt"))
+    changed.write_text(changed.read_text() + "\n")  # one module's text differs (a byte)
+    modules = len(load_dump(DUMPS / "tpu_v5e").modules)
+    analysed = _counted_facts(monkeypatch)
+    rows = diff_dumps(load_dump(DUMPS / "tpu_v5e"), load_dump(b))
+    assert len(analysed) == modules + 1
+    assert sum(label.startswith("module_1085.") for label in analysed) == 1
+    monkeypatch.setattr(diff, "_inputs_digest", lambda module: module)  # every module analysed
+    assert diff_dumps(load_dump(DUMPS / "tpu_v5e"), load_dump(b)) == rows
+    assert len(analysed) == 3 * modules + 1
+
+
+def test_equal_damaged_modules_are_each_skipped_under_their_own_path(tmp_path, monkeypatch):
+    """A module that does not parse, byte-identical in both dumps: each dump names its own file."""
+    a, b = _damaged_copy(tmp_path / "a", "diff_batch_a"), _damaged_copy(tmp_path / "b", "diff_batch_a")
+    analysed = _counted_facts(monkeypatch)
+    dumps = load_dump(a), load_dump(b)
+    (row,) = diff_dumps(*dumps)
+    assert (row.status, row.unreadable) == ("unknown", ("A module_0000.jit_train_step", "B module_0000.jit_train_step"))
+    assert len(analysed) == 2
+    for dump, root in zip(dumps, (a, b)):
+        (skipped,) = dump.skipped
+        assert skipped.path.parent == root and str(root) in skipped.reason

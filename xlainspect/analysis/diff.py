@@ -10,7 +10,9 @@ and result's shardings, which the `HloModule` header does not print.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xlainspect.dump.directory import SHARE_MIN_BYTES, SHARE_MIN_MODULES, Dump, DumpModule
+from xlainspect.dump.files import read_bytes
 from xlainspect.errors import XlaInspectError
 
 if TYPE_CHECKING:  # the analyses are imported where they run: loading a cached diff needs only the rows
@@ -137,22 +140,59 @@ def diff_dumps(
     functions_a, functions_b = a.functions(), b.functions()
     both = [m for functions in (functions_a, functions_b) for modules in functions.values() for m in modules]
     analyse = functools.partial(_facts_or_error, chip=chip)
+    keys = [_inputs_digest(module) for module in both]
+    firsts: dict[object, DumpModule] = {}  # a module's inputs -> the first module made of them
+    for key, module in zip(keys, both):
+        firsts.setdefault(key, module)
+    unique = list(firsts.values())
     found = map_shared(
         analyse,
-        both,
+        unique,
         1,
         advance=advance,
         size=DumpModule.hlo_bytes,  # the two largest modules (often one per dump) are analysed at once
         serial_below=SHARE_MIN_MODULES,
         serial_below_size=SHARE_MIN_BYTES,
+        meanwhile=functools.partial(_signatures, [*functions_a.values(), *functions_b.values()]),
     )
-    facts = dict(zip(map(id, both), found))
+    facts = dict(zip(map(id, unique), found))
+    for key, module in zip(keys, both):
+        if id(module) not in facts:
+            shared = facts[id(firsts[key])]
+            # an error names the file it was met in: a module's own error names its own file
+            facts[id(module)] = analyse(module) if any(isinstance(f, XlaInspectError) for f in shared) else shared
+    if advance is not None:
+        advance(len(both) - len(unique))  # those compared through the module they equal
     rows = []
     for name in [*functions_a, *(n for n in functions_b if n not in functions_a)]:
         left = profile(a, name, functions_a[name], facts) if name in functions_a else None
         right = profile(b, name, functions_b[name], facts) if name in functions_b else None
         rows.append(diff_profiles(name, left, right))
     return rows
+
+
+def _signatures(functions: list[list[DumpModule]]) -> None:
+    """Each function's first module's signature (`profile` compares them), read while a worker
+    analyses modules; one that cannot be read is left to `profile`, which skips it."""
+    for modules in functions:
+        with contextlib.suppress(XlaInspectError):
+            modules[0].signature()
+
+
+def _inputs_digest(dump_module: DumpModule) -> object:
+    """What a module's facts are made of: its platform and the bytes of the files they read (its HLO
+    text and the memory side files). Two dumps of one program hold mostly the same modules byte for
+    byte (the compiles a change did not touch, in any order and under any module id): each is analysed
+    once. A module whose files cannot be read is its own key (its analysis names the problem)."""
+    from xlainspect.analysis.memory import memory_inputs
+
+    try:
+        contents = tuple(
+            hashlib.blake2b(read_bytes(path), digest_size=16).digest() for path in memory_inputs(dump_module)
+        )
+    except XlaInspectError:
+        return dump_module
+    return dump_module.platform, dump_module.platform_tag, contents
 
 
 def _facts_or_error(dump_module: DumpModule, chip: Chip | None) -> tuple:
