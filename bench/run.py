@@ -382,16 +382,18 @@ stats = [jnp.max(x), jnp.min(x), jnp.std(x), jnp.argmax(x), jnp.cumsum(x, 0), jn
 """
 
 
-def small_dump() -> Path:
+def small_dump(heads: int = 8) -> Path:
     """A 20-module CPU dump of a 2-layer transformer training step (its step module ~350 KB after
-    optimizations, the rest jax's eager ops) and a jax.profiler trace of two steps: made once with jax."""
-    folder = CACHE / "step_dump"
+    optimizations, the rest jax's eager ops) and a jax.profiler trace of two steps: made once with jax.
+    With other `heads`, another run of the program after a change: the step module differs, jax's eager
+    ops are the same."""
+    folder = CACHE / ("step_dump" if heads == 8 else f"step_dump_{heads}_heads")
     if (folder / ".complete").exists():
         return folder
     print(f"generating {folder} with jax (once; seconds)...", file=sys.stderr)
     shutil.rmtree(folder, ignore_errors=True)
     script = CACHE / "generate_step.py"
-    script.write_text((TRANSFORMER_STEP + SMALL_RUN).format(layers=2, heads=8))
+    script.write_text((TRANSFORMER_STEP + SMALL_RUN).format(layers=2, heads=heads))
     env = {**os.environ, "XLA_FLAGS": f"--xla_dump_to={folder / 'dump'}"}
     subprocess.run([sys.executable, str(script), str(folder / "trace")], check=True, env=env)
     (folder / ".complete").touch()
@@ -415,6 +417,16 @@ def latency_figures(repeat: int) -> list[dict]:
         for label, target_file, target_dir in (("one module", module, alone), ("20-module dump", dump, dump))
         for command in latency_commands(target_file, target_dir, trace)
     }
+    # `diff` above compares an input with itself, where every module is equal on both sides (and
+    # analysed once); here with another run of the program, whose step module differs
+    other = small_dump(heads=4) / "dump"
+    commands["diff against another run, one module"] = [
+        *XLAINSPECT,
+        "diff",
+        str(module),
+        str(biggest(other.glob("*after_optimizations.txt"))),
+    ]
+    commands["diff against another run, 20-module dump"] = [*XLAINSPECT, "diff", str(dump), str(other)]
     cold = walls(commands, repeat, {"XLAINSPECT_NO_CACHE": "1"})
     warm_env = {"XLAINSPECT_CACHE_DIR": str(CACHE / "latency-cache")}
     for command in commands.values():
