@@ -38,14 +38,15 @@ def hlo_fixture_files() -> list[Path]:
     return sorted(p for p in DUMPS.rglob("module_*.txt") if not any(s in p.name for s in side))
 
 
-def model_summary(modules) -> list:
-    """Every field of a parsed model as plain values: models compare by identity, this by content."""
+def model_summary(modules, lines: bool = True) -> list:
+    """Every field of a parsed model as plain values: models compare by identity, this by content.
+    `lines=False` leaves out the line numbers (text printed from a model has its own)."""
     return [
         (
             m.name,
             m.attributes,
             repr(m.stack_frames),
-            m.line,
+            m.line if lines else 0,
             m.has_header,
             m.entry_computation_layout,
             [
@@ -55,7 +56,7 @@ def model_summary(modules) -> list:
                     c.parameter_shapes,
                     c.result_shape,
                     c.attributes,
-                    c.line,
+                    c.line if lines else 0,
                     [
                         (
                             i.name,
@@ -64,7 +65,7 @@ def model_summary(modules) -> list:
                             i.operands,
                             i.attributes,
                             i.is_root,
-                            i.line,
+                            i.line if lines else 0,
                             i.operand_shape_indices,
                         )
                         for i in c.instructions
