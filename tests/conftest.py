@@ -34,6 +34,7 @@ def hlo_fixture_files() -> list[Path]:
         "transfer_stats",
         "hlo_module_config",
         "tpu_comp_env",
+        "thunk_",  # GPU thunk_sequence, thunk_metadata: the executable's thunks, not HLO text
     )
     return sorted(p for p in DUMPS.rglob("module_*.txt") if not any(s in p.name for s in side))
 
