@@ -61,7 +61,7 @@ def xla_costs() -> dict:
 def _assert_equals_xla(path, xla_costs) -> None:
     ours = module_cost(_module(path), None)
     # XLA sums in float32: equal within 1%, exactly for small modules.
-    assert (ours.flops, ours.transcendentals, ours.bytes_accessed) == pytest.approx(
+    assert (ours.xla_flops, ours.xla_transcendentals, ours.xla_bytes_accessed) == pytest.approx(
         xla_costs[str(path)], rel=0.01, abs=0.5
     ), path.name
 
@@ -262,7 +262,7 @@ def test_xla_parser_test_modules_equal_xla_cost_analysis(xla_costs):
             refused.append((path.name, error.line))
             continue
         compared += 1
-        if (ours.flops, ours.transcendentals, ours.bytes_accessed) != pytest.approx(
+        if (ours.xla_flops, ours.xla_transcendentals, ours.xla_bytes_accessed) != pytest.approx(
             xla_costs[str(path)], rel=0.01, abs=0.5
         ):
             differ.append(path.name)
