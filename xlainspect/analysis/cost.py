@@ -1199,8 +1199,9 @@ _CUDNN_FMHA = "__cudnn$fmha"
 def _gemm(executed: _Executed, instruction: Instruction, index) -> Cost:
     """cuBLAS: XLA's `GetDotFlops` of operand 0 and the result (the first tuple element) with the
     backend_config's dot dimension numbers: 2 x result elements (batch included) x the contracted
-    size. Like XLA, the alpha scaling and the beta x C epilogue are not counted (the dot dominates);
-    C is read as an operand. The workspace XLA appends to the result is scratch, not written."""
+    size, as GpuHloCostAnalysis counts it; plus what XLA's HloCostAnalysis counts for the elementwise
+    ops the call folds in (`_epilogue`). C is read as an operand; the workspace XLA appends to the
+    result is scratch, not written."""
     config = _backend_config(instruction, "gemm_backend_config")
     numbers = config.get("dot_dimension_numbers") or {}
     lhs = _operand(instruction, 0, index)
@@ -1208,7 +1209,32 @@ def _gemm(executed: _Executed, instruction: Instruction, index) -> Cost:
     outputs = _results(instruction.shape)
     if len(outputs) > 1 and outputs[-1].dtype in ("s8", "u8"):
         outputs = outputs[:-1]
-    return _custom_call_bytes(instruction, index, outputs) + Cost(flops=2 * outputs[0].num_elements * width)
+    elements = outputs[0].num_elements
+    flops, transcendentals = _epilogue(config)
+    return _custom_call_bytes(instruction, index, outputs) + Cost(
+        2 * elements * width + flops * elements, transcendentals * elements
+    )
+
+
+#: Per output element, (flops, transcendentals) of each part of a cuBLASLt epilogue
+#: (xla/service/gpu/backend_configs.proto `GemmBackendConfig.Epilogue`) as XLA's HloCostAnalysis counts
+#: the ops it replaces: the bias add, relu's maximum, tanh-approximated GELU (jax.nn.gelu: four
+#: multiplies and x**3's two, two adds, tanh), SiLU (logistic and a multiply); AUX only adds an output.
+_EPILOGUE_PARTS = {"BIAS": (1, 0), "RELU": (1, 0), "GELU": (8, 1), "SILU": (1, 1), "AUX": (0, 0), "DEFAULT": (0, 0)}
+
+
+def _epilogue(config: dict) -> tuple[int, int]:
+    """(flops, transcendentals) per output element of a gemm's alpha, beta and epilogue: alpha != 1 a
+    multiply, beta != 0 an add of C (and a multiply unless beta is 1), then the epilogue's parts."""
+    flops = int(config.get("alpha_real", 1) != 1 or config.get("alpha_imag", 0) != 0)
+    beta = config.get("beta", 0)
+    flops += (beta != 0) + (beta not in (0, 1))
+    transcendentals = 0
+    for part in str(config.get("epilogue", "DEFAULT")).split("_"):
+        part_flops, part_transcendentals = _EPILOGUE_PARTS.get(part, (0, 0))
+        flops += part_flops
+        transcendentals += part_transcendentals
+    return flops, transcendentals
 
 
 def _dnn_convolution(executed: _Executed, instruction: Instruction, index) -> Cost:
