@@ -1,8 +1,8 @@
-"""What each op costs: FLOPs, transcendentals and bytes as XLA's `HloCostAnalysis` counts them, and
-the roofline time of each op and module on a chip.
+"""What one call of a module executes, op by op: FLOPs, transcendentals and bytes, with XLA's static
+`HloCostAnalysis` figures beside (`xla_*`), and the roofline time of each op and module on a chip.
 
-Counting follows xla/service/hlo_cost_analysis.cc, so that a module's totals equal what jaxlib's
-`hlo_module_cost_analysis` reports for the same text:
+XLA's count (`_Analysis`) follows xla/service/hlo_cost_analysis.cc, so that a module's `xla_*` totals
+equal what jaxlib's `hlo_module_cost_analysis` reports for the same text:
 
 * elementwise ops count one per output element: as `transcendentals` for XLA's set (erf, exp,
   log, logistic, power, sqrt, cbrt, rsqrt, tanh, sin, cos, tan, expm1, log1p, atan2, and the newer
@@ -18,9 +18,8 @@ Counting follows xla/service/hlo_cost_analysis.cc, so that a module's totals equ
 * sort: n x ceil(log2 n); fft: 8 x prod(floor(log2 length)) x elements; rng: transcendentals.
 * all-reduce: one flop per output element; the other collectives none.
 * fusion: the sum of its fused instructions; `call` and `async-start`: the called computation;
-  `while`: body + condition **once** (XLA does not multiply by `known_trip_count`);
-  `conditional`: the largest branch, per property.
-* custom-call: -1 flops and -1 bytes each, XLA's "unknown", kept so totals equal XLA's.
+  `while`: body + condition once; `conditional`: the largest branch, per property.
+* custom-call: -1 flops and -1 bytes each, XLA's "unknown".
 
 Bytes: operand bytes + output bytes, zero for parameter, constant, get-tuple-element, bitcast, a
 transpose that is a bitcast, after-all, add-dependency, domain; tuple its index table; slice and
@@ -29,9 +28,16 @@ what it reads of each parameter (`FusionParameterReadBytes`: a parameter read on
 slices is charged the slices) plus large constants inside. Sizes are XLA's CPU size function (a
 tuple is a table of 8-byte pointers), logical or (`padded_*`) with the layout's tile padding.
 
+What one call executes (`_Executed`) is that count but for control flow and custom calls: a while
+loop's body and condition times its trip count (`trip_count`: `known_trip_count`, else
+while_loop_analysis.cc's induction-variable pattern; once where none is known), a conditional's most
+expensive branch, and custom calls by target as xla/service/gpu/model/gpu_hlo_cost_analysis.cc counts
+them (cuBLAS gemms, cuDNN convolutions and fused attention, Triton kernels; see `_executed_custom_call`);
+a target without a rule counts 0 and is listed. Each op runs `executions` times per call, the product
+of the trip counts along its call chain.
+
 Rows are the instructions of the entry and of the computations it runs as control flow, fusions
-as one op; module totals are XLA's (a conditional counts its largest branch), so the rows of a
-module with conditionals sum to more.
+as one op.
 """
 
 from __future__ import annotations
