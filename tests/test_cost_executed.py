@@ -271,3 +271,23 @@ def test_gpu_fori_loop_executes_what_its_unrolled_twin_executes():
     assert looped.flops == pytest.approx(unrolled.flops, rel=0.001)
     expected = _expected(GPU)
     assert unrolled.xla_flops == pytest.approx(expected["jit_unrolled_microbatches"]["xla_cost"]["flops"], rel=0.01)
+
+
+def test_nested_loops_multiply_their_trip_counts():
+    """gpu_profile's train_step: 3 blocks under lax.scan inside a 2-micro-batch lax.fori_loop, so a
+    block's ops run 6 times per call, the micro-batch's other ops 2 times, the update once."""
+    paths = sorted((DUMPS / "gpu_profile").glob("module_*.jit_train_step.*gpu_after_optimizations.txt"))
+    module = parse_hlo(paths[0].read_text(), str(paths[0]))[0]
+    cost = module_cost(module, None)
+    assert sorted((loop.trip_count, loop.executions) for loop in cost.loops) == [(2, 1), (3, 2), (3, 2)]
+    assert {(op.executions, op.trip_count) for op in cost.ops} == {(6, 3), (2, 2), (1, 1)}
+    assert cost.flops == sum(op.flops for op in cost.ops)
+
+
+@pytest.mark.parametrize(
+    ("start", "bound", "step", "direction", "trips"),
+    [(0, 3, 1, "LT", 3), (0, 10, 3, "LT", 4), (0, 3, 1, "LE", 4), (5, 0, -1, "GT", 5), (5, 0, -2, "GE", 3)]
+    + [(0, 6, 2, "NE", 3), (0, 5, 2, "NE", None), (0, 3, -1, "LT", None), (4, 3, 1, "LT", 0)],
+)
+def test_iterations_of_a_counted_loop(start, bound, step, direction, trips):
+    assert cost_module._iterations(start, bound, step, direction) == trips

@@ -1153,7 +1153,8 @@ class _Executed:
 
     def _factor(self, instruction: Instruction, position: int) -> float:
         if instruction.opcode == "while":
-            return self.trip_counts.get(instruction.name) or 1
+            trip = self.trip_counts.get(instruction.name)
+            return 1 if trip is None else trip
         if instruction.opcode == "conditional":
             return 1 if self.branches.get(instruction.name) == position else 0
         return 1
