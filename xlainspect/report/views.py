@@ -672,8 +672,9 @@ def cost_notes(report: CostReport) -> list[str]:
             listed = ", ".join(f"{target or '(no target)'} x {n}" for target, n in sorted(module.not_counted.items()))
             notes.append(f"{module.module}: not counted (custom-call target without a cost rule): {listed}")
         if module.branches:
-            counted = ", ".join(f"{name}: branch {index}" for name, index in sorted(module.branches.items()))
-            notes.append(f"{module.module}: conditionals count their most expensive branch ({counted})")
+            counted = [f"{name}: branch {index}" for name, index in sorted(module.branches.items())]
+            shown = ", ".join(counted[:5]) + (f" and {len(counted) - 5} more" if len(counted) > 5 else "")
+            notes.append(f"{module.module}: conditionals count their most expensive branch ({shown})")
     return notes
 
 
