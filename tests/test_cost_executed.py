@@ -291,3 +291,21 @@ def test_nested_loops_multiply_their_trip_counts():
 )
 def test_iterations_of_a_counted_loop(start, bound, step, direction, trips):
     assert cost_module._iterations(start, bound, step, direction) == trips
+
+
+# From XLA's GPU AOT compilation test (gpu_aot_compilation_test.cc, ExportAndLoadExecutableWithTriton),
+# its backend_config (the kernel's Triton IR) left empty.
+TRITON_CALL = """HloModule Test
+
+ENTRY main {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = (f32[],f32[]) custom-call(a, b), custom_call_target="__gpu$xla.gpu.triton", backend_config="{}"
+}
+"""
+
+
+def test_triton_kernel_given_as_ir_is_listed_not_counted():
+    """A Pallas/Triton kernel names no HLO computation to count: 0, listed (never a skipped file)."""
+    cost = module_cost(parse_hlo(TRITON_CALL, "x")[0], None)
+    assert (cost.flops, cost.not_counted) == (0, {"__gpu$xla.gpu.triton": 1})

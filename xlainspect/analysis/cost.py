@@ -1184,17 +1184,19 @@ def _executed_conditional(executed: _Executed, instruction: Instruction, index) 
 
 def _executed_custom_call(executed: _Executed, instruction: Instruction, index) -> Cost:
     """A custom call by its target (xla/service/gpu/model/gpu_hlo_cost_analysis.cc `HandleCustomCall`,
-    target names from xla/service/gpu/cublas_cudnn.h); a target without a rule counts 0, listed."""
+    target names from xla/service/gpu/cublas_cudnn.h); a target without a rule, or a call without what
+    its rule reads (a backend_config, a called computation), counts 0 and is listed."""
     target = instruction.custom_call_target or ""
     rule = _CUSTOM_CALLS.get(target)
     if rule is None and target.startswith(_CUBLAS_LT):
         rule = _gemm
     if rule is None and target.startswith(_CUDNN_FMHA):
         rule = _fused_attention
-    if rule is None:
+    cost = rule(executed, instruction, index) if rule is not None else None
+    if cost is None:
         executed.not_counted[target] += 1
         return _NO_COST
-    return rule(executed, instruction, index)
+    return cost
 
 
 _CUBLAS_LT = "__cublas$lt$matmul"
@@ -1203,13 +1205,15 @@ _CUDNN_FMHA = "__cudnn$fmha"
 """cuDNN fused attention: `__cudnn$fmhaSoftmax`, `...ScaleBiasSoftmax...`, `...Dropout`, `...Backward`, `...F8`."""
 
 
-def _gemm(executed: _Executed, instruction: Instruction, index) -> Cost:
+def _gemm(executed: _Executed, instruction: Instruction, index) -> Cost | None:
     """cuBLAS: XLA's `GetDotFlops` of operand 0 and the result (the first tuple element) with the
     backend_config's dot dimension numbers: 2 x result elements (batch included) x the contracted
     size, as GpuHloCostAnalysis counts it; plus what XLA's HloCostAnalysis counts for the elementwise
     ops the call folds in (`_epilogue`). C is read as an operand; the workspace XLA appends to the
     result is scratch, not written."""
     config = _backend_config(instruction, "gemm_backend_config")
+    if config is None:
+        return None
     numbers = config.get("dot_dimension_numbers") or {}
     lhs = _operand(instruction, 0, index)
     width = math.prod(lhs.dims[int(d)] for d in numbers.get("lhs_contracting_dimensions", ()))
@@ -1264,16 +1268,16 @@ def _dnn_convolution(executed: _Executed, instruction: Instruction, index) -> Co
     return _custom_call_bytes(instruction, index, [result]) + Cost(flops=_convolution_flops(instruction, *roles))
 
 
-def _fused_attention(executed: _Executed, instruction: Instruction, index) -> Cost:
+def _fused_attention(executed: _Executed, instruction: Instruction, index) -> Cost | None:
     """CuDNN fused (flash) attention: the two batched matmuls of the score matrix, whose [batch, heads,
     q length, kv length] shape the backend_config's `intermediate_tensor_shape` holds (as jax's
     fused_attention_stablehlo.py writes it), Q's head size D and V's Dv the last dims of operands 0 and 2:
     forward Q.K^T and P.V, 2 x scores x (D + Dv); backward recomputes Q.K^T and runs dQ, dK (D) and dP,
     dV (Dv): 2 x scores x (3D + 2Dv). Masked (causal) blocks are counted as the shapes say."""
     config = _backend_config(instruction, "cudnn_fmha_backend_config")
-    dims = (config.get("intermediate_tensor_shape") or {}).get("dimensions")
+    dims = ((config or {}).get("intermediate_tensor_shape") or {}).get("dimensions")
     if not dims:
-        raise _Uncountable("its backend_config has no cudnn_fmha_backend_config.intermediate_tensor_shape")
+        return None
     scores = math.prod(int(d) for d in dims)
     head, value_head = _operand(instruction, 0, index).dims[-1], _operand(instruction, 2, index).dims[-1]
     matmuls = 3 * head + 2 * value_head if "Backward" in (instruction.custom_call_target or "") else head + value_head
@@ -1283,8 +1287,11 @@ def _fused_attention(executed: _Executed, instruction: Instruction, index) -> Co
     return _custom_call_bytes(instruction, index, outputs) + Cost(flops=2 * scores * matmuls)
 
 
-def _triton(executed: _Executed, instruction: Instruction, index) -> Cost:
-    """A Triton kernel: the FLOPs of the computation it was emitted from; bytes its operands and results."""
+def _triton(executed: _Executed, instruction: Instruction, index) -> Cost | None:
+    """A Triton kernel: the FLOPs of the computation it was emitted from; bytes its operands and results.
+    A kernel given only as Triton IR in its backend_config (jax's Pallas calls) names no computation."""
+    if not instruction.called_computations:
+        return None
     inside = executed.static.computation(executed.static.called(instruction), flops_only=True)
     return _custom_call_bytes(instruction, index, _results(instruction.shape)) + Cost(
         inside.flops, inside.transcendentals
@@ -1301,14 +1308,12 @@ def _custom_call_bytes(instruction: Instruction, index, written: list[Shape]) ->
     return _bytes(read, (sum(s[0] for s in sizes), sum(s[1] for s in sizes)))
 
 
-def _backend_config(instruction: Instruction, key: str) -> dict:
+def _backend_config(instruction: Instruction, key: str) -> dict | None:
     config = (decode_json(instruction.attributes.get("backend_config")) or {}).get(key)
-    if not isinstance(config, dict):
-        raise _Uncountable(f"its backend_config has no {key}")
-    return config
+    return config if isinstance(config, dict) else None
 
 
-_CUSTOM_CALLS: dict[str, Callable[[_Executed, Instruction, dict], Cost]] = {
+_CUSTOM_CALLS: dict[str, Callable[[_Executed, Instruction, dict], Cost | None]] = {
     "__cublas$gemm": _gemm,
     "__cudnn$convForward": _dnn_convolution,
     "__cudnn$convBackwardInput": _dnn_convolution,

@@ -670,7 +670,7 @@ def cost_notes(report: CostReport) -> list[str]:
     for module in report.modules:
         if module.not_counted:
             listed = ", ".join(f"{target or '(no target)'} x {n}" for target, n in sorted(module.not_counted.items()))
-            notes.append(f"{module.module}: not counted (custom-call target without a cost rule): {listed}")
+            notes.append(f"{module.module}: not counted (custom calls of unknown cost, counted as 0): {listed}")
         if module.branches:
             counted = [f"{name}: branch {index}" for name, index in sorted(module.branches.items())]
             shown = ", ".join(counted[:5]) + (f" and {len(counted) - 5} more" if len(counted) > 5 else "")
