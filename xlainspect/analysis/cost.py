@@ -324,7 +324,7 @@ def _innermost_trip_counts(executed: _Executed) -> dict[str, int | None]:
             return
         trips[computation.name] = None if unknown else trip
         for instruction in computation.instructions:
-            for callee in executed._callees(instruction):
+            for callee in _run_callees(instruction):
                 inner, lost = trip, unknown
                 if instruction.opcode == "while":
                     inner = executed.trip_counts.get(instruction.name)
@@ -1139,17 +1139,11 @@ class _Executed:
         def visit(computation: Computation, times: float) -> None:
             runs[computation.name] = runs.get(computation.name, 0) + times
             for instruction in computation.instructions:
-                for position, callee in enumerate(self._callees(instruction)):
+                for position, callee in enumerate(_run_callees(instruction)):
                     visit(self.static.named(callee), times * self._factor(instruction, position))
 
         visit(self.module.entry, 1)
         return runs
-
-    def _callees(self, instruction: Instruction) -> tuple[str, ...]:
-        """The computations an instruction runs as control flow (an async pair counts at its start)."""
-        if instruction.opcode in ("while", "conditional", "call", "async-start"):
-            return instruction.called_computations
-        return ()
 
     def _factor(self, instruction: Instruction, position: int) -> float:
         if instruction.opcode == "while":
@@ -1158,6 +1152,13 @@ class _Executed:
         if instruction.opcode == "conditional":
             return 1 if self.branches.get(instruction.name) == position else 0
         return 1
+
+
+def _run_callees(instruction: Instruction) -> tuple[str, ...]:
+    """The computations an instruction runs as control flow (an async pair counts at its start)."""
+    if instruction.opcode in ("while", "conditional", "call", "async-start"):
+        return instruction.called_computations
+    return ()
 
 
 def _executed_while(executed: _Executed, instruction: Instruction, index) -> Cost:
