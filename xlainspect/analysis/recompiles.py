@@ -18,10 +18,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from xlainspect.analysis.ops import computation_counts, line_counts, opcode_counts
 from xlainspect.analysis.origin import Origin, module_origin, module_origins
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.dump.files import read_bytes, read_text
 from xlainspect.errors import DumpError, XlaInspectError, no_match
+from xlainspect.hlo.fastpath import scan
 
 if TYPE_CHECKING:
     from xlainspect.hlo.model import Computation, Module
@@ -309,12 +311,16 @@ def _sharding_causes(modules: list[Module]) -> list[Cause]:
 
 
 _SDY_DIM = re.compile(r"\{([^{}]*)\}")
+_MESH_FORM = re.compile(r"^\{mesh\[[^\]]*\], \[((?:\{[^{}]*\}(?:, )?)*)\]")
+"""XLA's mesh form of a sharding (hlo_sharding.cc, printed by jax 0.11.2): `{mesh['data'=2,'model'=4],
+[{'data'}, {}]}`, one `{axes}` per dimension, as Shardy's attribute names them."""
 
 
 def _sharding_text(instruction, axes: list[tuple[str, int]]) -> str:
-    """`P('data', None)` from Shardy's `xla.sdy.sharding` (what the user wrote with a PartitionSpec),
-    or from XLA's `{devices=[2,1,4]<=[8] last_tile_dim_replicate}` read against the module's mesh
-    (`axes`); else XLA's text; `unspecified` where there is none (jax left it to the partitioner)."""
+    """`P('data', None)` from Shardy's `xla.sdy.sharding` (what the user wrote with a PartitionSpec) or
+    XLA's mesh form of a sharding, or from XLA's `{devices=[2,1,4]<=[8] last_tile_dim_replicate}` read
+    against the module's mesh (`axes`); else XLA's text; `unspecified` where there is none (jax left it
+    to the partitioner)."""
     if instruction is None:
         return "unspecified"
     sdy = re.search(
@@ -325,6 +331,8 @@ def _sharding_text(instruction, axes: list[tuple[str, int]]) -> str:
     sharding = instruction.attributes.get("sharding")
     if not sharding:
         return "unspecified"
+    if mesh_form := _MESH_FORM.match(sharding):
+        return _spec_text([_spec_entry(d) for d in _SDY_DIM.findall(mesh_form.group(1))])
     if sharding == "{replicated}" and axes:
         return _spec_text([])
     dims = _tiled_spec(sharding, axes)
@@ -376,10 +384,11 @@ def _tiled_spec(sharding: str, axes: list[tuple[str, int]]) -> list[str] | None:
 
 
 def _spec_entry(dim: str) -> str:
-    """One dimension of a PartitionSpec from Shardy's `{"data", "model"}` (`?` marks an open dim)."""
+    """One dimension of a PartitionSpec from Shardy's `{"data", "model"}` or the mesh form's
+    `{'data', 'model'}` (`?` marks an open dim)."""
     if dim.strip() == "?":
         return "P.UNCONSTRAINED"
-    axes = [a.strip().strip('"') for a in dim.split(",") if a.strip().strip('"') and a.strip() != "?"]
+    axes = [a.strip().strip("\"'") for a in dim.split(",") if a.strip().strip("\"'") and a.strip() != "?"]
     if not axes:
         return "None"
     return repr(axes[0]) if len(axes) == 1 else "(" + ", ".join(map(repr, axes)) + ")"
@@ -435,9 +444,16 @@ _INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?[^\s=]+ = .*? ([a-z][a-z0-9_-]*)\(",
 def _text_histogram(module: DumpModule) -> Counter:
     """Opcodes the program computes with, counted in its text without parsing it (the first ` opcode(`
     after `name = `); the ones a signature alone can add or drop (reshape, broadcast, constants, tuples
-    of parameters, converts of another dtype) are left out."""
-    text = read_text(module.hlo_file(_program_stage(module)).path)
-    return Counter(op for op in _INSTRUCTION.findall(text) if op not in _SIGNATURE_OPS)
+    of parameters, converts of another dtype) are left out. A program with `call` instructions (jax
+    0.11 keeps nested jits as calls) is counted per computation, calls inlined (`ops.inlined`): by the
+    line-level reader, else from the parsed module."""
+    stage = _program_stage(module)
+    text = read_text(module.hlo_file(stage).path)
+    if " call(" not in text:  # one regex over the text: a storm of 1,000 programs is read fast
+        return Counter(op for op in _INSTRUCTION.findall(text) if op not in _SIGNATURE_OPS)
+    lines = scan(text)
+    counts = opcode_counts(*(line_counts(lines) if lines is not None else computation_counts(module.module(stage))))
+    return Counter({op: n for op, n in counts.items() if op not in _SIGNATURE_OPS})
 
 
 def _branch_cause(histograms: list[Counter], programs: list[tuple[Module, Counter]], detail: str) -> Cause:
