@@ -9,9 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import DUMPS, JAX_VERSIONS, twins
-from xlainspect.analysis.recompiles import count_recompiles, describe_cause
+from xlainspect.analysis.recompiles import count_recompiles
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
+from xlainspect.report.causes import causes_text, describe_cause
 
 runner = CliRunner()
 
@@ -88,7 +89,46 @@ def test_recreated_function_identical(jax_version):
     rows = _rows("recreated_fn", jax_version)
     assert rows["jit__lambda"].modules == 4 and rows["jit_double"].modules == 1
     assert [c.kind for c in rows["jit__lambda"].causes] == ["identical"]
-    assert rows["jit__lambda"].causes[0].values == (0, 2, 4, 6)
+    (identical,) = rows["jit__lambda"].causes
+    assert (identical.values, identical.compiles, identical.same_as) == ((0, 2, 4, 6), (2, 3, 4), 1)
+
+
+def test_a_recreated_function_that_then_branches_has_both_causes():
+    """recreated_branch: the layer jitted anew on each of 4 calls, relu off, off, off, on. Compiles 2-3 are
+    the program of compile 1 again (the function re-created), compile 4 another program: both causes,
+    each naming its compiles, not `branch` alone."""
+    (row,) = _rows("recreated_branch").values()
+    identical, branch = row.causes
+    assert (identical.kind, identical.compiles, identical.same_as, identical.values) == (
+        "identical",
+        (2, 3),
+        1,
+        (0, 2, 4),
+    )
+    assert (branch.kind, branch.compiles, branch.values) == ("branch", (4,), ("", "maximum"))  # jax.nn.relu, inlined
+    assert causes_text(row.causes) == [
+        "compiles 2-3: identical to compile 1 (the function re-created, a static argument that changes nothing, "
+        "or a weak type)",
+        "compile 4: another program (maximum): a Python branch on a static argument",
+    ]
+    assert row.suggestion.startswith("create the jitted function once and reuse it")
+    assert "a Python if/for on a shape or static value picks the program" in row.suggestion
+
+
+def test_causes_of_different_compiles_name_them(jax_version):
+    """shape_branch: every size is new (compiles 2-4), the program changes once (compile 3, size 64);
+    sharded_mesh: the sharding changes at compile 2, the global shape at compile 3."""
+    (featurize,) = _rows("shape_branch", jax_version).values()
+    assert [c.compiles for c in featurize.causes] == [(2, 3, 4), (3,)]
+    assert causes_text(featurize.causes) == [
+        "compiles 2-4: shape x dim 0: 8 -> 16 -> 64 -> 128",
+        "compile 3: another program (add, dot, reduce, tanh, transpose): a Python branch or loop on a shape, "
+        f"at {jax_version.source(208)}",
+    ]
+    dense = _rows("sharded_mesh", jax_version)["jit_dense"]
+    assert [(c.kind, c.compiles) for c in dense.causes] == [("shape", (3,)), ("sharding", (2,))]
+    ragged = _rows("ragged_batch", jax_version)["jit_train_step"]  # causes of the same compile: no numbers
+    assert causes_text(ragged.causes) == ["shape x dim 0: 100 -> 5", "shape y dim 0: 100 -> 5"]
 
 
 def test_eager_flood_tells_eager_from_user_functions(jax_version):
@@ -332,7 +372,10 @@ def test_same_signature_causes(jax_version):
     (branch,) = rows["jit_layer"].causes  # jax's per-module xla_detailed_logging is no flag change
     assert branch.kind == "branch" and branch.values == (
         "add, divide, exponential, multiply, negate, tanh",
-        "(fewer ops)",
+        "",  # the other side adds no op of its own
+    )
+    assert describe_cause(branch).endswith(
+        ": add, divide, exponential, multiply, negate, tanh vs only ops every program has"
     )
     assert branch.detail.endswith("a Python branch on a static argument, at fixtures/generate.py:894")
     for name, ids in (("jit_scale", (4, 6)), ("jit_shift", (8, 10))):

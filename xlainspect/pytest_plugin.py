@@ -157,7 +157,7 @@ class XlaCompiles:
 
     def explain(self) -> str:
         """Every function compiled more than once during the test, with its causes and a suggestion."""
-        from xlainspect.analysis.recompiles import explain_recompiles
+        from xlainspect.report.causes import explain_recompiles
 
         return explain_recompiles(self.recompiles())
 
