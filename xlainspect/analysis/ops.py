@@ -5,10 +5,11 @@
 regions...). `function_histogram` folds the modules of one function (its recompiled variants)
 into one row per opcode.
 
-Every histogram looks through `call` instructions as XLA's CallInliner (call_inliner.cc, run first
+Every histogram looks through `call` instructions as XLA's CallInliner (call_inliner.cc, run early
 in every compiler's pipeline) does: a called computation's ops are counted once per call site in
-place of the `call`. jax 0.11 keeps a nested `jax.jit` as a `call` in the program it gives XLA where
-jax 0.10 inlined it, so without this one program would count differently under the two.
+place of the `call`. jax keeps a nested `jax.jit` (jnp.sort, jax.nn.relu, a user's inner jit) as a
+`call` in the program it gives XLA, and jax 0.10.2 and 0.11.2 split one program into calls
+differently, so without this one program would count differently under the two.
 """
 
 from __future__ import annotations
