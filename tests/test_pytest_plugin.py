@@ -105,7 +105,7 @@ def test_plain():
 
 def test_the_flag_before_test_paths_runs_those_tests(pytester: pytest.Pytester):
     """`pytest --xla-dump tests/` (as people type `--cov`): a temporary dump folder, and tests/ is where
-    the tests are, not the folder; a bare `--` ends the options."""
+    the tests are, not the folder; `pytest --xla-dump test_file.py` gates that file's tests."""
     tests = pytester.mkdir("tests")
     (tests / "test_in_tests.py").write_text(STEP + "\ndef test_x(xla_compiles):\n    train_step(batch(2))\n")
     pytester.makepyfile(test_elsewhere="def test_never_collected():\n    raise AssertionError\n")
@@ -113,8 +113,13 @@ def test_the_flag_before_test_paths_runs_those_tests(pytester: pytest.Pytester):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["xla dump: *xla-dump-*", "tests/test_in_tests.py .*"])
     assert not (pytester.path / "tests" / "module_0000.jit_train_step.before_optimizations.txt").exists()
-    alone = _run(pytester, "tests/test_in_tests.py", "--xla-dump")
-    alone.assert_outcomes(passed=1)
+    (tests / "test_gate.py").write_text(
+        STEP
+        + "\n@pytest.mark.max_compiles(train_step=1)\ndef test_two():\n    train_step(batch(3)); train_step(batch(4))\n"
+    )
+    gated = _run(pytester, "--xla-dump", "tests/test_gate.py")
+    gated.assert_outcomes(failed=1)
+    gated.stdout.fnmatch_lines(["*jit_train_step compiled 2 times, budget 1 (max_compiles jit_train_step)"])
 
 
 def test_dump_dir_option_and_its_usage_error(pytester: pytest.Pytester):
