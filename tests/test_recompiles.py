@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, JAX_VERSIONS, twins
+from tests.conftest import DUMPS, GPU_CORPUS, JAX_VERSIONS, twins
 from xlainspect.analysis.recompiles import count_recompiles
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
@@ -129,6 +129,25 @@ def test_causes_of_different_compiles_name_them(jax_version):
     assert [(c.kind, c.compiles) for c in dense.causes] == [("shape", (3,)), ("sharding", (2,))]
     ragged = _rows("ragged_batch", jax_version)["jit_train_step"]  # causes of the same compile: no numbers
     assert causes_text(ragged.causes) == ["shape x dim 0: 100 -> 5", "shape y dim 0: 100 -> 5"]
+
+
+@pytest.mark.skipif(not (GPU_CORPUS / "mixer_profile").is_dir(), reason="../shared/gpu-corpus not present")
+def test_a_flag_that_adds_an_argument_and_image_sizes_are_both_named():
+    """The GPU corpus' MLP-Mixer (jax 0.11.2, H200): jit_train_step compiled 6 times, 3 image sizes x a
+    static `train` flag that adds the dropout key (22 parameters, then 21). The parameter count explains
+    compile 2; the image sizes, compared among signatures of one count, compiles 3-6."""
+    rows = count_recompiles(load_dump(GPU_CORPUS / "mixer_profile" / "dump"))
+    (step,) = [r for r in rows if r.name == "jit_train_step"]
+    assert step.modules == 6 == _expected_truth(GPU_CORPUS / "mixer_profile")["jit(train_step)"]
+    by_parameter = {c.parameter: c for c in step.causes}
+    count, images = by_parameter["(parameter count)"], by_parameter["images"]
+    assert (count.values, count.compiles) == ((22, 21, 22, 21, 22, 21), (2,))
+    assert (images.values, images.dims, images.compiles) == (((32, 32), (16, 16), (24, 24)), (1, 2), (3, 4, 5, 6))
+    assert causes_text(step.causes)[1].startswith("compiles 3-6: shape params['tok1'] dim 1: 64 -> 16 -> 36")
+
+
+def _expected_truth(folder):
+    return json.loads((folder / "truth.json").read_text())["per_function"]
 
 
 def test_eager_flood_tells_eager_from_user_functions(jax_version):

@@ -162,9 +162,7 @@ def _explain(dump: Dump, modules: list[DumpModule], eager: bool) -> tuple[Cause,
     for module in modules:
         first_of.setdefault(signatures[module], module)
     distinct = list(first_of.values())  # a storm of 1,000 compiles has a few signatures: diff those
-    causes = _between_signatures(dump, distinct, eager)
-    for cause in causes:  # each signature cause has one value per distinct signature
-        cause.compiles = _new_values(cause.values, [position[m] for m in distinct])
+    causes = _between_signatures(dump, distinct, eager, position)
     for cause in (flags := _flag_causes(modules)):  # one value per compile
         cause.compiles = _new_values(cause.values, list(position.values()))
     causes += flags
@@ -177,8 +175,32 @@ def _explain(dump: Dump, modules: list[DumpModule], eager: bool) -> tuple[Cause,
     return tuple(causes)
 
 
-def _between_signatures(dump: Dump, distinct: list[DumpModule], eager: bool) -> list[Cause]:
-    """The causes between the first compiles of distinct signatures, one value per signature."""
+def _between_signatures(
+    dump: Dump, distinct: list[DumpModule], eager: bool, position: dict[DumpModule, int]
+) -> list[Cause]:
+    """The causes between the first compiles of distinct signatures, each with the compiles it explains.
+    Where the number of parameters differs (another pytree: a static flag that adds an argument), the
+    shapes of the signatures with one count are compared among themselves too (the image sizes of a
+    step compiled with and without its dropout key); their dtypes are already in the all-parameters
+    cause."""
+    causes = _compared(dump, distinct, eager, position)
+    by_count: dict[int, list[DumpModule]] = {}
+    for module in distinct:
+        by_count.setdefault(len(module.header().parameter_shapes), []).append(module)
+    if len(by_count) > 1:
+        seen: dict[tuple, Cause] = {}  # a shape that varies alike with and without the extra argument: once
+        for group in by_count.values():
+            for cause in (c for c in _compared(dump, group, eager, position) if c.kind == "shape" and len(group) > 1):
+                key = (cause.parameter, cause.index, cause.values, cause.dims)
+                if key in seen:
+                    seen[key].compiles = tuple(sorted(seen[key].compiles + cause.compiles))
+                else:
+                    causes.append(seen.setdefault(key, cause))
+    return causes
+
+
+def _compared(dump: Dump, distinct: list[DumpModule], eager: bool, position: dict[DumpModule, int]) -> list[Cause]:
+    """`_between_signatures` of signatures compared all at once: one value per signature."""
     causes = signature_causes([m.header() for m in distinct])
     if any(c.kind == "shape" for c in causes):
         causes = _sharded_shapes(dump, distinct, causes)
@@ -190,6 +212,8 @@ def _between_signatures(dump: Dump, distinct: list[DumpModule], eager: bool) -> 
         partitioned = distinct[0].header().num_partitions > 1
         if partitioned and not any(c.kind == "sharding" for c in causes) and (programs := _programs(dump, distinct)):
             causes += _sharding_causes(programs)
+    for cause in causes:
+        cause.compiles = _new_values(cause.values, [position[m] for m in distinct])
     return causes
 
 
