@@ -497,8 +497,8 @@ def _text_histogram(module: DumpModule) -> Counter:
     """Opcodes the program computes with, counted in its text without parsing it (the first ` opcode(`
     after `name = `); the ones a signature alone can add or drop (reshape, broadcast, constants, tuples
     of parameters, converts of another dtype) are left out. A program with `call` instructions (jax
-    0.11 keeps nested jits as calls) is counted per computation, calls inlined (`ops.inlined`): by the
-    line-level reader, else from the parsed module."""
+    keeps nested jits as calls, 0.10 and 0.11 in different numbers) is counted per computation, calls
+    inlined (`ops.inlined`): by the line-level reader, else from the parsed module."""
     stage = _program_stage(module)
     text = read_text(module.hlo_file(stage).path)
     if " call(" not in text:  # one regex over the text: a storm of 1,000 programs is read fast
