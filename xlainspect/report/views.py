@@ -320,7 +320,7 @@ def _times_json(times, name: str) -> dict:
 
 
 def _table_row(row, times=None) -> dict:
-    from xlainspect.analysis.recompiles import describe_cause
+    from xlainspect.report.causes import causes_text
 
     function = times.functions.get(row.name) if times else None
     seconds = (
@@ -337,7 +337,7 @@ def _table_row(row, times=None) -> dict:
         "eager": row.eager,
         **seconds,
         "source": row.source or "",
-        "why": "; ".join([*_unreadable(row), *(describe_cause(c) for c in row.causes)]),
+        "why": "; ".join([*_unreadable(row), *causes_text(row.causes)]),
         "suggestion": row.suggestion or "",
     }
 
