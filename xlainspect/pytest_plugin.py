@@ -150,10 +150,10 @@ class XlaCompiles:
         return counts.get(function, counts.get(f"jit_{function}", 0))
 
     def recompiles(self) -> list:
-        """count-recompiles' rows (`FunctionCompiles`: count, module ids, causes, suggestion) for this test."""
+        """count-recompiles' rows (`FunctionCompiles`: count, module ids, causes) for this test."""
         from xlainspect.analysis.recompiles import count_recompiles
 
-        return count_recompiles(self.dump())
+        return count_recompiles(self.dump()).functions
 
     def explain(self) -> str:
         """Every function compiled more than once during the test, with its causes and a suggestion."""
@@ -162,14 +162,16 @@ class XlaCompiles:
         return explain_recompiles(self.recompiles())
 
     def over_budget(self, total: int | None = None, **per_function: int) -> list[str]:
-        """count-recompiles' gate messages for these budgets; empty when within them."""
+        """count-recompiles' gate messages for these budgets; empty when within them (a function the test
+        did not compile is within any budget)."""
         from xlainspect.analysis.recompiles import Budget, budget_violations
+        from xlainspect.report.causes import violation_text
 
         rows = self.recompiles()
         names = {r.name for r in rows}
         budgets = tuple((_resolve(name, names), limit) for name, limit in per_function.items())
-        budget = Budget(per_name=budgets, max_total=total, named_by="max_compiles", names_must_exist=False)
-        return budget_violations(rows, budget)
+        violations = budget_violations(rows, Budget(per_name=budgets, max_total=total))
+        return [violation_text(v, "max_compiles") for v in violations]
 
 
 def _resolve(name: str, compiled: set[str]) -> str:

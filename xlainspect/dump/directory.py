@@ -282,6 +282,11 @@ class SkippedFile:
     path: Path
     reason: str
 
+    @classmethod
+    def of(cls, path: Path, error: XlaInspectError) -> SkippedFile:
+        """The file and the error's message (a parse error with its source line and caret)."""
+        return cls(path, error.render() if isinstance(error, HloParseError) else str(error))
+
 
 @dataclass(eq=False)
 class DumpModule:
@@ -457,8 +462,7 @@ class Dump:
         """Record a file that cannot be analysed (or raise, in strict mode) and go on with the rest."""
         if strict:
             raise error
-        reason = error.render() if isinstance(error, HloParseError) else str(error)
-        self.skipped.append(SkippedFile(path, reason))
+        self.skipped.append(SkippedFile.of(path, error))
 
 
 def load_dump(path: str | Path, *, strict: bool = False) -> Dump:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import functools
 import json
+import math
 import re
 from dataclasses import dataclass
 
@@ -243,3 +244,85 @@ def known_trip_count(text: str | None) -> int | None:
     trip = (decode_json(text) or {}).get("known_trip_count")
     value = trip.get("n") if isinstance(trip, dict) else None
     return int(value) if isinstance(value, (int, str)) and str(value).isdigit() else None
+
+
+_SDY_SHARDING = re.compile(r'xla\.sdy\.sharding="#sdy\.sharding<@\w+, \[(.*?)\]')
+_SDY_DIM = re.compile(r"\{([^{}]*)\}")
+_MESH_FORM = re.compile(r"^\{mesh\[[^\]]*\], \[((?:\{[^{}]*\}(?:, )?)*)\]")
+"""XLA's mesh form of a sharding (hlo_sharding.cc, printed by jax 0.11.2): `{mesh['data'=2,'model'=4],
+[{'data'}, {}]}`, one `{axes}` per dimension, as Shardy's attribute names them."""
+_SDY_MESH = re.compile(r"#sdy\.mesh<\[([^\]]*)\]>")
+_SDY_MESH_AXIS = re.compile(r'\\?"(\w+)\\?"\s*=\s*(\d+)')
+_TILED = re.compile(r"^\{devices=\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?( last_tile_dim_replicate)?\}$")
+
+UNCONSTRAINED = "P.UNCONSTRAINED"
+"""A PartitionSpec entry Shardy marks open (`?`): the partitioner chooses."""
+
+
+def decode_mesh_axes(frontend_attributes: str | None) -> tuple[tuple[str, int], ...]:
+    """The mesh's axes and sizes, from the `xla.sdy.meshes` module attribute jax writes with Shardy
+    (`#sdy.mesh<["data"=2, "model"=4]>`); empty without one."""
+    mesh = _SDY_MESH.search(frontend_attributes or "")
+    return tuple((name, int(size)) for name, size in _SDY_MESH_AXIS.findall(mesh.group(1))) if mesh else ()
+
+
+def decode_partition_spec(
+    frontend_attributes: str | None, sharding: str | None, axes: tuple[tuple[str, int], ...]
+) -> tuple[str, ...] | None:
+    """The PartitionSpec entries (`('data', None)` as `("'data'", "None")`) of an instruction's sharding:
+    from Shardy's `xla.sdy.sharding` frontend attribute (what the user wrote), XLA's mesh form, or XLA's
+    iota tile assignment `{devices=[2,1,4]<=[8] last_tile_dim_replicate}` read against the module's mesh
+    (`axes`, from `decode_mesh_axes`); `()` for `{replicated}` on a mesh. None where the sharding is
+    none of those (the caller keeps XLA's text)."""
+    sdy = _SDY_SHARDING.search(frontend_attributes or "")
+    if sdy:
+        return tuple(_spec_entry(d) for d in _SDY_DIM.findall(sdy.group(1).replace('\\"', '"')))
+    if not sharding:
+        return None
+    if mesh_form := _MESH_FORM.match(sharding):
+        return tuple(_spec_entry(d) for d in _SDY_DIM.findall(mesh_form.group(1)))
+    if sharding == "{replicated}" and axes:
+        return ()
+    return _tiled_spec(sharding, axes)
+
+
+def _tiled_spec(sharding: str, axes: tuple[tuple[str, int], ...]) -> tuple[str, ...] | None:
+    """PartitionSpec entries of an iota tile assignment over the mesh (hlo_sharding.cc's V2 form): the
+    device order is the mesh's axes (`<=[8]`) or a transpose of them (`<=[2,4]T(1,0)`), and each tile
+    dimension takes the next axes whose sizes multiply to it. None where the sharding is not one of those."""
+    match = _TILED.match(sharding)
+    if match is None or not axes:
+        return None
+    tiles, reshape = [int(t) for t in match.group(1).split(",")], [int(r) for r in match.group(2).split(",")]
+    if reshape == [math.prod(size for _, size in axes)] and match.group(3) is None:
+        order = list(axes)
+    elif reshape == [size for _, size in axes] and match.group(3):
+        permutation = [int(p) for p in match.group(3).split(",")]
+        if sorted(permutation) != list(range(len(axes))):
+            return None
+        order = [axes[p] for p in permutation]
+    else:
+        return None
+    dims: list[str] = []
+    used = iter(order)
+    for tile in tiles[:-1] if match.group(4) else tiles:
+        names: list[str] = []
+        product = 1
+        while product < tile and (axis := next(used, None)):
+            names.append(axis[0])
+            product *= axis[1]
+        if product != tile:
+            return None
+        dims.append("None" if not names else repr(names[0]) if len(names) == 1 else f"({', '.join(map(repr, names))})")
+    return tuple(dims)
+
+
+def _spec_entry(dim: str) -> str:
+    """One dimension of a PartitionSpec from Shardy's `{"data", "model"}` or the mesh form's
+    `{'data', 'model'}` (`?` marks an open dim)."""
+    if dim.strip() == "?":
+        return UNCONSTRAINED
+    axes = [a.strip().strip("\"'") for a in dim.split(",") if a.strip().strip("\"'") and a.strip() != "?"]
+    if not axes:
+        return "None"
+    return repr(axes[0]) if len(axes) == 1 else "(" + ", ".join(map(repr, axes)) + ")"

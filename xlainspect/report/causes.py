@@ -1,12 +1,17 @@
 """count-recompiles' causes in words: one cause (`describe_cause`), a function's causes together
-(`causes_text`: which compiles each explains, where they explain different ones), and the plain-text
+(`causes_text`: which compiles each explains, where they explain different ones), the advice that
+reduces the compile count (`suggestion`), the gate's messages (`violation_text`), and the plain-text
 explanation the pytest plugin prints (`explain_recompiles`). The analysis returns the data
 (`xlainspect.analysis.recompiles.Cause`: kind, values, the compiles it explains); the words are here.
 """
 
 from __future__ import annotations
 
-from xlainspect.analysis.recompiles import Cause, FunctionCompiles, compiles_text, for_people
+from dataclasses import dataclass
+
+from xlainspect.analysis.recompiles import Cause, FunctionCompiles, Violation
+from xlainspect.analysis.recompiles.body import UNROLLED
+from xlainspect.analysis.recompiles.buckets import Bucketing, bucketings, ragged_last_batch
 
 _IDENTICAL_SHORT = "the function re-created, a static argument that changes nothing, or a weak type"
 _NO_OPS_OF_ITS_OWN = "only ops every program has"
@@ -86,10 +91,142 @@ def explain_recompiles(rows: list[FunctionCompiles]) -> str:
         where = f", {row.source}" if row.source else ""
         lines.append(f"{row.name}: {row.modules} compiles{where} (module ids {', '.join(map(str, row.module_ids))})")
         lines += [f"  why: {text}" for text in causes_text(row.causes)]
-        lines += [f"  suggestion: {row.suggestion}"] if row.suggestion else []
+        lines += [f"  suggestion: {advice}"] if (advice := suggestion(row)) else []
     if eager is not None:
         lines.append(
             f"eager ops: {compiles_text(eager.compiles)} of {len(eager.functions)} jax functions: {eager.summary()}"
         )
-        lines.append(f"  suggestion: {eager.functions[0].suggestion}")
+        lines.append(f"  suggestion: {_EAGER_ADVICE}")
     return "\n".join(lines)
+
+
+def compiles_text(n: int) -> str:
+    """`1 compile`, `3 compiles`."""
+    return f"{n} compile" + "s" * (n != 1)
+
+
+_EAGER_ADVICE = "eager op-by-op code: put the loop or step inside one jax.jit function"
+_UNROLLED_ADVICE = (
+    "a static count unrolls a Python loop: loop with jax.lax.fori_loop / jax.lax.scan over a traced count, "
+    "or keep the counts few"
+)
+_ADVICE = {
+    "dtype": "cast the inputs to one dtype before the call",
+    "layout": "pass inputs with one layout and memory space (the same device_put / memory kind every call)",
+    "sharding": "give the inputs the same sharding every call (device_put with one NamedSharding)",
+    "out_sharding": "jit the function once, with one out_shardings",
+    "donation": "donate the same arguments on every call (donate_argnums)",
+    "result": "a static argument sets the result's shape: each new value compiles again; keep its values few",
+    "branch": "a Python if/for on a shape or static value picks the program: keep the shapes or values few, or "
+    "use jax.lax.cond / jnp.where on traced values",
+    "body": "a static argument or captured Python value changes the program: pass it as a traced argument "
+    "(a jnp array), or keep its values few",
+    "identical": "create the jitted function once and reuse it (not jax.jit(lambda ...) in a loop), drop a "
+    "static argument that changes nothing, pass a scalar as the same kind every call (jnp.float32(x), not "
+    "sometimes a Python float)",
+    "pytree": "pass the arguments in one pytree structure (the same dict keys) on every call",
+    "flags": "compiler flags (XLA_FLAGS / compiler options) changed between compiles",
+}
+
+
+def suggestion(row: FunctionCompiles) -> str | None:
+    """Advice that reduces the compile count, one sentence per kind of cause; none where nothing would."""
+    if row.eager:
+        return _EAGER_ADVICE
+    causes, advice = row.causes, []
+    for kind in dict.fromkeys(c.kind for c in causes):
+        if kind == "shape":
+            advice += _shape_advice([c for c in causes if c.kind == "shape"])
+        elif any(c.kind == "body" and c.detail.startswith(UNROLLED) for c in causes):
+            advice.append(_UNROLLED_ADVICE)
+        else:
+            advice.append(_ADVICE.get(kind, ""))
+    return "; ".join(dict.fromkeys(a for a in advice if a)) or None
+
+
+def _shape_advice(causes: list[Cause]) -> list[str]:
+    """The ragged last batch, or padding buckets that reduce the compile count (not for PRNG keys, whose
+    padding would invent keys); a pytree that changes shape."""
+    if any(c.index is None for c in causes):
+        return ["keep the argument pytree (number of parameters) the same"]
+    sized = [c for c in causes if len(c.dims) == 1 and not c.detail.startswith("a PRNG key")]
+    if not sized:
+        return []
+    cause = sized[0]
+    names = ", ".join(dict.fromkeys(str(c.parameter) for c in sized if c.values == cause.values))
+    if ragged_last_batch(sizes := tuple(dict.fromkeys(cause.values))):
+        full, last = sizes
+        return [
+            f"the last batch is ragged ({names} dim {cause.dims[0]}: {last} after batches of {full}): drop it "
+            f"(drop_remainder=True / drop_last=True), or pad it to {full} and mask the padded rows in the loss "
+            "-> 1 compile"
+        ]
+    choices = bucketings(cause.values)
+    if not choices:
+        return []
+    sizes_text = ", ".join(map(str, sorted(set(cause.values))))
+    options = "; ".join(
+        f"{_bucket_label(b)} {list(b.buckets)} -> {compiles_text(len(b.buckets))}, up to {b.padding:.0%} padding"
+        for b in choices
+    )
+    return [f"pad {names} dim {cause.dims[0]} (sizes {sizes_text}) to buckets: {options}"]
+
+
+def _bucket_label(bucketing: Bucketing) -> str:
+    if bucketing.rule == "powers_of_two":
+        return "powers of two"
+    return f"multiples of {bucketing.step}" if bucketing.rule == "multiples" else f"always {bucketing.step}"
+
+
+def violation_text(violation: Violation, option: str = "--max") -> str:
+    """`jit_f compiled 3 times, budget 1 (--max jit_f)`: a budget exceeded, naming the option that set it
+    (`option`: the CLI's `--max`, the pytest plugin's `max_compiles`)."""
+    if violation.function is None:
+        return f"{violation.compiles} compiles in total, budget {violation.budget} ({option}-total)"
+    source = {
+        "per_name": f"{option} {violation.function}",
+        "per_function": "--max-per-function",
+        "baseline": "baseline",
+        "new": "new: not in the baseline",
+    }[violation.limit]
+    return f"{violation.function} compiled {violation.compiles} times, budget {violation.budget} ({source})"
+
+
+@dataclass(slots=True)
+class EagerTraffic:
+    """Eager ops folded into one line for people: how many functions and compiles, and where called."""
+
+    functions: tuple[FunctionCompiles, ...]
+    compiles: int
+    call_sites: tuple[str, ...]
+
+    def summary(self) -> str:
+        names = ", ".join(f"{r.name} x{r.modules}" if r.modules > 1 else r.name for r in self.functions)
+        sites = _short_sites(self.call_sites)
+        return f"{names}" + (f"; called at {sites}" if sites else "")
+
+
+def for_people(rows: list[FunctionCompiles]) -> tuple[list[FunctionCompiles], EagerTraffic | None]:
+    """What a person reads first: the user's functions (recompiled ones first, most compiles first),
+    then the eager traffic as one summary (one problem, one fix), or None without eager ops."""
+    user = sorted((r for r in rows if not r.eager), key=lambda r: (r.modules == 1, -r.modules))
+    eager = sorted((r for r in rows if r.eager), key=lambda r: -r.modules)
+    if not eager:
+        return user, None
+    sites = tuple(sorted({r.source for r in eager if r.source}, key=_site_order))
+    return user, EagerTraffic(tuple(eager), sum(r.modules for r in eager), sites)
+
+
+def _site_order(site: str) -> tuple[str, int]:
+    file, _, line = site.rpartition(":")
+    return file, int(line) if line.isdigit() else 0
+
+
+def _short_sites(sites: tuple[str, ...], limit: int = 6) -> str:
+    """`generate.py:296, :297, :299` (a file named once), the first `limit` call sites."""
+    parts, last_file = [], None
+    for site in sites[:limit]:
+        file, _, line = site.rpartition(":")
+        parts.append(f":{line}" if file == last_file else site)
+        last_file = file
+    return ", ".join(parts) + (f" and {len(sites) - limit} more" if len(sites) > limit else "")

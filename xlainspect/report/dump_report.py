@@ -125,8 +125,8 @@ def dump_report(dump: Dump, advance: Callable[[int], None] | None = None) -> Dum
         readable.append(dump_module)
         for path, message in found.problems:
             dump.skip(Path(path), XlaInspectError(message))
-    dump.skipped += headers.skipped
-    source = ReportInput(dump, facts, readable, recompiles)
+    dump.skipped += recompiles.skipped
+    source = ReportInput(dump, facts, readable, recompiles.functions)
     sections = [section for build in SECTION_BUILDERS if (section := build(source)) is not None]
     return DumpReport(str(dump.root), _modules_table(dump), sections, dump.skipped)
 
@@ -252,8 +252,7 @@ def _largest(items: list, key: Callable, count: int = TOP_FINDINGS) -> list:
 def recompiles_section(source: ReportInput) -> Section:
     """count-recompiles: the user's functions first (recompiled ones first) with their source lines,
     causes and suggestions, then the eager ops; the eager traffic is one finding (one fix)."""
-    from xlainspect.analysis.recompiles import for_people
-    from xlainspect.report.causes import causes_text
+    from xlainspect.report.causes import causes_text, for_people, suggestion
 
     rows = source.recompiles
     by_name = source.dump.functions()
@@ -270,7 +269,7 @@ def recompiles_section(source: ReportInput) -> Section:
                 r.eager,
                 r.source or "",
                 "; ".join(causes_text(r.causes)),
-                r.suggestion or "",
+                suggestion(r) or "",
             )
             for r in ranked
         ],

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from xlainspect.analysis.doctor import DumpHealth
     from xlainspect.analysis.layouts import ArrayLayout
     from xlainspect.analysis.profile import ProfileReport
+    from xlainspect.analysis.recompiles import FunctionCompiles
 
 
 def parse_document(report: ParseReport) -> Document:
@@ -248,17 +249,19 @@ def _unpaired(times) -> list[str]:
 def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) -> Document:
     """JSON: every function with its causes and times; tables: recompiled functions first, eager ops
     compiled once folded into one row; `over budget:` notes and a failed gate for each violation."""
+    from xlainspect.report.causes import violation_text
+
     shown = [r for r in report.functions if not (ignore_eager and r.eager)]
     times, profiled = report.times, report.profiled
     data = {
         "total_modules": sum(r.modules for r in shown),
         "functions": [
-            record(r)
+            _function_record(r)
             | _times_json(times, r.name)
             | ({"profile_compile_seconds": list(profiled[r.name])} if r.name in profiled else {})
             for r in shown
         ],
-        "violations": report.violations,
+        "violations": [violation_text(v) for v in report.violations],
         "skipped": [{"path": str(s.path), "reason": s.reason} for s in report.skipped],
     }
     if times is not None:
@@ -280,7 +283,7 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
     for_people = _with_profiled(_for_people(shown, times), profiled)
     flat = table(title, _with_profiled([_table_row(r, times) for r in shown], profiled), columns)
     notes = _unpaired(times) + [f"not paired with the profile: {s}" for s in report.profile_unpaired]
-    notes += [f"over budget: {message}" for message in report.violations]
+    notes += [f"over budget: {violation_text(v)}" for v in report.violations]
     return Document(
         data,
         [table(title, for_people, columns)],
@@ -289,6 +292,15 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
         notes=notes,
         gate_failed=bool(report.violations),
     )
+
+
+def _function_record(row: FunctionCompiles) -> dict:
+    """A function's JSON: its fields, the suggestion after its causes."""
+    from xlainspect.report.causes import suggestion
+
+    data = record(row)
+    at = list(data).index("causes") + 1
+    return dict([*list(data.items())[:at], ("suggestion", suggestion(row)), *list(data.items())[at:]])
 
 
 def _function_entry(row: dict) -> Entry:
@@ -320,7 +332,7 @@ def _times_json(times, name: str) -> dict:
 
 
 def _table_row(row, times=None) -> dict:
-    from xlainspect.report.causes import causes_text
+    from xlainspect.report.causes import causes_text, suggestion
 
     function = times.functions.get(row.name) if times else None
     seconds = (
@@ -338,7 +350,7 @@ def _table_row(row, times=None) -> dict:
         **seconds,
         "source": row.source or "",
         "why": "; ".join([*_unreadable(row), *causes_text(row.causes)]),
-        "suggestion": row.suggestion or "",
+        "suggestion": suggestion(row) or "",
     }
 
 
@@ -356,7 +368,7 @@ def _compile_cell(seconds: float | None, cache: str | None) -> str:
 def _for_people(rows: list, times=None) -> list[dict]:
     """The user's functions first (recompiled ones first), then the eager traffic folded into one row:
     an eager flood is one problem with one fix, not dozens."""
-    from xlainspect.analysis.recompiles import for_people
+    from xlainspect.report.causes import for_people, suggestion
 
     user, eager = for_people(rows)
     people = [_table_row(r, times) for r in user]
@@ -367,7 +379,7 @@ def _for_people(rows: list, times=None) -> list[dict]:
         "compiles": eager.compiles,
         "eager": True,
         "why": eager.summary(),
-        "suggestion": eager.functions[0].suggestion or "",
+        "suggestion": suggestion(eager.functions[0]) or "",
     }
     if times:
         folded["seconds"] = sum(

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 from xlainspect.analysis.commands import Paths, input_paths
 from xlainspect.dump.directory import Dump, SkippedFile, load_dump
 from xlainspect.dump.model_cache import remembered
-from xlainspect.errors import XlaInspectError
+from xlainspect.errors import XlaInspectError, no_match
 from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
     from xlainspect.analysis.compile_times import CompileTimes
-    from xlainspect.analysis.recompiles import Budget, FunctionCompiles
+    from xlainspect.analysis.recompiles import Budget, FunctionCompiles, Violation
 
 
 @dataclass(slots=True)
@@ -100,8 +100,8 @@ class RecompileReport:
 
     functions: list[FunctionCompiles]
     """Per function in first-compile order (eager ones included: see `FunctionCompiles.eager`)."""
-    violations: list[str]
-    """One message per budget exceeded (a failed gate)."""
+    violations: list[Violation]
+    """The budgets exceeded (a failed gate; `xlainspect.report.causes.violation_text` words them)."""
     times: CompileTimes | None
     profiled: dict[str, tuple] = field(default_factory=dict)
     """Measured compile seconds per function, from a jax.profiler trace."""
@@ -119,15 +119,19 @@ def recompiles_report(
     strict: bool = False,
     progress: Progress = silent,
 ) -> RecompileReport:
-    """Compiles per function and why each recompile happened; `budget` makes it a gate (`violations`)."""
-    from xlainspect.analysis.recompiles import Budget, budget_violations, count_recompiles
+    """Compiles per function and why each recompile happened; `budget` makes it a gate (`violations`).
+    Raises NoMatchError for a per-name budget naming no function (a misspelt name would budget nothing)."""
+    from xlainspect.analysis.recompiles import Budget, budget_violations, count_recompiles, unknown_budget_names
 
     dump = load_dump(input_paths(path), strict=strict)
-    rows = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
+    found = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
+    rows, budget = found.functions, budget or Budget()
+    for name in unknown_budget_names(rows, budget):
+        raise no_match("--max", name, [r.name for r in rows])
     times = _compile_times(dump, path, log)
     profiled, unpaired = _profiled_seconds(rows, trace)
-    violations = budget_violations(rows, budget or Budget())
-    return RecompileReport(rows, violations, times, profiled, unpaired, dump.skipped)
+    violations = budget_violations(rows, budget)
+    return RecompileReport(rows, violations, times, profiled, unpaired, [*dump.skipped, *found.skipped])
 
 
 @dataclass

@@ -1,0 +1,117 @@
+"""Causes in which ops a program runs: another program for the same parameter types (a Python `if` or
+`for` on a shape or a static value), named by the ops only one side has and where they were written."""
+
+from __future__ import annotations
+
+import functools
+import operator
+import re
+from collections import Counter
+
+from xlainspect.analysis.ops import computation_counts, line_counts, opcode_counts
+from xlainspect.analysis.recompiles.model import Cause, Compiles, program, program_stage, programs
+from xlainspect.analysis.recompiles.signature import program_header
+from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.files import read_text
+from xlainspect.errors import XlaInspectError
+from xlainspect.hlo.fastpath import scan
+from xlainspect.hlo.model import Module
+
+SIGNATURE_OPS = frozenset(
+    {"parameter", "tuple", "get-tuple-element", "constant", "broadcast", "reshape", "bitcast", "convert"}
+)
+"""Ops a signature alone can add or drop (reshapes and broadcasts of another shape, constants, tuples
+of parameters, converts of another dtype): not counted as the program's own."""
+
+
+def branches(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
+    """Detector: the user's signatures whose programs differ in their ops although their parameters have
+    the same element types (a shape changes the sizes, not which ops run; a dtype or a new pytree may
+    change the ops): a Python `if`/`for` on a shape or a static value picked another program. The ops
+    are counted in the text (a storm of 1,000 shapes is 1,000 programs); one program per distinct count
+    is parsed."""
+    variants = compiles.modules
+    if len(variants) < 2 or compiles.eager:
+        return causes
+    if len({tuple(s.dtype for s in program_header(m).parameter_shapes) for m in variants}) > 1:
+        return causes
+    try:
+        histograms = [text_histogram(m) for m in variants]
+    except XlaInspectError:
+        return causes
+    keys = [frozenset(h.items()) for h in histograms]
+    if len(set(keys)) == 1:
+        return causes
+    representatives: dict[frozenset[tuple[str, int]], tuple[DumpModule, Counter[str]]] = {}
+    for key, module, histogram in zip(keys, variants, histograms):
+        representatives.setdefault(key, (module, histogram))
+    parsed = programs(compiles.of([m for m, _ in representatives.values()]))
+    detail = "the program differs beyond the signature: a Python branch or loop on a shape"
+    return [*causes, branch_cause(histograms, list(zip(parsed, [h for _, h in representatives.values()])), detail)]
+
+
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?[^\s=]+ = .*? ([a-z][a-z0-9_-]*)\(", re.M)
+
+
+def text_histogram(module: DumpModule) -> Counter[str]:
+    """Opcodes the program computes with, counted without building a model, the `SIGNATURE_OPS` left
+    out. A program with `call` instructions (jax keeps nested jits as calls, 0.10 and 0.11 in different
+    numbers) is counted per computation, calls inlined (`ops.inlined`): by the line-level reader, else
+    from the parsed module."""
+    stage = program_stage(module)
+    text = read_text(module.hlo_file(stage).path)
+    if " call(" not in text:  # one pass over the text: a storm of 1,000 programs is read fast
+        return Counter(op for op in _INSTRUCTION.findall(text) if op not in SIGNATURE_OPS)
+    lines = scan(text)
+    counts = opcode_counts(*(line_counts(lines) if lines is not None else computation_counts(module.module(stage))))
+    return Counter({op: n for op, n in counts.items() if op not in SIGNATURE_OPS})
+
+
+def branch_cause(histograms: list[Counter[str]], parsed: list[tuple[Module, Counter[str]]], detail: str) -> Cause:
+    """Per variant the ops only it has (beyond what all share), and the source lines of the first of
+    them in `parsed` (programs with their histograms, one per distinct histogram; none when they did
+    not parse)."""
+    common = functools.reduce(operator.and_, histograms)
+    only = [h - common for h in histograms]
+    placed = [(_placed_ops(p), h - common) for p, h in parsed]
+    shared = functools.reduce(operator.and_, (set(p) for p, _ in placed)) if placed else set[tuple[str, str]]()
+    sources = tuple(dict.fromkeys(s for p, o in placed for s in _first_sources(p, shared, o)))
+    return Cause(
+        "branch",
+        None,
+        None,
+        tuple(ops_text(o) for o in only),
+        detail=detail + (f", at {', '.join(sources)}" if sources else ""),
+    )
+
+
+def ops_text(ops: Counter[str]) -> str:
+    """`add x2, multiply`: a value of a branch cause, the ops one program has that others lack."""
+    return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(ops.items()))
+
+
+def same_signature_branch(bodies: list[DumpModule], histograms: list[Counter[str]]) -> Cause:
+    """Other ops for the same signature: a Python `if` on a static argument."""
+    detail = "another program for the same signature: a Python branch on a static argument"
+    try:
+        parsed = [program(m) for m in bodies]
+    except XlaInspectError:
+        parsed = []
+    return branch_cause(histograms, list(zip(parsed, histograms)), detail)
+
+
+def _placed_ops(module: Module) -> list[tuple[str, str]]:
+    """(opcode, file:line) of the instructions that have a source, the ENTRY computation's first."""
+    placed = ((i.opcode, module.source_of(i)) for i in [*module.entry.instructions, *module.instructions()])
+    return [(opcode, source) for opcode, source in placed if source]
+
+
+def _first_sources(placed: list[tuple[str, str]], shared: set[tuple[str, str]], ops: Counter[str]) -> list[str]:
+    """file:line of the first two instructions whose opcode is in `ops` at a line no other program has it."""
+    found: list[str] = []
+    for opcode, source in placed:
+        if opcode in ops and (opcode, source) not in shared and source not in found:
+            found.append(source)
+            if len(found) == 2:
+                break
+    return found

@@ -1,0 +1,127 @@
+"""What count-recompiles finds (`Cause`, `FunctionCompiles`) and what its detectors read (`Compiles`).
+
+Data only: the words for a cause, the advice and the gate's messages are in `xlainspect.report.causes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xlainspect.dump.directory import DumpFile, DumpModule, SkippedFile
+from xlainspect.dump.files import read_bytes
+from xlainspect.errors import DumpError, XlaInspectError
+from xlainspect.hlo.model import Module
+
+
+@dataclass(slots=True)
+class Cause:
+    """One difference between the compiles of a function. `values` has one entry per distinct signature
+    in compile order (for body causes: per distinct program of one signature; for identical: the module
+    ids of the compiles of one program)."""
+
+    kind: str
+    parameter: str | None = None
+    """The entry parameter, by its `op_name` metadata when jax recorded one, else `#<index>`."""
+    index: int | None = None
+    values: tuple[Any, ...] = ()
+    dims: tuple[int, ...] = ()
+    """For shape causes: the dimensions (0-based) whose size varies."""
+    detail: str = ""
+    compiles: tuple[int, ...] = ()
+    """The compiles (1-based, in the function's compile order) this cause explains: those where its value
+    is new (a cache keyed on it alone would have missed). A function's causes together explain every
+    compile after the first."""
+    same_as: int | None = None
+    """For identical and weak_type causes: the compile whose program `compiles` repeat."""
+
+
+@dataclass(slots=True)
+class FunctionCompiles:
+    """The compiles of one function (HloModule name) and what explains them."""
+
+    name: str
+    modules: int
+    module_ids: tuple[int | None, ...]
+    eager: bool
+    causes: tuple[Cause, ...] = ()
+    source: str | None = None
+    """`file:line`: for a user function the first of its lines jax traced, for an eager op the line
+    that called it (from the dump's stack frames; None without them)."""
+    unreadable: int = 0
+    """Compiles among `modules` whose HLO file could not be read (named in the skipped files): counted,
+    since XLA wrote files for them, but not explained."""
+    hosts: int = 1
+    """Hosts (per-host folders of one dump) that compiled the function; `modules` and the causes are
+    those of one host that compiled it as often as most hosts did (`doctor` names the others)."""
+
+
+@dataclass(slots=True)
+class Compiles:
+    """What a detector reads: compiles of one function (`modules`, in compile order), each with its
+    1-based number among all the function's compiles (`position`), whether they are jax's eager ops,
+    and the files found unreadable so far (`skipped`: returned to the caller, the dump is not changed)."""
+
+    modules: list[DumpModule]
+    position: dict[DumpModule, int]
+    eager: bool
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+    def of(self, modules: list[DumpModule]) -> Compiles:
+        """The same function's compiles narrowed to `modules`, skips recorded in the same list."""
+        return Compiles(modules, self.position, self.eager, self.skipped)
+
+    def skip(self, module: DumpModule, error: XlaInspectError) -> None:
+        self.skipped.append(SkippedFile.of(module.hlo_file().path, error))
+
+    def numbers(self) -> list[int]:
+        return [self.position[m] for m in self.modules]
+
+
+class Skipped(Exception):
+    """A module of the group could not be read or parsed; `Compiles.skip` has recorded it."""
+
+
+def new_values(values: tuple[Any, ...], numbers: list[int]) -> tuple[int, ...]:
+    """The compiles (`numbers`, one per value) whose value no earlier one had."""
+    seen, new = list(values[:1]), []
+    for value, number in zip(values[1:], numbers[1:]):
+        if value not in seen:
+            seen.append(value)
+            new.append(number)
+    return tuple(new)
+
+
+def program_stage(module: DumpModule) -> str:
+    """The HLO XLA was given, when it was dumped (before_optimizations); else the compiled module."""
+    return "before" if module.file("hlo", "before") else "after"
+
+
+def program(module: DumpModule) -> Module:
+    """The program jax gave XLA, parsed (raises XlaInspectError where it does not parse)."""
+    return module.module(program_stage(module))
+
+
+def program_path(module: DumpModule) -> Path:
+    return module.hlo_file(program_stage(module)).path
+
+
+def file_bytes(dump_file: DumpFile | None) -> bytes | None:
+    """A file's bytes (decompressed); None when it is absent or unreadable."""
+    if dump_file is None:
+        return None
+    try:
+        return read_bytes(dump_file.location)
+    except DumpError:
+        return None
+
+
+def programs(compiles: Compiles) -> list[Module]:
+    """The programs jax gave XLA (before_optimizations, else the compiled ones), parsed; empty when one
+    does not parse (it is recorded in `compiles.skipped`)."""
+    try:
+        return [program(m) for m in compiles.modules]
+    except XlaInspectError as error:
+        compiles.skip(compiles.modules[0], error)
+        return []
