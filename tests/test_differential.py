@@ -5,13 +5,15 @@ same errors on bad text, and the speed layer reading nearly every computation of
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from tests.conftest import corpus_files, hlo_fixture_files, model_summary
 from tests.test_syntax_forms import SYNTAX_EXAMPLES
 from xlainspect import HloParseError, parse_hlo
 from xlainspect.dump.files import read_text
-from xlainspect.hlo import parser
+from xlainspect.hlo import fastpath, parser
 
 _CORPUS = corpus_files("models/*") + corpus_files("xla_parser_tests_20*/valid/*.hlo")
 
@@ -186,3 +188,42 @@ _FRAMES = (
 )
 def test_stack_frame_table_entries_read_as_the_grammar_reads_them(frame):
     _assert_equal(_FRAMES.replace("{frame}", frame))
+
+
+def _frames(frames) -> dict:
+    return {i: (f.file, f.function, f.line, f.column, f.parent) for i, f in frames.items()}
+
+
+def _assert_text_readers_agree(text: str) -> None:
+    """The one-pass readers of `xlainspect.hlo.fastpath` (opcodes, op_names, stack-frame ids and
+    tables) answer as the grammar's model does on every text of one module that `scan` reads (XLA
+    prints no comments and no instructions written as operands): what count-recompiles and the origin
+    of a compile read from a text without parsing it."""
+    if fastpath.scan(text) is None:
+        return
+    (module,) = parse_hlo(text, "x.hlo", fast=False)
+    instructions = list(module.instructions())
+    assert Counter(fastpath.opcodes(text)) == Counter(i.opcode for i in instructions)
+    assert fastpath.op_names(text) == [i.metadata.op_name for i in instructions if i.metadata.op_name is not None]
+    ids = [i.metadata.stack_frame_id for i in instructions if i.metadata.stack_frame_id is not None]
+    assert list(fastpath.stack_frame_ids(text)) == ids
+    assert _frames(fastpath.stack_frames(text)) == _frames(module.stack_frames)
+
+
+@pytest.mark.parametrize("path", hlo_fixture_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_text_readers_on_fixture_files(path):
+    _assert_text_readers_agree(read_text(path))
+
+
+@pytest.mark.parametrize("path", _CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_text_readers_on_corpus_modules(path):
+    _assert_text_readers_agree(read_text(path))
+
+
+def test_text_readers_find_what_real_dumps_hold():
+    """The fixtures give the readers something to agree on: frames, op_names and frame ids."""
+    texts = [read_text(p) for p in hlo_fixture_files()]
+    assert sum(fastpath.scan(t) is None for t in texts) < len(texts) / 20
+    assert sum(bool(fastpath.stack_frames(t)) for t in texts) > 10
+    assert sum(len(fastpath.op_names(t)) for t in texts) > 1000
+    assert sum(1 for t in texts for _ in fastpath.stack_frame_ids(t)) > 1000

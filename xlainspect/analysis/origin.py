@@ -19,14 +19,10 @@ from dataclasses import dataclass
 
 from xlainspect.dump.directory import DumpModule
 from xlainspect.dump.files import read_text
-from xlainspect.errors import XlaInspectError
+from xlainspect.errors import HloParseError, XlaInspectError
+from xlainspect.hlo.fastpath import op_names, opcodes, stack_frame_ids, stack_frames
+from xlainspect.hlo.model import StackFrame
 
-_TABLE = re.compile(r"^(FileNames|FunctionNames|FileLocations|StackFrames)\n((?:\d+ [^\n]*\n)*)", re.M)
-_ENTRY = re.compile(r"^(\d+) (.*)$", re.M)
-_FIELD = re.compile(r"(\w+)=(\d+)")
-_FRAME_ID = re.compile(r"stack_frame_id=(\d+)")
-_OP_NAME = re.compile(r'op_name="([^"]*)"')
-_OPCODE = re.compile(r"^\s*(?:ROOT )?%?[\w.-]+ = [^=]*? ([a-z][\w-]*)\(", re.M)
 _SANITIZE = re.compile(r"[^\w.-]")
 
 
@@ -78,10 +74,10 @@ def _program_text(module: DumpModule) -> str | None:
 def origin_of_text(name: str, text: str) -> Origin:
     """`module_origin` of an HLO text of module `name`."""
     frames = _frames(text)
-    own = [f for f in frames.values() if _jit_name(f[1]) == name]
+    own = [f for f in frames.values() if _jit_name(f.function) == name]
     if own:
-        file, _, line, _ = min(own, key=lambda f: (f[0] != own[0][0], f[2]))
-        return Origin(False, f"{file}:{line}")
+        first = min(own, key=lambda f: (f.file != own[0].file, f.line))
+        return Origin(False, f"{first.file}:{first.line}")
     innermost = _innermost_frames(text)
     if frames and len(innermost) == 1:  # every op traced from one user line: the call of a jax function
         return Origin(True, _call_site(frames, innermost.pop()))
@@ -90,18 +86,20 @@ def origin_of_text(name: str, text: str) -> Origin:
     return Origin(False)
 
 
-def _call_site(frames: dict[int, tuple[str, str, int, int]], frame_id: int) -> str | None:
+def _call_site(frames: dict[int, StackFrame], frame_id: int) -> str | None:
     """`file:line` of the eager call: the innermost frame outside installed packages (a flax or keras
-    initializer calls jax for the user's line that built the layer), else the innermost one."""
-    chain, seen = [], set()
+    initializer calls jax for the user's line that built the layer), else the innermost one. XLA prints
+    a frame's parent as its id + 1 (0: none; the outermost frame names itself)."""
+    chain: list[StackFrame] = []
+    seen: set[int] = set()
     while frame_id in frames and frame_id not in seen:
         seen.add(frame_id)
         chain.append(frames[frame_id])
-        frame_id = frames[frame_id][3]
+        frame_id = frames[frame_id].parent - 1
     if not chain:
         return None
-    file, _, line, _ = next((f for f in chain if not _INSTALLED.search(f[0])), chain[0])
-    return f"{file}:{line}"
+    frame = next((f for f in chain if not _INSTALLED.search(f.file)), chain[0])
+    return f"{frame.file}:{frame.line}"
 
 
 _INSTALLED = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
@@ -113,40 +111,21 @@ def _jit_name(qualified: str) -> str:
     return _SANITIZE.sub("_", "jit_" + qualified.rsplit(".", 1)[-1]).rstrip("_")
 
 
-def _frames(text: str) -> dict[int, tuple[str, str, int, int]]:
-    """Stack frame id -> (file, qualified function, line, parent frame id), from the four tables before
-    the first computation (jax 0.4.36+). Empty when the module has none. XLA prints a frame's parent as
-    its id + 1 (0: none; the outermost frame names itself), so the parent is the printed value - 1."""
-    head = text[: text.find("\nENTRY ") if "\nENTRY " in text else len(text)]
-    tables = {m.group(1): dict(_ENTRY.findall(m.group(2))) for m in _TABLE.finditer(head)}
-    if len(tables) < 4:
+def _frames(text: str) -> dict[int, StackFrame]:
+    """The module's stack frames (jax 0.4.36+); empty when it has none, or tables that do not parse (a
+    module's origin is then told without them, as for older jax)."""
+    try:
+        return stack_frames(text)
+    except HloParseError:
         return {}
-    frames = {}
-    for frame_id, fields in tables["StackFrames"].items():
-        location = dict(_FIELD.findall(tables["FileLocations"].get(_field(fields, "file_location_id"), "")))
-        frames[int(frame_id)] = (
-            _unquote(tables["FileNames"].get(location.get("file_name_id", ""), "")),
-            _unquote(tables["FunctionNames"].get(location.get("function_name_id", ""), "")),
-            int(location.get("line", 0)),
-            int(_field(fields, "parent_frame_id") or 0) - 1,
-        )
-    return frames
-
-
-def _field(fields: str, key: str) -> str:
-    return dict(_FIELD.findall(fields)).get(key, "")
-
-
-def _unquote(text: str) -> str:
-    return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
 
 
 def _innermost_frames(text: str) -> set[int]:
     """The stack frames ops point at; the scan stops at the second one (then the module is no call of
     one jax function, and a big module is not read to its end)."""
     seen: set[int] = set()
-    for match in _FRAME_ID.finditer(text):
-        seen.add(int(match.group(1)))
+    for frame_id in stack_frame_ids(text):
+        seen.add(frame_id)
         if len(seen) > 1:
             break
     return seen
@@ -157,8 +136,8 @@ def _wraps_one_primitive(name: str, text: str) -> bool:
     primitive (`jit_sin`: every op_name `jit(sin)/sin`, older jax `jit(sin)/jit(main)/sin`), or it
     computes nothing (`jit_stage`: jax staging a host value; its entry returns its parameter)."""
     primitive = name.removeprefix("jit_")
-    op_names = {n for n in _OP_NAME.findall(text) if n.startswith("jit(")}
-    if op_names:
-        return all(n.split("/")[0] == f"jit({primitive})" and n.rsplit("/", 1)[-1] == primitive for n in op_names)
+    jitted = {n for n in op_names(text) if n.startswith("jit(")}
+    if jitted:
+        return all(n.split("/")[0] == f"jit({primitive})" and n.rsplit("/", 1)[-1] == primitive for n in jitted)
     entry = text[text.find("\nENTRY ") :] if "\nENTRY " in text else ""
-    return bool(entry) and set(_OPCODE.findall(entry)) <= {"parameter", "tuple"}
+    return bool(entry) and set(opcodes(entry)) <= {"parameter", "tuple"}

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from xlainspect.errors import HloParseError
-from xlainspect.hlo.attributes import CALLED_COMPUTATION_ATTRIBUTES, called_computation_names
+from xlainspect.hlo.attributes import CALLED_COMPUTATION_ATTRIBUTES, called_computation_names, unquote
 from xlainspect.hlo.fast import FRAME_TABLES, plain_operand_list
+from xlainspect.hlo.model import StackFrame
+from xlainspect.hlo.parser import decode_shape, parse_stack_frames, terminal
 from xlainspect.hlo.shape import array_shape
 
 
@@ -41,8 +44,6 @@ class _Patterns(NamedTuple):
 @functools.cache
 def _patterns() -> _Patterns:
     """The line regexes, made of the grammar's terminals (NAME, ARRAY_SHAPE, ROOT, ENTRY)."""
-    from xlainspect.hlo.parser import terminal
-
     name, shape = f"(?:{terminal('NAME')})", f"(?:{terminal('ARRAY_SHAPE')})"
     called = "|".join(CALLED_COMPUTATION_ATTRIBUTES)
     return _Patterns(
@@ -118,8 +119,6 @@ def _valid_shape(text: str) -> bool:
     ARRAY_SHAPE token, decoded without Lark; a tuple goes through the grammar."""
     try:
         if text.startswith("("):
-            from xlainspect.hlo.parser import decode_shape
-
             decode_shape(text)
         else:
             array_shape(text)
@@ -135,3 +134,58 @@ def _called(calls: re.Pattern, line: str, start: int) -> tuple[str, ...]:
     if len(found) == 1:  # the common case (fusion calls=, reduce to_apply=): no ordering to do
         return tuple(n.strip().lstrip("%") for n in found[0][1].strip("{}").split(",") if n.strip())
     return called_computation_names(dict(found))
+
+
+class _TextPatterns(NamedTuple):
+    head_end: re.Pattern[str]
+    """The first line at column 0 that is no header, frame-table name or entry, or blank: where the
+    module's first computation starts."""
+    opcode: re.Pattern[str]
+    """`[ROOT] name = [shape] opcode(`: the opcode of an instruction line (the first word after the `=`
+    that a `(` follows; a shape has no such word)."""
+    op_name: re.Pattern[str]
+    frame_id: re.Pattern[str]
+
+
+@functools.cache
+def _text_patterns() -> _TextPatterns:
+    """Regexes for questions asked of a whole text in one pass, made of the grammar's terminals (NAME,
+    INT, STRING, ROOT); `tests/test_differential.py` proves their answers are the grammar's."""
+    name, integer, string = (f"(?:{terminal(t)})" for t in ("NAME", "INT", "STRING"))
+    outside = "|".join(re.escape(word) for word in _OUTSIDE_COMPUTATIONS)
+    return _TextPatterns(
+        head_end=re.compile(rf"^(?!{outside}|{integer}|[ \t\r]*$)", re.M),
+        opcode=re.compile(rf"^[ \t]*(?:{terminal('ROOT')}[ \t]+)?{name}[ \t]*=[ \t]*(?:[^\n]*?[ \t])?({name})\(", re.M),
+        op_name=re.compile(rf"\bop_name=({string})"),
+        frame_id=re.compile(rf"\bstack_frame_id=({integer})"),
+    )
+
+
+def module_head(text: str) -> str:
+    """The text before the module's first computation: its header and stack-frame tables."""
+    found = _text_patterns().head_end.search(text)
+    return text if found is None else text[: found.start()]
+
+
+def stack_frames(text: str) -> dict[int, StackFrame]:
+    """The module's stack frames (jax 0.4.36+ prints them as four tables after the header), read from
+    its head alone; empty without them. Raises HloParseError where the tables do not parse."""
+    return parse_stack_frames(module_head(text))
+
+
+def opcodes(text: str) -> list[str]:
+    """The opcode of every instruction line, in printed order, without building a model: a histogram
+    of a program one regex pass reads (a storm of 1,000 programs is read fast). The grammar's answer
+    wherever `scan` reads the text (XLA prints no comments and no instructions written as operands)."""
+    return _text_patterns().opcode.findall(text)
+
+
+def op_names(text: str) -> list[str]:
+    """Every `op_name` of the instructions' metadata, in printed order."""
+    return [unquote(value) for value in _text_patterns().op_name.findall(text)]
+
+
+def stack_frame_ids(text: str) -> Iterator[int]:
+    """The `stack_frame_id` of every instruction's metadata, in printed order, read lazily (a caller
+    may stop at the second distinct one without reading a big module to its end)."""
+    return (int(match.group(1)) for match in _text_patterns().frame_id.finditer(text))

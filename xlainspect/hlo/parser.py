@@ -393,6 +393,16 @@ def _entry_layout(layout: str, text: str, line: int, path: str | None):
         raise error_at(text, at + offset + error.column - 1, error.message, path) from None
 
 
+def parse_stack_frames(head: str, path: str | None = None) -> dict[int, StackFrame]:
+    """The resolved stack frames of a module's head (its header and the four frame tables, the text
+    before its first computation), read as `parse_hlo` reads them; empty without tables. Raises
+    HloParseError on bad text."""
+    for item in _read(head, path):
+        if not isinstance(item, Computation) and item[0] == "stack_frames":
+            return _resolve_stack_frames(*item[1])
+    return {}
+
+
 def _resolve_stack_frames(files, functions, locations, frames) -> dict[int, StackFrame]:
     """Join the four index tables (files, functions, locations, frames) into frames by id."""
     from xlainspect.hlo.attributes import decode_braced_fields, unquote

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import operator
-import re
 from collections import Counter
 
 from xlainspect.analysis.ops import computation_counts, line_counts, opcode_counts
@@ -14,7 +13,7 @@ from xlainspect.analysis.recompiles.signature import program_header
 from xlainspect.dump.directory import DumpModule
 from xlainspect.dump.files import read_text
 from xlainspect.errors import XlaInspectError
-from xlainspect.hlo.fastpath import scan
+from xlainspect.hlo.fastpath import opcodes, scan
 from xlainspect.hlo.model import Module
 
 SIGNATURE_OPS = frozenset(
@@ -50,9 +49,6 @@ def branches(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
     return [*causes, branch_cause(histograms, list(zip(parsed, [h for _, h in representatives.values()])), detail)]
 
 
-_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?[^\s=]+ = .*? ([a-z][a-z0-9_-]*)\(", re.M)
-
-
 def text_histogram(module: DumpModule) -> Counter[str]:
     """Opcodes the program computes with, counted without building a model, the `SIGNATURE_OPS` left
     out. A program with `call` instructions (jax keeps nested jits as calls, 0.10 and 0.11 in different
@@ -61,7 +57,7 @@ def text_histogram(module: DumpModule) -> Counter[str]:
     stage = program_stage(module)
     text = read_text(module.hlo_file(stage).path)
     if " call(" not in text:  # one pass over the text: a storm of 1,000 programs is read fast
-        return Counter(op for op in _INSTRUCTION.findall(text) if op not in SIGNATURE_OPS)
+        return Counter(op for op in opcodes(text) if op not in SIGNATURE_OPS)
     lines = scan(text)
     counts = opcode_counts(*(line_counts(lines) if lines is not None else computation_counts(module.module(stage))))
     return Counter({op: n for op, n in counts.items() if op not in SIGNATURE_OPS})
