@@ -12,6 +12,16 @@ class XlaInspectError(Exception):
     """Base of every error that is the input's fault, not the program's (CLI exit code 2)."""
 
 
+class AnalysisBug(Exception):
+    """Any other exception met while reading or analysing `path`: a bug in xlainspect, never a skipped
+    file (CLI exit code 3). The exception itself is the `__cause__`."""
+
+    def __init__(self, path: object, error: BaseException) -> None:
+        super().__init__(f"{path}: {type(error).__name__}: {error}")
+        self.path = str(path)
+        self.error = error
+
+
 @dataclass
 class HloParseError(XlaInspectError):
     """HLO text (or a shape, or a layout) that does not follow XLA's syntax.

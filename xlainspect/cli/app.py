@@ -1,6 +1,7 @@
 """The typer application, its shared options and the one error boundary.
 
-Exit codes: 0 fine, 1 a failed gate (the command says which budget), 2 a usage or input error.
+Exit codes: 0 fine, 1 a failed gate (the command says which budget), 2 a usage or input error, 3 a bug
+in xlainspect (one line naming the file it was reading; `--debug` shows the traceback).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Annotated
 import typer
 
 from xlainspect.cli.render import OutputFormat, emit, note
-from xlainspect.errors import XlaInspectError
+from xlainspect.errors import AnalysisBug, XlaInspectError
 from xlainspect.report.document import Document
 
 app = typer.Typer(
@@ -32,6 +33,7 @@ app = typer.Typer(
 
 EXIT_GATE_FAILED = 1
 EXIT_USAGE = 2
+EXIT_BUG = 3
 
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")]
 DumpPath = Annotated[Path, typer.Argument(help="A --xla_dump_to directory, or HLO text files.", show_default=False)]
@@ -109,6 +111,13 @@ def main() -> None:
     try:
         app.registered_commands = chosen or every
         app()
+    except BrokenPipeError:  # a reader that left (`| head`): `run` leaves as the interpreter would
+        raise
+    except Exception as error:  # noqa: BLE001 (the boundary: input errors left as exit 2 above; this is a bug)
+        if "--debug" in sys.argv[1:]:
+            raise
+        note(bug_report(error))
+        raise SystemExit(EXIT_BUG) from None
     finally:  # a caller that runs main() again (a test, a notebook) finds every command
         app.registered_commands = every
 
@@ -136,6 +145,16 @@ def run() -> None:
     os._exit(code or 0)
 
 
+def bug_report(error: Exception) -> str:
+    """One line for an exception that is not bad input: the file it was reading, and a request."""
+    where = f"while reading {error.path}" if isinstance(error, AnalysisBug) else "while running"
+    cause = error.error if isinstance(error, AnalysisBug) else error
+    return (
+        f"xlainspect: internal error {where}: {type(cause).__name__}: {cause}. This is a bug in xlainspect, "
+        "not in your input: please report it with the traceback `xlainspect --debug ...` prints"
+    )
+
+
 def _command_name(info) -> str:
     return info.name or typer.main.get_command_name(info.callback.__name__)
 
@@ -150,9 +169,12 @@ def _root(
             "(parsed models, per-file results, whole answers).",
         ),
     ] = False,
+    debug: Annotated[  # noqa: ARG001 (read by main, which meets the exception after typer is done)
+        bool, typer.Option("--debug", help="Show the traceback of an internal error (exit 3) instead of one line.")
+    ] = False,
 ) -> None:
     """Read XLA dumps (--xla_dump_to) and HLO text: recompilations and why, layouts and padding, fusions,
-    copies, collectives, memory. Exit codes: 0 ok, 1 a CI gate failed, 2 bad usage or input."""
+    copies, collectives, memory. Exit codes: 0 ok, 1 a CI gate failed, 2 bad usage or input, 3 a bug."""
     from xlainspect import settings
 
     settings.own_process()

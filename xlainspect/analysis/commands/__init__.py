@@ -14,10 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
-from xlainspect.dump.directory import SHARE_MIN_BYTES, SHARE_MIN_MODULES, Dump, DumpModule, select_dump_modules
-from xlainspect.errors import UsageError, XlaInspectError
+from xlainspect.dump.directory import (
+    SHARE_MIN_BYTES,
+    SHARE_MIN_MODULES,
+    Dump,
+    DumpModule,
+    SkippedFile,
+    select_dump_modules,
+)
+from xlainspect.errors import AnalysisBug, UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
 from xlainspect.workers import map_shared
 
@@ -30,6 +37,14 @@ def input_paths(paths: Paths) -> Path | list[Path]:
     return Path(paths) if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
 
 
+class Analysed(NamedTuple, Generic[T]):
+    """What `analyse_each` found: one result per module analysed, and the files it could not analyse
+    (the `Dump` it was given is not changed; a report lists these after the dump's own)."""
+
+    results: list[T]
+    skipped: list[SkippedFile]
+
+
 def analyse_modules(
     dump: Dump,
     analysis: str,
@@ -39,13 +54,12 @@ def analyse_modules(
     module_re: str | None = None,
     stage: str = "after",
     progress: Progress = silent,
-) -> list[T]:
+) -> Analysed[T]:
     """`analyse(dump_module)` for each selected module, answered from the results cache while its file is
-    unchanged (the module is then not even read); a file that does not parse is skipped in `dump`."""
+    unchanged (the module is then not even read); a file that does not parse is returned skipped."""
     selected = select_dump_modules(dump, function=function, module_re=module_re)
     hlo = lambda m: m.hlo_file(stage).path  # noqa: E731  (what is read, and what is skipped when it fails)
     return analyse_each(
-        dump,
         selected,
         analyse,
         inputs=hlo,
@@ -56,7 +70,6 @@ def analyse_modules(
 
 
 def analyse_each(
-    dump: Dump,
     modules: list[DumpModule],
     analyse: Callable[[DumpModule], T],
     *,
@@ -64,11 +77,12 @@ def analyse_each(
     key: Callable[[DumpModule], str],
     blame: Callable[[DumpModule], Path],
     advance: Callable[[int], None],
-) -> list[T]:
+) -> Analysed[T]:
     """`analyse(m)` for each of `modules`, in order, answered from the results cache (under `key(m)`)
     while the files `inputs(m)` are unchanged; a module it cannot analyse (`inputs` or `analyse` raise
-    XlaInspectError) is skipped in `dump` under the file `blame(m)`. Where xlainspect owns the process
-    and the modules are many or large, a forked worker shares them, the largest first."""
+    XlaInspectError) is returned skipped under the file `blame(m)`; any other exception is a bug, raised
+    as AnalysisBug naming that file. Where xlainspect owns the process and the modules are many or large,
+    a forked worker shares them, the largest first."""
     from xlainspect.dump.model_cache import cached_result
 
     def result_or_error(dump_module: DumpModule) -> T | XlaInspectError:
@@ -78,6 +92,8 @@ def analyse_each(
             raise
         except XlaInspectError as error:
             return error
+        except Exception as error:  # noqa: BLE001 (not bad input: a bug, named with the file it was reading)
+            raise AnalysisBug(blame(dump_module), error) from error
 
     found = map_shared(
         result_or_error,
@@ -88,13 +104,13 @@ def analyse_each(
         serial_below=SHARE_MIN_MODULES,
         serial_below_size=SHARE_MIN_BYTES,
     )
-    results = []
+    analysed: Analysed[T] = Analysed([], [])
     for dump_module, result in zip(modules, found):
         if isinstance(result, XlaInspectError):
-            dump.skip(blame(dump_module), result)
+            analysed.skipped.append(SkippedFile.of(blame(dump_module), result))
         else:
-            results.append(result)
-    return results
+            analysed.results.append(result)
+    return analysed
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +122,9 @@ class Selection:
     stage: str = "after"
 
 
-def run_selected(dump: Dump, analysis: str, analyse: Callable, selection: Selection, progress: Progress) -> list:
+def run_selected(
+    dump: Dump, analysis: str, analyse: Callable[[DumpModule], T], selection: Selection, progress: Progress
+) -> Analysed[T]:
     """`analyse_modules` over the modules a `Selection` names."""
     return analyse_modules(
         dump,

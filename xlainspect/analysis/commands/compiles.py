@@ -58,14 +58,16 @@ def modules_report(
     dump = load_dump(input_paths(path), strict=strict)
     times = _compile_times(dump, path, log)
     advance = progress("reading modules", len(dump.modules))
-    rows = []
+    rows, skipped = [], list(dump.skipped)
     for module in dump.modules:
         advance(1)
         hlo = module.hlo_file()
         try:
             instructions = instruction_count(module)
         except XlaInspectError as error:
-            dump.skip(hlo.path, error, strict)
+            if strict:
+                raise
+            skipped.append(SkippedFile.of(hlo.path, error))
             instructions = None
         paired = times.by_module.get(module) if times else None
         stages = ", ".join(s.replace("optimizations", "opt") for s in module.stages)
@@ -74,7 +76,7 @@ def modules_report(
             module.host, module.module_id, module.name, platform, stages, instructions, hlo.path.stat().st_size
         )
         rows.append(row if paired is None else _with_time(row, paired))
-    return ModulesReport(dump.root, rows, times, dump.skipped)
+    return ModulesReport(dump.root, rows, times, skipped)
 
 
 def _with_time(row: ModuleRow, paired) -> ModuleRow:

@@ -53,10 +53,10 @@ def cost_report(
 
     key = f"cost:{chip}:{top}:{sorted(chip_table().items())}"  # the table is data, not code
     dump = load_dump(input_paths(paths))
-    rows = run_selected(
+    rows, skipped = run_selected(
         dump, key, lambda m: module_cost(m.module(selection.stage), chip_for(m, chip), top), selection, progress
     )
-    return CostReport(rows, dump.skipped)
+    return CostReport(rows, [*dump.skipped, *skipped])
 
 
 def chip_for(dump_module: DumpModule | None, choice: ChipChoice) -> Chip | None:

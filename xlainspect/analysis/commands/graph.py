@@ -59,12 +59,12 @@ def fusions_report(
         )
 
     dump = load_dump(input_paths(paths))
-    per_module = run_selected(dump, "fusions", analyse, selection, progress)
+    per_module, skipped = run_selected(dump, "fusions", analyse, selection, progress)
     rows = [row for module_rows, *_ in per_module for row in module_rows]
     unfused = {label: ops for _, label, ops, _ in per_module}
     contractions = [c for *_, module_contractions in per_module for c in module_contractions]
     shown = rows if top is None else largest_fusions(rows, top)
-    return FusionsReport(shown, fusion_kind_totals(rows), unfused, contractions, dump.skipped)
+    return FusionsReport(shown, fusion_kind_totals(rows), unfused, contractions, [*dump.skipped, *skipped])
 
 
 @dataclass
@@ -84,11 +84,11 @@ def copies_report(
     from xlainspect.analysis.copies import copies, copy_totals
 
     dump = load_dump(input_paths(paths))
-    per_module = run_selected(
+    per_module, skipped = run_selected(
         dump, "copies", lambda m: copies(m.module(selection.stage), m.platform), selection, progress
     )
     rows = [row for module_rows in per_module for row in module_rows if row.layout_only or not layout_only]
-    return CopiesReport(rows, copy_totals(rows), dump.skipped)
+    return CopiesReport(rows, copy_totals(rows), [*dump.skipped, *skipped])
 
 
 @dataclass
@@ -108,11 +108,11 @@ def collectives_report(
     from xlainspect.analysis.collectives import collective_totals, collectives
 
     dump = load_dump(input_paths(paths))
-    per_module = run_selected(
+    per_module, skipped = run_selected(
         dump, "collectives", lambda m: collectives(m.module(selection.stage)), selection, progress
     )
     rows = [row for module_rows in per_module for row in module_rows]
-    return CollectivesReport(rows, collective_totals(rows), dump.skipped)
+    return CollectivesReport(rows, collective_totals(rows), [*dump.skipped, *skipped])
 
 
 @dataclass
@@ -141,8 +141,8 @@ def ops_report(
             dump, function=selection.function, module_re=selection.module_re, stage=selection.stage, advance=advance
         )
         return OpsReport([], function_histogram(selected), dump.skipped)
-    per_module = run_selected(dump, "ops", lambda m: _histogram(m, selection.stage), selection, progress)
-    return OpsReport([row for rows in per_module for row in rows], [], dump.skipped)
+    per_module, skipped = run_selected(dump, "ops", lambda m: _histogram(m, selection.stage), selection, progress)
+    return OpsReport([row for rows in per_module for row in rows], [], [*dump.skipped, *skipped])
 
 
 def _histogram(dump_module: DumpModule, stage: str) -> list[OpCount]:

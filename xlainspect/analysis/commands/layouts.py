@@ -60,8 +60,7 @@ def layouts_report(
 
     dump = load_dump(input_paths(path))
     chosen = select_dump_modules(dump, function=function)
-    per_module = analyse_each(
-        dump,
+    per_module, skipped = analyse_each(
         chosen,
         lambda m: module_ledger(m, platform),
         inputs=ledger_files,
@@ -73,4 +72,4 @@ def layouts_report(
     rows = filter_ledger(ledger, function=function, min_expansion=min_expansion)
     shown = rows[:top] if top is not None else rows
     totals = ledger_totals(rows, "module"), ledger_totals(rows, "function")
-    return LayoutsReport(shown, *totals, dump.skipped, ledger_view(rows, top, every_value))
+    return LayoutsReport(shown, *totals, [*dump.skipped, *skipped], ledger_view(rows, top, every_value))

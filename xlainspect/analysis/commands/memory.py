@@ -39,8 +39,7 @@ def memory_report(
         for m in select_dump_modules(dump, function=function)
         if not path.is_file() or any(f.path.resolve() == path.resolve() for f in m.files)
     ]
-    found = analyse_each(
-        dump,
+    found, skipped = analyse_each(
         chosen,
         lambda m: module_memory(m, top),
         inputs=memory_inputs,
@@ -54,4 +53,4 @@ def memory_report(
             f"no *buffer-assignment.txt for the selected modules under {path} (XLA writes it "
             "after optimizations, with --xla_dump_to and text dumps)"
         )
-    return MemoryReport(rows, dump.skipped)
+    return MemoryReport(rows, [*dump.skipped, *skipped])

@@ -33,7 +33,7 @@ from xlainspect.analysis.recompiles.gate import (
 from xlainspect.analysis.recompiles.model import Cause, Compiles, FunctionCompiles, new_values
 from xlainspect.analysis.recompiles.signature import name_parameters, signature_causes
 from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
-from xlainspect.errors import XlaInspectError
+from xlainspect.errors import AnalysisBug, XlaInspectError
 
 __all__ = [
     "NEW_FUNCTION_BUDGET",
@@ -89,26 +89,44 @@ def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -
         if advance is not None:
             advance(len(compiles))
         hosts = [compiles] if dump.runs else _by_host(compiles)
-        modules = _usual(hosts)
-        readable = _readable(modules, found.skipped)
-        unreadable = [m for m in modules if m not in readable]
-        parts = _by_origin(readable) or [([], Origin(eager=False, source=None))]
-        for number, (part, origin) in enumerate(parts):
-            causes = _explain(part, origin.eager, found.skipped) if len(part) > 1 else ()
-            counted = part + unreadable if number == 0 else part  # the first part: the user's, if any
-            found.functions.append(
-                FunctionCompiles(
-                    name,
-                    len(counted),
-                    tuple(m.module_id for m in counted),
-                    origin.eager,
-                    causes,
-                    origin.source,
-                    len(counted) - len(part),
-                    len(hosts),
-                )
-            )
+        try:
+            found.functions += _function_rows(name, hosts, found.skipped)
+        except XlaInspectError:
+            raise
+        except Exception as error:  # noqa: BLE001 (not bad input: a bug, named with a file it was reading)
+            raise AnalysisBug(_where(compiles), error) from error
     return found
+
+
+def _where(compiles: list[DumpModule]) -> object:
+    """The HLO file of a function's first compile that has one, else the module's label."""
+    return next((f.path for m in compiles if (f := m.hlo_file()) is not None), compiles[0].label)
+
+
+def _function_rows(name: str, hosts: list[list[DumpModule]], skipped: list[SkippedFile]) -> list[FunctionCompiles]:
+    """The rows of one function (the user's compiles, then jax's eager ones of the same name), from the
+    compiles of its usual host; unreadable files are recorded in `skipped`."""
+    modules = _usual(hosts)
+    readable = _readable(modules, skipped)
+    unreadable = [m for m in modules if m not in readable]
+    parts = _by_origin(readable) or [([], Origin(eager=False, source=None))]
+    rows = []
+    for number, (part, origin) in enumerate(parts):
+        causes = _explain(part, origin.eager, skipped) if len(part) > 1 else ()
+        counted = part + unreadable if number == 0 else part  # the first part: the user's, if any
+        rows.append(
+            FunctionCompiles(
+                name,
+                len(counted),
+                tuple(m.module_id for m in counted),
+                origin.eager,
+                causes,
+                origin.source,
+                len(counted) - len(part),
+                len(hosts),
+            )
+        )
+    return rows
 
 
 def _by_origin(modules: list[DumpModule]) -> list[tuple[list[DumpModule], Origin]]:

@@ -1,0 +1,91 @@
+"""Errors are honest: only input errors (XlaInspectError, HloParseError) become a skipped file, returned
+in the result without changing the `Dump` an analysis was given; any other exception is a bug, raised
+as AnalysisBug naming the file it was reading, and the CLI says so in one line and exits 3 (`--debug`:
+the traceback)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+
+from tests.conftest import DUMPS
+from xlainspect import settings
+from xlainspect.analysis import recompiles
+from xlainspect.analysis.commands import analyse_modules
+from xlainspect.analysis.recompiles import count_recompiles
+from xlainspect.cli.app import EXIT_BUG, main
+from xlainspect.dump.directory import load_dump
+from xlainspect.errors import AnalysisBug
+
+RAGGED = DUMPS / "ragged_batch"
+
+
+def _bug(compiles, causes):
+    raise KeyError("a detector's bug")
+
+
+@pytest.fixture
+def cli(monkeypatch):
+    """`main()` in this process, the settings its root options set restored afterwards."""
+    for name in ("_cache_enabled", "_parse_workers", "_pause_gc"):
+        monkeypatch.setattr(settings, name, getattr(settings, name))
+    return main
+
+
+def test_a_damaged_file_is_returned_skipped_and_the_dump_is_not_changed(tmp_path):
+    dump_dir = tmp_path / "dump"
+    shutil.copytree(RAGGED, dump_dir)
+    damaged = sorted(dump_dir.glob("*jit_eval_step*after_optimizations.txt"))[0]
+    damaged.write_text(damaged.read_text()[:200])
+    dump = load_dump(dump_dir)
+    found = count_recompiles(dump)
+    assert dump.skipped == []
+    assert [s.path for s in found.skipped] == [damaged]
+    assert "truncated" in found.skipped[0].reason
+    assert {f.name: (f.modules, f.unreadable) for f in found} == {"jit_train_step": (2, 0), "jit_eval_step": (2, 1)}
+
+
+def test_a_bug_in_a_detector_is_raised_naming_the_file(monkeypatch):
+    monkeypatch.setattr(recompiles, "DETECTORS", (_bug,))
+    dump = load_dump(RAGGED)
+    with pytest.raises(AnalysisBug) as raised:
+        count_recompiles(dump)
+    first = dump.functions()["jit_train_step"][0].hlo_file().path
+    assert raised.value.path == str(first) and isinstance(raised.value.__cause__, KeyError)
+    assert dump.skipped == []
+
+
+def test_a_bug_in_a_per_module_analysis_is_no_skipped_file():
+    dump = load_dump(RAGGED)
+    with pytest.raises(AnalysisBug) as raised:
+        analyse_modules(dump, "bug", lambda module: module.no_such_attribute)
+    assert raised.value.path == str(dump.modules[0].hlo_file().path)
+    assert isinstance(raised.value.error, AttributeError) and dump.skipped == []
+
+
+def test_the_cli_names_the_file_asks_for_a_report_and_exits_3(cli, monkeypatch, capsys):
+    monkeypatch.setattr(recompiles, "DETECTORS", (_bug,))
+    monkeypatch.setattr(sys, "argv", ["xlainspect", "--no-cache", "count-recompiles", str(RAGGED)])
+    with pytest.raises(SystemExit) as leaving:
+        cli()
+    assert leaving.value.code == EXIT_BUG == 3
+    (line,) = capsys.readouterr().err.splitlines()
+    first = load_dump(RAGGED).functions()["jit_train_step"][0].hlo_file().path
+    assert line.startswith(f'xlainspect: internal error while reading {first}: KeyError: "a detector\'s bug".')
+    assert "This is a bug in xlainspect" in line and "--debug" in line
+
+
+def test_debug_shows_the_traceback(cli, monkeypatch):
+    monkeypatch.setattr(recompiles, "DETECTORS", (_bug,))
+    monkeypatch.setattr(sys, "argv", ["xlainspect", "--no-cache", "--debug", "count-recompiles", str(RAGGED)])
+    with pytest.raises(AnalysisBug):
+        cli()
+
+
+def test_bad_input_stays_exit_2(cli, monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(sys, "argv", ["xlainspect", "count-recompiles", str(tmp_path / "missing")])
+    with pytest.raises(SystemExit) as leaving:
+        cli()
+    assert leaving.value.code == 2 and "internal error" not in capsys.readouterr().err
