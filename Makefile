@@ -1,7 +1,8 @@
 # Two commands set a fresh machine up (python3, pip, git and make are all it needs):
 #   make demo   installs into .venv and runs count-recompiles on a committed example dump
 #   make check  the test command README gives and .ci/run calls: installs with the test extra into
-#               .venv, runs ruff (lint and format), import-linter (layers), then the test suite
+#               .venv, runs ruff (lint and format), import-linter (layers), pyright (the typed core,
+#               strict: [tool.pyright] in pyproject.toml), then the test suite
 #   (make test runs the test suite alone)
 PYTHON ?= python3
 VENV := .venv
@@ -32,6 +33,7 @@ check: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/pyright --pythonpath $(BIN)/python
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed-test

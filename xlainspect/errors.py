@@ -6,6 +6,7 @@ Only stdlib here, so the model and the layout decoder can raise them without pul
 from __future__ import annotations
 
 from dataclasses import dataclass
+from os import PathLike
 
 
 class XlaInspectError(Exception):
@@ -16,7 +17,7 @@ class AnalysisBug(Exception):
     """Any other exception met while reading or analysing `path`: a bug in xlainspect, never a skipped
     file (CLI exit code 3). The exception itself is the `__cause__`."""
 
-    def __init__(self, path: object, error: BaseException) -> None:
+    def __init__(self, path: str | PathLike[str], error: BaseException) -> None:
         super().__init__(f"{path}: {type(error).__name__}: {error}")
         self.path = str(path)
         self.error = error

@@ -13,6 +13,7 @@ import itertools
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Literal, TypedDict
 
 from xlainspect.errors import error_at
 
@@ -99,6 +100,38 @@ class Layout:
         return format_layout(self)
 
 
+class _LayoutFields(TypedDict, total=False):
+    """The fields of a Layout as `decode_layout` finds them, before the Layout is made."""
+
+    minor_to_major: tuple[int, ...]
+    tiles: tuple[Tile, ...]
+    tail_padding_alignment_in_elements: int
+    index_primitive_type: str
+    pointer_primitive_type: str
+    element_size_in_bits: int
+    memory_space: int
+    split_configs: tuple[SplitConfig, ...]
+    physical_shape: str
+    dynamic_shape_metadata_prefix_bytes: int
+    dim_level_types: tuple[str, ...]
+
+
+_NUMBER_FIELDS: dict[
+    str,
+    Literal[
+        "tail_padding_alignment_in_elements",
+        "element_size_in_bits",
+        "memory_space",
+        "dynamic_shape_metadata_prefix_bytes",
+    ],
+] = {
+    "L": "tail_padding_alignment_in_elements",
+    "E": "element_size_in_bits",
+    "S": "memory_space",
+    "M": "dynamic_shape_metadata_prefix_bytes",
+}
+"""Layout fields of one number, by their letter (layout.cc's printer)."""
+
 _INT_LIST = re.compile(r"\s*(-?\d+(?:\s*,\s*-?\d+)*)?\s*")
 _FIELD = re.compile(r"SC|[DTL#*ESPM]")
 
@@ -119,27 +152,19 @@ def decode_layout(text: str) -> Layout:
     colon = text.find(":")
     m2m_end = colon if colon >= 0 else body_end
     minor_to_major = _ints(text, 1, m2m_end, "minor_to_major")
-    values: dict[str, object] = {"minor_to_major": minor_to_major}
+    values: _LayoutFields = {"minor_to_major": minor_to_major}
     pos = m2m_end + 1 if colon >= 0 else body_end
     while pos < body_end:
         match = _FIELD.match(text, pos)
         if not match:
             raise error_at(text, pos, f"unknown layout field {text[pos]!r} (expected one of D T L # * E S SC P M)")
         pos = _decode_field(text, match.group(), match.end(), values)
-    return Layout(**values)  # type: ignore[arg-type]
+    return Layout(**values)
 
 
-def _decode_field(text: str, letter: str, pos: int, values: dict[str, object]) -> int:
+def _decode_field(text: str, letter: str, pos: int, values: _LayoutFields) -> int:
     """Decode one `X(...)` field (repeated groups for T and SC) into `values`; return the end offset."""
-    groups: list[tuple[int, int]] = []
-    while pos < len(text) and text[pos] == "(":
-        close = _matching_paren(text, pos)
-        groups.append((pos + 1, close))
-        pos = close + 1
-        if letter not in ("T", "SC"):
-            break
-    if not groups:
-        raise error_at(text, pos, f"layout field {letter} needs a (...) argument")
+    groups, pos = _field_groups(text, letter, pos)
     start, end = groups[0]
     arg = text[start:end]
     if letter == "T":
@@ -150,20 +175,30 @@ def _decode_field(text: str, letter: str, pos: int, values: dict[str, object]) -
         values["dim_level_types"] = tuple(t.strip() for t in arg.split(",") if t.strip())
     elif letter == "P":
         values["physical_shape"] = arg
-    elif letter in "#*":
-        values["index_primitive_type" if letter == "#" else "pointer_primitive_type"] = arg.strip()
+    elif letter == "#":
+        values["index_primitive_type"] = arg.strip()
+    elif letter == "*":
+        values["pointer_primitive_type"] = arg.strip()
     else:
-        key = {
-            "L": "tail_padding_alignment_in_elements",
-            "E": "element_size_in_bits",
-            "S": "memory_space",
-            "M": "dynamic_shape_metadata_prefix_bytes",
-        }[letter]
         (number,) = _ints(text, start, end, f"{letter}(n)") or (None,)
         if number is None:
             raise error_at(text, start, f"layout field {letter} needs a number")
-        values[key] = number
+        values[_NUMBER_FIELDS[letter]] = number
     return pos
+
+
+def _field_groups(text: str, letter: str, pos: int) -> tuple[list[tuple[int, int]], int]:
+    """The (start, end) offsets inside each `(...)` of a field (several for T and SC), and the offset after."""
+    groups: list[tuple[int, int]] = []
+    while pos < len(text) and text[pos] == "(":
+        close = _matching_paren(text, pos)
+        groups.append((pos + 1, close))
+        pos = close + 1
+        if letter not in ("T", "SC"):
+            break
+    if not groups:
+        raise error_at(text, pos, f"layout field {letter} needs a (...) argument")
+    return groups, pos
 
 
 def _matching_paren(text: str, open_at: int) -> int:
@@ -183,7 +218,7 @@ def _ints(text: str, start: int, end: int, what: str) -> tuple[int, ...]:
 
 
 def _tile_dims(text: str, start: int, end: int) -> tuple[int, ...]:
-    dims = []
+    dims: list[int] = []
     for piece in text[start:end].split(","):
         piece = piece.strip()
         if piece == "*":
@@ -196,7 +231,7 @@ def _tile_dims(text: str, start: int, end: int) -> tuple[int, ...]:
 
 
 def _split_config(text: str, start: int, end: int) -> SplitConfig:
-    dim, sep, rest = text[start:end].partition(":")
+    dim, sep, _ = text[start:end].partition(":")
     if not sep or not dim.strip().isdigit():
         raise error_at(text, start, "split config is written SC(dimension:index,index...)")
     return SplitConfig(int(dim), _ints(text, start + len(dim) + 1, end, "split indices"))
@@ -354,7 +389,7 @@ def tile_padding(dims: tuple[int, ...], layout: Layout | None) -> tuple[DimPaddi
         if extents[k] == COMBINE_DIMENSION:
             owners[k - 1] = owners[k] + owners[k - 1]
             owners[k] = []
-    rows = []
+    rows: list[DimPadding] = []
     for k in range(len(m2m) - 1, -1, -1):
         extent = tile[len(tile) - 1 - k] if k < len(tile) else 1
         rows.append(DimPadding(len(m2m) - 1 - k, tuple(owners[k]), sizes[k], extent, _round_up(sizes[k], extent)))

@@ -1,10 +1,19 @@
 """The HLO text model, its parser and its printer, imported on first use: a run answered from a
 cache, or one that reads a dump's file names only, needs none of them."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names of the lazily loaded API, for type checkers
+    from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
+    from xlainspect.hlo.parser import parse_hlo
+    from xlainspect.hlo.printer import print_hlo
+
 __all__ = ["Computation", "Instruction", "Module", "StackFrame", "parse_hlo", "print_hlo"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name == "parse_hlo":
         from xlainspect.hlo.parser import parse_hlo
 

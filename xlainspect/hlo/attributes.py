@@ -12,6 +12,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from typing import Any, cast
 
 #: Attributes whose value names called computations (XLA prints them in kNameOnly mode).
 CALLED_COMPUTATION_ATTRIBUTES = (
@@ -139,7 +140,7 @@ def _index(text: str) -> tuple[int, ...]:
     return tuple(int(v) for v in text.split(",") if v.strip())
 
 
-def decode_json(text: str | None) -> dict | None:
+def decode_json(text: str | None) -> dict[str, Any] | None:
     """A JSON `backend_config` (raw or quoted); None when absent or not JSON (TPU prints protos)."""
     if not text:
         return None
@@ -149,7 +150,7 @@ def decode_json(text: str | None) -> dict | None:
         value = json.loads(text)
     except ValueError:
         return None
-    return value if isinstance(value, dict) else None
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,15 +235,17 @@ def backend_config_kind(text: str | None) -> str | None:
     config = decode_json(text) or {}
     for key in FUSION_CONFIG_KEYS:
         fusion_config = config.get(key)
-        if isinstance(fusion_config, dict) and isinstance(fusion_config.get("kind"), str):
-            return fusion_config["kind"]
+        if isinstance(fusion_config, dict) and isinstance(
+            kind := cast("dict[str, Any]", fusion_config).get("kind"), str
+        ):
+            return kind
     return None
 
 
 def known_trip_count(text: str | None) -> int | None:
     """`known_trip_count.n` from a `while`'s JSON backend_config (`{"known_trip_count":{"n":"5"}}`)."""
     trip = (decode_json(text) or {}).get("known_trip_count")
-    value = trip.get("n") if isinstance(trip, dict) else None
+    value = cast("dict[str, Any]", trip).get("n") if isinstance(trip, dict) else None
     return int(value) if isinstance(value, (int, str)) and str(value).isdigit() else None
 
 

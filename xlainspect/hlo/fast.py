@@ -14,8 +14,9 @@ syntax example.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from sys import intern
+from typing import Literal
 
 from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import is_frame_entry
@@ -58,8 +59,41 @@ def plain_operand_list(terminal: Callable[[str], str]) -> str:
     return _list(f"{_INDEX_COMMENT}(?:(?:{shape}{b})?(?:{name})(?:{index})*|(?:{terminal('INT')}))")
 
 
+FrameTables = tuple[dict[int, str], dict[int, str], dict[int, str], dict[int, str]]
+"""The four stack-frame tables (FileNames, FunctionNames, FileLocations, StackFrames): index -> entry."""
+HeaderItem = tuple[Literal["header"], str, dict[str, str], int]
+"""A module's header: its name, raw attributes and line."""
+FramesItem = tuple[Literal["stack_frames"], FrameTables]
+Item = HeaderItem | FramesItem | Computation
+"""What a reader of HLO text yields, in text order: headers, stack-frame tables and computations (the
+parser groups them into modules)."""
+
+
+def _past(pattern: re.Pattern[str], text: str, position: int, end: int | None = None) -> int:
+    """Where `pattern`, which matches the empty string too (blanks, comments), ends from `position`."""
+    match = pattern.match(text, position, len(text) if end is None else end)
+    if match is None:  # a pattern that may match nothing always matches
+        raise AssertionError(pattern.pattern)
+    return match.end()
+
+
 class LineReader:
-    """Reads plain computations; built once from the grammar's terminals."""
+    """Reads plain computations; built once from the grammar's terminals. Its regexes are compiled on
+    first use (`_compile`), each an attribute from then on."""
+
+    _end_of_line: re.Pattern[str]
+    _blank_lines: re.Pattern[str]
+    _attribute: re.Pattern[str]
+    _instruction: re.Pattern[str]
+    _operand: re.Pattern[str]
+    _operand_path: re.Pattern[str]
+    _computation_head: re.Pattern[str]
+    _parameter: re.Pattern[str]
+    _close: re.Pattern[str]
+    _header: re.Pattern[str]
+    _frame_entry: re.Pattern[str]
+    _frame_line: re.Pattern[str]
+    _frame_lines: re.Pattern[str]
 
     def __init__(self, terminal: Callable[[str], str], tuple_shape_of: Callable[[str], Shape]) -> None:
         t = {
@@ -139,7 +173,7 @@ class LineReader:
         self._tuple_shape_of = tuple_shape_of
         self._ready = False
 
-    def _compile(self, names) -> None:
+    def _compile(self, names: Iterable[str]) -> None:
         """Compile the regexes `names` not compiled yet, each an attribute from then on: a header line
         alone needs 4 of the 13 (compiling all costs a third of what parsing a 350 KB module does). Plain
         attributes, not `__getattr__`: a class with one loses the interpreter's fast attribute reads."""
@@ -152,25 +186,26 @@ class LineReader:
         self._compile(self._sources)
         self._ready = True
 
-    def read_header(self, line: str) -> tuple | None:
+    def read_header(self, line: str) -> HeaderItem | None:
         """A dump file's first line alone, as `read` gives a header item; None when it is not plain."""
         self._compile(("_blank_lines", "_header", "_attribute", "_end_of_line"))
         found = self._read_header(line, 0, 1)
-        if found is None or self._blank_lines.match(line, found[1]).end() != len(line):
+        if found is None or _past(self._blank_lines, line, found[1]) != len(line):
             return None
         return found[0]
 
-    def read(self, text: str, start: int, end: int, line: int) -> list | None:
+    def read(self, text: str, start: int, end: int, line: int) -> list[Item] | None:
         """The items (header, stack-frame tables, computations) of `text[start:end]`, whose first
         line is `line`; None when a line is not plain."""
         if not self._ready:
             self.compile_all()
-        items: list = []
+        items: list[Item] = []
         counted = start  # newlines are counted up to here
-        position = self._blank_lines.match(text, start, end).end()
+        position = _past(self._blank_lines, text, start, end)
         while position < end:
             line += text.count("\n", counted, position)
             counted = position
+            found: tuple[Item, int] | None
             if text.startswith("HloModule", position):
                 found = self._read_header(text, position, line)
             elif text.startswith(FRAME_TABLES[0], position):
@@ -181,10 +216,10 @@ class LineReader:
                 return None
             item, position = found
             items.append(item)
-            position = self._blank_lines.match(text, position, end).end()
+            position = _past(self._blank_lines, text, position, end)
         return items
 
-    def _read_header(self, text: str, position: int, line: int):
+    def _read_header(self, text: str, position: int, line: int) -> tuple[HeaderItem, int] | None:
         match = self._header.match(text, position)
         if match is None:
             return None
@@ -194,14 +229,14 @@ class LineReader:
         attributes, position = attributes
         return ("header", match.group(1).rstrip(":"), attributes, line), position
 
-    def _read_frame_tables(self, text: str, position: int):
-        tables = []
+    def _read_frame_tables(self, text: str, position: int) -> tuple[FramesItem, int] | None:
+        tables: list[dict[int, str]] = []
         for name in FRAME_TABLES:
-            position = self._blank_lines.match(text, position).end()
+            position = _past(self._blank_lines, text, position)
             if not text.startswith(name, position) or (after := self._line_end(text, position + len(name))) is None:
                 return None
-            position, table = after, {}
-            plain = self._frame_lines.match(text, position).end()  # the usual lines, in one match
+            position, table = after, dict[int, str]()
+            plain = _past(self._frame_lines, text, position)  # the usual lines, in one match
             for index, value in self._frame_line.findall(text, position, plain):
                 table[int(index)] = intern(value)
             position = plain
@@ -212,17 +247,19 @@ class LineReader:
                 table[int(entry.group(1))] = intern(value)
                 position = after
             tables.append(table)
-        return ("stack_frames", tuple(tables)), position
+        files, functions, locations, frames = tables
+        return ("stack_frames", (files, functions, locations, frames)), position
 
-    def _read_computation(self, text: str, position: int, line: int):
+    def _read_computation(self, text: str, position: int, line: int) -> tuple[Computation, int] | None:
         head = self._computation_head.match(text, position)
-        if head is None or (position := self._line_end(text, head.end())) is None:
+        if head is None or (after := self._line_end(text, head.end())) is None:
             return None
+        position = after
         line += text.count("\n", head.start(), head.start(2))
         computation_line, counted = line, head.start(2)
-        instructions = []
+        instructions: list[Instruction] = []
         try:
-            signature = None
+            signature: tuple[tuple[tuple[str, Shape], ...], Shape] | None = None
             if head.group(4) is not None:
                 params = tuple(
                     (p.group(1).lstrip("%").rstrip(":"), self._shape(p.group(2)))
@@ -257,9 +294,9 @@ class LineReader:
         )
         return computation, position
 
-    def _instruction_of(self, match: re.Match, attributes: dict[str, str], line: int) -> Instruction:
+    def _instruction_of(self, match: re.Match[str], attributes: dict[str, str], line: int) -> Instruction:
         root, name, shape, literal, opcode, operand_text = match.groups()
-        indices: tuple = ()
+        indices: tuple[tuple[int, ...], ...] = ()
         if literal is not None:
             opcode, operands = "constant", (intern(literal[1:-1]),)
         elif not operand_text:
@@ -342,7 +379,7 @@ class ShapeReader:
                 return array_shape(array.group()), array.end()
             except HloParseError:
                 return None
-        elements = []
+        elements: list[Shape] = []
         position = self._skip(text, position + 1)
         if text.startswith(")", position):
             return tuple_shape(()), position + 1
@@ -357,4 +394,4 @@ class ShapeReader:
         return None
 
     def _skip(self, text: str, position: int) -> int:
-        return self._ignored.match(text, position).end()
+        return _past(self._ignored, text, position)

@@ -25,19 +25,19 @@ from xlainspect.hlo.shape import array_shape
 
 
 class _Patterns(NamedTuple):
-    computation: re.Pattern
+    computation: re.Pattern[str]
     """`[ENTRY] %name (params) -> shape {` at column 0 (header-less and short text: `name {`)."""
-    instruction: re.Pattern
+    instruction: re.Pattern[str]
     """`  [ROOT] %name = shape opcode(operands)`: the shape an array token or a parenthesised tuple, the
     operands as printed (a constant's literal is not read): a line with an operand written as an
     instruction does not match."""
-    calls: re.Pattern
+    calls: re.Pattern[str]
     """`calls=%a`, `to_apply=%b`, `branch_computations={%c, %d}`: attributes naming computations."""
-    unsure: tuple[re.Pattern, ...]
+    unsure: tuple[re.Pattern[str], ...]
     """Lines that would make a line-level reading unsure: comments, and `calls=%a, %b` (a list
     continued after a comma). Each pattern starts with a literal, so searching the whole text with
     each alone is fast (the regex engine skips to the literal); as one alternation it is 10x slower."""
-    calls_in_string: re.Pattern
+    calls_in_string: re.Pattern[str]
     """A string holding `calls=`-like text: unsure only on a line where `calls` found something."""
 
 
@@ -127,7 +127,7 @@ def _valid_shape(text: str) -> bool:
     return True
 
 
-def _called(calls: re.Pattern, line: str, start: int) -> tuple[str, ...]:
+def _called(calls: re.Pattern[str], line: str, start: int) -> tuple[str, ...]:
     found = calls.findall(line, start)
     if not found:
         return ()

@@ -9,14 +9,18 @@ comes here for the rest (and for every error, which the grammar words and places
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from sys import intern
+from typing import Any, TypeVar, cast
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, v_args  # pyright: ignore[reportUnknownVariableType] (lark's stubs)
+from lark import __version__ as lark_version
 from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from xlainspect.errors import HloParseError, error_at
 from xlainspect.hlo.attributes import is_frame_entry
+from xlainspect.hlo.fast import FramesItem, FrameTables, HeaderItem
 from xlainspect.hlo.grammar import grammar_text
 from xlainspect.hlo.model import Computation, Instruction, attribute_dict
 from xlainspect.hlo.shape import Shape, array_shape, tuple_shape
@@ -82,16 +86,38 @@ class _TokenError(Exception):
         self.token, self.offset, self.message = token, offset, message
 
 
-def _start(item) -> int:
-    return item.start_pos if isinstance(item, Token) else item[0]
+Span = tuple[int, int]
+"""The offsets of a value in the parsed text (a braced value, a literal, mesh groups)."""
+Piece = Token | Span
+Signature = tuple[tuple[tuple[str, Shape], ...], Shape]
+ComputationHead = tuple[bool, str, int, Signature | None]
+Operand = str | tuple[str, tuple[int, ...]] | list[Instruction]
+"""A name, a name with a ShapeIndex (`%a#1`), or instructions written as the operand (nested)."""
 
 
-def _end(item) -> int:
-    return item.end_pos if isinstance(item, Token) else item[1]
+def _start(item: Piece) -> int:
+    return (item.start_pos or 0) if isinstance(item, Token) else item[0]
 
 
-@v_args(inline=True)
-class _ModelBuilder(Transformer):
+def _end(item: Piece) -> int:
+    return (item.end_pos or 0) if isinstance(item, Token) else item[1]
+
+
+def _line(token: Token) -> int:
+    return token.line or 0
+
+
+_Class = TypeVar("_Class", bound=type)
+
+
+def _inline(cls: _Class) -> _Class:
+    """`lark.v_args(inline=True)`: each callback gets a rule's children as arguments (typed here, as
+    lark's stubs type the decorator's result too loosely for a class)."""
+    return cast(_Class, v_args(inline=True)(cls))
+
+
+@_inline
+class _ModelBuilder(Transformer[Token, Any]):
     """LALR callbacks: one method per grammar rule, each returning a model object.
 
     Attribute values are the text XLA printed, cut from the parsed text by position (`text` is set
@@ -102,29 +128,32 @@ class _ModelBuilder(Transformer):
     text = ""
     line_offset = 0
 
-    def start(self, *items):
+    def start(self, *items: Any) -> list[Any]:
         return list(items)
 
-    def module_header(self, name: Token, *attributes):
-        return ("header", str(name).rstrip(":"), attribute_dict(attributes), name.line + self.line_offset)
+    def module_header(self, name: Token, *attributes: tuple[str, str]) -> HeaderItem:
+        return ("header", str(name).rstrip(":"), attribute_dict(attributes), _line(name) + self.line_offset)
 
-    def stack_frames(self, *tables):
-        return ("stack_frames", tables)
+    def stack_frames(self, *tables: dict[int, str]) -> FramesItem:
+        return ("stack_frames", cast(FrameTables, tables))  # the grammar's rule names four tables
 
-    def frame_table(self, *entries):
+    def frame_table(self, *entries: tuple[int, str]) -> dict[int, str]:
         return dict(entries)
 
-    def frame_entry(self, index: Token, value):
+    def frame_entry(self, index: Token, value: Piece) -> tuple[int, str]:
         text = self._slice(value, value)
         if not is_frame_entry(text):
             raise _TokenError(_token_at(value), 0, "malformed stack-frame table entry: every field must be an integer")
         return (int(index), text)
 
-    def computation(self, head, *items):
+    def computation(
+        self, head: ComputationHead, *items: Instruction | list[Instruction] | tuple[str, str]
+    ) -> Computation | tuple[str, Computation]:
         """A Computation; `("nested", computation)` when operands were written as instructions, whose
         names the module gives (`xlainspect.hlo.parser.name_nested_instructions`)."""
         is_entry, name, line, signature = head
         instructions = [i for item in items if not isinstance(item, tuple) for i in _as_list(item)]
+        attributes = [i for i in items if isinstance(i, tuple)]
         params, result = signature if signature else (None, None)
         computation = Computation(
             name=name,
@@ -132,61 +161,72 @@ class _ModelBuilder(Transformer):
             is_entry=is_entry,
             parameter_shapes=params,
             result_shape=result,
-            attributes=attribute_dict([i for i in items if isinstance(i, tuple)]),
+            attributes=attribute_dict(attributes),
             line=line,
         )
         return ("nested", computation) if any(isinstance(item, list) for item in items) else computation
 
-    def computation_head(self, entry, name: Token, signature):
-        return entry is not None, _strip(name), name.line + self.line_offset, signature
+    def computation_head(self, entry: Token | None, name: Token, signature: Signature | None) -> ComputationHead:
+        return entry is not None, _strip(name), _line(name) + self.line_offset, signature
 
-    def signature(self, *items):
+    def signature(self, *items: Any) -> Signature:
         *params, result = items
         return tuple(p for p in params if p is not None), result
 
-    def param(self, name: Token, shape: Shape):
+    def param(self, name: Token, shape: Shape) -> tuple[str, Shape]:
         return (_strip(name).rstrip(":"), shape)
 
-    def instruction(self, root, name: Token, shape, opcode: Token, operands, *attributes):
+    def instruction(
+        self,
+        root: Token | None,
+        name: Token,
+        shape: Shape | None,
+        opcode: Token,
+        operands: Any,
+        *attributes: tuple[str, str],
+    ) -> Instruction | list[Instruction]:
         """`[ROOT] name = [shape] opcode(operands), attr=value, ...`; operands written as instructions
         (the parser-only nested form) come before it in the returned list."""
+        written: tuple[str | list[Instruction], ...]
+        indices: tuple[tuple[int, ...], ...]
         if opcode.type == "CONSTANT":
-            operands, indices = (self._slice(operands, operands)[1:-1],), ()
+            written, indices = (self._slice(operands, operands)[1:-1],), ()
         else:
-            operands, indices = operands
-        nested = [i for o in operands if not isinstance(o, str) for i in o]
-        if nested:
-            operands = tuple(o if isinstance(o, str) else o[-1].name for o in operands)
+            written, indices = operands
+        nested = [i for o in written if not isinstance(o, str) for i in o]
+        names = tuple(o if isinstance(o, str) else o[-1].name for o in written)
         instruction = Instruction(
             name=intern(_strip(name)),
             opcode=intern(str(opcode)),
             shape=shape,
-            operands=operands,
+            operands=names,
             attributes=attribute_dict(attributes),
             is_root=root is not None,
-            line=name.line + self.line_offset,
+            line=_line(name) + self.line_offset,
             operand_shape_indices=indices,
         )
         return [*nested, instruction] if nested else instruction
 
-    def nested_instruction(self, shape, opcode: Token, operands):
+    def nested_instruction(self, shape: Shape | None, opcode: Token, operands: Any) -> list[Instruction]:
         """An operand written as an instruction, with its own nested ones before it (the order in which
         XLA's ParseOperands adds them to the computation). Its name here holds a blank, which no HLO
         name does, and is unique in the file; the module names it as XLA's parser does, once the
         names before it are known (`xlainspect.hlo.parser.name_nested_instructions`)."""
-        line = opcode.line + self.line_offset
+        line = _line(opcode) + self.line_offset
         name = Token("NAME", f"{opcode}.anon {line}:{opcode.column}", line=opcode.line)
         return _as_list(self.instruction(None, name, shape, opcode, operands))
 
-    def operands(self, *operands):
+    def operands(
+        self, *written: Operand | None
+    ) -> tuple[tuple[str | list[Instruction], ...], tuple[tuple[int, ...], ...]]:
         """(operand names or nested instructions, their ShapeIndexes or () when all are whole)."""
-        operands = [o for o in operands if o is not None]
-        names = tuple(o[0] if isinstance(o, tuple) else o for o in operands)
-        if not any(isinstance(o, tuple) for o in operands):
+        present = [o for o in written if o is not None]
+        names = tuple(o[0] if isinstance(o, tuple) else o for o in present)
+        if not any(isinstance(o, tuple) for o in present):
             return names, ()
-        return names, tuple(o[1] if isinstance(o, tuple) else () for o in operands)
+        return names, tuple(o[1] if isinstance(o, tuple) else () for o in present)
 
-    def operand(self, *items):
+    def operand(self, *items: Any) -> str | tuple[str, tuple[int, ...]]:
         if len(items) == 1:  # parameter(0)
             return str(items[0])
         _shape, name, *tuple_index = items
@@ -194,21 +234,21 @@ class _ModelBuilder(Transformer):
             return (intern(_strip(name)), tuple(int(i[1:]) for i in tuple_index))
         return intern(_strip(name))
 
-    def attribute(self, *items):
+    def attribute(self, *items: Any) -> tuple[str, str]:
         if len(items) == 1:  # continuation of `calls=%a, %b`
             return ("", str(items[0]))
         return (str(items[0])[:-1], items[1])
 
-    def value(self, *items):
-        items = [i for i in items if i is not None]
-        return self._slice(items[0], items[-1])
+    def value(self, *items: Piece | None) -> str:
+        present = [i for i in items if i is not None]
+        return self._slice(present[0], present[-1])
 
-    def mesh_groups(self, *items):
-        items = [i for i in items if i is not None]
-        return (_start(items[0]), _end(items[-1]))
+    def mesh_groups(self, *items: Piece | None) -> Span:
+        present = [i for i in items if i is not None]
+        return (_start(present[0]), _end(present[-1]))
 
-    def braced(self, left: Token, *items):
-        return (left.start_pos, items[-1].end_pos)
+    def braced(self, left: Token, *items: Token) -> Span:
+        return (_start(left), _end(items[-1]))
 
     literal = braced
 
@@ -218,32 +258,32 @@ class _ModelBuilder(Transformer):
         except HloParseError as error:
             raise _TokenError(token, error.column - 1, error.message) from None
 
-    def tuple_shape(self, *elements) -> Shape:
+    def tuple_shape(self, *elements: Shape | None) -> Shape:
         return tuple_shape(tuple(e for e in elements if e is not None))
 
-    def buffer_shape(self, _open, shape: Shape) -> Shape:
+    def buffer_shape(self, _open: Token, shape: Shape) -> Shape:
         return shape
 
-    def header_line(self, header):
+    def header_line(self, header: HeaderItem) -> HeaderItem:
         return header
 
     def shape_text(self, shape: Shape) -> Shape:
         return shape
 
-    def program_shape(self, *items):
+    def program_shape(self, *items: Any) -> tuple[tuple[Shape, ...], Shape]:
         *params, result = items
         return tuple(p for p in params if p is not None), result
 
-    def _slice(self, first, last) -> str:
+    def _slice(self, first: Piece, last: Piece) -> str:
         return intern(self.text[_start(first) : _end(last)])
 
 
-def _token_at(item) -> Token:
+def _token_at(item: Piece) -> Token:
     """A token at `item`'s start, for errors about a whole value."""
     return item if isinstance(item, Token) else Token("VALUE", "", start_pos=item[0])
 
 
-def _as_list(item) -> list:
+def _as_list(item: Instruction | list[Instruction]) -> list[Instruction]:
     return item if isinstance(item, list) else [item]
 
 
@@ -262,19 +302,15 @@ def _lark(start: str = "start") -> Lark:
     `program_shape` has only those states, so its contextual lexer never compiles the regexes of the
     computation-sized terminals (what lookahead sets shared with whole modules would cost, 0.2 s).
     """
-    import hashlib
-
-    import lark
-
     text = grammar_text()
-    options = {
+    options: dict[str, Any] = {
         "parser": "lalr",
         "lexer": "contextual",
         "maybe_placeholders": True,
         "transformer": _ModelBuilder(),
         "start": start,
     }
-    key = hashlib.blake2b(f"{lark.__version__}\n{start}\n{text}".encode(), digest_size=10).hexdigest()
+    key = hashlib.blake2b(f"{lark_version}\n{start}\n{text}".encode(), digest_size=10).hexdigest()
     tables = cache_dir() / f"grammar-{key}.lark"
     if not cache_enabled() and not tables.is_file():  # with the cache off, saved tables are read, never written
         return Lark(text, **options)
@@ -294,17 +330,18 @@ def _terminal(name: str) -> str:
     return _lark().get_terminal(name).pattern.to_regexp()
 
 
-def run(text: str, start: str, path: str | None, what: str = "HLO", span: tuple[int, int, int] | None = None):
-    """Parse `text` (or its `span`: start offset, end offset, lines before it) from `start`."""
+def run(text: str, start: str, path: str | None, what: str = "HLO", span: tuple[int, int, int] | None = None) -> Any:
+    """Parse `text` (or its `span`: start offset, end offset, lines before it) from `start`: what the
+    start symbol's rule builds (items for `start`, a Shape for `shape_text`, ...)."""
     begin, end, lines_before = span if span else (0, len(text), 0)
-    builder = _lark(start).options.transformer
+    builder = cast(_ModelBuilder, _lark(start).options.transformer)  # pyright: ignore[reportUnknownMemberType]
     builder.text, builder.line_offset = text[begin:end] if span else text, lines_before
     try:
-        return _lark(start).parse(builder.text)
+        return cast(Any, _lark(start).parse(builder.text))  # pyright: ignore[reportUnknownMemberType]
     except UnexpectedInput as error:
         raise _syntax_error(error, text, path, what, begin) from None
     except _TokenError as error:
-        raise error_at(text, begin + error.token.start_pos + error.offset, error.message, path) from None
+        raise error_at(text, begin + _start(error.token) + error.offset, error.message, path) from None
     finally:
         builder.text = ""
 
@@ -312,19 +349,20 @@ def run(text: str, start: str, path: str | None, what: str = "HLO", span: tuple[
 def _syntax_error(error: UnexpectedInput, text: str, path: str | None, what: str, begin: int) -> HloParseError:
     """The error of a parse of `text` from offset `begin` on."""
     expected = _expected(error)
-    if isinstance(error, UnexpectedToken) and error.token.type == "$END" or isinstance(error, UnexpectedEOF):
+    token = cast(Token, error.token) if isinstance(error, UnexpectedToken) else None  # pyright: ignore[reportUnknownMemberType]
+    if token is not None and token.type == "$END" or isinstance(error, UnexpectedEOF):
         unclosed, end = _unclosed(text, begin), len(text.rstrip())
         # a value's bracket; a `{` that ends its line opens a computation body, cut after a line
         if unclosed is not None and text[unclosed + 1 : text.find("\n", unclosed) % (len(text) + 1)].strip():
             char = text[unclosed]
             return error_at(text, unclosed, f"unbalanced '{char}': no matching '{_CLOSING[char]}' (truncated?)", path)
         return error_at(text, end, f"{what} text ends too early (truncated?)", path, expected)
-    position = begin + (error.token.start_pos if isinstance(error, UnexpectedToken) else error.pos_in_stream)
+    position = begin + (_start(token) if token is not None else error.pos_in_stream or 0)
     char = text[position] if position < len(text) else ""
     if text.startswith("/*", position):
         message = "unterminated /* comment"
-    elif isinstance(error, UnexpectedToken):
-        message = f"unexpected {_describe(error.token)}"
+    elif token is not None:
+        message = f"unexpected {_describe(token)}"
     else:
         message = f"unexpected character {char!r}"
     return error_at(text, position, message, path, expected)
@@ -336,7 +374,7 @@ _CLOSING = {"{": "}", "(": ")"}
 def _unclosed(text: str, begin: int) -> int | None:
     """The offset of the innermost `{` or `(` from `begin` on that is never closed (strings and
     comments skipped), for a text that ended too early."""
-    stack = []
+    stack: list[int] = []
     brackets = re.compile(f"{_terminal('STRING')}|{_terminal('COMMENT')}|[{{}}()]")
     for match in brackets.finditer(text, begin):
         char = match.group()

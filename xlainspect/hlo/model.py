@@ -9,6 +9,7 @@ instructions.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from sys import intern
 
@@ -22,7 +23,7 @@ from xlainspect.hlo.attributes import (
 from xlainspect.hlo.shape import Shape
 
 
-def attribute_dict(pairs) -> dict[str, str]:
+def attribute_dict(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
     """Attributes in printed order from (key, value) pairs; a pair with an empty key is a bare name
     that continues the previous value (`calls=%a, %b`).
 
@@ -30,7 +31,7 @@ def attribute_dict(pairs) -> dict[str, str]:
     metadata, backend configs) hundreds of thousands of times, and memory is the parse's limit.
     """
     result: dict[str, str] = {}
-    last = None
+    last: str | None = None
     for key, value in pairs:
         if key:
             result[intern(key)] = intern(value)
@@ -99,7 +100,7 @@ class Computation:
     parameter_shapes: tuple[tuple[str, Shape], ...] | None = None
     """The printed program signature `(p0: f32[8]) -> ...` (long text only), names with shapes."""
     result_shape: Shape | None = None
-    attributes: dict[str, str] = field(default_factory=dict)
+    attributes: dict[str, str] = field(default_factory=dict[str, str])
     """Attributes after the closing brace, e.g. `execution_thread`."""
     line: int = 0
 
@@ -140,9 +141,9 @@ class Module:
 
     name: str
     computations: list[Computation]
-    attributes: dict[str, str] = field(default_factory=dict)
+    attributes: dict[str, str] = field(default_factory=dict[str, str])
     """Raw header attributes (`entry_computation_layout`, `input_output_alias`, ...)."""
-    stack_frames: dict[int, StackFrame] = field(default_factory=dict)
+    stack_frames: dict[int, StackFrame] = field(default_factory=dict[int, "StackFrame"])
     path: str | None = None
     line: int = 1
     has_header: bool = True
@@ -171,7 +172,7 @@ class Module:
         body = self.computations_by_name.get(next(iter(instruction.called_computations), ""))
         return body.root if body is not None else None
 
-    def instructions(self):
+    def instructions(self) -> Iterator[Instruction]:
         """Every instruction of every computation, in printed order."""
         for computation in self.computations:
             yield from computation.instructions

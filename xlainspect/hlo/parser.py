@@ -15,10 +15,12 @@ import importlib.util
 import itertools
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Literal, cast
 
 from xlainspect.errors import HloParseError, error_at
-from xlainspect.hlo.fast import LineReader, ShapeReader
+from xlainspect.hlo.fast import FramesItem, FrameTables, HeaderItem, Item, LineReader, ShapeReader
 from xlainspect.hlo.grammar import grammar_text
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
 from xlainspect.hlo.opcodes import ASYNC_SUFFIXES, KNOWN_OPCODES, is_known_opcode
@@ -26,8 +28,9 @@ from xlainspect.hlo.shape import Shape
 from xlainspect.settings import cache_dir, cache_enabled, parse_workers, paused_gc, write_cache_file
 
 
-def _run(text: str, start: str, path: str | None, what: str = "HLO", span: tuple[int, int, int] | None = None):
-    """The grammar's parse of `text` (or of its `span`) from the start symbol `start` (`lalr.run`)."""
+def _run(text: str, start: str, path: str | None, what: str = "HLO", span: tuple[int, int, int] | None = None) -> Any:
+    """The grammar's parse of `text` (or of its `span`) from the start symbol `start` (`lalr.run`): a
+    list of items from `start`, a Shape from `shape_text`, ... (its type is the start symbol's)."""
     from xlainspect.hlo import lalr
 
     return lalr.run(text, start, path, what, span)
@@ -43,15 +46,13 @@ def parse_hlo(text: str, path: str | None = None, *, fast: bool = True, workers:
     Raises HloParseError with path, line, column and a caret rendering on bad text.
     """
     workers = parse_workers() if workers is None else workers
+    items: Sequence[GrammarItem]
     with paused_gc():
         if not fast:
             items = _run(text, "start", path)
         else:
-            items = None
-            if workers > 1 and len(text) >= PARALLEL_MIN_BYTES:
-                items = _run_in_workers(text, path, workers)
-            if items is None:
-                items = _read(text, path)
+            shared = _run_in_workers(text, path, workers) if workers > 1 and len(text) >= PARALLEL_MIN_BYTES else None
+            items = shared if shared is not None else _read(text, path)
         modules = _assemble(items, path, text)
     for module in modules:
         if not module.computations:  # XLA's parser needs at least one; a dump cut after its header has none
@@ -59,11 +60,11 @@ def parse_hlo(text: str, path: str | None = None, *, fast: bool = True, workers:
     return modules
 
 
-def _read(text: str, path: str | None, first_line: int = 1) -> list:
+def _read(text: str, path: str | None, first_line: int = 1) -> list[Item]:
     """The items of `text`, a computation at a time: the speed layer where it is sure, else the
     grammar on that computation, its lines and errors placed in the whole text."""
     reader = _line_reader()
-    items: list = []
+    items: list[Item] = []
     line = first_line
     for start, end in _computation_spans(text):
         found = reader.read(text, start, end, line)
@@ -100,7 +101,7 @@ def _terminals() -> dict[str, str]:
     with contextlib.suppress(OSError, ValueError):
         found = json.loads(saved.read_text(encoding="utf-8"))
         if isinstance(found, dict):
-            return found
+            return cast("dict[str, str]", found)
     from xlainspect.hlo import lalr
 
     found = lalr.terminals()
@@ -152,7 +153,7 @@ def _header(line: str) -> Module:
 PARALLEL_MIN_BYTES = 4 << 20
 
 
-def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
+def _run_in_workers(text: str, path: str | None, workers: int) -> list[Item] | None:
     """The items of `text` read by this process and worker processes, one part each.
 
     None when the text cannot be split, the platform cannot fork, or a part fails: the caller then
@@ -180,21 +181,38 @@ def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
         return None
 
 
-def _run_part(job: tuple[int, int, int, str | None], text: str) -> list:
+def _run_part(job: tuple[int, int, int, str | None], text: str) -> list[Item]:
     first_line, start, end, path = job
     return _read(text[start:end], path, first_line)
 
 
-def _compact_parts(job: tuple[int, int, int, str | None], text: str) -> list[list]:
+InstructionFields = tuple[
+    str, str, Shape | None, tuple[str, ...], dict[str, str], bool, int, tuple[tuple[int, ...], ...]
+]
+"""An Instruction's fields in its constructor's order."""
+CompactComputation = tuple[
+    Literal["computation"],
+    str,
+    list[InstructionFields],
+    bool,
+    tuple[tuple[str, Shape], ...] | None,
+    Shape | None,
+    dict[str, str],
+    int,
+]
+CompactItem = HeaderItem | FramesItem | CompactComputation
+
+
+def _compact_parts(job: tuple[int, int, int, str | None], text: str) -> list[list[CompactItem]]:
     """A worker's one part with its computations as plain tuples: pickling a slotted object calls
     back into Python for each of hundreds of thousands of instructions, a tuple does not."""
     return [[_compact(item) for item in _run_part(job, text)]]
 
 
-def _compact(item):
+def _compact(item: Item) -> CompactItem:
     if not isinstance(item, Computation):
         return item  # ("header", ...) and ("stack_frames", ...) tuples
-    instructions = [
+    instructions: list[InstructionFields] = [
         (i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line, i.operand_shape_indices)
         for i in item.instructions
     ]
@@ -210,7 +228,7 @@ def _compact(item):
     )
 
 
-def _expand(item):
+def _expand(item: CompactItem) -> Item:
     if item[0] != "computation":
         return item
     _, name, instructions, is_entry, parameter_shapes, result_shape, attributes, line = item
@@ -251,7 +269,8 @@ def split_computations(text: str) -> list[str]:
 
 def _computation_spans(text: str) -> list[tuple[int, int]]:
     """The (start, end) offsets of split_computations' pieces."""
-    spans, start = [], 0
+    spans: list[tuple[int, int]] = []
+    start = 0
     while (close := text.find("\n}", start)) >= 0:
         end = text.find("\n", close + 2)
         end = len(text) if end < 0 else end + 1
@@ -273,11 +292,11 @@ def parse_program_shape(text: str) -> tuple[tuple[Shape, ...], Shape]:
     return _shape_reader().program_shape(body) or _run(body, "program_shape", None, "entry_computation_layout")
 
 
-def _assemble(items: list, path: str | None, text: str) -> list[Module]:
+def _assemble(found: Sequence[GrammarItem], path: str | None, text: str) -> list[Module]:
     """Group the flat list of headers, stack-frame tables and computations of `text` into modules."""
     modules: list[Module] = []
     current: Module | None = None
-    items, nested = _unwrap_nested(items)
+    items, nested = _unwrap_nested(found)
     for item in items:
         if isinstance(item, Computation):
             if current is None:
@@ -297,7 +316,7 @@ def _assemble(items: list, path: str | None, text: str) -> list[Module]:
             )
             modules.append(current)
         elif current is not None:
-            current.stack_frames = _resolve_stack_frames(*item[1])
+            current.stack_frames = _resolve_stack_frames(item[1])
     for module in modules:
         if not module.has_header and module.computations:
             module.name = f"module_{module.entry.name}"
@@ -313,13 +332,23 @@ def _holding(modules: list[Module], computations: list[Computation]) -> list[Mod
     return [m for m in modules if any(c in computations for c in m.computations)]
 
 
-def _unwrap_nested(items: list) -> tuple[list, list[Computation]]:
+NestedItem = tuple[Literal["nested"], Computation]
+"""A computation the grammar read with operands written as instructions (`xlainspect.hlo.lalr`)."""
+GrammarItem = Item | NestedItem
+
+
+def _unwrap_nested(items: Sequence[GrammarItem]) -> tuple[list[Item], list[Computation]]:
     """`items` with each `("nested", computation)` of the grammar (`xlainspect.hlo.lalr`) as its
     computation, and those computations: their operands written as instructions want names."""
-    nested = [item[1] for item in items if type(item) is tuple and item[0] == "nested"]
-    if not nested:
-        return items, nested
-    return [item[1] if type(item) is tuple and item[0] == "nested" else item for item in items], nested
+    unwrapped: list[Item] = []
+    nested: list[Computation] = []
+    for item in items:
+        if isinstance(item, tuple) and item[0] == "nested":
+            nested.append(item[1])
+            unwrapped.append(item[1])
+        else:
+            unwrapped.append(item)
+    return unwrapped, nested
 
 
 def name_nested_instructions(module: Module) -> None:
@@ -399,15 +428,16 @@ def parse_stack_frames(head: str, path: str | None = None) -> dict[int, StackFra
     HloParseError on bad text."""
     for item in _read(head, path):
         if not isinstance(item, Computation) and item[0] == "stack_frames":
-            return _resolve_stack_frames(*item[1])
+            return _resolve_stack_frames(item[1])
     return {}
 
 
-def _resolve_stack_frames(files, functions, locations, frames) -> dict[int, StackFrame]:
+def _resolve_stack_frames(tables: FrameTables) -> dict[int, StackFrame]:
     """Join the four index tables (files, functions, locations, frames) into frames by id."""
+    files, functions, locations, frames = tables
     from xlainspect.hlo.attributes import decode_braced_fields, unquote
 
-    result = {}
+    result: dict[int, StackFrame] = {}
     for frame_id, text in frames.items():
         frame = decode_braced_fields(text)
         location = decode_braced_fields(locations.get(int(frame.get("file_location_id", 0)), "{}"))

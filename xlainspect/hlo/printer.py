@@ -31,7 +31,7 @@ def print_hlo(module: Module) -> str:
 def _computation(computation: Computation) -> str:
     long_text = computation.parameter_shapes is not None
     head = f"%{computation.name}" if long_text else computation.name
-    if long_text:
+    if computation.parameter_shapes is not None:
         params = ", ".join(f"{name}: {shape}" for name, shape in computation.parameter_shapes)
         head += f" ({params}) -> {computation.result_shape}"
     lines = [("ENTRY " if computation.is_entry else "") + head + " {"]
@@ -78,7 +78,7 @@ def _stack_frame_tables(frames: dict[int, StackFrame]) -> str:
     files: dict[str, int] = {}
     functions: dict[str, int] = {}
     locations: dict[tuple[int, int, int, int], int] = {}
-    frame_lines = []
+    frame_lines: list[str] = []
     for frame_id in sorted(frames):
         frame = frames[frame_id]
         file = files.setdefault(frame.file, len(files) + 1)
@@ -101,7 +101,7 @@ def _stack_frame_tables(frames: dict[int, StackFrame]) -> str:
 
 def _quote(text: str) -> str:
     """A string as XLA prints one (absl::CEscape in quotes); `attributes.unquote` reads it back."""
-    escaped = []
+    escaped: list[str] = []
     for byte in text.encode("utf-8"):
         char = chr(byte)
         if char in _ESCAPES:

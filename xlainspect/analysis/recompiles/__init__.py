@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from xlainspect.analysis.origin import Origin, module_origin, module_origins
 from xlainspect.analysis.recompiles import branch, sharding, signature
@@ -98,7 +99,7 @@ def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -
     return found
 
 
-def _where(compiles: list[DumpModule]) -> object:
+def _where(compiles: list[DumpModule]) -> Path | str:
     """The HLO file of a function's first compile that has one, else the module's label."""
     return next((f.path for m in compiles if (f := m.hlo_file()) is not None), compiles[0].label)
 
