@@ -194,7 +194,11 @@ class _ModelBuilder(Transformer[Token, Any]):
         else:
             written, indices = operands
         nested = [i for o in written if not isinstance(o, str) for i in o]
-        names = tuple(o if isinstance(o, str) else o[-1].name for o in written)
+        names = (
+            tuple(o if isinstance(o, str) else o[-1].name for o in written)
+            if nested
+            else cast(tuple[str, ...], written)
+        )
         instruction = Instruction(
             name=intern(_strip(name)),
             opcode=intern(str(opcode)),
