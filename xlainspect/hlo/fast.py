@@ -194,6 +194,25 @@ class LineReader:
             return None
         return found[0]
 
+    def read_head(self, text: str) -> list[Item] | None:
+        """The header and stack-frame tables of a module's head (the text before its first computation)
+        as `read` gives them, compiling only their regexes; None when a line is not plain."""
+        self._compile(("_blank_lines", "_header", "_attribute", "_end_of_line"))
+        self._compile(("_frame_entry", "_frame_line", "_frame_lines"))
+        items: list[Item] = []
+        position = _past(self._blank_lines, text, 0)
+        while position < len(text):
+            found: tuple[Item, int] | None = None
+            if text.startswith("HloModule", position):
+                found = self._read_header(text, position, text.count("\n", 0, position) + 1)
+            elif text.startswith(FRAME_TABLES[0], position):
+                found = self._read_frame_tables(text, position)
+            if found is None:
+                return None
+            items.append(found[0])
+            position = _past(self._blank_lines, text, found[1])
+        return items
+
     def read(self, text: str, start: int, end: int, line: int) -> list[Item] | None:
         """The items (header, stack-frame tables, computations) of `text[start:end]`, whose first
         line is `line`; None when a line is not plain."""

@@ -426,7 +426,9 @@ def parse_stack_frames(head: str, path: str | None = None) -> dict[int, StackFra
     """The resolved stack frames of a module's head (its header and the four frame tables, the text
     before its first computation), read as `parse_hlo` reads them; empty without tables. Raises
     HloParseError on bad text."""
-    for item in _read(head, path):
+    plain = _line_reader().read_head(head)
+    items: list[Item] = plain if plain is not None else _run(head, "start", path)
+    for item in items:
         if not isinstance(item, Computation) and item[0] == "stack_frames":
             return _resolve_stack_frames(item[1])
     return {}
