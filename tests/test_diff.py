@@ -20,7 +20,7 @@ from xlainspect.errors import XlaInspectError
 
 
 def _diff(a: str, b: str, dumps=DUMPS):
-    rows = diff_dumps(load_dump(dumps / a), load_dump(dumps / b))
+    rows = diff_dumps(load_dump(dumps / a), load_dump(dumps / b)).functions
     assert len(rows) == 1
     return rows[0]
 
@@ -71,7 +71,9 @@ def test_remat_recomputes_the_hidden_activation():
 def test_roofline_seconds_on_a_chip_and_gate():
     from xlainspect.analysis.chips import get_chip
 
-    (row,) = diff_dumps(load_dump(DUMPS / "diff_remat_a"), load_dump(DUMPS / "diff_remat_b"), get_chip("h100"))
+    (row,) = diff_dumps(
+        load_dump(DUMPS / "diff_remat_a"), load_dump(DUMPS / "diff_remat_b"), get_chip("h100")
+    ).functions
     a, b, delta = _metrics(row)["roofline_seconds"]
     assert b < a and delta == pytest.approx(b - a)  # one fusion fewer moves fewer bytes than the recompute costs
     result = _cli(
@@ -111,7 +113,7 @@ def test_a_dump_against_itself_is_unchanged_and_passes_the_gate(jax_version):
 
 
 def test_functions_on_one_side_only_are_listed():
-    rows = diff_dumps(load_dump(DUMPS / "diff_remat_a"), load_dump(DUMPS / "diff_sharding_b"))
+    rows = diff_dumps(load_dump(DUMPS / "diff_remat_a"), load_dump(DUMPS / "diff_sharding_b")).functions
     assert [(r.name, r.status) for r in rows] == [("jit_train_step", "only_a"), ("jit_forward", "only_b")]
     forward = _metrics(rows[1])
     assert forward["collectives"] == (None, 1, None)
@@ -184,7 +186,7 @@ def test_remat_under_jax_0_11_recomputes_the_hidden_layer_with_its_matmul():
 
 def test_the_same_program_under_jax_0_10_and_0_11_is_unchanged():
     """diff_batch_a against its jax 0.11.2 twin: one program, equal op histograms and metrics."""
-    (row,) = diff_dumps(load_dump(DUMPS / "diff_batch_a"), load_dump(JAX011 / "diff_batch_a"))
+    (row,) = diff_dumps(load_dump(DUMPS / "diff_batch_a"), load_dump(JAX011 / "diff_batch_a")).functions
     assert row.status == "unchanged" and row.ops == ()
 
 
@@ -199,7 +201,7 @@ def test_unknown_metric_is_a_usage_error_listing_the_valid_ones():
 def test_two_hlo_files_are_diffed_without_side_files():
     """A lone HLO file has no buffer assignment beside it: peak_memory is unknown (None), not 0."""
     name = "module_0000.jit_train_step.cpu_after_optimizations.txt"
-    rows = diff_dumps(load_dump(DUMPS / "diff_batch_a" / name), load_dump(DUMPS / "diff_batch_b" / name))
+    rows = diff_dumps(load_dump(DUMPS / "diff_batch_a" / name), load_dump(DUMPS / "diff_batch_b" / name)).functions
     assert [(r.name, r.status) for r in rows] == [("jit_train_step", "changed")]
     assert _metrics(rows[0])["peak_memory"] == (None, None, None)
     assert [(s.parameter, s.a, s.b) for s in rows[0].signature] == [("x", "8", "16"), ("y", "8", "16")]
@@ -218,7 +220,7 @@ def _damaged_copy(tmp_path, name: str):
 
 def test_a_module_that_does_not_parse_is_unknown_never_a_fall(tmp_path):
     damaged = _damaged_copy(tmp_path, "diff_batch_b")
-    (row,) = diff_dumps(load_dump(DUMPS / "diff_batch_a"), load_dump(damaged))
+    (row,) = diff_dumps(load_dump(DUMPS / "diff_batch_a"), load_dump(damaged)).functions
     assert (row.status, row.unreadable) == ("unknown", ("B module_0000.jit_train_step",))
     metrics = _metrics(row)
     assert metrics["modules"] == (1, 1, 0)
@@ -252,9 +254,8 @@ def test_a_forked_worker_sharing_the_modules_gives_the_serial_answer(tmp_path, m
     next(b.glob("module_0219.*.after_optimizations-buffer-assignment.txt")).write_text("garbage\n")
 
     def run():
-        dumps = load_dump(DUMPS / "tpu_v5e"), load_dump(b)
-        rows = diff_dumps(*dumps)
-        return rows, [s.path.name for s in dumps[1].skipped]
+        found = diff_dumps(load_dump(DUMPS / "tpu_v5e"), load_dump(b))
+        return found.functions, [s.path.name for s in found.skipped_b]
 
     monkeypatch.setattr(settings, "_cache_enabled", False)  # the worker analyses, not read the first run's facts
     monkeypatch.setattr(settings, "_parse_workers", 1)
@@ -313,11 +314,11 @@ def test_a_module_equal_in_both_dumps_is_analysed_once(tmp_path, monkeypatch):
     changed.write_text(changed.read_text() + "\n")  # one module's text differs (a byte)
     modules = len(load_dump(DUMPS / "tpu_v5e").modules)
     analysed = _counted_facts(monkeypatch)
-    rows = diff_dumps(load_dump(DUMPS / "tpu_v5e"), load_dump(b))
+    rows = diff_dumps(load_dump(DUMPS / "tpu_v5e"), load_dump(b)).functions
     assert len(analysed) == modules + 1
     assert sum(label.startswith("module_1085.") for label in analysed) == 1
     monkeypatch.setattr(diff, "_inputs_digest", lambda module: module)  # every module analysed
-    assert diff_dumps(load_dump(DUMPS / "tpu_v5e"), load_dump(b)) == rows
+    assert diff_dumps(load_dump(DUMPS / "tpu_v5e"), load_dump(b)).functions == rows
     assert len(analysed) == 3 * modules + 1
 
 
@@ -326,9 +327,10 @@ def test_equal_damaged_modules_are_each_skipped_under_their_own_path(tmp_path, m
     a, b = _damaged_copy(tmp_path / "a", "diff_batch_a"), _damaged_copy(tmp_path / "b", "diff_batch_a")
     analysed = _counted_facts(monkeypatch)
     dumps = load_dump(a), load_dump(b)
-    (row,) = diff_dumps(*dumps)
+    found = diff_dumps(*dumps)
+    (row,) = found.functions
     assert (row.status, row.unreadable) == ("unknown", ("A module_0000.jit_train_step", "B module_0000.jit_train_step"))
     assert len(analysed) == 2
-    for dump, root in zip(dumps, (a, b)):
-        (skipped,) = dump.skipped
+    assert dumps[0].skipped == dumps[1].skipped == []  # the dumps are not changed: the diff returns its skips
+    for (skipped,), root in zip((found.skipped_a, found.skipped_b), (a, b)):
         assert skipped.path.parent == root and str(root) in skipped.reason

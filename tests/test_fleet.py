@@ -87,7 +87,7 @@ def test_count_recompiles_explains_one_usual_host(tmp_path):
     fleet = _fleet(tmp_path, 4)
     for path in (fleet / "host_2").glob("module_0002.*"):
         shutil.rmtree(path) if path.is_dir() else path.unlink()
-    rows = {r.name: r for r in count_recompiles(load_dump(fleet))}
+    rows = {r.name: r for r in count_recompiles(load_dump(fleet)).functions}
     train = rows["jit_train_step"]
     assert (train.modules, train.module_ids, train.hosts) == (2, (0, 2), 4)
     assert [(c.kind, c.parameter, c.values) for c in train.causes] == [

@@ -44,7 +44,10 @@ def test_a_damaged_file_is_returned_skipped_and_the_dump_is_not_changed(tmp_path
     assert dump.skipped == []
     assert [s.path for s in found.skipped] == [damaged]
     assert "truncated" in found.skipped[0].reason
-    assert {f.name: (f.modules, f.unreadable) for f in found} == {"jit_train_step": (2, 0), "jit_eval_step": (2, 1)}
+    assert {f.name: (f.modules, f.unreadable) for f in found.functions} == {
+        "jit_train_step": (2, 0),
+        "jit_eval_step": (2, 1),
+    }
 
 
 def test_a_bug_in_a_detector_is_raised_naming_the_file(monkeypatch):

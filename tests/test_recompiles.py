@@ -18,7 +18,7 @@ runner = CliRunner()
 
 
 def _rows(scenario, jax_version=JAX_VERSIONS[0]):
-    return {r.name: r for r in count_recompiles(load_dump(jax_version.dumps / scenario))}
+    return {r.name: r for r in count_recompiles(load_dump(jax_version.dumps / scenario)).functions}
 
 
 def _json(*args):
@@ -136,7 +136,7 @@ def test_a_flag_that_adds_an_argument_and_image_sizes_are_both_named():
     """The GPU corpus' MLP-Mixer (jax 0.11.2, H200): jit_train_step compiled 6 times, 3 image sizes x a
     static `train` flag that adds the dropout key (22 parameters, then 21). The parameter count explains
     compile 2; the image sizes, compared among signatures of one count, compiles 3-6."""
-    rows = count_recompiles(load_dump(GPU_CORPUS / "mixer_profile" / "dump"))
+    rows = count_recompiles(load_dump(GPU_CORPUS / "mixer_profile" / "dump")).functions
     (step,) = [r for r in rows if r.name == "jit_train_step"]
     assert step.modules == 6 == _expected_truth(GPU_CORPUS / "mixer_profile")["jit(train_step)"]
     by_parameter = {c.parameter: c for c in step.causes}
@@ -234,7 +234,7 @@ def test_sharding_change_across_two_dumps(jax_version):
     differ after optimization but the global shapes agree, so the cause is the sharding."""
     dump = load_dump([jax_version.dumps / "diff_sharding_a", jax_version.dumps / "diff_sharding_b"])
     assert [m.host for m in dump.modules] == ["diff_sharding_a", "diff_sharding_b"]
-    (row,) = count_recompiles(dump)
+    (row,) = count_recompiles(dump).functions
     assert [(c.kind, c.parameter, c.values) for c in row.causes] == [
         ("sharding", "x", ("P() (replicated)", "P('data', None)"))
     ]
@@ -291,7 +291,7 @@ def _expected(scenario, jax_version):
 )
 def test_compile_counts_equal_jax_monitoring(jax_version, scenario):
     counts = Counter()
-    for row in count_recompiles(load_dump(jax_version.dumps / scenario)):
+    for row in count_recompiles(load_dump(jax_version.dumps / scenario)).functions:
         counts[row.name] += row.modules
     assert counts == _expected(scenario, jax_version)
 
@@ -442,7 +442,7 @@ def test_a_user_function_and_an_eager_op_of_one_name_are_two_rows(jax_version):
     """An eager `x @ w` (jit_matmul) first, then the user's own `def matmul` twice: the user's row is
     gated, the eager one left out with --ignore-eager; without it the budget counts all 3 compiles."""
     user, eager = (
-        r for r in count_recompiles(load_dump(jax_version.dumps / "same_signature")) if r.name == "jit_matmul"
+        r for r in count_recompiles(load_dump(jax_version.dumps / "same_signature")).functions if r.name == "jit_matmul"
     )
     assert (user.modules, user.eager, user.module_ids, user.source) == (2, False, (36, 40), jax_version.source(939))
     assert [(c.kind, c.parameter, c.values) for c in user.causes] == [("shape", "a", (4, 2))]

@@ -16,10 +16,10 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from xlainspect.dump.directory import SHARE_MIN_BYTES, SHARE_MIN_MODULES, Dump, DumpModule
+from xlainspect.dump.directory import SHARE_MIN_BYTES, SHARE_MIN_MODULES, Dump, DumpModule, SkippedFile
 from xlainspect.dump.files import read_bytes
 from xlainspect.errors import XlaInspectError
 
@@ -129,9 +129,17 @@ class Threshold:
         return f"{self.metric}={self.value:g}{'%' if self.relative else ''}"
 
 
-def diff_dumps(
-    a: Dump, b: Dump, chip: Chip | None = None, advance: Callable[[int], None] | None = None
-) -> list[FunctionDiff]:
+@dataclass
+class DumpsDiff:
+    """`diff_dumps`' answer: per function its diff, and the files of each dump that could not be
+    analysed (the dumps are not changed)."""
+
+    functions: list[FunctionDiff]
+    skipped_a: list[SkippedFile] = field(default_factory=list[SkippedFile])
+    skipped_b: list[SkippedFile] = field(default_factory=list[SkippedFile])
+
+
+def diff_dumps(a: Dump, b: Dump, chip: Chip | None = None, advance: Callable[[int], None] | None = None) -> DumpsDiff:
     """Every function of either dump: A's in compile order, then those only in B. `roofline_seconds` is
     on `chip`, else on the GPU a dump names (None for TPU and CPU dumps). `advance(n)` as modules are
     analysed (a progress bar's); where xlainspect owns the process, a forked worker analyses some."""
@@ -163,12 +171,12 @@ def diff_dumps(
             facts[id(module)] = analyse(module) if any(isinstance(f, XlaInspectError) for f in shared) else shared
     if advance is not None:
         advance(len(both) - len(unique))  # those compared through the module they equal
-    rows = []
+    found = DumpsDiff([])
     for name in [*functions_a, *(n for n in functions_b if n not in functions_a)]:
-        left = profile(a, name, functions_a[name], facts) if name in functions_a else None
-        right = profile(b, name, functions_b[name], facts) if name in functions_b else None
-        rows.append(diff_profiles(name, left, right))
-    return rows
+        left = profile(name, functions_a[name], facts, found.skipped_a) if name in functions_a else None
+        right = profile(name, functions_b[name], facts, found.skipped_b) if name in functions_b else None
+        found.functions.append(diff_profiles(name, left, right))
+    return found
 
 
 def _signatures(functions: list[list[DumpModule]]) -> None:
@@ -212,9 +220,9 @@ def _facts_or_error(dump_module: DumpModule, chip: Chip | None) -> tuple:
     return facts, peak
 
 
-def profile(dump: Dump, name: str, modules: list[DumpModule], facts: dict[int, tuple]) -> Profile:
+def profile(name: str, modules: list[DumpModule], facts: dict[int, tuple], skipped: list[SkippedFile]) -> Profile:
     """Aggregate metrics of one function's modules from their `facts` (by `id`); a module that does not
-    parse is skipped in `dump`."""
+    parse is recorded in `skipped`."""
     totals: Counter = Counter()
     ops: Counter = Counter()
     kinds: Counter = Counter()
@@ -231,7 +239,7 @@ def profile(dump: Dump, name: str, modules: list[DumpModule], facts: dict[int, t
             if first is None:
                 first = dump_module.signature()
         except XlaInspectError as error:
-            dump.skip(dump_module.hlo_file().path, error)
+            skipped.append(SkippedFile.of(dump_module.hlo_file().path, error))
             unreadable.append(dump_module.label)
             continue
         metrics, module_seconds, module_ops, module_kinds, module_targets = found
@@ -241,7 +249,7 @@ def profile(dump: Dump, name: str, modules: list[DumpModule], facts: dict[int, t
         kinds.update(module_kinds)
         targets.update(module_targets)
         if isinstance(peak, XlaInspectError):
-            dump.skip(dump_module.file(kind="buffer-assignment").path, peak)
+            skipped.append(SkippedFile.of(dump_module.file(kind="buffer-assignment").path, peak))
         elif peak is not None:
             peaks.append(peak)
     metrics: dict[str, int | None] = {m: None if unreadable else totals[m] for m in METRICS}

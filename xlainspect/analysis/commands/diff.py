@@ -58,8 +58,9 @@ def diff_report(
         thresholds = [Threshold(metric, 0, False) for metric in METRICS]
     roofline_chip = get_chip(chip) if chip else None
     dump_a, dump_b = load_dump(a, strict=strict), load_dump(b, strict=strict)
-    rows = diff_dumps(
+    found = diff_dumps(
         dump_a, dump_b, roofline_chip, progress("comparing modules", len(dump_a.modules) + len(dump_b.modules))
     )
-    skipped = dump_a.skipped + dump_b.skipped
+    rows = found.functions
+    skipped = [*dump_a.skipped, *found.skipped_a, *dump_b.skipped, *found.skipped_b]
     return DiffReport(Path(a), Path(b), rows, regressions(rows, thresholds), skipped, unknown_functions(rows))

@@ -15,7 +15,7 @@ words for causes and advice are in `xlainspect.report.causes`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,13 +70,7 @@ class Recompiles:
     and the files that could not be read (named, their compiles counted but not explained)."""
 
     functions: list[FunctionCompiles]
-    skipped: list[SkippedFile] = field(default_factory=list)
-
-    def __iter__(self) -> Iterator[FunctionCompiles]:
-        return iter(self.functions)
-
-    def __len__(self) -> int:
-        return len(self.functions)
+    skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
 
 
 def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -> Recompiles:
