@@ -1,0 +1,180 @@
+"""Compiles in a jax.profiler trace: the function each compiled, its step, and its time by phase.
+
+* A **compile** is the host event jax names `backend_compile_and_load` (jax 0.10-0.11,
+  `jax/_src/compiler.py`) or `backend_compile` (older jax). jax's event carries no module name; XLA's
+  pass pipelines nested in it on the same thread do: `HloPassPipeline::Run` opens `"<pipeline> (<module>)"`
+  with a `module` stat (`xla/hlo/pass/hlo_pass_pipeline.cc`). The compiled function is the module they
+  name most (the compile's own thread only: autotuning compiles each candidate fusion as a module of its
+  own, `gemm_fusion_dot.4`, on the compile thread pool); else the enclosing `PjitFunction(f)` as `jit_f`.
+  Never a kernel that ran during it.
+* **Phases** (jax#29809, openxla/xla#44517), from the trace's own events:
+  jax: from the enclosing `PjitFunction(f)` (jax's C++ dispatch) to the compile: tracing, lowering and
+  the cache lookup;
+  XLA passes: the passes of the module's pipelines (direct children of its `"<pipeline> (<module>)"`
+  events), by pass name;
+  autotuning: the passes during which XLA compiled and ran other modules (the fusions it tuned: device
+  kernels whose `hlo_module` is a fusion, or nameless buffer checks) - removed from the passes - with the
+  kernels run per fusion tuned;
+  codegen: the rest of the compile (scheduling, LLVM IR, PTX/cubin, loading): compile time outside the
+  module's pass pipelines.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from xlainspect.dump.xplane import TraceEvent
+
+COMPILE_EVENTS = frozenset({"backend_compile_and_load", "backend_compile"})
+TOP_PASSES = 10
+
+
+@dataclass(slots=True)
+class PassTime:
+    """Seconds one XLA pass (by name) took in a compile, all its runs together."""
+
+    name: str
+    seconds: float
+    runs: int
+
+
+@dataclass(slots=True)
+class TunedFusion:
+    """Device work autotuning ran for one fusion while compiling."""
+
+    fusion: str
+    """The module the autotuner compiled for it (`gemm_fusion_dot.4`); `(unnamed)`: buffer checks and
+    comparisons that carry no module."""
+    kernels: int
+    device_seconds: float
+
+
+@dataclass(slots=True)
+class CompilePhases:
+    """One compile's time by phase (seconds)."""
+
+    jax_seconds: float | None
+    """Tracing, lowering and the cache lookup: from `PjitFunction(f)` to the compile (None: no caller)."""
+    passes_seconds: float
+    autotuning_seconds: float
+    codegen_seconds: float
+    passes: list[PassTime] = field(default_factory=list)
+    """The slowest passes, autotuning passes left out."""
+    tuned: list[TunedFusion] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class CompileEvent:
+    """One compile a profile recorded, with the step it fell in."""
+
+    name: str
+    """The event as jax names it (`backend_compile_and_load`)."""
+    function: str | None
+    """The HloModule name (`jit_train_step`), as in the dump and count-recompiles."""
+    start_seconds: float
+    seconds: float
+    step: int | None
+    thread: str
+    phases: CompilePhases | None = None
+
+
+def trace_compiles(events: list[TraceEvent], is_jit, step_at) -> list[CompileEvent]:
+    """Every compile event of `events` (sorted by start) with its function, phases and step.
+    `is_jit(event)`: whether a device event belongs to a compiled function; `step_at(seconds)`: its step."""
+    starts = [e.start_ns for e in events]
+    found = []
+    for event in events:
+        if event.name not in COMPILE_EVENTS:
+            continue
+        during = events[bisect.bisect_left(starts, event.start_ns) : bisect.bisect_right(starts, _end(event))]
+        own = [e for e in during if e.line == event.line and e.plane == event.plane and e is not event]
+        function = _named_function(own) or _caller_function(events, starts, event)
+        caller = _caller(events, starts, event)
+        found.append(
+            CompileEvent(
+                event.name,
+                function,
+                event.start_ns / 1e9,
+                event.duration_ns / 1e9,
+                step_at(event.start_ns / 1e9),
+                event.line,
+                _phases(event, own, during, function, caller, is_jit),
+            )
+        )
+    return found
+
+
+def _end(event: TraceEvent) -> float:
+    return event.start_ns + event.duration_ns
+
+
+def _named_function(own: list[TraceEvent]) -> str | None:
+    named = Counter(str(e.stats["module"]) for e in own if "module" in e.stats)
+    return next((name for name, _ in named.most_common() if _is_function(name)), None)
+
+
+def _is_function(module: str) -> bool:
+    """Not one of XLA:CPU's per-kernel codegen modules (`__compute_module_x`, `x_kernel_module`)."""
+    return not module.startswith("__compute_module") and not module.endswith("_kernel_module")
+
+
+def _caller(events: list[TraceEvent], starts: list[float], compile_event: TraceEvent) -> TraceEvent | None:
+    """The outermost `PjitFunction(f)` on the compile's thread that encloses it."""
+    end = _end(compile_event)
+    for event in events[: bisect.bisect_right(starts, compile_event.start_ns)]:
+        if event.line == compile_event.line and event.name.startswith("PjitFunction(") and end <= _end(event):
+            return event
+    return None
+
+
+def _caller_function(events, starts, compile_event) -> str | None:
+    callers = [
+        e
+        for e in events[: bisect.bisect_right(starts, compile_event.start_ns)]
+        if e.name.startswith("PjitFunction(") and e.line == compile_event.line and _end(compile_event) <= _end(e)
+    ]
+    return f"jit_{callers[-1].name.removeprefix('PjitFunction(').removesuffix(')')}" if callers else None
+
+
+def _phases(compile_event, own, during, function, caller, is_jit) -> CompilePhases:
+    pipelines = [e for e in own if function is not None and e.stats.get("module") == function]
+    outer = _outermost(pipelines)
+    passes = [p for pipeline in outer for p in _children(own, pipeline)]
+    tuning_work = [e for e in during if e.plane.startswith("/device") and not is_jit(e)]
+    work_starts = [w.start_ns for w in tuning_work]  # sorted, as `during` is
+    tuning_passes, by_name = [], defaultdict(list)
+    for p in passes:
+        if bisect.bisect_right(work_starts, _end(p)) > bisect.bisect_left(work_starts, p.start_ns):
+            tuning_passes.append(p)
+        else:
+            by_name[p.name].append(p.duration_ns / 1e9)
+    ranked = sorted((PassTime(n, sum(s), len(s)) for n, s in by_name.items()), key=lambda p: -p.seconds)
+    tuned: dict[str, list[float]] = defaultdict(list)
+    for work in tuning_work:
+        tuned[str(work.stats.get("hlo_module") or "(unnamed)")].append(work.duration_ns / 1e9)
+    in_pipelines = sum(p.duration_ns for p in outer) / 1e9
+    return CompilePhases(
+        (compile_event.start_ns - caller.start_ns) / 1e9 if caller is not None else None,
+        sum(sum(s) for s in by_name.values()),
+        sum(p.duration_ns for p in tuning_passes) / 1e9,
+        max(compile_event.duration_ns / 1e9 - in_pipelines, 0.0),
+        ranked[:TOP_PASSES],
+        sorted((TunedFusion(n, len(s), sum(s)) for n, s in tuned.items()), key=lambda t: -t.device_seconds),
+    )
+
+
+def _outermost(spans: list[TraceEvent]) -> list[TraceEvent]:
+    """The spans not nested in another of them (spans sorted by start)."""
+    kept: list[TraceEvent] = []
+    for span in spans:
+        if not kept or span.start_ns >= _end(kept[-1]):
+            kept.append(span)
+    return kept
+
+
+def _children(own: list[TraceEvent], parent: TraceEvent) -> list[TraceEvent]:
+    """The events directly nested in `parent` on its thread (`own` sorted by start)."""
+    inside = [e for e in own if parent.start_ns <= e.start_ns and _end(e) <= _end(parent) and e is not parent]
+    return _outermost(inside)
