@@ -83,15 +83,28 @@ class CompileEvent:
 def trace_compiles(events: list[TraceEvent], is_jit, step_at) -> list[CompileEvent]:
     """Every compile event of `events` (sorted by start) with its function, phases and step.
     `is_jit(event)`: whether a device event belongs to a compiled function; `step_at(seconds)`: its step."""
-    starts = [e.start_ns for e in events]
     found = []
+    compile_events = [e for e in events if e.name in COMPILE_EVENTS]
+    if not compile_events:
+        return found
+    starts = [e.start_ns for e in events]
+    threads = {(e.plane, e.line) for e in compile_events}
+    by_thread: dict[tuple[str, str], list[TraceEvent]] = defaultdict(list)
     for event in events:
-        if event.name not in COMPILE_EVENTS:
-            continue
+        if (event.plane, event.line) in threads:
+            by_thread[(event.plane, event.line)].append(event)
+    at = {key: [e.start_ns for e in thread] for key, thread in by_thread.items()}
+    calls = {key: [e for e in thread if e.name.startswith("PjitFunction(")] for key, thread in by_thread.items()}
+    for event in compile_events:
+        key = (event.plane, event.line)
+        thread, starts_here = by_thread[key], at[key]
+        own = thread[bisect.bisect_left(starts_here, event.start_ns) : bisect.bisect_right(starts_here, _end(event))]
+        own = [e for e in own if e is not event]
+        callers = [e for e in calls[key] if e.start_ns <= event.start_ns and _end(event) <= _end(e)]
         during = events[bisect.bisect_left(starts, event.start_ns) : bisect.bisect_right(starts, _end(event))]
-        own = [e for e in during if e.line == event.line and e.plane == event.plane and e is not event]
-        function = _named_function(own) or _caller_function(events, starts, event)
-        caller = _caller(events, starts, event)
+        function = _named_function(own) or (
+            f"jit_{callers[-1].name.removeprefix('PjitFunction(').removesuffix(')')}" if callers else None
+        )
         found.append(
             CompileEvent(
                 event.name,
@@ -100,7 +113,7 @@ def trace_compiles(events: list[TraceEvent], is_jit, step_at) -> list[CompileEve
                 event.duration_ns / 1e9,
                 step_at(event.start_ns / 1e9),
                 event.line,
-                _phases(event, own, during, function, caller, is_jit),
+                _phases(event, own, during, function, callers[0] if callers else None, is_jit),
             )
         )
     return found
@@ -120,28 +133,10 @@ def _is_function(module: str) -> bool:
     return not module.startswith("__compute_module") and not module.endswith("_kernel_module")
 
 
-def _caller(events: list[TraceEvent], starts: list[float], compile_event: TraceEvent) -> TraceEvent | None:
-    """The outermost `PjitFunction(f)` on the compile's thread that encloses it."""
-    end = _end(compile_event)
-    for event in events[: bisect.bisect_right(starts, compile_event.start_ns)]:
-        if event.line == compile_event.line and event.name.startswith("PjitFunction(") and end <= _end(event):
-            return event
-    return None
-
-
-def _caller_function(events, starts, compile_event) -> str | None:
-    callers = [
-        e
-        for e in events[: bisect.bisect_right(starts, compile_event.start_ns)]
-        if e.name.startswith("PjitFunction(") and e.line == compile_event.line and _end(compile_event) <= _end(e)
-    ]
-    return f"jit_{callers[-1].name.removeprefix('PjitFunction(').removesuffix(')')}" if callers else None
-
-
 def _phases(compile_event, own, during, function, caller, is_jit) -> CompilePhases:
     pipelines = [e for e in own if function is not None and e.stats.get("module") == function]
     outer = _outermost(pipelines)
-    passes = [p for pipeline in outer for p in _children(own, pipeline)]
+    passes = _children(own, outer)
     tuning_work = [e for e in during if e.plane.startswith("/device") and not is_jit(e)]
     work_starts = [w.start_ns for w in tuning_work]  # sorted, as `during` is
     tuning_passes, by_name = [], defaultdict(list)
@@ -174,7 +169,14 @@ def _outermost(spans: list[TraceEvent]) -> list[TraceEvent]:
     return kept
 
 
-def _children(own: list[TraceEvent], parent: TraceEvent) -> list[TraceEvent]:
-    """The events directly nested in `parent` on its thread (`own` sorted by start)."""
-    inside = [e for e in own if parent.start_ns <= e.start_ns and _end(e) <= _end(parent) and e is not parent]
-    return _outermost(inside)
+def _children(own: list[TraceEvent], parents: list[TraceEvent]) -> list[TraceEvent]:
+    """The events directly nested in any of `parents` on their thread (`own` sorted by start)."""
+    wanted = {id(p) for p in parents}
+    found, stack = [], []
+    for event in own:
+        while stack and event.start_ns >= _end(stack[-1]):
+            stack.pop()
+        if stack and id(stack[-1]) in wanted:
+            found.append(event)
+        stack.append(event)
+    return found

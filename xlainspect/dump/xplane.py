@@ -78,7 +78,6 @@ _SCHEMA = {
     # xla/service/hlo.proto: HloProto's HloModuleProto, kept as bytes for jaxlib to print (`embedded_hlo_text`)
     "HloProto": [("hlo_module", 1, "bytes", False)],
 }
-_STAT_VALUES = ("double_value", "uint64_value", "int64_value", "str_value", "bytes_value")
 
 
 class ProfileDependencyError(XlaInspectError):
@@ -141,13 +140,12 @@ def find_trace_files(path: str | Path) -> list[Path]:
 def read_trace(path: str | Path) -> Trace:
     """Every event of a jax.profiler trace (a file, or a log dir: its newest run), times from its start."""
     spaces = [(p, _read_space(p)) for p in find_trace_files(path)]
-    found = [e for p, space in spaces for e in _events(space)]  # (start, plane, line, name, duration, stats)
+    found = [e for p, space in spaces for e in _events(space)]  # (start, -duration, index, event)
     origin = min((e[0] for e in found), default=0.0)
-    found.sort(key=lambda e: (e[0], -e[4]))
-    events = [
-        TraceEvent(plane, line, name, start - origin, duration, stats)
-        for start, plane, line, name, duration, stats in found
-    ]
+    found.sort()  # by start, the longer (enclosing) first; the index keeps equal events in plane order
+    events = [e[3] for e in found]
+    for event in events:
+        event.start_ns -= origin
     return Trace(
         [p for p, _ in spaces],
         events,
@@ -235,40 +233,53 @@ def _message_class(name: str):
     return message_factory.MessageFactory(pool).GetPrototype(descriptor)  # protobuf before 4.22
 
 
+@functools.cache
+def _ref_field():
+    """The descriptor of XStat.ref_value in XSpace's pool (`ListFields` hands back these very objects)."""
+    stat = _message_class("XSpace").DESCRIPTOR.fields_by_name["planes"].message_type.fields_by_name["stats"]
+    return stat.message_type.fields_by_name["ref_value"]
+
+
 def _events(space) -> list[tuple]:
-    """Each event as (start, plane, line, name, duration, stats): a tuple, sorted before it becomes a
-    TraceEvent once. An event's stats are its metadata's (read once per metadata) updated by its own."""
-    events = []
+    """Each event as (start, -duration, index, TraceEvent), to sort by start once. An event's stats are its
+    metadata's, read once per metadata, updated by its own; an event with none of its own shares its
+    metadata's dict (read-only, as every consumer treats stats)."""
+    events: list[tuple] = []
     for plane in space.planes:
         stat_names = {entry.key: entry.value.name for entry in plane.stat_metadata}
-        metadata = {entry.key: entry.value for entry in plane.event_metadata}
-        metadata_stats: dict[int, dict] = {}
+        metadata = {
+            entry.key: (entry.value.name, _stats(entry.value.stats, stat_names)) for entry in plane.event_metadata
+        }
+        plane_name, missing = plane.name, ("", {})
         for line in plane.lines:
-            name = line.display_name or line.name
+            name, base = line.display_name or line.name, line.timestamp_ns
             for event in line.events:
-                meta = metadata.get(event.metadata_id)
-                if meta is None:
-                    meta_name, stats = "", {}
-                else:
-                    if event.metadata_id not in metadata_stats:
-                        metadata_stats[event.metadata_id] = _stats(meta.stats, stat_names)
-                    meta_name, stats = meta.name, dict(metadata_stats[event.metadata_id])
-                if event.stats:
-                    stats.update(_stats(event.stats, stat_names))
-                start = line.timestamp_ns + event.offset_ps / 1000
-                events.append((start, plane.name, name, meta_name, event.duration_ps / 1000, stats))
+                meta_name, meta_stats = metadata.get(event.metadata_id, missing)
+                own = event.stats
+                stats = {**meta_stats, **_stats(own, stat_names)} if own else meta_stats
+                start, duration = base + event.offset_ps / 1000, event.duration_ps / 1000
+                events.append(
+                    (start, -duration, len(events), TraceEvent(plane_name, name, meta_name, start, duration, stats))
+                )
     return events
 
 
 def _stats(stats, names: dict[int, str]) -> dict:
-    """Stats by name; a reference value is the name of the stat metadata it points at."""
+    """Stats by name; a reference value is the name of the stat metadata it points at. `ListFields` gives
+    the set fields by number: metadata_id (1) first, the one value last."""
     values = {}
+    ref = _ref_field()
     for stat in stats:
-        value = None
-        for descriptor, field_value in stat.ListFields():  # the set fields: metadata_id and one value
-            if descriptor.name == "ref_value":
-                value = names.get(field_value, "")
-            elif descriptor.name in _STAT_VALUES:
-                value = field_value
-        values[names.get(stat.metadata_id, str(stat.metadata_id))] = value
+        fields = stat.ListFields()
+        if len(fields) == 2:
+            (_, key), (descriptor, value) = fields
+            if descriptor is ref:
+                value = names.get(value, "")
+        else:  # metadata_id 0 (not written) or no value
+            key = stat.metadata_id
+            value = fields[-1][1] if fields and fields[-1][0].name != "metadata_id" else None
+            if fields and fields[-1][0] is ref:
+                value = names.get(value, "")
+        name = names.get(key)
+        values[str(key) if name is None else name] = value
     return values
