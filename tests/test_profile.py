@@ -250,7 +250,7 @@ def _without(trace, *stats):
 
 def test_without_step_markers_steps_are_the_step_functions_executions(trace):
     report = profile(_without(trace, "step_num"))
-    assert report.step_source == "executions of jit_train_step (the function with the most device time)"
+    assert report.step_source == "executions of jit_train_step, the function with the most device time"
     assert len(report.steps) == 6 and [c.step for c in report.compiles] == [None, 2]  # compiles precede the run
 
 

@@ -287,10 +287,10 @@ def _steps(
     if not device_time:
         return [], "none"
     function = step_function or device_time.most_common(1)[0][0]
-    how = "--step-function" if step_function else "the function with the most device time"
+    how = "named by --step-function" if step_function else "the function with the most device time"
     spans = sorted(_executions([e for e in op_events if e.stats["hlo_module"] == function], events, launched))
     steps = [Step(n, s / 1e9, (e - s) / 1e9) for n, (s, e) in enumerate(spans)]
-    return steps, f"executions of {function} ({how})"
+    return steps, f"executions of {function}, {how}"
 
 
 def _executions(function_events: list[TraceEvent], events: list[TraceEvent], launched) -> list[tuple[float, float]]:
