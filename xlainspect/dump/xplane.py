@@ -20,6 +20,7 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xlainspect.dump.files import read_bytes
 from xlainspect.errors import XlaInspectError
 
 INSTALL_HINT = "reading profiles needs protobuf: pip install 'xlainspect[profile]' (or pip install protobuf)"
@@ -114,12 +115,13 @@ class Trace:
 
 def find_trace_files(path: str | Path) -> list[Path]:
     """The XSpace files of one profiling run: `path` itself, those beside a perfetto trace, or those of
-    the newest `plugins/profile/<run>` folder under a log dir (runs are named by their start time)."""
+    the newest `plugins/profile/<run>` folder under a log dir (runs are named by their start time). A
+    gzipped XSpace (`<host>.xplane.pb.gz`) is read too."""
     path = Path(path)
     if path.is_file():
-        if path.name.endswith(".xplane.pb"):
+        if path.name.endswith(_XSPACE_SUFFIXES):
             return [path]
-        beside = sorted(path.parent.glob("*.xplane.pb"))
+        beside = _xspaces(path.parent.iterdir())
         if path.name.endswith("trace.json.gz") and beside:  # <host>.trace.json.gz, perfetto_trace.json.gz
             return beside
         raise XlaInspectError(
@@ -127,7 +129,7 @@ def find_trace_files(path: str | Path) -> list[Path]:
         )
     if not path.is_dir():
         raise XlaInspectError(f"{path}: no such file or directory")
-    found = sorted(path.rglob("*.xplane.pb"))
+    found = _xspaces(path.rglob("*.xplane.pb*"))
     if not found:
         raise XlaInspectError(
             f"{path}: no *.xplane.pb file under it (jax.profiler.trace(log_dir) writes "
@@ -135,6 +137,13 @@ def find_trace_files(path: str | Path) -> list[Path]:
         )
     newest = max(p.parent for p in found)
     return [p for p in found if p.parent == newest]
+
+
+_XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
+
+
+def _xspaces(paths) -> list[Path]:
+    return sorted(p for p in paths if p.name.endswith(_XSPACE_SUFFIXES) and p.is_file())
 
 
 def read_trace(path: str | Path) -> Trace:
@@ -190,10 +199,7 @@ def _hlo_protos(space) -> dict[int, tuple[str, bytes]]:
 
 def _read_space(path: Path):
     """One XSpace; a damaged or foreign file is an input error naming the file."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise XlaInspectError(f"{path}: {error.strerror or error}") from None
+    data = read_bytes(path)  # gunzipped when gzip
     message_class = _message_class("XSpace")
     try:
         space = message_class.FromString(data)
