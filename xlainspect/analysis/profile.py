@@ -174,7 +174,7 @@ def profile(
     steps, source = _steps(trace.events, op_events, launched, step_function)
     sequences = _thunk_sequences(dump, {_label(e) for e in op_events}) if dump is not None else {}
     placed, unplaced = _place(op_events, sequences, dump is not None)
-    step_of = _step_index(steps, op_events, launched)
+    step_of = _step_index(steps, op_events, launched if source == "step markers" else {})
     _fill_steps(steps, op_events, step_of)
     labels, notes = {_label(e) for e in op_events}, []
     if dump is not None:
@@ -189,13 +189,13 @@ def profile(
     known = any(op.lost_seconds is not None for op in ops)
     ops.sort(key=lambda op: -((op.lost_seconds or 0.0) if known else op.total_seconds))
     hlo = ("dump" if dump is not None else "embedded in the trace") if costs else None
-    is_jit = {id(e) for e in jit}
+    tuned = {id(e) for e in tuning}
     return ProfileReport(
         [str(p) for p in trace.paths],
         steps,
         source,
         ops,
-        trace_compiles(trace.events, lambda e: id(e) in is_jit, lambda t: _step_at(steps, t)),
+        trace_compiles(trace.events, lambda e: id(e) in tuned, lambda t: _step_at(steps, t)),
         sorted(costs),
         op_events,
         chip,
@@ -206,11 +206,6 @@ def profile(
         unplaced=unplaced,
         autotuning=_autotuning(tuning),
     )
-
-
-def compiles(trace: Trace, steps: list[Step]) -> list[CompileEvent]:
-    """Every compile event of the trace with its function and the step it fell in."""
-    return trace_compiles(trace.events, lambda e: "program_id" in e.stats, lambda t: _step_at(steps, t))
 
 
 _COMPILE_NAMES = frozenset({"backend_compile_and_load", "backend_compile"})
@@ -319,7 +314,8 @@ def _step_at(steps: list[Step], seconds: float) -> int | None:
 
 
 def _step_index(steps: list[Step], op_events: list[TraceEvent], launched) -> dict[int, int]:
-    """id(op event) -> index in `steps` of the step it belongs to: launched (or, on the host, run) during it."""
+    """id(op event) -> index in `steps` of the step it belongs to: launched during it (step markers are
+    host spans), else run during it (steps that are executions are spans of device time)."""
     starts = [s.start_seconds * 1e9 for s in steps]
     found = {}
     for event in op_events:

@@ -80,9 +80,10 @@ class CompileEvent:
     phases: CompilePhases | None = None
 
 
-def trace_compiles(events: list[TraceEvent], is_jit, step_at) -> list[CompileEvent]:
+def trace_compiles(events: list[TraceEvent], is_tuning, step_at) -> list[CompileEvent]:
     """Every compile event of `events` (sorted by start) with its function, phases and step.
-    `is_jit(event)`: whether a device event belongs to a compiled function; `step_at(seconds)`: its step."""
+    `is_tuning(event)`: whether a device event is autotuning's (no compiled function's); `step_at(seconds)`:
+    the step at that time."""
     found = []
     compile_events = [e for e in events if e.name in COMPILE_EVENTS]
     if not compile_events:
@@ -113,7 +114,7 @@ def trace_compiles(events: list[TraceEvent], is_jit, step_at) -> list[CompileEve
                 event.duration_ns / 1e9,
                 step_at(event.start_ns / 1e9),
                 event.line,
-                _phases(event, own, during, function, callers[0] if callers else None, is_jit),
+                _phases(event, own, during, function, callers[0] if callers else None, is_tuning),
             )
         )
     return found
@@ -133,11 +134,11 @@ def _is_function(module: str) -> bool:
     return not module.startswith("__compute_module") and not module.endswith("_kernel_module")
 
 
-def _phases(compile_event, own, during, function, caller, is_jit) -> CompilePhases:
+def _phases(compile_event, own, during, function, caller, is_tuning) -> CompilePhases:
     pipelines = [e for e in own if function is not None and e.stats.get("module") == function]
     outer = _outermost(pipelines)
     passes = _children(own, outer)
-    tuning_work = [e for e in during if e.plane.startswith("/device") and not is_jit(e)]
+    tuning_work = [e for e in during if is_tuning(e)]
     work_starts = [w.start_ns for w in tuning_work]  # sorted, as `during` is
     tuning_passes, by_name = [], defaultdict(list)
     for p in passes:
