@@ -164,7 +164,7 @@ def test_compile_phases_add_up(name, reports):
         phases = event.phases
         total = phases.passes_seconds + phases.autotuning_seconds + phases.codegen_seconds
         assert total == pytest.approx(event.seconds, rel=0.02)
-        assert phases.jax_seconds is not None and phases.jax_seconds > 0
+        assert phases.jax_seconds is not None and 0 < phases.lowering_seconds < phases.jax_seconds
         assert [p.seconds for p in phases.passes] == sorted((p.seconds for p in phases.passes), reverse=True)
         assert len(phases.passes) <= 10
         assert phases.autotuning_seconds == 0 or phases.tuned

@@ -158,6 +158,9 @@ class ProfileReport:
     """(kernel executions on an HLO op, kernel executions of compiled functions)."""
     unplaced: list[Unplaced] = field(default_factory=list)
     autotuning: Autotuning | None = None
+    other_device: tuple[int, float] = (0, 0.0)
+    """(events, seconds) of device work of no module outside compiles: transfers of a program's inputs
+    and outputs, eager copies."""
 
 
 def profile(
@@ -168,7 +171,7 @@ def profile(
     (printed by jaxlib, when jax is installed; otherwise a note says so)."""
     annotated = [e for e in trace.events if "hlo_module" in e.stats]
     windows = [(e.start_ns, e.start_ns + e.duration_ns) for e in trace.events if e.name in _COMPILE_NAMES]
-    jit, tuning = _split_autotuning(trace.events, annotated, dump, windows)
+    jit, tuning, other = _split_autotuning(trace.events, annotated, dump, windows)
     op_events = [e for e in jit if "hlo_op" in e.stats]
     launched = _launch_times(trace.events, op_events)
     steps, source = _steps(trace.events, op_events, launched, step_function)
@@ -205,6 +208,7 @@ def profile(
         placed=(sum(placed.get(id(e)) is not None for e in op_events), len(op_events)),
         unplaced=unplaced,
         autotuning=_autotuning(tuning),
+        other_device=(len(other), sum(e.duration_ns for e in other) / 1e9),
     )
 
 
@@ -213,13 +217,13 @@ _COMPILE_NAMES = frozenset({"backend_compile_and_load", "backend_compile"})
 
 def _split_autotuning(
     events: list[TraceEvent], annotated: list[TraceEvent], dump: Dump | None, windows: list[tuple[float, float]]
-) -> tuple[list[TraceEvent], list[TraceEvent]]:
-    """(events of compiled functions, autotuning's device work). A function's events carry its
-    `program_id`, or (a trace without module ids) a module name the dump has, or any name when neither
-    tells; autotuning's carry a fusion's name, or no module at all while a compile runs."""
+) -> tuple[list[TraceEvent], list[TraceEvent], list[TraceEvent]]:
+    """(events of compiled functions, autotuning's device work, other device work). A function's events
+    carry its `program_id`, or (a trace without module ids) a module name the dump has, or any name when
+    neither tells; autotuning's carry a fusion's name, or no module at all while a compile runs."""
     with_ids = any("program_id" in e.stats for e in annotated)
     dumped = {m.name for m in dump.modules} if dump is not None else set()
-    jit, tuning = [], []
+    jit, tuning, other = [], [], []
     for event in annotated:
         if "program_id" in event.stats or str(event.stats["hlo_module"]) in dumped or not (with_ids or dumped):
             jit.append(event)
@@ -231,7 +235,9 @@ def _split_autotuning(
             at = bisect.bisect_right(starts, (event.start_ns, float("inf"))) - 1
             if at >= 0 and event.start_ns <= starts[at][1]:
                 tuning.append(event)
-    return jit, sorted(tuning, key=lambda e: e.start_ns)
+            else:
+                other.append(event)
+    return jit, sorted(tuning, key=lambda e: e.start_ns), other
 
 
 def _autotuning(tuning: list[TraceEvent]) -> Autotuning | None:

@@ -9,7 +9,8 @@
   Never a kernel that ran during it.
 * **Phases** (jax#29809, openxla/xla#44517), from the trace's own events:
   jax: from the enclosing `PjitFunction(f)` (jax's C++ dispatch) to the compile: tracing, lowering and
-  the cache lookup;
+  the cache lookup; lowering is jax's own `lower_sharding_computation` event in that span
+  (`jax/_src/interpreters/pxla.py`, under `@profiler.annotate_function`), tracing the rest;
   XLA passes: the passes of the module's pipelines (direct children of its `"<pipeline> (<module>)"`
   events), by pass name;
   autotuning: the passes during which XLA compiled and ran other modules (the fusions it tuned: device
@@ -29,6 +30,8 @@ from xlainspect.dump.xplane import TraceEvent
 
 COMPILE_EVENTS = frozenset({"backend_compile_and_load", "backend_compile"})
 TOP_PASSES = 10
+LOWERING = "lower_sharding_computation"
+"""jax's lowering to StableHLO, a profiler event of its own (`jax/_src/interpreters/pxla.py`)."""
 
 
 @dataclass(slots=True)
@@ -57,6 +60,7 @@ class CompilePhases:
 
     jax_seconds: float | None
     """Tracing, lowering and the cache lookup: from `PjitFunction(f)` to the compile (None: no caller)."""
+    lowering_seconds: float | None
     passes_seconds: float
     autotuning_seconds: float
     codegen_seconds: float
@@ -96,6 +100,7 @@ def trace_compiles(events: list[TraceEvent], is_tuning, step_at) -> list[Compile
             by_thread[(event.plane, event.line)].append(event)
     at = {key: [e.start_ns for e in thread] for key, thread in by_thread.items()}
     calls = {key: [e for e in thread if e.name.startswith("PjitFunction(")] for key, thread in by_thread.items()}
+    lowerings = {key: [e for e in thread if e.name == LOWERING] for key, thread in by_thread.items()}
     for event in compile_events:
         key = (event.plane, event.line)
         thread, starts_here = by_thread[key], at[key]
@@ -114,7 +119,7 @@ def trace_compiles(events: list[TraceEvent], is_tuning, step_at) -> list[Compile
                 event.duration_ns / 1e9,
                 step_at(event.start_ns / 1e9),
                 event.line,
-                _phases(event, own, during, function, callers[0] if callers else None, is_tuning),
+                _phases(event, own, during, function, callers[0] if callers else None, lowerings[key], is_tuning),
             )
         )
     return found
@@ -134,7 +139,7 @@ def _is_function(module: str) -> bool:
     return not module.startswith("__compute_module") and not module.endswith("_kernel_module")
 
 
-def _phases(compile_event, own, during, function, caller, is_tuning) -> CompilePhases:
+def _phases(compile_event, own, during, function, caller, lowerings, is_tuning) -> CompilePhases:
     pipelines = [e for e in own if function is not None and e.stats.get("module") == function]
     outer = _outermost(pipelines)
     passes = _children(own, outer)
@@ -151,8 +156,13 @@ def _phases(compile_event, own, during, function, caller, is_tuning) -> CompileP
     for work in tuning_work:
         tuned[str(work.stats.get("hlo_module") or "(unnamed)")].append(work.duration_ns / 1e9)
     in_pipelines = sum(p.duration_ns for p in outer) / 1e9
+    lowered = None
+    if caller is not None:
+        spans = [e for e in lowerings if caller.start_ns <= e.start_ns and _end(e) <= compile_event.start_ns]
+        lowered = sum(e.duration_ns for e in _outermost(spans)) / 1e9
     return CompilePhases(
         (compile_event.start_ns - caller.start_ns) / 1e9 if caller is not None else None,
+        lowered,
         sum(sum(s) for s in by_name.values()),
         sum(p.duration_ns for p in tuning_passes) / 1e9,
         max(compile_event.duration_ns / 1e9 - in_pipelines, 0.0),

@@ -719,6 +719,7 @@ def profile_document(
         "placed": {"on_an_op": placed, "kernels": kernels},
         "unplaced": records(report.unplaced),
         "autotuning": record(report.autotuning),
+        "other_device": {"events": report.other_device[0], "seconds": report.other_device[1]},
         "joined": report.joined,
         "hlo_source": report.hlo_source,
         "ops": ops,
@@ -772,6 +773,11 @@ def _profile_summary(report: ProfileReport) -> list:
             f"autotuning: {tuning.kernels:,} kernels, {_duration(tuning.seconds)}, per fusion tuned: {fusions}"
             + (f" and {len(tuning.per_fusion) - 10} more" if len(tuning.per_fusion) > 10 else "")
         )
+    events, seconds = report.other_device
+    if events:
+        lines.append(
+            f"device work of no function outside compiles (transfers): {events:,} events, {_duration(seconds)}"
+        )
     blocks: list = [steps, functions, Lines("\n".join(lines))]
     if report.unplaced:
         rows = [_timed(record(u)) for u in report.unplaced]
@@ -809,6 +815,7 @@ def _phase_tables(report: ProfileReport) -> list:
             continue
         rows = [
             {"phase": "jax (tracing, lowering)", "seconds": phases.jax_seconds, "detail": ""},
+            {"phase": "  lowering", "seconds": phases.lowering_seconds, "detail": "lower_sharding_computation"},
             {"phase": "XLA passes", "seconds": phases.passes_seconds, "detail": ""},
             *(
                 {"phase": "  pass", "seconds": p.seconds, "detail": f"{p.name} ({p.runs} run(s))"}
