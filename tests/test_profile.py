@@ -112,14 +112,15 @@ def test_compiles_fall_in_steps_0_and_3(report):
 
 
 def test_every_event_equals_jaxlibs_reader(trace):
-    """The declared schema reads what XLA's own C++ reader (jax.profiler.ProfileData) reads."""
+    """The declared schema reads what XLA's own C++ reader (jax.profiler.ProfileData) reads: every timed
+    event (instant events, the thread pool's hand-off markers, are left out)."""
     if importlib.util.find_spec("jax") is None:
         pytest.skip("jax is not installed")
     script = (
         "import sys, json\nfrom jax.profiler import ProfileData\n"
         "data = ProfileData.from_file(sys.argv[1])\n"
         "print(json.dumps(sorted([line.name, e.name, round(e.duration_ns), sorted(k for k, _ in e.stats)] "
-        "for p in data.planes for line in p.lines for e in line.events)))"
+        "for p in data.planes for line in p.lines for e in line.events if e.duration_ns > 0)))"
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(trace.paths[0])], capture_output=True, text=True, check=True

@@ -106,7 +106,7 @@ class Trace:
 
     paths: list[Path]
     events: list[TraceEvent]
-    """Every timed event of every plane, by start time."""
+    """Every timed event (duration > 0) of every plane, by start time."""
     hostnames: list[str]
     hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict)
     """program_id -> (HloModule name, serialized HloProto): the optimized HLO the profiler embeds
@@ -147,7 +147,7 @@ def _xspaces(paths) -> list[Path]:
 
 
 def read_trace(path: str | Path) -> Trace:
-    """Every event of a jax.profiler trace (a file, or a log dir: its newest run), times from its start."""
+    """Every timed event of a jax.profiler trace (a file, or a log dir: its newest run), times from its start."""
     spaces = [(p, _read_space(p)) for p in find_trace_files(path)]
     found = [e for p, space in spaces for e in _events(space)]  # (start, -duration, index, event)
     origin = min((e[0] for e in found), default=0.0)
@@ -247,9 +247,12 @@ def _ref_field():
 
 
 def _events(space) -> list[tuple]:
-    """Each event as (start, -duration, index, TraceEvent), to sort by start once. An event's stats are its
-    metadata's, read once per metadata, updated by its own; an event with none of its own shares its
-    metadata's dict (read-only, as every consumer treats stats)."""
+    """Each timed event as (start, -duration, index, TraceEvent), to sort by start once. An event's stats
+    are its metadata's, read once per metadata, updated by its own; an event with none of its own shares
+    its metadata's dict (read-only, as every consumer treats stats). Instant events (no duration) are left
+    out: they take no time, and in jax's traces they are the thread pool's hand-off markers
+    (`ThreadpoolListener::Record/StartRegion/StopRegion`, half of a GPU trace's events), which only
+    link a task to the thread that ran it."""
     events: list[tuple] = []
     for plane in space.planes:
         stat_names = {entry.key: entry.value.name for entry in plane.stat_metadata}
@@ -260,6 +263,8 @@ def _events(space) -> list[tuple]:
         for line in plane.lines:
             name, base = line.display_name or line.name, line.timestamp_ns
             for event in line.events:
+                if not event.duration_ps:
+                    continue
                 meta_name, meta_stats = metadata.get(event.metadata_id, missing)
                 own = event.stats
                 stats = {**meta_stats, **_stats(own, stat_names)} if own else meta_stats
@@ -272,20 +277,30 @@ def _events(space) -> list[tuple]:
 
 def _stats(stats, names: dict[int, str]) -> dict:
     """Stats by name; a reference value is the name of the stat metadata it points at. `ListFields` gives
-    the set fields by number: metadata_id (1) first, the one value last."""
-    values = {}
+    the set fields by number: metadata_id (1), then the one value. One comprehension for the usual stat
+    (both set); `_each_stat` for the rest (metadata_id 0 is not written, a stat may hold no value)."""
     ref = _ref_field()
+    try:
+        return {
+            names[key]: names.get(value, "") if field is ref else value
+            for (_, key), (field, value) in map(_list_fields(), stats)
+        }
+    except (ValueError, KeyError):
+        return _each_stat(stats, names)
+
+
+def _each_stat(stats, names: dict[int, str]) -> dict:
+    values = {}
     for stat in stats:
-        fields = stat.ListFields()
-        if len(fields) == 2:
-            (_, key), (descriptor, value) = fields
-            if descriptor is ref:
-                value = names.get(value, "")
-        else:  # metadata_id 0 (not written) or no value
-            key = stat.metadata_id
-            value = fields[-1][1] if fields and fields[-1][0].name != "metadata_id" else None
-            if fields and fields[-1][0] is ref:
-                value = names.get(value, "")
-        name = names.get(key)
-        values[str(key) if name is None else name] = value
+        fields = [(f, v) for f, v in stat.ListFields() if f.name != "metadata_id"]
+        value = fields[0][1] if fields else None
+        if fields and fields[0][0] is _ref_field():
+            value = names.get(value, "")
+        values[names.get(stat.metadata_id, str(stat.metadata_id))] = value
     return values
+
+
+@functools.cache
+def _list_fields():
+    """XStat's `ListFields`, unbound, to map over a repeated field in C."""
+    return _ref_field().containing_type._concrete_class.ListFields
