@@ -307,3 +307,13 @@ def test_damage_anywhere_is_an_error_message_or_a_partial_trace_never_a_tracebac
     assert result.exit_code in (0, 2), result.output
     if result.exit_code == 2:
         assert result.stderr.startswith(f"{bad}: ")
+
+
+def test_cpu_compiles_have_their_phases(report):
+    """XLA:CPU runs the pass pipelines on tf_PjRtCompilerThreadPool, not on jax's thread: found there."""
+    for event in report.compiles:
+        phases = event.phases
+        assert 0 < phases.lowering_seconds < phases.jax_seconds
+        assert phases.passes_seconds > 0 and phases.autotuning_seconds == 0 and not phases.tuned
+        assert phases.passes_seconds + phases.codegen_seconds == pytest.approx(event.seconds)
+        assert "layout-assignment" in {p.name for p in phases.passes}

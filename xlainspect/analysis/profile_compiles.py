@@ -140,9 +140,9 @@ def _is_function(module: str) -> bool:
 
 
 def _phases(compile_event, own, during, function, caller, lowerings, is_tuning) -> CompilePhases:
-    pipelines = [e for e in own if function is not None and e.stats.get("module") == function]
-    outer = _outermost(pipelines)
-    passes = _children(own, outer)
+    thread = _compiling_thread(own, during, function)
+    outer = _outermost([e for e in thread if e.stats.get("module") == function])
+    passes = _children(thread, outer)
     tuning_work = [e for e in during if is_tuning(e)]
     work_starts = [w.start_ns for w in tuning_work]  # sorted, as `during` is
     tuning_passes, by_name = [], defaultdict(list)
@@ -169,6 +169,18 @@ def _phases(compile_event, own, during, function, caller, lowerings, is_tuning) 
         ranked[:TOP_PASSES],
         sorted((TunedFusion(n, len(s), sum(s)) for n, s in tuned.items()), key=lambda t: -t.device_seconds),
     )
+
+
+def _compiling_thread(own: list[TraceEvent], during: list[TraceEvent], function: str | None) -> list[TraceEvent]:
+    """The events of the thread that ran the module's pass pipelines: the compile's own (XLA:GPU), else
+    the one of `during` with the most of them (XLA:CPU compiles on `tf_PjRtCompilerThreadPool`)."""
+    if function is None or any(e.stats.get("module") == function for e in own):
+        return own
+    named = Counter((e.plane, e.line) for e in during if e.stats.get("module") == function)
+    if not named:
+        return own
+    plane, line = named.most_common(1)[0][0]
+    return [e for e in during if e.line == line and e.plane == plane]
 
 
 def _outermost(spans: list[TraceEvent]) -> list[TraceEvent]:
