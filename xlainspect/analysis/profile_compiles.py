@@ -16,8 +16,8 @@
   autotuning: the passes during which XLA compiled and ran other modules (the fusions it tuned: device
   kernels whose `hlo_module` is a fusion, or nameless buffer checks) - removed from the passes - with the
   kernels run per fusion tuned;
-  codegen: the rest of the compile (scheduling, LLVM IR, PTX/cubin, loading): compile time outside the
-  module's pass pipelines.
+  codegen and the rest: the compile less its passes and autotuning (scheduling, LLVM IR, PTX/cubin,
+  loading, and the pipelines' own bookkeeping), so the three add up to the compile.
 """
 
 from __future__ import annotations
@@ -155,7 +155,8 @@ def _phases(compile_event, own, during, function, caller, lowerings, is_tuning) 
     tuned: dict[str, list[float]] = defaultdict(list)
     for work in tuning_work:
         tuned[str(work.stats.get("hlo_module") or "(unnamed)")].append(work.duration_ns / 1e9)
-    in_pipelines = sum(p.duration_ns for p in outer) / 1e9
+    passes_seconds = sum(sum(s) for s in by_name.values())
+    tuning_seconds = sum(p.duration_ns for p in tuning_passes) / 1e9
     lowered = None
     if caller is not None:
         spans = [e for e in lowerings if caller.start_ns <= e.start_ns and _end(e) <= compile_event.start_ns]
@@ -163,9 +164,9 @@ def _phases(compile_event, own, during, function, caller, lowerings, is_tuning) 
     return CompilePhases(
         (compile_event.start_ns - caller.start_ns) / 1e9 if caller is not None else None,
         lowered,
-        sum(sum(s) for s in by_name.values()),
-        sum(p.duration_ns for p in tuning_passes) / 1e9,
-        max(compile_event.duration_ns / 1e9 - in_pipelines, 0.0),
+        passes_seconds,
+        tuning_seconds,
+        max(compile_event.duration_ns / 1e9 - passes_seconds - tuning_seconds, 0.0),
         ranked[:TOP_PASSES],
         sorted((TunedFusion(n, len(s), sum(s)) for n, s in tuned.items()), key=lambda t: -t.device_seconds),
     )
