@@ -102,9 +102,9 @@ def test_the_dump_gives_each_op_its_cost_and_roofline(report):
 
 
 def test_compiles_fall_in_steps_0_and_3(report):
-    assert [(c.name, c.function, c.step, c.thread) for c in report.compiles] == [
-        ("backend_compile_and_load", "jit_train_step", 0, "python"),
-        ("backend_compile_and_load", "jit_train_step", 3, "python"),
+    assert [(c.name, c.function, c.step, c.thread, c.module) for c in report.compiles] == [
+        ("backend_compile_and_load", "jit_train_step", 0, "python", "module_0000.jit_train_step"),
+        ("backend_compile_and_load", "jit_train_step", 3, "python", "module_0002.jit_train_step"),
     ]
     assert all(c.seconds > 0 for c in report.compiles)
     assert [c.step for c in compiles_after(report, 2)] == [3] and compiles_after(report, 3) == []

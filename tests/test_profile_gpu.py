@@ -104,7 +104,9 @@ def test_cnn_profile_recompiles_jit_train_step_inside_step_4(reports):
     assert report.step_source == "step markers" and [s.number for s in report.steps] == list(range(6))
     in_step = {s["step"]: sorted(_jit_name(f) for f in s["compiled"]) for s in truth["steps"]}
     assert sorted(c.function for c in report.compiles if c.step == 4) == in_step[4]
-    assert [c.step for c in report.compiles if c.function == "jit_train_step"] == [4]
+    assert [(c.step, c.module) for c in report.compiles if c.function == "jit_train_step"] == [
+        (4, "module_146159.jit_train_step")  # the module that ran at batch 48, in step 4
+    ]
     assert all(c.step == 4 for c in report.compiles)  # the trace starts after the first compiles
 
 
@@ -138,13 +140,19 @@ def test_mixer_profile_every_compile_is_named_by_its_function(reports):
     named = Counter(c.function for c in reports["mixer_profile"].compiles)
     assert named == Counter({_jit_name(f): n for f, n in truth["per_function"].items()})
     assert len(reports["mixer_profile"].compiles) == truth["total_backend_compiles"]
+    # each compile of jit_train_step made the next module of the dump, in module-id order
+    dumped = sorted(load_dump(RUNS["mixer_profile"][1]).modules, key=lambda m: m.module_id)
+    made = [c.module for c in reports["mixer_profile"].compiles if c.function == "jit_train_step"]
+    assert made == [m.label.rpartition("/")[2] for m in dumped] and len(made) == 6
 
 
 def test_gpu_profile_steps_compile_and_loops(reports):
     report = reports["gpu_profile"]
     expected = json.loads((DUMPS / "gpu_profile.compiles.json").read_text())["expected"]["jit_train_step"]
     assert report.step_source == "step markers" and len(report.steps) == expected["steps"]
-    assert [c.step for c in report.compiles if c.function == "jit_train_step"] == [expected["compile_step"]]
+    assert [(c.step, c.module) for c in report.compiles if c.function == "jit_train_step"] == [
+        (expected["compile_step"], "module_240243.jit_train_step")  # batch 8's module, run from step 3 on
+    ]
     assert all(c.function and c.function.startswith("jit_") for c in report.compiles)
     ops = {(op.module, op.name): op for op in report.ops}
     module = "module_13922.jit_train_step"
@@ -228,7 +236,7 @@ def test_cli_compile_phases_and_json():
     trace, dump = RUNS["cnn_profile"]
     result = CliRunner().invoke(app, ["profile", str(trace), "--dump", str(dump), "--compile-phases"])
     assert result.exit_code == 0, result.output
-    assert "compile 3: jit_train_step" in result.stdout and "fusion tuned" in result.stdout
+    assert "compile 3: module_146159.jit_train_step" in result.stdout and "fusion tuned" in result.stdout
     assert "XLA passes" in result.stdout and "priority-fusion" in result.stdout
     shown = CliRunner().invoke(app, ["profile", str(trace), "--dump", str(dump), "-f", "json", "--top", "0"])
     document = json.loads(shown.stdout)

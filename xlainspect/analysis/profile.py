@@ -198,7 +198,9 @@ def profile(
         steps,
         source,
         ops,
-        trace_compiles(trace.events, lambda e: id(e) in tuned, lambda t: _step_at(steps, t)),
+        _with_modules(
+            trace_compiles(trace.events, lambda e: id(e) in tuned, lambda t: _step_at(steps, t)), op_events, launched
+        ),
         sorted(costs),
         op_events,
         chip,
@@ -213,6 +215,22 @@ def profile(
 
 
 _COMPILE_NAMES = frozenset({"backend_compile_and_load", "backend_compile"})
+
+
+def _with_modules(compiles: list[CompileEvent], op_events: list[TraceEvent], launched) -> list[CompileEvent]:
+    """Each compile with the module it made: its function's first module to run (be launched) after it."""
+    runs: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for event in op_events:
+        if isinstance(event.stats.get("program_id"), int):
+            at = launched[id(event)][1] if id(event) in launched else event.start_ns
+            runs[str(event.stats["hlo_module"])].append((at, _label(event)))
+    for found in runs.values():
+        found.sort()
+    for event in compiles:
+        after = runs.get(event.function or "", [])
+        index = bisect.bisect_left(after, ((event.start_seconds + event.seconds) * 1e9, ""))
+        event.module = after[index][1] if index < len(after) else None
+    return compiles
 
 
 def _split_autotuning(

@@ -82,6 +82,9 @@ class CompileEvent:
     step: int | None
     thread: str
     phases: CompilePhases | None = None
+    module: str | None = None
+    """The module it made (`module_146159.jit_train_step`): the one of the function that ran first after it
+    (jax runs what it just compiled), where the trace names module ids."""
 
 
 def trace_compiles(events: list[TraceEvent], is_tuning, step_at) -> list[CompileEvent]:

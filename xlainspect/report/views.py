@@ -687,6 +687,7 @@ _COST_ONLY = ("kind", "roofline_seconds", "efficiency", "lost_seconds", "op_name
 _COMPILE_COLUMNS = (
     "name",
     "function",
+    "module",
     "start_seconds",
     "seconds",
     "step",
@@ -833,7 +834,7 @@ def _phase_tables(report: ProfileReport) -> list:
             {"phase": "codegen and the rest", "seconds": phases.codegen_seconds, "detail": ""},
         ]
         title = (
-            f"compile {index + 1}: {event.function or '?'}, {_duration(event.seconds)}"
+            f"compile {index + 1}: {event.module or event.function or '?'}, {_duration(event.seconds)}"
             f" at {_duration(event.start_seconds)}, step {event.step}"
         )
         blocks.append(table(title, [_timed(r) for r in rows], ("phase", "seconds", "detail")))
