@@ -19,7 +19,7 @@ import pytest
 from conftest import DUMPS, FIXTURES
 from typer.testing import CliRunner
 
-from xlainspect.analysis.profile import profile
+from xlainspect.analysis.profile import _place_launch, profile
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.thunks import read_thunk_sequence, thunk_files
@@ -246,3 +246,22 @@ def test_cli_compile_phases_and_json():
     table = CliRunner().invoke(app, ["profile", str(trace), "--dump", str(dump)])
     assert "kernel executions of compiled functions on an HLO op: 728 of 728 (100.0%)" in table.stdout
     assert "autotuning: " in table.stdout and "per fusion tuned: " in table.stdout
+
+
+def test_a_copy_among_two_copy_commands_goes_to_the_one_between_its_neighbours(traces):
+    """One real launch of cnn_profile's command_buffer_1 (the driver's memcpy32_post, then five fusion
+    kernels), placed against its commands plus a second copy command after them (the dynamic-slice
+    copy of the same module): two copy commands for one copy, so the count does not decide; the copy
+    ran before loop_broadcast_fusion_3, where only copy.18 is."""
+    [module] = [m for m in load_dump(RUNS["cnn_profile"][1]).modules if m.module_id == 9285]
+    sequence = read_thunk_sequence(*thunk_files(module))
+    commands = [*sequence.command_buffers["command_buffer_1"], next(t for t in sequence.thunks if t.id == 10)]
+    launches = {}
+    for event in traces["cnn_profile"].events:
+        if event.stats.get("hlo_op") == "command_buffer_1" and event.stats.get("program_id") == 9285:
+            launches.setdefault(event.stats["correlation_id"], []).append(event)
+    launch = next(events for events in launches.values() if events[0].name == "memcpy32_post")
+    launch.sort(key=lambda e: e.stats["cuda_graph_node_id"])
+    placed = [(event.name, op, reason) for event, op, reason in _place_launch(launch, commands, "command_buffer_1")]
+    assert ("memcpy32_post", "copy.18", None) in placed
+    assert sorted(op for _, op, _ in placed) == sorted(c.op for c in sequence.command_buffers["command_buffer_1"])

@@ -474,33 +474,61 @@ def _place(
 
 
 def _place_launch(events: list[TraceEvent], commands: list[Thunk], buffer: str):
-    """(event, op or None, reason) for one launch of a command buffer, its events in graph order."""
-    by_kernel: dict[str, list[Thunk]] = defaultdict(list)
-    for command in commands:
+    """(event, op or None, reason) for one launch of a command buffer, its events in graph order.
+
+    A kernel a kernel command names goes to the k-th command of that name at its k-th run. The others
+    (copies, memsets, library kernels) go to the buffer's commands of their kind: the one there is, or
+    in turn where their count is a multiple of the commands'; else to the one command of their kind
+    between the commands of the named kernels around them in graph order."""
+    at = _named_commands(events, commands)
+    for event, command in zip(events, at):
+        if command is not None:
+            yield event, commands[command].op, None
+    rest: dict[str, list[int]] = defaultdict(list)
+    for position, event in enumerate(events):
+        if at[position] is None:
+            rest[_work_kind(event)].append(position)
+    for kind, positions in rest.items():
+        candidates = [c for c in commands if c.kernel is None and _command_kind(c) == kind]
+        if len(candidates) == 1 or (candidates and len(positions) % len(candidates) == 0):
+            for index, position in enumerate(positions):
+                yield events[position], candidates[index % len(candidates)].op, None
+            continue
+        for position in positions:
+            command = _between(at, position, commands, kind)
+            reason = (
+                f"no {kind} command in {buffer}"
+                if not candidates
+                else f"{len(positions)} {kind} events for {len(candidates)} {kind} commands of {buffer}, "
+                "and not one between its neighbours"
+            )
+            yield events[position], command.op if command else None, None if command else reason
+
+
+def _named_commands(events: list[TraceEvent], commands: list[Thunk]) -> list[int | None]:
+    """The index of the command each event ran, where a kernel command names its kernel: the k-th run of
+    a kernel is the k-th command of that name (in turn, when a loop in the graph runs them again)."""
+    by_kernel: dict[str, list[int]] = defaultdict(list)
+    for index, command in enumerate(commands):
         if command.kernel:
-            by_kernel[command.kernel].append(command)
+            by_kernel[command.kernel].append(index)
     seen: Counter = Counter()
-    rest: dict[str, list[TraceEvent]] = defaultdict(list)
+    at: list[int | None] = []
     for event in events:
         same = by_kernel.get(event.name)
-        if same:
-            yield event, same[seen[event.name] % len(same)].op, None
-            seen[event.name] += 1
-        else:
-            rest[_work_kind(event)].append(event)
-    for kind, kind_events in rest.items():
-        candidates = [c for c in commands if c.kernel is None and _command_kind(c) == kind]
-        if len(candidates) == 1 or (candidates and len(kind_events) % len(candidates) == 0):
-            for index, event in enumerate(kind_events):
-                yield event, candidates[index % len(candidates)].op, None
-            continue
-        reason = (
-            f"no {kind} command in {buffer}"
-            if not candidates
-            else f"{len(kind_events)} {kind} events for {len(candidates)} {kind} commands of {buffer}"
-        )
-        for event in kind_events:
-            yield event, None, reason
+        at.append(same[seen[event.name] % len(same)] if same else None)
+        seen[event.name] += 1
+    return at
+
+
+def _between(at: list[int | None], position: int, commands: list[Thunk], kind: str) -> Thunk | None:
+    """The one command of `kind` between the commands of the named kernels before and after `position`."""
+    before = next((at[k] for k in range(position - 1, -1, -1) if at[k] is not None), -1)
+    after = next((at[k] for k in range(position + 1, len(at)) if at[k] is not None), len(commands))
+    if after <= before:  # the graph's loop started again: up to the end
+        after = len(commands)
+    found = [c for c in commands[before + 1 : after] if c.kernel is None and _command_kind(c) == kind]
+    return found[0] if len(found) == 1 else None
 
 
 def _work_kind(event: TraceEvent) -> str:
