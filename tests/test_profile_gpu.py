@@ -297,3 +297,13 @@ def test_device_events_equal_jaxlibs_reader(traces):
     )
     assert len(ours) == len(theirs) > 10000
     assert ours == theirs
+
+
+def test_html_page_of_a_gpu_trace(tmp_path):
+    page = tmp_path / "profile.html"
+    trace, dump = RUNS["gpu_profile"]
+    result = CliRunner().invoke(app, ["profile", str(trace), "--dump", str(dump), "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert "3,894 op events (3,894 on an HLO op), 4 compiles; autotuning apart: 6,562 kernels" in text
+    assert text.count("<rect class='compile'") == 4  # on the whole trace; the median step holds none

@@ -33,11 +33,17 @@ def write_profile_html(report, path: str | Path) -> None:
         f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect profile</title>"
         f"<style>{STYLE}\n{_TIMELINE_STYLE}</style></head><body><h1>Profile</h1>"
         f"<p>{html.escape(', '.join(report.paths))}: {len(report.steps)} steps ({html.escape(report.step_source)}), "
-        f"{len(report.op_events):,} op events, {len(report.compiles)} compiles</p>\n"
-        + "\n".join(s for s in sections if s)
-        + "\n</body></html>\n"
+        f"{len(report.op_events):,} op events ({report.placed[0]:,} on an HLO op), {len(report.compiles)} compiles"
+        f"{_autotuning_note(report)}</p>\n" + "\n".join(s for s in sections if s) + "\n</body></html>\n"
     )
     Path(path).write_text(page, encoding="utf-8")
+
+
+def _autotuning_note(report) -> str:
+    tuning = report.autotuning
+    if tuning is None:
+        return ""
+    return f"; autotuning apart: {tuning.kernels:,} kernels, {tuning.seconds * 1e3:.3g} ms"
 
 
 def _typical_step(report) -> str:
