@@ -29,7 +29,7 @@ from statistics import median
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.chips import Chip
-from xlainspect.analysis.profile_compiles import CompileEvent, trace_compiles
+from xlainspect.analysis.profile_compiles import COMPILE_EVENTS, CompileEvent, trace_compiles
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.dump.model_cache import cached_result
 from xlainspect.dump.thunks import KERNEL_KINDS, Thunk, ThunkSequence, read_thunk_sequence, thunk_files
@@ -170,7 +170,7 @@ def profile(
     from the module of `dump` (the same run's) with its module id, else from the HLO the trace embeds
     (printed by jaxlib, when jax is installed; otherwise a note says so)."""
     annotated = [e for e in trace.events if "hlo_module" in e.stats]
-    windows = [(e.start_ns, e.start_ns + e.duration_ns) for e in trace.events if e.name in _COMPILE_NAMES]
+    windows = [(e.start_ns, e.start_ns + e.duration_ns) for e in trace.events if e.name in COMPILE_EVENTS]
     jit, tuning, other = _split_autotuning(trace.events, annotated, dump, windows)
     op_events = [e for e in jit if "hlo_op" in e.stats]
     launched = _launch_times(trace.events, op_events)
@@ -212,9 +212,6 @@ def profile(
         autotuning=_autotuning(tuning),
         other_device=(len(other), sum(e.duration_ns for e in other) / 1e9),
     )
-
-
-_COMPILE_NAMES = frozenset({"backend_compile_and_load", "backend_compile"})
 
 
 def _with_modules(compiles: list[CompileEvent], op_events: list[TraceEvent], launched) -> list[CompileEvent]:
