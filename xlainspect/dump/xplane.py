@@ -22,6 +22,7 @@ from pathlib import Path
 
 from xlainspect.dump.files import read_bytes
 from xlainspect.errors import XlaInspectError
+from xlainspect.settings import kept_objects
 
 INSTALL_HINT = "reading profiles needs protobuf: pip install 'xlainspect[profile]' (or pip install protobuf)"
 
@@ -149,7 +150,8 @@ def _xspaces(paths) -> list[Path]:
 def read_trace(path: str | Path) -> Trace:
     """Every timed event of a jax.profiler trace (a file, or a log dir: its newest run), times from its start."""
     spaces = [(p, _read_space(p)) for p in find_trace_files(path)]
-    found = [e for p, space in spaces for e in _events(space)]  # (start, -duration, index, event)
+    with kept_objects():  # 100,000s of events that live to the end of the run: collections need not scan them
+        found = [e for p, space in spaces for e in _events(space)]  # (start, -duration, index, event)
     origin = min((e[0] for e in found), default=0.0)
     found.sort()  # by start, the longer (enclosing) first; the index keeps equal events in plane order
     events = [e[3] for e in found]
