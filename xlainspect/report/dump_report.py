@@ -252,7 +252,8 @@ def _largest(items: list, key: Callable, count: int = TOP_FINDINGS) -> list:
 def recompiles_section(source: ReportInput) -> Section:
     """count-recompiles: the user's functions first (recompiled ones first) with their source lines,
     causes and suggestions, then the eager ops; the eager traffic is one finding (one fix)."""
-    from xlainspect.analysis.recompiles import describe_cause, for_people
+    from xlainspect.analysis.recompiles import for_people
+    from xlainspect.report.causes import causes_text
 
     rows = source.recompiles
     by_name = source.dump.functions()
@@ -268,7 +269,7 @@ def recompiles_section(source: ReportInput) -> Section:
                 tuple(m.label for m in by_name.get(r.name, ()) if m.module_id in r.module_ids),
                 r.eager,
                 r.source or "",
-                "; ".join(describe_cause(c) for c in r.causes),
+                "; ".join(causes_text(r.causes)),
                 r.suggestion or "",
             )
             for r in ranked
@@ -278,8 +279,7 @@ def recompiles_section(source: ReportInput) -> Section:
     findings = [
         Finding(
             "recompiles",
-            f"{r.name} compiled {r.modules} times: "
-            f"{'; '.join(describe_cause(c) for c in r.causes) or 'no cause found'}",
+            f"{r.name} compiled {r.modules} times: {'; '.join(causes_text(r.causes)) or 'no cause found'}",
             r.modules - 1,
             "compiles",
         )
