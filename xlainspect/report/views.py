@@ -744,6 +744,7 @@ _COMPILE_COLUMNS = (
 _STEP_COLUMNS = ("number", "start_seconds", "seconds", "busy_seconds", "idle_seconds", "kernels")
 _FUNCTION_COLUMNS = ("function", "modules", "kernels", "seconds", "mean_step_seconds")
 _UNPLACED_COLUMNS = ("module", "hlo_op", "kernel", "count", "seconds", "reason")
+_UNPLACED_SHOWN = 10
 
 
 def profile_document(
@@ -825,8 +826,10 @@ def _profile_summary(report: ProfileReport) -> list:
         )
     blocks: list = [steps, functions, Lines("\n".join(lines))]
     if report.unplaced:
-        rows = [_timed(record(u)) for u in report.unplaced]
-        blocks.append(table("kernel executions not placed on an HLO op", rows, _UNPLACED_COLUMNS))
+        rows = [_timed(record(u)) for u in report.unplaced[:_UNPLACED_SHOWN]]
+        more = len(report.unplaced) - len(rows)
+        note = f"and {more} more kernels (JSON has them all)" if more > 0 else ""
+        blocks.append(table("kernel executions not placed on an HLO op", rows, _UNPLACED_COLUMNS, note))
     return blocks
 
 
