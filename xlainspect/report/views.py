@@ -828,7 +828,7 @@ def _profile_summary(report: ProfileReport) -> list:
     if report.unplaced:
         rows = [_timed(record(u)) for u in report.unplaced[:_UNPLACED_SHOWN]]
         more = len(report.unplaced) - len(rows)
-        note = f"and {more} more kernels (JSON has them all)" if more > 0 else ""
+        note = f"and {more} more (JSON has them all)" if more > 0 else ""
         blocks.append(table("kernel executions not placed on an HLO op", rows, _UNPLACED_COLUMNS, note))
     return blocks
 
