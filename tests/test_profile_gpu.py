@@ -307,3 +307,4 @@ def test_html_page_of_a_gpu_trace(tmp_path):
     text = page.read_text()
     assert "3,894 op events (3,894 on an HLO op), 4 compiles; autotuning apart: 6,562 kernels" in text
     assert text.count("<rect class='compile'") == 4  # on the whole trace; the median step holds none
+    assert "backend_compile_and_load module_240243.jit_train_step: " in text and "autotuning 1." in text
