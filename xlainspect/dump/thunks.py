@@ -1,14 +1,16 @@
 """The thunk sequence XLA:GPU dumps beside each module: which kernels each HLO op launches, in order.
 
-XLA:GPU (jax 0.11) writes, per module (`xla/service/gpu/gpu_compiler.cc`, `DumpToFileInDirOrStdout`):
+XLA:GPU (jax 0.11) writes, per module (`RunThunkPasses` in `xla/service/gpu/gpu_executable.cc`):
 
-* `<module>.thunk_sequence.txt` and, once its thunk passes ran, `<module>.thunk_sequence_after_thunk_passes.txt`:
+* `<module>.thunk_sequence.txt` and, where its thunk passes changed the sequence (the command-buffer
+  conversion did), `<module>.thunk_sequence_after_thunk_passes.txt` (`root_thunk->ToString`):
   one line per thunk, `NNN: kKind [deps] rest`, nested by indentation (a while's `condition:` and
   `body:`, an async start's wrapped thunk, a `kCommandBuffer`'s commands). A kernel thunk
   (`kCustomKernel`, `kKernel`) names its kernel first in `rest` (`loop_add_fusion_1 grid: [...]`); a
   command buffer has no id of its own (`000`).
-* `<module>.thunk_metadata.txt`: a text proto of `thunk_metadata { thunk_info { profile_annotation
-  thunk_id } thunk_kind }`, in the same order: the HLO op each thunk id runs (`profile_annotation` is
+* `<module>.thunk_metadata.txt` (`GetMetadataListProtoFromThunkGraph` of the sequence after the passes):
+  a text proto of `thunk_metadata { thunk_info { profile_annotation thunk_id } thunk_kind }`, in the
+  same order: the HLO op each thunk id runs (`profile_annotation` is
   the name `hlo_op` carries in a profile) and, for each command buffer, its annotation
   (`command_buffer_N`), the `hlo_op` its kernels carry in a profile when they run as a CUDA graph.
 
