@@ -439,11 +439,11 @@ def _place(
     for event in op_events:
         op = _op_name(event)
         if op.startswith(COMMAND_BUFFER):
-            launches[(_label(event), op, event.stats.get("correlation_id"))].append(event)
+            launches[(_label(event), op, event.plane, event.stats.get("correlation_id"))].append(event)
         else:
             placed[id(event)] = op
     failed: dict[tuple[str, str, str, str], list[TraceEvent]] = defaultdict(list)
-    for (label, buffer, _), events in launches.items():
+    for (label, buffer, _, _), events in launches.items():
         events.sort(key=lambda e: (e.stats.get("cuda_graph_node_id", 0), e.start_ns))
         sequence = sequences.get(label)
         commands = sequence.command_buffers.get(buffer) if sequence is not None else None
