@@ -22,6 +22,8 @@ import pytest
 from conftest import DUMPS, FIXTURES
 from typer.testing import CliRunner
 
+from xlainspect.analysis.chips import get_chip
+from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.profile import _place_launch, profile
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
@@ -308,3 +310,30 @@ def test_html_page_of_a_gpu_trace(tmp_path):
     assert "3,894 op events (3,894 on an HLO op), 4 compiles; autotuning apart: 6,562 kernels" in text
     assert text.count("<rect class='compile'") == 4  # on the whole trace; the median step holds none
     assert "backend_compile_and_load module_240243.jit_train_step: " in text and "autotuning 1." in text
+
+
+def test_loop_body_kernels_per_step_equal_cost_executions(traces):
+    """Issue 31: the kernel executions `profile` counts per step of an op in a loop body equal the
+    `executions` cost finds from the dump's trip counts (cnn: fori_loop 4; mixer: scan 6; gpu_profile:
+    scan 3 inside fori_loop 2), and its roofline is one execution's (cost's per-call figure / executions)."""
+    cases = {
+        "cnn_profile": ("module_9285.jit_train_step", ("loop_pad_fusion", "loop_select_fusion"), 4),
+        "mixer_profile": ("module_20551.jit_train_step", ("gemm_fusion_dot.27", "loop_multiply_fusion.1"), 6),
+        "gpu_profile": ("module_13922.jit_train_step", ("gemm_fusion_dot.4", "fusion.156"), 6),
+    }
+    h200 = get_chip("h200")
+    for run, (module, names, runs) in cases.items():
+        ops = {(op.module, op.name): op for op in profile(traces[run], load_dump(RUNS[run][1]), h200).ops}
+        for name in names:
+            op = ops[(module, name)]
+            assert op.executions == op.per_step_count == runs, (run, name)
+            assert op.roofline_seconds is not None and op.flops is not None
+            cost = next(
+                c
+                for c in module_cost(
+                    next(m for m in load_dump(RUNS[run][1]).modules if m.label.endswith(module)).module("after"), h200
+                ).ops
+                if c.name == name
+            )
+            assert op.roofline_seconds == pytest.approx(cost.roofline_seconds / runs)
+            assert op.flops == cost.flops_per_execution == cost.flops / runs

@@ -82,7 +82,11 @@ class OpTime:
     """Kernel executions per step, over the steps the op ran in (a loop body's ops: its trip count)."""
     kind: str | None = None
     """From the dump (`cost`): fusion kind, collective kind or opcode."""
+    executions: float | None = None
+    """Runs per call of its module, from the dump (`cost`): the product of the trip counts of the loops
+    it runs in. A kernel per run makes `per_step_count` equal it where the function runs once a step."""
     flops: float | None = None
+    """Per execution (`cost`'s `flops_per_execution`)."""
     bytes_accessed: int | None = None
     """Padded bytes read and written per execution."""
     measured_bytes_per_second: float | None = None
@@ -691,15 +695,19 @@ def _op_time(
 
 
 def _with_cost(measured: OpTime, cost: OpCost) -> OpTime:
-    moved = cost.padded_bytes_read + cost.padded_bytes_written
+    """The op's measured time beside one execution's roofline: `cost` gives figures per call of the
+    module (an op in a loop body runs its trip count times a call), a kernel event is one execution."""
+    runs = cost.executions
+    moved = round((cost.padded_bytes_read + cost.padded_bytes_written) / runs) if runs else None
     per_run = measured.total_seconds / measured.count
-    roofline = cost.roofline_seconds
+    roofline = cost.roofline_seconds / runs if cost.roofline_seconds is not None and runs else None
     return replace(
         measured,
         kind=cost.kind,
-        flops=cost.flops,
+        executions=runs,
+        flops=cost.flops_per_execution,
         bytes_accessed=moved,
-        measured_bytes_per_second=moved / per_run if per_run > 0 and moved >= 0 else None,
+        measured_bytes_per_second=moved / per_run if moved is not None and per_run > 0 else None,
         roofline_seconds=roofline,
         efficiency=roofline / per_run if roofline is not None and per_run > 0 else None,
         lost_seconds=measured.total_seconds - roofline * measured.count if roofline is not None else None,

@@ -703,6 +703,7 @@ PROFILE_OP_COLUMNS = (
     "max_seconds",
     "step_share",
     "kind",
+    "executions",
     "flops",
     "bytes_accessed",
     "measured_bytes_per_second",
