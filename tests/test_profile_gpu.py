@@ -337,3 +337,15 @@ def test_loop_body_kernels_per_step_equal_cost_executions(traces):
             )
             assert op.roofline_seconds == pytest.approx(cost.roofline_seconds / runs)
             assert op.flops == cost.flops_per_execution == cost.flops / runs
+
+
+def test_a_library_call_of_several_kernels_is_one_execution(traces):
+    """cuDNN's backward-filter convolution launches 7 kernels per execution in cnn_profile: its efficiency
+    and time lost are over its executions (module_9285 ran in 5 steps, 4 micro-batches each), not its
+    140 kernels."""
+    report = profile(traces["cnn_profile"], load_dump(RUNS["cnn_profile"][1]), get_chip("h200"))
+    ops = {(op.module, op.name): op for op in report.ops}
+    conv = ops[("module_9285.jit_train_step", "cudnn-conv-bw-filter.3")]
+    assert (conv.count, conv.executions, conv.per_step_count) == (140, 4, 28)
+    assert conv.efficiency == pytest.approx(conv.roofline_seconds * 5 * 4 / conv.total_seconds)
+    assert conv.lost_seconds == pytest.approx(conv.total_seconds - conv.roofline_seconds * 5 * 4)

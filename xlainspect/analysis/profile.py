@@ -93,6 +93,8 @@ class OpTime:
     roofline_seconds: float | None = None
     """Per execution, on the chip."""
     efficiency: float | None = None
+    """Roofline time / measured time per execution: the module's runs in the trace times `executions`
+    (a library call that launches several kernels is one execution)."""
     lost_seconds: float | None = None
     bound: str | None = None
     op_name: str | None = None
@@ -189,10 +191,12 @@ def profile(
     else:
         costs = {label: _op_costs(m, chip) for label, m in _embedded_modules(trace, labels, notes).items()}
     busy = sum(s.busy_seconds for s in steps)
-    ops = [
-        _op_time(key, events, steps, busy, step_of, costs.get(key[0], {}))
-        for key, events in _by_op(op_events, placed).items()
-    ]
+    ops = _per_module_run(
+        [
+            _op_time(key, events, steps, busy, step_of, costs.get(key[0], {}))
+            for key, events in _by_op(op_events, placed).items()
+        ]
+    )
     known = any(op.lost_seconds is not None for op in ops)
     ops.sort(key=lambda op: -((op.lost_seconds or 0.0) if known else op.total_seconds))
     hlo = ("dump" if dump is not None else "embedded in the trace") if costs else None
@@ -694,12 +698,41 @@ def _op_time(
     return measured if cost is None else _with_cost(measured, cost)
 
 
+def _module_runs(ops: list[OpTime]) -> dict[str, int]:
+    """How many times each module ran in the trace: the kernels per execution most of its ops show. XLA
+    launches one kernel per execution of a fusion or op; a library call (cuDNN, cuBLAS) may launch
+    several, so its own count over its executions is no measure of the runs."""
+    ratios: dict[str, Counter[int]] = defaultdict(Counter)
+    for op in ops:
+        if op.executions:
+            ratios[op.module][round(op.count / op.executions)] += 1
+    return {module: counts.most_common(1)[0][0] for module, counts in ratios.items()}
+
+
+def _per_module_run(ops: list[OpTime]) -> list[OpTime]:
+    """Efficiency and time lost over the op's executions in the trace (its module's runs times its
+    executions per run), not over its kernels: a cuDNN convolution of several kernels is one execution."""
+    runs = _module_runs(ops)
+    return [_over_executions(op, runs[op.module] * op.executions) if op.executions else op for op in ops]
+
+
+def _over_executions(op: OpTime, ran: float) -> OpTime:
+    """`op` with its measured time per execution (`ran` executions in the trace) beside its cost."""
+    per_run = op.total_seconds / ran
+    moved, roofline = op.bytes_accessed, op.roofline_seconds
+    return replace(
+        op,
+        measured_bytes_per_second=moved / per_run if moved is not None and per_run > 0 else None,
+        efficiency=roofline / per_run if roofline is not None and per_run > 0 else None,
+        lost_seconds=op.total_seconds - roofline * ran if roofline is not None else None,
+    )
+
+
 def _with_cost(measured: OpTime, cost: OpCost) -> OpTime:
-    """The op's measured time beside one execution's roofline: `cost` gives figures per call of the
-    module (an op in a loop body runs its trip count times a call), a kernel event is one execution."""
+    """The op's measured time beside one execution's cost: `cost` gives figures per call of the module
+    (an op in a loop body runs its trip count times a call)."""
     runs = cost.executions
     moved = round((cost.padded_bytes_read + cost.padded_bytes_written) / runs) if runs else None
-    per_run = measured.total_seconds / measured.count
     roofline = cost.roofline_seconds / runs if cost.roofline_seconds is not None and runs else None
     return replace(
         measured,
@@ -707,10 +740,7 @@ def _with_cost(measured: OpTime, cost: OpCost) -> OpTime:
         executions=runs,
         flops=cost.flops_per_execution,
         bytes_accessed=moved,
-        measured_bytes_per_second=moved / per_run if moved is not None and per_run > 0 else None,
         roofline_seconds=roofline,
-        efficiency=roofline / per_run if roofline is not None and per_run > 0 else None,
-        lost_seconds=measured.total_seconds - roofline * measured.count if roofline is not None else None,
         bound=cost.bound,
         op_name=cost.op_name,
         source=cost.source,
