@@ -340,7 +340,7 @@ def test_loop_body_kernels_per_step_equal_cost_executions(traces):
 
 
 def test_a_library_call_of_several_kernels_is_one_execution(traces):
-    """cuDNN's backward-filter convolution launches 7 kernels per execution in cnn_profile: its efficiency
+    """The backward-filter convolution (cuDNN) launches 7 kernels per execution in cnn_profile: its efficiency
     and time lost are over its executions (module_9285 ran in 5 steps, 4 micro-batches each), not its
     140 kernels."""
     report = profile(traces["cnn_profile"], load_dump(RUNS["cnn_profile"][1]), get_chip("h200"))
