@@ -1,0 +1,364 @@
+"""Where the time goes: the one place the report reads `cost`, `profile` and the jax log by field name.
+
+The report's time sections (step time per function, ops by time lost, roofline points, compiles on a
+time axis) are built from the rows below, never from `ModuleCost`/`OpCost`/`ProfileReport` fields
+directly, so a change of those results (per-execution counts, CUDA-graph attribution) is followed here.
+
+* Step time of a function: measured, the sum of its ops' time per step in the profile
+  (`OpTime.per_step_seconds`, the trace's time where it found no steps); else the roofline estimate
+  of its module compiled last (`ModuleCost.roofline_seconds`: every op at the chip's peak FLOP/s or
+  HBM bandwidth, whichever is slower, as XLA's HloCostAnalysis counts FLOPs and bytes).
+* Time lost by an op: measured, its time over its roofline time (`OpTime.lost_seconds`) per step;
+  else, from the roofline alone, the time a fix removes: a copy's whole time, an unfused op's HBM
+  round trip (its memory time), the padded share of a memory-bound op's bytes, a collective's time
+  (lost where nothing overlaps it).
+* Compiles: from the profile (start and seconds on the trace's clock), else the jax log (seconds, laid
+  back to back in log order: the log names no start times), else the dump (order only).
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xlainspect.analysis.fusions import NOT_COMPUTE
+from xlainspect.hlo.opcodes import is_known_opcode
+
+COLLECTIVE_KINDS = frozenset(
+    {
+        "all-reduce",
+        "all-gather",
+        "reduce-scatter",
+        "all-to-all",
+        "ragged-all-to-all",
+        "collective-permute",
+        "collective-broadcast",
+        "send",
+        "recv",
+    }
+)
+"""`OpCost.kind` of a collective (the opcode without `-start`, as cost names it)."""
+COPY_KINDS = frozenset({"copy", "transpose"})
+
+
+@dataclass(slots=True)
+class OpTiming:
+    """One op as the report draws it: roofline (and measured) seconds per execution, FLOPs and bytes."""
+
+    module: str
+    function: str
+    computation: str | None
+    name: str
+    kind: str
+    flops: float
+    bytes: int
+    """Bytes moved, tile padding included (what the roofline divides by)."""
+    logical_bytes: int | None
+    """Without padding; None where only the padded figure is known (a profile op)."""
+    roofline_seconds: float | None
+    memory_seconds: float | None
+    collective_seconds: float | None
+    bound: str | None
+    measured_seconds: float | None = None
+    """Measured seconds per execution (None without a profile)."""
+    per_step_seconds: float | None = None
+    """Measured seconds per step (the trace's whole time where it found no steps)."""
+    lost_seconds: float | None = None
+    """Measured minus roofline, per step."""
+    op_name: str | None = None
+    source: str | None = None
+
+    @property
+    def intensity(self) -> float | None:
+        return self.flops / self.bytes if self.flops > 0 and self.bytes > 0 else None
+
+    @property
+    def flops_per_second(self) -> float | None:
+        """Achieved (measured) FLOP/s, else FLOP/s at the roofline."""
+        seconds = self.measured_seconds or self.roofline_seconds
+        return self.flops / seconds if self.flops > 0 and seconds else None
+
+    @property
+    def category(self) -> str | None:
+        """What is to fix: "collective", "layout copy", "fusion missed", "padding", or None."""
+        if self.kind in COLLECTIVE_KINDS or self.bound == "collective":
+            return "collective"
+        if self.kind in COPY_KINDS:
+            return "layout copy"
+        if is_known_opcode(self.kind) and self.kind not in NOT_COMPUTE:
+            return "fusion missed"
+        if self.padding_share >= PADDING_SHARE and self.bound == "memory":
+            return "padding"
+        return None
+
+    @property
+    def padding_share(self) -> float:
+        """The share of the op's bytes that is tile padding."""
+        if self.logical_bytes is None or self.bytes <= 0:
+            return 0.0
+        return max(self.bytes - self.logical_bytes, 0) / self.bytes
+
+    def roofline_loss(self) -> float:
+        """Seconds per execution a fix removes, from the roofline alone (module docstring)."""
+        category = self.category
+        if category == "layout copy":
+            return self.roofline_seconds or 0.0
+        if category == "fusion missed":
+            return self.memory_seconds or 0.0
+        if category == "padding":
+            return (self.memory_seconds or 0.0) * self.padding_share
+        if category == "collective":
+            return self.collective_seconds or self.roofline_seconds or 0.0
+        return 0.0
+
+
+PADDING_SHARE = 0.25
+"""A memory-bound op whose bytes are at least this much tile padding is a padding finding."""
+
+
+@dataclass(slots=True)
+class FunctionTiming:
+    """One function's step time: measured (profile) or the roofline estimate of its last module."""
+
+    function: str
+    seconds: float | None
+    measured: bool
+    module: str | None
+    """The module the roofline estimate is of (the one compiled last)."""
+    by_kind: dict[str, float] = field(default_factory=dict)
+    """Seconds per op kind (fusion kind, collective, opcode), largest first."""
+    bound: str | None = None
+
+
+@dataclass(slots=True)
+class CompileMark:
+    """One compile of one function on the compile timeline."""
+
+    function: str
+    start_seconds: float
+    seconds: float | None
+    """None where only the order is known (the dump alone)."""
+    recompile: bool
+
+
+@dataclass
+class Timing:
+    """What the time sections draw: per function, per op, per compile; `source` says what was measured."""
+
+    functions: list[FunctionTiming]
+    ops: list[OpTiming]
+    compiles: list[CompileMark]
+    compile_source: str
+    """"profile", "jax log" or "dump" (order only)."""
+    measured: bool
+    steps: int | None = None
+    """Steps the profile found (None: no profile, or none found)."""
+    chip: object | None = None
+    """The `Chip` the roofline is drawn for (None: no chip known)."""
+    compile_seconds: dict[str, float] = field(default_factory=dict)
+    """Per function, its compile seconds (all compiles); empty where none is known."""
+    recompile_seconds: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+# ---- the roofline estimate, from `module_cost` (run per module by the report's workers)
+
+
+@dataclass(slots=True)
+class ModuleTime:
+    """What the report keeps of a module's `ModuleCost`: its roofline, seconds per op kind, top ops."""
+
+    module: str
+    function: str
+    roofline_seconds: float | None
+    bound: str | None
+    by_kind: dict[str, float]
+    ops: tuple[OpTiming, ...]
+    chip: object | None
+
+
+TOP_OPS = 40
+"""Ops kept per module (the slowest at the roofline, and the largest losses)."""
+
+
+def module_time(cost) -> ModuleTime:
+    """A `ModuleCost` (all ops) as the report keeps it."""
+    by_kind: dict[str, float] = {}
+    for op in cost.ops:
+        if op.roofline_seconds:
+            by_kind[op.kind] = by_kind.get(op.kind, 0.0) + op.roofline_seconds
+    rows = [_op_of_cost(op, cost.function) for op in cost.ops]
+    kept = {id(r): r for r in sorted(rows, key=lambda r: -(r.roofline_seconds or 0))[:TOP_OPS]}
+    kept.update({id(r): r for r in sorted(rows, key=lambda r: -r.roofline_loss())[:TOP_OPS] if r.roofline_loss()})
+    return ModuleTime(
+        cost.module,
+        cost.function,
+        cost.roofline_seconds,
+        cost.bound,
+        dict(sorted(by_kind.items(), key=lambda kv: -kv[1])),
+        tuple(kept.values()),
+        cost.chip_figures,
+    )
+
+
+def _op_of_cost(op, function: str) -> OpTiming:
+    return OpTiming(
+        op.module,
+        function,
+        op.computation,
+        op.name,
+        op.kind,
+        op.flops,
+        op.padded_bytes_read + op.padded_bytes_written,
+        op.bytes_read + op.bytes_written,
+        op.roofline_seconds,
+        op.memory_seconds,
+        op.collective_seconds,
+        op.bound,
+        op_name=op.op_name,
+        source=op.source,
+    )
+
+
+def estimated(modules: list[ModuleTime], order: dict[str, int]) -> tuple[list[FunctionTiming], list[OpTiming]]:
+    """Per function the roofline of its module compiled last (highest `order`), and the ops of those modules."""
+    last: dict[str, ModuleTime] = {}
+    for module in modules:
+        kept = last.get(module.function)
+        if kept is None or order.get(module.module, 0) >= order.get(kept.module, 0):
+            last[module.function] = module
+    functions = [
+        FunctionTiming(m.function, m.roofline_seconds, False, m.module, m.by_kind, m.bound)
+        for m in last.values()
+        if m.roofline_seconds is not None
+    ]
+    ops = [op for m in last.values() for op in m.ops]
+    return sorted(functions, key=lambda f: -(f.seconds or 0)), ops
+
+
+# ---- measured, from `profile`
+
+
+def measured(report, known: dict[tuple[str, str], OpTiming]) -> tuple[list[FunctionTiming], list[OpTiming]]:
+    """Per function the sum of its ops' measured time per step (over the trace without steps), by kind;
+    an op `known` from the dump's cost (by module and name) brings its logical bytes and times along."""
+    steps = len(report.steps)
+    functions: dict[str, FunctionTiming] = {}
+    ops = []
+    for op in report.ops:
+        per_step = op.per_step_seconds if op.per_step_seconds is not None else op.total_seconds
+        per_run = op.total_seconds / op.count if op.count else None
+        lost = op.lost_seconds / steps if op.lost_seconds is not None and steps else op.lost_seconds
+        cost = known.get((op.module, op.name))
+        row = OpTiming(
+            op.module,
+            op.function,
+            cost.computation if cost else None,
+            op.name,
+            op.kind or "not in the dump",
+            op.flops or 0.0,
+            op.bytes_accessed or 0,
+            cost.logical_bytes if cost else None,
+            op.roofline_seconds,
+            cost.memory_seconds if cost else None,
+            cost.collective_seconds if cost else None,
+            op.bound,
+            per_run,
+            per_step,
+            lost,
+            op.op_name,
+            op.source,
+        )
+        ops.append(row)
+        timing = functions.setdefault(op.function, FunctionTiming(op.function, 0.0, True, None))
+        timing.seconds = (timing.seconds or 0.0) + per_step
+        timing.by_kind[row.kind] = timing.by_kind.get(row.kind, 0.0) + per_step
+    for timing in functions.values():
+        timing.by_kind = dict(sorted(timing.by_kind.items(), key=lambda kv: -kv[1]))
+    return sorted(functions.values(), key=lambda f: -(f.seconds or 0)), ops
+
+
+def profile_compiles(report) -> list[CompileMark]:
+    """The profile's compiles, on the trace's clock; a compile of a function seen before is a recompile."""
+    seen: set[str] = set()
+    marks = []
+    for event in sorted(report.compiles, key=lambda e: e.start_seconds):
+        function = event.function or event.name
+        marks.append(CompileMark(function, event.start_seconds, event.seconds, function in seen))
+        seen.add(function)
+    return marks
+
+
+def log_compiles(log) -> list[CompileMark]:
+    """The jax log's compiles back to back in log order (it names no start times); a hit is a compile too."""
+    seen: set[str] = set()
+    marks, start = [], 0.0
+    for logged in log.compiles:
+        marks.append(CompileMark(logged.module, start, logged.seconds, logged.module in seen))
+        seen.add(logged.module)
+        start += logged.seconds or 0.0
+    return marks
+
+
+def dump_compiles(modules) -> list[CompileMark]:
+    """The dump's modules in module-id order: one compile each, without seconds."""
+    seen: set[str] = set()
+    marks = []
+    ordered = sorted(modules, key=lambda m: (m.module_id is None, m.module_id or 0))
+    for index, module in enumerate(ordered):
+        function = module.name or module.label
+        marks.append(CompileMark(function, float(index), None, function in seen))
+        seen.add(function)
+    return marks
+
+
+def compile_totals(marks: list[CompileMark]) -> tuple[dict[str, float], dict[str, float]]:
+    """Per function: seconds of all its compiles, and of its recompiles (every compile after the first)."""
+    total: dict[str, float] = {}
+    again: dict[str, float] = {}
+    for mark in marks:
+        if mark.seconds is None:
+            continue
+        total[mark.function] = total.get(mark.function, 0.0) + mark.seconds
+        if mark.recompile:
+            again[mark.function] = again.get(mark.function, 0.0) + mark.seconds
+    return total, again
+
+
+def losses(ops: list[OpTiming], measured_times: bool) -> list[tuple[OpTiming, float]]:
+    """Ops with the seconds per step they lose, largest first: measured loss with a profile, else the
+    roofline's (only ops a fix applies to)."""
+    found = []
+    for op in ops:
+        if measured_times:
+            lost = op.lost_seconds if op.lost_seconds is not None else None
+            if lost is None and op.category is not None:
+                lost = op.per_step_seconds
+        else:
+            lost = op.roofline_loss()
+        if lost and lost > 0:
+            found.append((op, lost))
+    return sorted(found, key=lambda ol: -ol[1])
+
+
+def timing(modules: list[ModuleTime], dump_modules: list, profiled=None, log=None) -> Timing:
+    """The time sections' rows: measured with a profile (`ProfileReport`), else the roofline estimate;
+    compiles from the profile, else the jax log (`JaxLog`), else the dump's module order."""
+    chip = next((m.chip for m in modules if m.chip is not None), None)
+    if profiled is not None:
+        known = {(op.module, op.name): op for m in modules for op in m.ops}
+        functions, ops = measured(profiled, known)
+        chip = profiled.chip or chip
+    else:
+        order = {m.label: m.module_id or 0 for m in dump_modules}
+        functions, ops = estimated(modules, order)
+    if profiled is not None and profiled.compiles:
+        marks, where = profile_compiles(profiled), "profile"
+    elif log is not None:
+        marks, where = log_compiles(log), "jax log"
+    else:
+        marks, where = dump_compiles(dump_modules), "dump"
+    total, again = compile_totals(marks)
+    steps = len(profiled.steps) if profiled is not None and profiled.steps else None
+    notes = list(profiled.notes) if profiled is not None else []
+    return Timing(functions, ops, marks, where, profiled is not None, steps, chip, total, again, notes)
