@@ -64,7 +64,18 @@ def test_report_page_opens_with_every_section(tmp_path):
     _cli("report", str(DUMPS / "tpu_v5e"), "--html", str(page))
     dom = _open(page, "report_tpu_v5e.png")
     assert 'data-ready="1"' in dom  # the script ran to its end
-    for key in ("summary", "recompiles", "memory", "padding", "fusions", "copies", "collectives", "modules"):
+    for key in (
+        "time",
+        "compiles",
+        "summary",
+        "recompiles",
+        "memory",
+        "padding",
+        "fusions",
+        "copies",
+        "collectives",
+        "modules",
+    ):
         assert f'<section id="{key}">' in dom, key
     assert dom.count("<polyline") == 7  # the memory curves of the 7 modules with live ranges
     assert '<tr id="function-jit_layouts">' in dom and 'href="#module-module_0029.jit_layouts"' in dom

@@ -11,7 +11,7 @@ from xlainspect.dump.directory import load_dump
 from xlainspect.report import dump_report as reports
 from xlainspect.report.page import render_html, render_markdown
 
-SECTIONS = ["recompiles", "memory", "padding", "fusions", "copies", "collectives"]
+SECTIONS = ["time", "compiles", "recompiles", "memory", "padding", "fusions", "copies", "collectives"]
 
 
 def _report(name: str):
@@ -31,7 +31,7 @@ def test_findings_are_ranked_extra_compiles_first_then_bytes():
 
 def test_recompiles_link_each_function_to_its_modules():
     report = _report("ragged_batch")
-    (table,) = report.sections[0].tables
+    (table,) = next(s for s in report.sections if s.key == "recompiles").tables
     assert table.rows[0][:3] == ("jit_train_step", 2, ("module_0000.jit_train_step", "module_0002.jit_train_step"))
     page = render_html(report)
     assert "<tr id='function-jit_train_step'>" in page
@@ -88,7 +88,7 @@ def test_cli_writes_html_and_markdown(tmp_path):
     markdown = text.read_text()
     assert markdown.splitlines()[4] == (
         "1. **1 extra compile** (recompiles): jit_train_step compiled 2 times: "
-        "shape x dim 0: 100 -> 5; shape y dim 0: 100 -> 5"
+        "shape x dim 0: 100 -> 5; shape y dim 0: 100 -> 5 (`fixtures/generate.py:153`)"
     )
     assert "| jit_train_step | 2 | module_0000.jit_train_step, module_0002.jit_train_step |" in markdown
 

@@ -413,7 +413,7 @@ def time_section(source: ReportInput) -> Section:
         "time",
         "Where the time goes",
         _time_intro(source, peaks),
-        [table("step time per function", columns, rows, "xlainspect profile / cost list every op")],
+        [table("step time per function", columns, rows, "xlainspect profile / cost list every op")] if rows else [],
         findings,
         charts=charts,
         details=details,

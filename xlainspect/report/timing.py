@@ -39,6 +39,12 @@ COLLECTIVE_KINDS = frozenset(
 )
 """`OpCost.kind` of a collective (the opcode without `-start`, as cost names it)."""
 COPY_KINDS = frozenset({"copy", "transpose"})
+OWN_KERNEL_KINDS = frozenset(
+    {"dot", "convolution", "fft", "triangular-solve", "cholesky", "sort", "rng-bit-generator", "custom-call"}
+)
+"""Ops XLA runs as a library call or a kernel of their own, fused or not (cuBLAS/cuDNN/Eigen, sort and
+FFT libraries: xla/service/gpu/ir_emitter_unnested.cc, xla/service/cpu/ir_emitter.cc): left outside a
+fusion, they are not a fusion missed."""
 
 
 @dataclass(slots=True)
@@ -85,7 +91,7 @@ class OpTiming:
             return "collective"
         if self.kind in COPY_KINDS:
             return "layout copy"
-        if is_known_opcode(self.kind) and self.kind not in NOT_COMPUTE:
+        if is_known_opcode(self.kind) and self.kind not in NOT_COMPUTE and self.kind not in OWN_KERNEL_KINDS:
             return "fusion missed"
         if self.padding_share >= PADDING_SHARE and self.bound == "memory":
             return "padding"
@@ -240,10 +246,12 @@ def estimated(modules: list[ModuleTime], order: dict[str, int]) -> tuple[list[Fu
 
 
 def measured(report, known: dict[tuple[str, str], OpTiming]) -> tuple[list[FunctionTiming], list[OpTiming]]:
-    """Per function the sum of its ops' measured time per step (over the trace without steps), by kind;
+    """Per function the sum of its ops' measured time per step (over the trace without steps), by kind,
+    and the bound that holds the most of it;
     an op `known` from the dump's cost (by module and name) brings its logical bytes and times along."""
     steps = len(report.steps)
     functions: dict[str, FunctionTiming] = {}
+    bounds: dict[str, dict[str, float]] = {}
     ops = []
     for op in report.ops:
         per_step = op.per_step_seconds if op.per_step_seconds is not None else op.total_seconds
@@ -273,8 +281,13 @@ def measured(report, known: dict[tuple[str, str], OpTiming]) -> tuple[list[Funct
         timing = functions.setdefault(op.function, FunctionTiming(op.function, 0.0, True, None))
         timing.seconds = (timing.seconds or 0.0) + per_step
         timing.by_kind[row.kind] = timing.by_kind.get(row.kind, 0.0) + per_step
+        if op.bound is not None:
+            bounds.setdefault(op.function, {}).setdefault(op.bound, 0.0)
+            bounds[op.function][op.bound] += per_step
     for timing in functions.values():
         timing.by_kind = dict(sorted(timing.by_kind.items(), key=lambda kv: -kv[1]))
+        by_bound = bounds.get(timing.function)
+        timing.bound = max(by_bound, key=by_bound.get) if by_bound else None
     return sorted(functions.values(), key=lambda f: -(f.seconds or 0)), ops
 
 

@@ -1,0 +1,140 @@
+"""`report`'s time sections: step time per function (measured with --profile, else the roofline estimate),
+ops by time lost, compile time (profile, jax log or the dump's order), each number equal to what
+`profile`, `cost` and the jax log say. Real inputs: the committed profile_steps dump and trace, the
+cache runs' jax log, and (skipped when absent) the GPU corpus's H200 runs."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import DUMPS, FIXTURES, REPO
+from xlainspect.analysis.commands.cost import cost_report, profile_report
+from xlainspect.cli.app import app
+from xlainspect.dump.jaxlog import read_jax_log
+from xlainspect.report.dump_report import report_of
+from xlainspect.report.page import render_html, render_markdown
+from xlainspect.report.timing import OpTiming
+
+TRACE = FIXTURES / "profiles" / "profile_steps"
+CACHE_RUN = FIXTURES / "cache" / "runs" / "1_cold"
+GPU = Path(os.environ.get("XLAINSPECT_GPU_CORPUS", REPO.parent / "shared" / "gpu-corpus"))
+MIXER = GPU / "mixer_profile"
+needs_gpu_corpus = pytest.mark.skipif(not MIXER.is_dir(), reason="../shared/gpu-corpus not present")
+
+
+def _section(report, key: str):
+    return next(s for s in report.sections if s.key == key)
+
+
+def test_measured_step_time_is_the_profiles_time_per_step():
+    report = report_of(DUMPS / "profile_steps", profile=TRACE)
+    time = _section(report, "time")
+    (row,) = time.tables[0].rows
+    profiled = profile_report(TRACE, DUMPS / "profile_steps")
+    per_step = sum(op.per_step_seconds for op in profiled.ops if op.function == "jit_train_step")
+    assert row[:3] == ("jit_train_step", pytest.approx(per_step * 1e6), "measured")
+    assert row[0:1] + (round(row[1], 2),) == ("jit_train_step", 4496.48)  # 6 steps in the trace
+    assert row[5:] == (2, pytest.approx(0.427045317), pytest.approx(0.202601404), 57860)
+    assert "Measured in the profile (6 steps)" in time.intro
+
+
+def test_a_compile_in_the_profile_is_on_the_timeline_with_its_seconds():
+    report = report_of(DUMPS / "profile_steps", profile=TRACE)
+    (timeline,) = _section(report, "compiles").charts
+    assert timeline.source == "profile"
+    profiled = profile_report(TRACE, DUMPS / "profile_steps")
+    assert [(m.start_seconds, m.seconds, m.recompile) for m in timeline.marks] == [
+        (c.start_seconds, c.seconds, i > 0) for i, c in enumerate(profiled.compiles)
+    ]
+    finding = next(f for f in report.findings() if f.section == "recompiles")
+    assert (finding.unit, finding.cost) == ("compile seconds", pytest.approx(0.202601404))
+    assert finding.source == "fixtures/generate.py:347"
+
+
+def test_the_jax_log_in_the_dump_gives_compile_seconds_back_to_back():
+    report = report_of(CACHE_RUN)
+    compiles = _section(report, "compiles")
+    (timeline,) = compiles.charts
+    logged = read_jax_log(CACHE_RUN).compiles
+    assert timeline.source == "jax log"
+    assert [(m.function, m.seconds) for m in timeline.marks] == [(c.module, c.seconds) for c in logged]
+    assert [m.recompile for m in timeline.marks] == [False, False, True, False, False]
+    assert timeline.marks[2].start_seconds == pytest.approx(logged[0].seconds + logged[1].seconds)
+    assert compiles.intro == "5 compiles (4.12 s in all, from the jax log); red bars are recompiles."
+    assert report.findings()[0].text == "jit_predict compiled 2 times: shape #1 dim 0: 8 -> 16"
+    assert report.findings()[0].cost == pytest.approx(0.091049433)
+
+
+def test_the_dump_alone_orders_compiles_without_seconds():
+    report = report_of(DUMPS / "ragged_batch")
+    (timeline,) = _section(report, "compiles").charts
+    assert timeline.source == "dump"
+    assert [(m.function, m.start_seconds, m.seconds, m.recompile) for m in timeline.marks] == [
+        ("jit_train_step", 0.0, None, False),  # module_0000
+        ("jit_train_step", 1.0, None, True),  # module_0002
+        ("jit_eval_step", 2.0, None, False),
+        ("jit_eval_step", 3.0, None, True),
+    ]
+    assert "No step time: the dump does not name a GPU" in _section(report, "time").intro
+    svg = render_html(report)
+    assert "compile order (module ids; the dump holds no times: pass --log or --profile)" in svg
+    assert report.findings()[0].unit == "compiles"  # no seconds known: counted
+
+
+def test_page_speaks_words_not_python_literals():
+    page = render_html(report_of(DUMPS / "eager_flood"))
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
+    assert "yes" in cells and "True" not in cells and "False" not in cells
+    assert "True" not in render_markdown(report_of(DUMPS / "eager_flood"))
+
+
+def test_what_to_do_follows_the_ops_kind():
+    def op(kind: str, **kw) -> OpTiming:
+        fields = {"flops": 0.0, "bytes": 100, "logical_bytes": 100, "roofline_seconds": 1e-6}
+        fields |= {"memory_seconds": 1e-6, "collective_seconds": None, "bound": "memory"} | kw
+        return OpTiming("m", "f", "c", "x", kind, **fields)
+
+    assert op("all-reduce", bound="collective", collective_seconds=2e-6).category == "collective"
+    assert op("copy").category == "layout copy" and op("copy").roofline_loss() == 1e-6
+    assert op("add").category == "fusion missed" and op("add").roofline_loss() == 1e-6
+    assert op("dot").category is None  # a library call of its own, fused or not
+    assert op("kLoop").category is None and op("kLoop").roofline_loss() == 0.0
+    padded = op("kLoop", bytes=400, logical_bytes=100)
+    assert padded.category == "padding" and padded.roofline_loss() == pytest.approx(0.75e-6)
+
+
+def test_report_takes_profile_and_log_on_the_command_line(tmp_path):
+    page = tmp_path / "r.html"
+    args = ["report", str(DUMPS / "profile_steps"), "--profile", str(TRACE), "--html", str(page)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert text.index("<section id='time'>") < text.index("<section id='summary'>")  # the first screen
+    assert "data-chart='step-breakdown'" in text and "data-chart='compile-timeline'" in text
+    bad = CliRunner().invoke(app, ["report", str(DUMPS / "profile_steps"), "--log", "/nonexistent.log", "--html", "-"])
+    assert bad.exit_code == 2 and "/nonexistent.log: no jax log" in bad.output
+
+
+def _module_id(cost) -> int:
+    return int(cost.module.partition(".")[0].removeprefix("module_"))
+
+
+@needs_gpu_corpus
+def test_gpu_roofline_estimate_is_costs_roofline_of_the_last_module():
+    report = report_of(MIXER / "dump")
+    rows = {r[0]: r for r in _section(report, "time").tables[0].rows}
+    costed = cost_report(MIXER / "dump", top=None)
+    last = max((m for m in costed.modules if m.function == "jit_train_step"), key=_module_id)
+    assert rows["jit_train_step"][1:3] == (pytest.approx(last.roofline_seconds * 1e6), "roofline estimate")
+    assert "Roofline estimate on h100, not measured" in _section(report, "time").intro
+    (roofline,) = _section(report, "roofline").charts
+    ops = {(op.module, op.name): op for m in costed.modules for op in m.ops}
+    for point in roofline.ops:
+        cost = ops[(point.module, point.name)]
+        assert point.intensity == pytest.approx(cost.arithmetic_intensity)
+        assert point.flops_per_second == pytest.approx(cost.flops / cost.roofline_seconds)
