@@ -5,7 +5,9 @@ under build/screenshots/ (or $XLAINSPECT_SCREENSHOTS) to look at. Skips, saying 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, REPO
+from tests.conftest import DUMPS, FIXTURES, REPO
 from xlainspect.cli.app import app
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -108,3 +110,95 @@ def test_a_click_on_a_heading_sorts_the_table(tmp_path):
     body = memory[memory.index("<tbody>") :]
     first_row = body[: body.index("</tr>")]
     assert "module_0244.jit_psum_sum" in first_row and "6,144" in first_row  # the smallest total first
+
+
+def _json(*args: str) -> dict:
+    result = CliRunner().invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _marks(dom: str, tag: str, chart: str) -> list[dict[str, str]]:
+    """The `data-*` attributes of each `tag` inside the SVG `data-chart=chart`, as the browser kept them."""
+    svg = re.search(rf'<svg[^>]*data-chart="{chart}".*?</svg>', dom, re.S)
+    assert svg is not None, chart
+    return [dict(re.findall(r'data-([\w-]+)="([^"]*)"', m)) for m in re.findall(rf"<{tag} ([^>]*data-[^>]*)>", svg[0])]
+
+
+def test_report_with_a_profile_draws_time_charts_whose_numbers_are_the_profiles(tmp_path):
+    page = tmp_path / "report.html"
+    dump, trace = DUMPS / "profile_steps", FIXTURES / "profiles" / "profile_steps"
+    _cli("report", str(dump), "--profile", str(trace), "--html", str(page))
+    dom = _open(page, "report_profile_steps.png")
+    assert 'data-ready="1"' in dom
+    for key in ("time", "compiles", "summary", "recompiles", "memory", "fusions", "copies", "collectives", "modules"):
+        assert f'<section id="{key}">' in dom, key
+    profiled = _json("profile", str(trace), "--dump", str(dump), "--top", "0")
+    per_function: dict[str, float] = {}
+    for op in profiled["ops"]:
+        per_function[op["function"]] = per_function.get(op["function"], 0.0) + op["per_step_seconds"]
+    bars = _marks(dom, "text", "step-breakdown")
+    assert {b["function"]: float(b["step-seconds"]) for b in bars} == pytest.approx(per_function)
+    pieces = _marks(dom, "rect", "step-breakdown")
+    assert sum(float(p["seconds"]) for p in pieces) == pytest.approx(per_function["jit_train_step"])
+    compiles = _marks(dom, "rect", "compile-timeline")
+    assert [(c["function"], float(c["start"]), float(c["seconds"]), c["recompile"]) for c in compiles] == [
+        (c["function"], pytest.approx(c["start_seconds"]), pytest.approx(c["seconds"]), "yes" if i else "no")
+        for i, c in enumerate(profiled["compiles"])
+    ]
+    assert "http://" not in dom and "https://" not in dom
+
+
+GPU_CORPUS = Path(os.environ.get("XLAINSPECT_GPU_CORPUS", REPO.parent / "shared" / "gpu-corpus"))
+MIXER = GPU_CORPUS / "mixer_profile"
+
+
+@pytest.mark.skipif(not MIXER.is_dir(), reason="../shared/gpu-corpus not present")
+def test_gpu_report_with_its_profile_opens_with_every_chart(tmp_path):
+    """The H200 run: step time measured, a roofline of the achieved FLOP/s, the compile timeline and the
+    memory curves; the dots are the profile's ops (FLOPs per byte, FLOPs over the time of one run)."""
+    page = tmp_path / "report.html"
+    _cli("report", str(MIXER / "dump"), "--profile", str(MIXER / "trace"), "--html", str(page))
+    assert page.stat().st_size <= 5_000_000
+    dom = _open(page, "report_mixer_profile.png")
+    for key in ("time", "roofline", "compiles", "summary", "recompiles", "memory", "padding", "modules"):
+        assert f'<section id="{key}">' in dom, key
+    charts = set(re.findall(r'data-chart="([\w-]+)"', dom))
+    assert {"step-breakdown", "compile-timeline"} <= charts and dom.count("<svg") >= 4
+    profiled = _json("profile", str(MIXER / "trace"), "--dump", str(MIXER / "dump"), "--top", "0")
+    ops = {(op["module"], op["name"]): op for op in profiled["ops"]}
+    dots = _roofline_dots(dom)
+    assert dots
+    for dot in dots:
+        op = ops[(dot["module"], dot["op"])]
+        assert float(dot["intensity"]) == pytest.approx(op["flops"] / op["bytes_accessed"])
+        assert float(dot["flops-per-second"]) == pytest.approx(op["flops"] / (op["total_seconds"] / op["count"]))
+
+
+@pytest.mark.skipif(not MIXER.is_dir(), reason="../shared/gpu-corpus not present")
+def test_gpu_report_without_a_profile_draws_costs_roofline(tmp_path):
+    page = tmp_path / "report.html"
+    _cli("report", str(MIXER / "dump"), "--html", str(page))
+    dom = _open(page, "report_mixer_roofline.png")
+    assert "Roofline estimate on h100, not measured" in dom
+    costed = _json("cost", str(MIXER / "dump"), "--top", "0")
+    ops = {(op["module"], op["name"]): op for op in costed["ops"]}
+    dots = _roofline_dots(dom)
+    assert len(dots) == 42
+    for dot in dots:
+        op = ops[(dot["module"], dot["op"])]
+        assert float(dot["intensity"]) == pytest.approx(op["arithmetic_intensity"])
+        assert float(dot["flops-per-second"]) == pytest.approx(op["flops"] / op["roofline_seconds"])
+    step = {b["function"]: float(b["step-seconds"]) for b in _marks(dom, "text", "step-breakdown")}
+    last = max((m for m in costed["modules"] if m["function"] == "jit_train_step"), key=lambda m: _id(m["module"]))
+    assert step["jit_train_step"] == pytest.approx(last["roofline_seconds"])
+
+
+def _roofline_dots(dom: str) -> list[dict[str, str]]:
+    section = dom[dom.index('<section id="roofline">') :]
+    svg = section[section.index("<svg") : section.index("</svg>")]
+    return [dict(re.findall(r'data-([\w-]+)="([^"]*)"', m)) for m in re.findall(r"<circle ([^>]*)>", svg)]
+
+
+def _id(module: str) -> int:
+    return int(module.partition(".")[0].removeprefix("module_"))

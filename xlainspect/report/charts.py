@@ -54,9 +54,9 @@ def step_breakdown_svg(functions: list[FunctionTiming]) -> str:
     legend_y = height - 14
     names = [*kinds, "other"]
     for index, kind in enumerate(names):
-        x = 8 + index * 145
+        x, colour = 8 + index * 145, index if kind in kinds else KINDS_DRAWN
         parts.append(
-            f"<rect class='kind{min(index, KINDS_DRAWN)}' x='{x}' y='{legend_y - 10}' width='10' height='10'/>"
+            f"<rect class='kind{colour}' x='{x}' y='{legend_y - 10}' width='10' height='10'/>"
             f"<text class='legend' x='{x + 14}' y='{legend_y}'>{html.escape(kind[:17])}</text>"
         )
     return _svg(height, parts, "step-breakdown")
@@ -88,7 +88,7 @@ def compile_timeline_svg(marks: list[CompileMark], source: str) -> str:
     scale = (_WIDTH - _LEFT - 20) / span
     height = _BAR * len(lanes) + 50
     parts = [f"<text class='label' x='{_LEFT}' y='{height - 8}'>{html.escape(_axis_title(source))}</text>"]
-    parts += _ticks(start, end, scale, height - 30) if timed else []
+    parts += _ticks(start, end, scale, height - 38) if timed else []
     for row, lane in enumerate(lanes):
         parts.append(f"<text class='label' x='4' y='{10 + row * _BAR + 14}'>{html.escape(lane[:28])}</text>")
     rows = {lane: row for row, lane in enumerate(lanes)}

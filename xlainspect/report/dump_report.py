@@ -474,11 +474,11 @@ def _loss_text(op: OpTiming) -> str:
             "of the tile (xlainspect layouts)"
         )
     elif op.measured_seconds and op.roofline_seconds:
-        advice = (
-            f"runs at {op.roofline_seconds / op.measured_seconds:.2g} of its roofline time ({op.bound or '?'} bound)"
-        )
+        slower = op.measured_seconds / op.roofline_seconds
+        times = f"{slower:,.0f}x" if slower >= 10 else f"{slower:.2g}x"
+        advice = f"takes {times} its roofline time ({op.bound or '?'} bound)"
         if op.measured_seconds < LAUNCH_SECONDS:
-            advice += ": a kernel this short is launch overhead; fuse or jit it with its neighbours"
+            advice += "; a kernel this short is launch overhead; fuse or jit it with its neighbours"
     else:
         advice = "measured time, no roofline to compare with"
     return f"{op.module} {op.name} ({op.kind}): {advice}"

@@ -105,8 +105,9 @@ def _cost(finding: Finding) -> str:
 def _finding_text(finding: Finding) -> str:
     """The finding, linked to its op's HLO neighbourhood, with the source line behind it."""
     text = html.escape(finding.text)
-    if finding.op:
-        text = f"<a href='#{html.escape(finding.op)}'>{text}</a>"
+    if finding.op:  # "module op (kind): what to do": the op links to its HLO neighbourhood
+        where, _, advice = finding.text.partition(": ")
+        text = f"<a href='#{html.escape(finding.op)}'>{html.escape(where)}</a>: {html.escape(advice)}"
     if finding.source:
         text += f" <span class='src'>{html.escape(finding.source)}</span>"
     return text

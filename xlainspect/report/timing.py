@@ -38,6 +38,8 @@ COLLECTIVE_KINDS = frozenset(
     }
 )
 """`OpCost.kind` of a collective (the opcode without `-start`, as cost names it)."""
+NOT_COSTED = "not costed"
+"""The kind of a profiled op with no cost row (its module or op is not in the dump)."""
 COPY_KINDS = frozenset({"copy", "transpose"})
 OWN_KERNEL_KINDS = frozenset(
     {"dot", "convolution", "fft", "triangular-solve", "cholesky", "sort", "rng-bit-generator", "custom-call"}
@@ -263,7 +265,7 @@ def measured(report, known: dict[tuple[str, str], OpTiming]) -> tuple[list[Funct
             op.function,
             cost.computation if cost else None,
             op.name,
-            op.kind or "not in the dump",
+            op.kind or NOT_COSTED,
             op.flops or 0.0,
             op.bytes_accessed or 0,
             cost.logical_bytes if cost else None,
