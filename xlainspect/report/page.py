@@ -144,8 +144,9 @@ def _chart_html(chart: object) -> str:
     if isinstance(chart, StepBreakdown):
         return "<h3>Step time per function, by op kind</h3>" + step_breakdown_svg(chart.functions)
     if isinstance(chart, Roofline):
-        return "<h3>Roofline (colour: the bound; area: the op's time)</h3>" + roofline_svg(
-            chart.chip, [_point(op) for op in chart.ops]
+        return (
+            "<h3>Roofline (blue: compute bound, amber: memory bound, purple: collective; area: the op's time)</h3>"
+            + roofline_svg(chart.chip, [_point(op) for op in chart.ops])
         )
     if isinstance(chart, CompileTimeline):
         return "<h3>Compile timeline</h3>" + compile_timeline_svg(chart.marks, chart.source)
