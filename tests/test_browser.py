@@ -134,9 +134,7 @@ def test_report_with_a_profile_draws_time_charts_whose_numbers_are_the_profiles(
     for key in ("time", "compiles", "summary", "recompiles", "memory", "fusions", "copies", "collectives", "modules"):
         assert f'<section id="{key}">' in dom, key
     profiled = _json("profile", str(trace), "--dump", str(dump), "--top", "0")
-    per_function: dict[str, float] = {}
-    for op in profiled["ops"]:
-        per_function[op["function"]] = per_function.get(op["function"], 0.0) + op["per_step_seconds"]
+    per_function = _step_seconds(profiled)
     bars = _marks(dom, "text", "step-breakdown")
     assert {b["function"]: float(b["step-seconds"]) for b in bars} == pytest.approx(per_function)
     pieces = _marks(dom, "rect", "step-breakdown")
@@ -147,6 +145,17 @@ def test_report_with_a_profile_draws_time_charts_whose_numbers_are_the_profiles(
         for i, c in enumerate(profiled["compiles"])
     ]
     assert "http://" not in dom and "https://" not in dom
+
+
+def _step_seconds(profiled: dict) -> dict[str, float]:
+    """Per function its time a step as `profile --format json` says it: its own device time per step
+    where it lists functions, else the sum of its ops' time per step."""
+    if profiled.get("functions"):
+        return {f["function"]: sum(f["per_step_seconds"]) / len(f["per_step_seconds"]) for f in profiled["functions"]}
+    per_function: dict[str, float] = {}
+    for op in profiled["ops"]:
+        per_function[op["function"]] = per_function.get(op["function"], 0.0) + op["per_step_seconds"]
+    return per_function
 
 
 GPU_CORPUS = Path(os.environ.get("XLAINSPECT_GPU_CORPUS", REPO.parent / "shared" / "gpu-corpus"))
@@ -166,6 +175,9 @@ def test_gpu_report_with_its_profile_opens_with_every_chart(tmp_path):
     charts = set(re.findall(r'data-chart="([\w-]+)"', dom))
     assert {"step-breakdown", "compile-timeline"} <= charts and dom.count("<svg") >= 4
     profiled = _json("profile", str(MIXER / "trace"), "--dump", str(MIXER / "dump"), "--top", "0")
+    step = {b["function"]: float(b["step-seconds"]) for b in _marks(dom, "text", "step-breakdown")}
+    expected = _step_seconds(profiled)
+    assert step and all(step[f] == pytest.approx(expected[f]) for f in step)
     ops = {(op["module"], op["name"]): op for op in profiled["ops"]}
     dots = _roofline_dots(dom)
     assert dots

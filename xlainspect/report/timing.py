@@ -4,8 +4,9 @@ The report's time sections (step time per function, ops by time lost, roofline p
 time axis) are built from the rows below, never from `ModuleCost`/`OpCost`/`ProfileReport` fields
 directly, so a change of those results (per-execution counts, CUDA-graph attribution) is followed here.
 
-* Step time of a function: measured, the sum of its ops' time per step in the profile
-  (`OpTime.per_step_seconds`, the trace's time where it found no steps); else the roofline estimate
+* Step time of a function: measured, the profile's device time of the function a step where it
+  reports one, else the sum of its ops' time per step (`OpTime.per_step_seconds`, the trace's time
+  where it found no steps); the ops' kinds split it, the rest is "other". Else the roofline estimate
   of its module compiled last (`ModuleCost.roofline_seconds`: every op at the chip's peak FLOP/s or
   HBM bandwidth, whichever is slower, as XLA's HloCostAnalysis counts FLOPs and bytes).
 * Time lost by an op: measured, its time over its roofline time (`OpTime.lost_seconds`) per step;
@@ -286,11 +287,24 @@ def measured(report, known: dict[tuple[str, str], OpTiming]) -> tuple[list[Funct
         if op.bound is not None:
             bounds.setdefault(op.function, {}).setdefault(op.bound, 0.0)
             bounds[op.function][op.bound] += per_step
+    for name, seconds in _device_time(report).items():  # the profile's own figure where it has one
+        functions.setdefault(name, FunctionTiming(name, 0.0, True, None)).seconds = seconds
     for timing in functions.values():
         timing.by_kind = dict(sorted(timing.by_kind.items(), key=lambda kv: -kv[1]))
         by_bound = bounds.get(timing.function)
         timing.bound = max(by_bound, key=by_bound.get) if by_bound else None
     return sorted(functions.values(), key=lambda f: -(f.seconds or 0)), ops
+
+
+def _device_time(report) -> dict[str, float]:
+    """Per function, the profile's mean device time a step (`ProfileReport.functions`: every kernel of
+    the function, those not placed on an op included), where this version of `profile` reports it;
+    else {} and a function's time is the sum of its ops'."""
+    found = {}
+    for function in getattr(report, "functions", ()):
+        steps = function.per_step_seconds
+        found[function.function] = sum(steps) / len(steps) if steps else function.seconds
+    return found
 
 
 def profile_compiles(report) -> list[CompileMark]:
