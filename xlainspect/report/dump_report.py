@@ -382,7 +382,7 @@ def time_section(source: ReportInput) -> Section:
             f.seconds * 1e6 if f.seconds is not None else None,
             how,
             f.bound or "",
-            ", ".join(f"{k} {_share(s, f.seconds)}" for k, s in list(f.by_kind.items())[:3]),
+            ", ".join(f"{k} {_share(s, f.seconds)}".strip() for k, s in list(f.by_kind.items())[:3]),
             compiles.get(f.function),
             t.compile_seconds.get(f.function),
             t.recompile_seconds.get(f.function),
@@ -477,8 +477,6 @@ def _loss_text(op: OpTiming) -> str:
         slower = op.measured_seconds / op.roofline_seconds
         times = f"{slower:,.0f}x" if slower >= 10 else f"{slower:.2g}x"
         advice = f"takes {times} its roofline time ({op.bound or '?'} bound)"
-        if op.measured_seconds < LAUNCH_SECONDS:
-            advice += "; a kernel this short is launch overhead; fuse or jit it with its neighbours"
     else:
         advice = "measured time, no roofline to compare with"
     return f"{op.module} {op.name} ({op.kind}): {advice}"
@@ -497,6 +495,8 @@ def _detail(source: ReportInput, op: OpTiming) -> OpDetail | None:
     try:
         module = dump_module.module("after")
         graph = neighbourhood(module, name, NEIGHBOURHOOD_DEPTH)
+        if len(graph.nodes) > NEIGHBOURHOOD_LINES:  # a busy op (a loop body's): its operands and users only
+            graph = neighbourhood(module, name, 1)
         text = read_text(dump_module.hlo_file("after").path).splitlines()
     except XlaInspectError:
         return None
@@ -508,10 +508,10 @@ def _detail(source: ReportInput, op: OpTiming) -> OpDetail | None:
     return OpDetail(anchor, op.module, op.name, str(dump_module.hlo_file("after").path), lines, op.source or "")
 
 
-LAUNCH_SECONDS = 5e-6
-"""A kernel shorter than this is mostly launch overhead on a GPU (a launch costs a few microseconds)."""
 NEIGHBOURHOOD_DEPTH = 2
 """Edges from the op, either way, as `graph --around` draws by default."""
+NEIGHBOURHOOD_LINES = 24
+"""Past this many instructions at that depth, the page shows the op's direct neighbours only."""
 
 
 def roofline_section(source: ReportInput) -> Section | None:
