@@ -40,7 +40,11 @@ def test_measured_step_time_is_the_profiles_time_per_step():
     assert row[:3] == ("jit_train_step", pytest.approx(per_step * 1e6), "measured")
     assert row[0:1] + (round(row[1], 2),) == ("jit_train_step", 4496.48)  # 6 steps in the trace
     assert row[5:] == (2, pytest.approx(0.427045317), pytest.approx(0.202601404), 57860)
-    assert "Measured in the profile (6 steps)" in time.intro
+    assert time.intro.startswith("Measured in the profile (6 steps): a function's step time is its kernels'")
+    assert (
+        "0.43 s compiling (profile). jit_train_step compiled 2 times (0.20 s again): shape x dim 0: 32 -> 16; "
+        "shape y dim 0: 32 -> 16. Memory peaks at 57,860 bytes in module_0000.jit_train_step." in time.intro
+    )
 
 
 def test_a_compile_in_the_profile_is_on_the_timeline_with_its_seconds():

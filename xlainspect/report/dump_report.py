@@ -431,10 +431,13 @@ def _share(seconds: float, whole: float | None) -> str:
 
 
 def _time_intro(source: ReportInput, peaks: dict[str, tuple[int, str]]) -> str:
+    """The first screen's words: how the times were found, compile time and the worst recompile, the peak."""
+    from xlainspect.analysis.recompiles import describe_cause
+
     t = source.timing
     if t.measured:
         steps = f"{t.steps} steps" if t.steps else "no steps found: times are of the whole trace"
-        said = f"Measured in the profile ({steps}): the step time of a function is its ops' time per step."
+        said = f"Measured in the profile ({steps}): a function's step time is its kernels' time a step."
     elif t.functions:
         chip = getattr(t.chip, "key", "the chip")
         said = (
@@ -446,11 +449,18 @@ def _time_intro(source: ReportInput, peaks: dict[str, tuple[int, str]]) -> str:
             "No step time: the dump does not name a GPU to draw the roofline for (a CPU dump, or a TPU dump), "
             "and no profile was given (--profile TRACE)."
         )
-    top = max(peaks.values(), default=None)
-    peak = f" Memory peaks at {top[0]:,} bytes in {top[1]}." if top else ""
     compiled = sum(t.compile_seconds.values())
-    seconds = f" {compiled:.2f} s compiling ({t.compile_source})." if t.compile_seconds else ""
-    return said + seconds + peak + "".join(f" Note: {n}" for n in t.notes[:3])
+    said += f" {compiled:.2f} s compiling ({t.compile_source})." if t.compile_seconds else ""
+    again = [r for r in source.recompiles if r.modules > 1 and not r.eager]
+    if again:
+        worst = max(again, key=lambda r: (t.recompile_seconds.get(r.name, 0.0), r.modules))
+        spent = t.recompile_seconds.get(worst.name)
+        why = "; ".join(describe_cause(c) for c in worst.causes[:2]) or "no cause found"
+        said += f" {worst.name} compiled {worst.modules} times" + (f" ({spent:.2f} s again)" if spent else "")
+        said += f": {why}."
+    top = max(peaks.values(), default=None)
+    said += f" Memory peaks at {top[0]:,} bytes in {top[1]}." if top else ""
+    return said + "".join(f" Note: {n}" for n in t.notes[:3])
 
 
 ADVICE = {
