@@ -142,3 +142,29 @@ def test_gpu_roofline_estimate_is_costs_roofline_of_the_last_module():
         cost = ops[(point.module, point.name)]
         assert point.intensity == pytest.approx(cost.arithmetic_intensity)
         assert point.flops_per_second == pytest.approx(cost.flops / cost.roofline_seconds)
+
+
+@needs_gpu_corpus
+def test_gpu_findings_link_each_op_to_its_hlo_lines_and_source():
+    report = report_of(MIXER / "dump", profile=MIXER / "trace")
+    time = _section(report, "time")
+    timed = [f for f in report.findings() if f.unit == "seconds"]
+    assert timed == time.findings and len(timed) == 10
+    assert [f.cost for f in timed] == sorted((f.cost for f in timed), reverse=True)
+    details = {d.anchor: d for d in time.details}
+    for finding in timed:
+        detail = details[finding.op]
+        path = Path(detail.path)
+        text = path.read_text().splitlines()
+        (centre,) = [(n, line) for n, line, is_op in detail.lines if is_op]
+        assert text[centre[0] - 1].strip() == centre[1] and f"%{detail.name} = " in centre[1]
+        assert all(text[n - 1].strip() == line for n, line, _ in detail.lines)
+        assert finding.text.startswith(f"{detail.module} {detail.name} (")
+        assert finding.source == detail.source
+    page = render_html(report)
+    first = timed[0]
+    assert f"<a href='#{first.op}'>" in page and f"<details class='op' id='{first.op}' open>" in page
+    markdown = render_markdown(report)
+    assert (
+        "## Where the time goes" in markdown and f"**{details[first.op].module} {details[first.op].name}**" in markdown
+    )
