@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 from tests.conftest import DUMPS, FIXTURES, REPO
 from xlainspect.analysis.commands.cost import cost_report, profile_report
 from xlainspect.cli.app import app
-from xlainspect.dump.jaxlog import read_jax_log
+from xlainspect.dump.jaxlog import JaxLog, parse_jax_log, read_jax_log
 from xlainspect.report.dump_report import report_of
 from xlainspect.report.page import render_html, render_markdown
-from xlainspect.report.timing import OpTiming
+from xlainspect.report.timing import OpTiming, log_compiles
 
 TRACE = FIXTURES / "profiles" / "profile_steps"
 CACHE_RUN = FIXTURES / "cache" / "runs" / "1_cold"
@@ -60,7 +60,7 @@ def test_a_compile_in_the_profile_is_on_the_timeline_with_its_seconds():
     assert finding.source == "fixtures/generate.py:347"
 
 
-def test_the_jax_log_in_the_dump_gives_compile_seconds_back_to_back():
+def test_the_jax_log_in_the_dump_puts_compiles_on_its_clock():
     report = report_of(CACHE_RUN)
     compiles = _section(report, "compiles")
     (timeline,) = compiles.charts
@@ -68,10 +68,24 @@ def test_the_jax_log_in_the_dump_gives_compile_seconds_back_to_back():
     assert timeline.source == "jax log"
     assert [(m.function, m.seconds) for m in timeline.marks] == [(c.module, c.seconds) for c in logged]
     assert [m.recompile for m in timeline.marks] == [False, False, True, False, False]
-    assert timeline.marks[2].start_seconds == pytest.approx(logged[0].seconds + logged[1].seconds)
+    # jit_predict's recompile ended at 03:04:26,462 after 0.091049433 s; the first compile began at
+    # 03:04:26,266 - 0.146325111 s
+    assert timeline.marks[2].start_seconds == pytest.approx(0.462 - 0.091049433 - 0.266 + 0.146325111)
     assert compiles.intro == "5 compiles (4.12 s in all, from the jax log); red bars are recompiles."
     assert report.findings()[0].text == "jit_predict compiled 2 times: shape #1 dim 0: 8 -> 16"
     assert report.findings()[0].cost == pytest.approx(0.091049433)
+
+
+def test_a_log_without_times_lays_compiles_back_to_back():
+    """JAX_LOG_COMPILES lines as another handler may format them: the message alone (from jax's
+    dispatch.py: "Finished XLA compilation of {fun_name} in {elapsed_time} sec")."""
+    text = "Finished XLA compilation of jit(f) in 0.5 sec\nFinished XLA compilation of jit(f) in 0.25 sec\n"
+    marks, source = log_compiles(JaxLog(Path("jax.log"), parse_jax_log(text)))
+    assert source == "jax log, back to back"
+    assert [(m.function, m.start_seconds, m.seconds, m.recompile) for m in marks] == [
+        ("jit_f", 0.0, 0.5, False),
+        ("jit_f", 0.5, 0.25, True),
+    ]
 
 
 def test_the_dump_alone_orders_compiles_without_seconds():

@@ -13,8 +13,9 @@ directly, so a change of those results (per-execution counts, CUDA-graph attribu
   else, from the roofline alone, the time a fix removes: a copy's whole time, an unfused op's HBM
   round trip (its memory time), the padded share of a memory-bound op's bytes, a collective's time
   (lost where nothing overlaps it).
-* Compiles: from the profile (start and seconds on the trace's clock), else the jax log (seconds, laid
-  back to back in log order: the log names no start times), else the dump (order only).
+* Compiles: from the profile (start and seconds on the trace's clock), else the jax log (each ends at
+  its line's time; laid back to back in log order where the log's format prints no time), else the
+  dump (order only).
 Stdlib only.
 """
 
@@ -158,7 +159,7 @@ class Timing:
     ops: list[OpTiming]
     compiles: list[CompileMark]
     compile_source: str
-    """"profile", "jax log" or "dump" (order only)."""
+    """"profile", "jax log" (its lines' times), "jax log, back to back" (durations only) or "dump" (order)."""
     measured: bool
     steps: int | None = None
     """Steps the profile found (None: no profile, or none found)."""
@@ -318,15 +319,25 @@ def profile_compiles(report) -> list[CompileMark]:
     return marks
 
 
-def log_compiles(log) -> list[CompileMark]:
-    """The jax log's compiles back to back in log order (it names no start times); a hit is a compile too."""
+LOG_CLOCK = "jax log"
+LOG_ORDER = "jax log, back to back"
+
+
+def log_compiles(log) -> tuple[list[CompileMark], str]:
+    """The jax log's compiles on its own clock (each ends at its line's time: start = end - seconds,
+    from the first start), or back to back in log order where a line has no time; a hit is a compile
+    too. The second value says which."""
     seen: set[str] = set()
+    logged = log.compiles
+    clocked = all(c.finished_at is not None and c.seconds is not None for c in logged)
+    starts = [c.finished_at - c.seconds for c in logged] if clocked else []
     marks, start = [], 0.0
-    for logged in log.compiles:
-        marks.append(CompileMark(logged.module, start, logged.seconds, logged.module in seen))
-        seen.add(logged.module)
-        start += logged.seconds or 0.0
-    return marks
+    for index, compile_ in enumerate(logged):
+        begins = starts[index] - min(starts) if clocked else start
+        marks.append(CompileMark(compile_.module, begins, compile_.seconds, compile_.module in seen))
+        seen.add(compile_.module)
+        start += compile_.seconds or 0.0
+    return marks, LOG_CLOCK if clocked else LOG_ORDER
 
 
 def dump_compiles(modules) -> list[CompileMark]:
@@ -384,7 +395,7 @@ def timing(modules: list[ModuleTime], dump_modules: list, profiled=None, log=Non
     if profiled is not None and profiled.compiles:
         marks, where = profile_compiles(profiled), "profile"
     elif log is not None:
-        marks, where = log_compiles(log), "jax log"
+        marks, where = log_compiles(log)
     else:
         marks, where = dump_compiles(dump_modules), "dump"
     total, again = compile_totals(marks)
