@@ -136,6 +136,9 @@ def test_report_takes_profile_and_log_on_the_command_line(tmp_path):
     assert "data-chart='step-breakdown'" in text and "data-chart='compile-timeline'" in text
     bad = CliRunner().invoke(app, ["report", str(DUMPS / "profile_steps"), "--log", "/nonexistent.log", "--html", "-"])
     assert bad.exit_code == 2 and "/nonexistent.log: no jax log" in bad.output
+    args = ["report", str(DUMPS / "profile_steps"), "--profile", str(DUMPS / "profile_steps"), "--html", "-"]
+    bad = CliRunner().invoke(app, args)
+    assert bad.exit_code == 2 and "no *.xplane.pb file under it" in bad.output and "Traceback" not in bad.output
 
 
 def _module_id(cost) -> int:
