@@ -134,6 +134,8 @@ def test_report_takes_profile_and_log_on_the_command_line(tmp_path):
     text = page.read_text()
     assert text.index("<section id='time'>") < text.index("<section id='summary'>")  # the first screen
     assert "data-chart='step-breakdown'" in text and "data-chart='compile-timeline'" in text
+    peak = "<a href='#memory-module_0000.jit_train_step'>memory curve of module_0000.jit_train_step, the peak</a>"
+    assert peak in text and "<section id='memory-module_0000.jit_train_step'>" in text
     bad = CliRunner().invoke(app, ["report", str(DUMPS / "profile_steps"), "--log", "/nonexistent.log", "--html", "-"])
     assert bad.exit_code == 2 and "/nonexistent.log: no jax log" in bad.output
     args = ["report", str(DUMPS / "profile_steps"), "--profile", str(DUMPS / "profile_steps"), "--html", "-"]

@@ -86,6 +86,8 @@ class Section:
     """What the HTML page draws as SVG: `StepBreakdown`, `Roofline`, `CompileTimeline`."""
     details: list[OpDetail] = field(default_factory=list)
     """The ops findings link to: their HLO lines and neighbourhood."""
+    links: list[tuple[str, str]] = field(default_factory=list)
+    """(text, anchor) of other parts of the page the section points to, under its intro."""
 
 
 @dataclass(slots=True)
@@ -409,6 +411,11 @@ def time_section(source: ReportInput) -> Section:
         for op, lost in found
     ]
     charts = [StepBreakdown(t.functions[:CHART_FUNCTIONS])] if any(f.seconds for f in t.functions) else []
+    curves = {f.memory.module: f.memory for f in source.facts if f.memory is not None and f.memory.curve}
+    top = max(peaks.values(), default=None)
+    links = [(f"memory curve of {top[1]}, the peak", f"memory-{top[1]}")] if top and top[1] in curves else []
+    links += [("roofline", "roofline")] if t.chip is not None else []
+    links.append(("compile timeline", "compiles"))
     return Section(
         "time",
         "Where the time goes",
@@ -417,6 +424,7 @@ def time_section(source: ReportInput) -> Section:
         findings,
         charts=charts,
         details=details,
+        links=links,
     )
 
 

@@ -118,6 +118,9 @@ def _section_html(section: Section, known: set[str], curves: int) -> str:
         f"<section id='{section.key}'><h2>{html.escape(section.title)}</h2>",
         f"<p class='intro'>{html.escape(section.intro)}</p>",
     ]
+    if section.links:
+        links = " · ".join(f"<a href='#{html.escape(a)}'>{html.escape(text)}</a>" for text, a in section.links)
+        parts.append(f"<p>See: {links}</p>")
     parts += [_chart_html(chart) for chart in section.charts]
     if section.findings and section.key == "time":
         parts.append(_findings_html(section.findings))
