@@ -158,23 +158,21 @@ def _step_seconds(profiled: dict) -> dict[str, float]:
     return per_function
 
 
-GPU_CORPUS = Path(os.environ.get("XLAINSPECT_GPU_CORPUS", REPO.parent / "shared" / "gpu-corpus"))
-MIXER = GPU_CORPUS / "mixer_profile"
+GPU_DUMP, GPU_TRACE = DUMPS / "gpu_profile", FIXTURES / "profiles" / "gpu_profile"
 
 
-@pytest.mark.skipif(not MIXER.is_dir(), reason="../shared/gpu-corpus not present")
 def test_gpu_report_with_its_profile_opens_with_every_chart(tmp_path):
     """The H200 run: step time measured, a roofline of the achieved FLOP/s, the compile timeline and the
     memory curves; the dots are the profile's ops (FLOPs per byte, FLOPs over the time of one run)."""
     page = tmp_path / "report.html"
-    _cli("report", str(MIXER / "dump"), "--profile", str(MIXER / "trace"), "--html", str(page))
+    _cli("report", str(GPU_DUMP), "--profile", str(GPU_TRACE), "--html", str(page))
     assert page.stat().st_size <= 5_000_000
-    dom = _open(page, "report_mixer_profile.png")
+    dom = _open(page, "report_gpu_profile.png")
     for key in ("time", "roofline", "compiles", "summary", "recompiles", "memory", "padding", "modules"):
         assert f'<section id="{key}">' in dom, key
     charts = set(re.findall(r'data-chart="([\w-]+)"', dom))
     assert {"step-breakdown", "compile-timeline"} <= charts and dom.count("<svg") >= 4
-    profiled = _json("profile", str(MIXER / "trace"), "--dump", str(MIXER / "dump"), "--top", "0")
+    profiled = _json("profile", str(GPU_TRACE), "--dump", str(GPU_DUMP), "--top", "0")
     step = {b["function"]: float(b["step-seconds"]) for b in _marks(dom, "text", "step-breakdown")}
     expected = _step_seconds(profiled)
     assert step and all(step[f] == pytest.approx(expected[f]) for f in step)
@@ -187,12 +185,11 @@ def test_gpu_report_with_its_profile_opens_with_every_chart(tmp_path):
         assert float(dot["flops-per-second"]) == pytest.approx(op["flops"] / (op["total_seconds"] / op["count"]))
 
 
-@pytest.mark.skipif(not MIXER.is_dir(), reason="../shared/gpu-corpus not present")
 def test_gpu_report_without_a_profile_draws_costs_roofline(tmp_path):
     page = tmp_path / "report.html"
-    _cli("report", str(MIXER / "dump"), "--html", str(page))
-    dom = _open(page, "report_mixer_roofline.png")
-    costed = _json("cost", str(MIXER / "dump"), "--top", "0")
+    _cli("report", str(GPU_DUMP), "--html", str(page))
+    dom = _open(page, "report_gpu_roofline.png")
+    costed = _json("cost", str(GPU_DUMP), "--top", "0")
     assert f"Roofline estimate on {costed['modules'][0]['chip']}, not measured" in dom
     ops = {(op["module"], op["name"]): op for op in costed["ops"]}
     dots = _roofline_dots(dom)

@@ -1,18 +1,17 @@
 """`report`'s time sections: step time per function (measured with --profile, else the roofline estimate),
 ops by time lost, compile time (profile, jax log or the dump's order), each number equal to what
-`profile`, `cost` and the jax log say. Real inputs: the committed profile_steps dump and trace, the
-cache runs' jax log, and (skipped when absent) the GPU corpus's H200 runs."""
+`profile`, `cost` and the jax log say. Real inputs: the committed profile_steps (CPU) and gpu_profile
+(H200) dumps and traces, and the cache runs' jax log."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, FIXTURES, REPO
+from tests.conftest import DUMPS, FIXTURES
 from xlainspect.analysis.commands.cost import cost_report, profile_report
 from xlainspect.cli.app import app
 from xlainspect.dump.jaxlog import JaxLog, parse_jax_log, read_jax_log
@@ -22,9 +21,7 @@ from xlainspect.report.timing import OpTiming, log_compiles
 
 TRACE = FIXTURES / "profiles" / "profile_steps"
 CACHE_RUN = FIXTURES / "cache" / "runs" / "1_cold"
-GPU = Path(os.environ.get("XLAINSPECT_GPU_CORPUS", REPO.parent / "shared" / "gpu-corpus"))
-MIXER = GPU / "mixer_profile"
-needs_gpu_corpus = pytest.mark.skipif(not MIXER.is_dir(), reason="../shared/gpu-corpus not present")
+GPU_DUMP, GPU_TRACE = DUMPS / "gpu_profile", FIXTURES / "profiles" / "gpu_profile"
 
 
 def _section(report, key: str):
@@ -147,11 +144,10 @@ def _module_id(cost) -> int:
     return int(cost.module.partition(".")[0].removeprefix("module_"))
 
 
-@needs_gpu_corpus
 def test_gpu_roofline_estimate_is_costs_roofline_of_the_last_module():
-    report = report_of(MIXER / "dump")
+    report = report_of(GPU_DUMP)
     rows = {r[0]: r for r in _section(report, "time").tables[0].rows}
-    costed = cost_report(MIXER / "dump", top=None)
+    costed = cost_report(GPU_DUMP, top=None)
     last = max((m for m in costed.modules if m.function == "jit_train_step"), key=_module_id)
     assert rows["jit_train_step"][1:3] == (pytest.approx(last.roofline_seconds * 1e6), "roofline estimate")
     assert f"Roofline estimate on {last.chip}, not measured" in _section(report, "time").intro
@@ -163,9 +159,8 @@ def test_gpu_roofline_estimate_is_costs_roofline_of_the_last_module():
         assert point.flops_per_second == pytest.approx(cost.flops / cost.roofline_seconds)
 
 
-@needs_gpu_corpus
 def test_gpu_findings_link_each_op_to_its_hlo_lines_and_source():
-    report = report_of(MIXER / "dump", profile=MIXER / "trace")
+    report = report_of(GPU_DUMP, profile=GPU_TRACE)
     time = _section(report, "time")
     timed = [f for f in report.findings() if f.unit == "seconds"]
     assert timed == time.findings and len(timed) == 10
