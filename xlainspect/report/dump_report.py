@@ -142,7 +142,7 @@ class ModuleFacts:
     problems: tuple[tuple[str, str], ...] = ()
     """(path, message) of side files that could not be read; the rest of the module is analysed."""
     time: ModuleTime | None = None
-    """The module's roofline (`cost`), as the time sections keep it."""
+    """The module's roofline (`cost`), as the time sections keep it; None without a chip (no times)."""
 
 
 @dataclass
@@ -319,7 +319,7 @@ def module_facts(dump_module: DumpModule) -> ModuleFacts:
         tuple(copies(module, dump_module.platform)),
         tuple(collectives(module)),
         tuple(problems),
-        module_time(module_cost(module, _chip(dump_module))),
+        module_time(module_cost(module, chip)) if (chip := _chip(dump_module)) else None,
     )
 
 
