@@ -182,3 +182,10 @@ def test_gpu_findings_link_each_op_to_its_hlo_lines_and_source():
     assert (
         "## Where the time goes" in markdown and f"**{details[first.op].module} {details[first.op].name}**" in markdown
     )
+
+
+def test_every_link_on_the_page_has_its_target():
+    page = render_html(report_of(GPU_DUMP, profile=GPU_TRACE))
+    targets = set(re.findall(r"id='([^']+)'", page))
+    links = set(re.findall(r"href='#([^']+)'", page))
+    assert links and links <= targets, sorted(links - targets)[:5]

@@ -50,7 +50,8 @@ def render_html(report: DumpReport, limit: int = PAGE_LIMIT) -> str:
 
 
 def _page(report: DumpReport, curves: int) -> str:
-    known = {row[0] for row in report.modules.rows}
+    known = {f"module-{row[0]}" for row in report.modules.rows}
+    known |= {f"function-{row[0]}" for s in report.sections if s.key == "recompiles" for row in s.tables[0].rows}
     nav = " ".join(f"<a href='#{s.key}'>{html.escape(s.title)}</a>" for s in report.sections)
     first = [s for s in report.sections if s.key == FIRST_SCREEN]
     body = [
@@ -207,11 +208,12 @@ def _row_html(row: tuple, columns: tuple[str, ...], numeric: set[str], known: se
 
 
 def _cell_html(column: str, value: object, known: set[str]) -> str:
-    """Module names link to the modules table, function names to their recompiles row."""
+    """Module names link to the modules table, function names to their recompiles row (`known`: the
+    anchors the page has)."""
     if column in ("module", "modules"):
         names = value if isinstance(value, tuple) else (value,)
-        return ", ".join(_link("module", n) if n in known else html.escape(str(n)) for n in names)
-    if column == "function" and value:
+        return ", ".join(_link("module", n) if f"module-{n}" in known else html.escape(str(n)) for n in names)
+    if column == "function" and f"function-{value}" in known:
         return _link("function", str(value))
     return html.escape(cell_text(_words(value)))
 
