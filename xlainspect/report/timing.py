@@ -153,7 +153,8 @@ class CompileMark:
 
 @dataclass
 class Timing:
-    """What the time sections draw: per function, per op, per compile; `source` says what was measured."""
+    """What the time sections draw: per function, per op, per compile; `measured` says whether the times
+    are the profile's (else the roofline's)."""
 
     functions: list[FunctionTiming]
     ops: list[OpTiming]
