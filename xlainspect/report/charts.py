@@ -28,7 +28,7 @@ KINDS_DRAWN = 5
 def step_breakdown_svg(functions: list[FunctionTiming]) -> str:
     """Stacked bars, one per function (the longest first, to scale with each other), split by op kind."""
     drawn = [f for f in functions if f.seconds]
-    longest = max(f.seconds for f in drawn)
+    longest = max(max(f.seconds, sum(f.by_kind.values())) for f in drawn)  # kinds may sum past a measured total
     kinds = _top_kinds(drawn)
     height = _BAR * (len(drawn) + 1) + 40
     scale = (_WIDTH - _LEFT - _RIGHT) / longest
