@@ -59,9 +59,11 @@ def xla_costs() -> dict:
 
 
 def _assert_equals_xla(path, xla_costs) -> None:
+    if xla_costs[str(path)] is None:
+        pytest.skip("jaxlib's parser rejects the text (a newer XLA's syntax): nothing to compare")
     ours = module_cost(_module(path), None)
     # XLA sums in float32: equal within 1%, exactly for small modules.
-    assert (ours.flops, ours.transcendentals, ours.bytes_accessed) == pytest.approx(
+    assert (ours.xla_flops, ours.xla_transcendentals, ours.xla_bytes_accessed) == pytest.approx(
         xla_costs[str(path)], rel=0.01, abs=0.5
     ), path.name
 
@@ -204,18 +206,18 @@ def test_cli_json_schema():
     }
 
 
-def test_cli_tpu_dump_without_chip_is_a_usage_error():
-    result = runner.invoke(app, ["cost", str(DUMPS / "tpu_v5e")])
+def test_cli_figures_without_a_chip_to_complete_them_are_a_usage_error():
+    result = runner.invoke(app, ["cost", str(CLEAN.parent), "--peak-flops", "1e12"])
     assert result.exit_code == 2
-    assert "--chip" in result.output and "tpu-v5e" in result.output
+    assert "--hbm-bandwidth" in result.output and "tpu-v5e" in result.output
 
 
 def test_cli_cpu_dump_without_chip_counts_without_times():
     result = runner.invoke(app, ["cost", str(CLEAN.parent), "--format", "csv", "--top", "1"])
     assert result.exit_code == 0, result.output
     header, row = result.stdout.splitlines()[:2]
-    assert header.startswith("module,name,opcode,kind,flops")
-    assert row.startswith("module_0000.jit_train_step,dot.2,dot,dot,512,")
+    assert header.startswith("module,name,opcode,kind,executions,trip_count,flops")
+    assert row.startswith("module_0000.jit_train_step,dot.2,dot,dot,1,1,512,")
     assert (
         json.loads(runner.invoke(app, ["cost", str(CLEAN.parent), "--format", "json"]).stdout)["modules"][0][
             "roofline_seconds"
@@ -262,7 +264,7 @@ def test_xla_parser_test_modules_equal_xla_cost_analysis(xla_costs):
             refused.append((path.name, error.line))
             continue
         compared += 1
-        if (ours.flops, ours.transcendentals, ours.bytes_accessed) != pytest.approx(
+        if (ours.xla_flops, ours.xla_transcendentals, ours.xla_bytes_accessed) != pytest.approx(
             xla_costs[str(path)], rel=0.01, abs=0.5
         ):
             differ.append(path.name)

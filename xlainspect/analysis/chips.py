@@ -1,18 +1,22 @@
 """The chips a roofline is drawn for: peak dense FLOP/s per dtype class, HBM and interconnect
 bandwidth, read from `xlainspect/data/chips.json` (each figure with its public source).
 
-`choose_chip` picks the chip a dump was compiled for where its files say (a GPU dump names its
-compute capability: sm_8.0 A100, sm_9.0 H100, sm_10.0 B200); TPU dumps name no generation and CPU
-dumps have no roofline chip, so there the caller must name one.
+`dump_chip_key` picks the chip a dump was compiled for where its files say: a GPU dump's
+`gpu_target_config.pbtxt` names the device (`device_description_str: "NVIDIA H200"`; H100 and H200
+share compute capability 9.0), else its file names give the compute capability (`sm_9.0a`); a TPU
+dump's `target_arguments.txt` (or the folder's `topology.textproto`, `tpu_comp_env.txt`) gives the
+`tpu_topology_args` version and variant. CPU dumps have no roofline chip.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from xlainspect.dump.directory import DumpModule
 from xlainspect.errors import XlaInspectError
 
 DTYPE_CLASSES = ("bf16", "f32", "fp8", "int8")
@@ -84,3 +88,52 @@ def default_chip_key(platform: str | None, platform_tag: str | None) -> str | No
         return None
     capability = platform_tag.removeprefix("sm_").rstrip("af")
     return next((key for key, entry in chip_table().items() if entry.get("compute_capability") == capability), None)
+
+
+def dump_chip_key(dump_module: DumpModule) -> str | None:
+    """The chip a dump module was compiled for, as its files say; None where they do not (CPU)."""
+    if dump_module.platform == "gpu":
+        description = _text_field(_side_texts(dump_module, ("gpu_target_config.pbtxt",)), "device_description_str")
+        by_name = [
+            key
+            for key, entry in chip_table().items()
+            if description and "device_description" in entry and description.startswith(entry["device_description"])
+        ]
+        return by_name[0] if by_name else default_chip_key(dump_module.platform, dump_module.platform_tag)
+    if dump_module.platform == "tpu":
+        texts = _side_texts(dump_module, ("target_arguments.txt", "topology.textproto", "tpu_comp_env.txt"))
+        version, variant = _text_field(texts, "version"), _text_field(texts, "variant")
+        return next(
+            (
+                key
+                for key, entry in chip_table().items()
+                if version and entry.get("tpu_version") == version and entry.get("tpu_variant") == variant
+            ),
+            None,
+        )
+    return None
+
+
+def _side_texts(dump_module: DumpModule, suffixes: tuple[str, ...]) -> list[str]:
+    """The module's side files ending in `suffixes` (then the dump folder's file of that name), in
+    that order; files that cannot be read are left out (a missing file names no chip)."""
+    folders = dict.fromkeys(Path(f.location).parent for f in dump_module.files)
+    paths = [Path(f.location) for suffix in suffixes for f in dump_module.files if f.location.endswith(suffix)]
+    paths += [folder / suffix for suffix in suffixes for folder in folders]
+    texts = []
+    for path in dict.fromkeys(paths):
+        try:
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    return texts
+
+
+def _text_field(texts: list[str], name: str) -> str | None:
+    """The first `name: value` (quoted or not) of a protobuf text file."""
+    pattern = re.compile(rf"^\s*{name}:\s*\"?([^\"\n]*?)\"?\s*$", re.MULTILINE)
+    for text in texts:
+        match = pattern.search(text)
+        if match:
+            return match.group(1)
+    return None

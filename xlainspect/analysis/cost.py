@@ -1,8 +1,8 @@
-"""What each op costs: FLOPs, transcendentals and bytes as XLA's `HloCostAnalysis` counts them, and
-the roofline time of each op and module on a chip.
+"""What one call of a module executes, op by op: FLOPs, transcendentals and bytes, with XLA's static
+`HloCostAnalysis` figures beside (`xla_*`), and the roofline time of each op and module on a chip.
 
-Counting follows xla/service/hlo_cost_analysis.cc, so that a module's totals equal what jaxlib's
-`hlo_module_cost_analysis` reports for the same text:
+XLA's count (`_Analysis`) follows xla/service/hlo_cost_analysis.cc, so that a module's `xla_*` totals
+equal what jaxlib's `hlo_module_cost_analysis` reports for the same text:
 
 * elementwise ops count one per output element: as `transcendentals` for XLA's set (erf, exp,
   log, logistic, power, sqrt, cbrt, rsqrt, tanh, sin, cos, tan, expm1, log1p, atan2, and the newer
@@ -18,9 +18,8 @@ Counting follows xla/service/hlo_cost_analysis.cc, so that a module's totals equ
 * sort: n x ceil(log2 n); fft: 8 x prod(floor(log2 length)) x elements; rng: transcendentals.
 * all-reduce: one flop per output element; the other collectives none.
 * fusion: the sum of its fused instructions; `call` and `async-start`: the called computation;
-  `while`: body + condition **once** (XLA does not multiply by `known_trip_count`);
-  `conditional`: the largest branch, per property.
-* custom-call: -1 flops and -1 bytes each, XLA's "unknown", kept so totals equal XLA's.
+  `while`: body + condition once; `conditional`: the largest branch, per property.
+* custom-call: -1 flops and -1 bytes each, XLA's "unknown".
 
 Bytes: operand bytes + output bytes, zero for parameter, constant, get-tuple-element, bitcast, a
 transpose that is a bitcast, after-all, add-dependency, domain; tuple its index table; slice and
@@ -29,15 +28,23 @@ what it reads of each parameter (`FusionParameterReadBytes`: a parameter read on
 slices is charged the slices) plus large constants inside. Sizes are XLA's CPU size function (a
 tuple is a table of 8-byte pointers), logical or (`padded_*`) with the layout's tile padding.
 
+What one call executes (`_Executed`) is that count but for control flow and custom calls: a while
+loop's body and condition times its trip count (`trip_count`: `known_trip_count`, else
+while_loop_analysis.cc's induction-variable pattern; once where none is known), a conditional's most
+expensive branch, and custom calls by target as xla/service/gpu/model/gpu_hlo_cost_analysis.cc counts
+them (cuBLAS gemms, cuDNN convolutions and fused attention, Triton kernels; see `_executed_custom_call`);
+a target without a rule counts 0 and is listed. Each op runs `executions` times per call, the product
+of the trip counts along its call chain.
+
 Rows are the instructions of the entry and of the computations it runs as control flow, fusions
-as one op; module totals are XLA's (a conditional counts its largest branch), so the rows of a
-module with conditionals sum to more.
+as one op.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -46,7 +53,7 @@ from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import collectives
 from xlainspect.analysis.lookup import control_flow_computations, instruction_index, module_label, operand_shape, users
 from xlainspect.errors import HloParseError
-from xlainspect.hlo.attributes import backend_config_kind
+from xlainspect.hlo.attributes import backend_config_kind, decode_json, known_trip_count
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.hlo.shape import Shape
 
@@ -147,34 +154,52 @@ class Cost(NamedTuple):
         """The flops and transcendentals of `factor` applications (bytes are the caller's own)."""
         return Cost(self.flops * factor, self.transcendentals * factor)
 
+    def times(self, factor: float) -> Cost:
+        """Every property of `factor` executions (a loop body's bytes are moved on each trip)."""
+        return Cost(*(value * factor for value in self))
+
 
 @dataclass(slots=True)
 class OpCost:
-    """One op's cost as XLA's HloCostAnalysis counts it, and its roofline time on a chip."""
+    """One op's cost per call of its module (what it executes: per execution times `executions`),
+    XLA's static count beside it, and its roofline time per call on a chip."""
 
     module: str
     computation: str
     name: str
     opcode: str
     kind: str
-    """Fusion kind (backend kind where printed), collective kind, or the opcode."""
+    """Fusion kind (backend kind where printed), collective kind, custom-call target, or the opcode."""
     dtype: str
     """The output element type the chip's peak is chosen by."""
+    executions: float
+    """Runs per call: the product of trip counts along its call chain (0 in a conditional's branch
+    that is not counted)."""
+    trip_count: int | None
+    """Trips of the innermost while loop it runs in (1 outside loops); None where a loop on its chain
+    has no known count (it is counted once)."""
     flops: float
     transcendentals: float
     bytes_read: int
     bytes_written: int
     padded_bytes_read: int
     padded_bytes_written: int
+    flops_per_execution: float
+    bytes_per_execution: int
+    """Bytes read and written by one execution (logical)."""
+    xla_flops: float
+    """XLA's HloCostAnalysis of the op (once; -1 for a custom call, XLA's "unknown")."""
+    xla_transcendentals: float
+    xla_bytes_accessed: int
     arithmetic_intensity: float | None
     """FLOPs per byte moved (padded bytes); None when no bytes move."""
     collective_bytes: int | None
-    """`bytes_per_device` of a collective (from `collectives`)."""
+    """`bytes_per_device` of a collective (from `collectives`), per execution."""
     compute_seconds: float | None
     memory_seconds: float | None
     collective_seconds: float | None
     roofline_seconds: float | None
-    """The largest of the three; None without a chip, or for an op XLA cannot count (custom-call)."""
+    """Per call: the largest of the three, times `executions`; None without a chip."""
     bound: str | None
     """compute, memory or collective."""
     op_name: str | None
@@ -182,18 +207,33 @@ class OpCost:
 
 
 @dataclass(slots=True)
+class Loop:
+    """A while loop of the module: its trip count (None: not known, counted once) and its runs per call."""
+
+    name: str
+    computation: str
+    trip_count: int | None
+    executions: float
+    op_name: str | None
+
+
+@dataclass(slots=True)
 class ModuleCost:
-    """A module's summed cost, its roofline time and bound, and its ops."""
+    """A module's cost per call, XLA's static count beside it, its roofline time and bound, and its ops."""
 
     module: str
     function: str
     flops: float
-    """XLA's `flops` for the module (HloCostAnalysis over the entry)."""
+    """FLOPs one call executes (loops times their trip counts, custom calls by target)."""
     transcendentals: float
     bytes_accessed: int
     padded_bytes_accessed: int
+    xla_flops: float
+    """XLA's `flops` for the module (HloCostAnalysis over the entry: loop bodies once, custom calls -1)."""
+    xla_transcendentals: float
+    xla_bytes_accessed: int
     roofline_seconds: float | None
-    """The sum of the ops' roofline times (each op runs once, as XLA counts it)."""
+    """Per call: the sum of the ops' roofline times, each times its executions."""
     bound: str | None
     """The bound that holds the most of that time."""
     chip: str | None
@@ -202,25 +242,40 @@ class ModuleCost:
     """The figures the times were computed with (overrides included)."""
     ops: list[OpCost] = field(hash=False, repr=False)
     """The counted ops, slowest first (the `top` asked for)."""
+    loops: list[Loop] = field(default_factory=list, hash=False, repr=False)
+    branches: dict[str, int] = field(default_factory=dict, hash=False, repr=False)
+    """Conditional name -> the index of the branch counted (the most expensive)."""
+    not_counted: dict[str, int] = field(default_factory=dict, hash=False, repr=False)
+    """Custom-call target -> calls counted as 0 (no rule for the target)."""
 
 
 def module_cost(module: Module, chip: Chip | None, top: int | None = None) -> ModuleCost:
-    """Totals and the `top` slowest ops (all with None) of one module (definitions in the module
-    docstring). Every op is timed for the module's roofline; rows are built for the top ones only,
-    since a big module has hundreds of thousands of ops."""
-    analysis = _Analysis(module)
-    total = analysis.computation(module.entry)
+    """Totals per call and the `top` slowest ops (all with None) of one module (definitions in the
+    module docstring). Every op is timed for the module's roofline; rows are built for the top ones
+    only, since a big module has hundreds of thousands of ops."""
+    static = _Analysis(module)
+    executed = _Executed(static)
+    total, xla = executed.computation(module.entry), static.computation(module.entry)
+    runs, trips = executed.executions(), _innermost_trip_counts(executed)
     sent = _collective_bytes(module)
     timed = []
-    for computation, instruction, cost in analysis.control_flow_costs(lambda i: i.opcode not in CONTAINERS):
-        if cost != _NO_COST or instruction.name in sent:
+    for name in control_flow_computations(module):
+        computation = module.computations_by_name[name]
+        index = static.index(computation)
+        for instruction in computation.instructions:
+            if instruction.opcode in CONTAINERS:
+                continue
+            cost = executed.instruction(instruction, index)
+            if cost == _NO_COST and instruction.name not in sent and instruction.opcode != "custom-call":
+                continue
             bytes_sent = sent.get(instruction.name)
-            times = _times(cost, bytes_sent, _dtype(instruction.shape), chip) if chip else _UNTIMED
-            timed.append((times, computation, instruction, cost, bytes_sent))
-    timed.sort(key=lambda t: (-(t[0][3] or 0), -t[3].flops, -t[3].padded_bytes))
+            times = runs.get(name, 0)
+            seconds = _times(cost, bytes_sent, _dtype(instruction.shape), chip, times)
+            timed.append((seconds, computation, instruction, cost, bytes_sent, times, trips.get(name, 1), index))
+    timed.sort(key=lambda t: (-(t[0][3] or 0), -t[3].flops * t[5], -t[3].padded_bytes * t[5]))
     seconds, bound = _module_time([t[0] for t in timed], chip)
     label = module_label(module)
-    rows = [_row(module, label, *entry) for entry in (timed[:top] if top is not None else timed)]
+    rows = [_row(module, static, label, *entry) for entry in (timed[:top] if top is not None else timed)]
     return ModuleCost(
         label,
         module.name,
@@ -228,12 +283,66 @@ def module_cost(module: Module, chip: Chip | None, top: int | None = None) -> Mo
         total.transcendentals,
         total.bytes,
         total.padded_bytes,
+        xla.flops,
+        xla.transcendentals,
+        xla.bytes,
         seconds,
         bound,
         chip.key if chip else None,
         chip,
         rows,
+        _loops(executed, runs),
+        dict(executed.branches),
+        dict(executed.not_counted),
     )
+
+
+def op_executions(module: Module) -> dict[str, tuple[float, Cost]]:
+    """Instruction name -> (executions per call, the cost of one execution) of every op `cost` counts
+    (outside fusion bodies): what a profile's kernel counts per step are checked against."""
+    static = _Analysis(module)
+    executed = _Executed(static)
+    executed.computation(module.entry)
+    runs = executed.executions()
+    result = {}
+    for name in control_flow_computations(module):
+        computation = module.computations_by_name[name]
+        index = static.index(computation)
+        for instruction in computation.instructions:
+            if instruction.opcode not in CONTAINERS:
+                result[instruction.name] = (runs.get(name, 0), executed.instruction(instruction, index))
+    return result
+
+
+def _innermost_trip_counts(executed: _Executed) -> dict[str, int | None]:
+    """Computation -> the trip count of the innermost while loop it runs in (1 outside loops; None when a
+    loop on its chain has no known count)."""
+    trips: dict[str, int | None] = {}
+
+    def visit(computation: Computation, trip: int | None, unknown: bool) -> None:
+        if computation.name in trips:
+            return
+        trips[computation.name] = None if unknown else trip
+        for instruction in computation.instructions:
+            for callee in _run_callees(instruction):
+                inner, lost = trip, unknown
+                if instruction.opcode == "while":
+                    inner = executed.trip_counts.get(instruction.name)
+                    lost = unknown or inner is None
+                visit(executed.static.named(callee), inner, lost)
+
+    visit(executed.module.entry, 1, False)
+    return trips
+
+
+def _loops(executed: _Executed, runs: dict[str, float]) -> list[Loop]:
+    loops = []
+    for name in control_flow_computations(executed.module):
+        for instruction in executed.module.computations_by_name[name].instructions:
+            if instruction.opcode == "while" and instruction.name in executed.trip_counts:
+                trip = executed.trip_counts[instruction.name]
+                loops.append(Loop(instruction.name, name, trip, runs.get(name, 0), instruction.op_name))
+    return loops
 
 
 _NO_COST = Cost()
@@ -242,21 +351,21 @@ _UNTIMED = (None, None, None, None, None)
 
 def control_flow_costs(module: Module, wanted: Callable[[Instruction], bool]):
     """XLA's cost of each instruction `wanted` selects outside fusion bodies (the entry and the
-    computations it runs as control flow): (computation, instruction, Cost)."""
+    computations it runs as control flow): (computation, instruction, Cost), each counted once."""
     return _Analysis(module).control_flow_costs(wanted)
 
 
 Times = tuple  # (compute, memory, collective, roofline, bound), each None without a chip
 
 
-def _times(cost: Cost, sent: int | None, dtype: str, chip: Chip | None) -> Times:
-    """Seconds at the chip's peak FLOP/s for the output dtype, its HBM and its interconnect bandwidth;
-    the roofline is the largest and names the bound. None for an op XLA cannot count (custom-call)."""
+def _times(cost: Cost, sent: int | None, dtype: str, chip: Chip | None, executions: float = 1) -> Times:
+    """Seconds per call at the chip's peak FLOP/s for the output dtype, its HBM and its interconnect
+    bandwidth, for `executions` runs; the roofline is the largest and names the bound."""
     if chip is None or cost.flops < 0 or cost.bytes < 0:
         return _UNTIMED
-    compute = cost.flops / chip.peak_flops(dtype)
-    memory = cost.padded_bytes / chip.hbm_bandwidth
-    collective = sent / chip.ici_bandwidth if sent is not None else 0.0
+    compute = cost.flops * executions / chip.peak_flops(dtype)
+    memory = cost.padded_bytes * executions / chip.hbm_bandwidth
+    collective = sent * executions / chip.ici_bandwidth if sent is not None else 0.0
     if compute >= memory and compute >= collective:
         return compute, memory, collective, compute, "compute"
     if memory >= collective:
@@ -294,16 +403,20 @@ def _collective_bytes(module: Module) -> dict[str, int]:
 
 def _row(
     module: Module,
+    static: _Analysis,
     label: str,
     times: Times,
     computation: Computation,
     instruction: Instruction,
     cost: Cost,
     sent: int | None,
+    executions: float,
+    trip: int | None,
+    index: dict[str, Instruction],
 ) -> OpCost:
     compute, memory, collective, roofline, bound = times
     moved = cost.padded_bytes
-    known = cost.flops >= 0 and cost.bytes >= 0
+    xla = static.instruction(instruction, index)
     return OpCost(
         module=label,
         computation=computation.name,
@@ -311,13 +424,20 @@ def _row(
         opcode=instruction.opcode,
         kind=_kind(instruction),
         dtype=_dtype(instruction.shape),
-        flops=cost.flops,
-        transcendentals=cost.transcendentals,
-        bytes_read=cost.bytes - cost.written,
-        bytes_written=cost.written,
-        padded_bytes_read=cost.padded_bytes - cost.padded_written,
-        padded_bytes_written=cost.padded_written,
-        arithmetic_intensity=cost.flops / moved if known and moved > 0 else None,
+        executions=executions,
+        trip_count=trip,
+        flops=cost.flops * executions,
+        transcendentals=cost.transcendentals * executions,
+        bytes_read=(cost.bytes - cost.written) * executions,
+        bytes_written=cost.written * executions,
+        padded_bytes_read=(cost.padded_bytes - cost.padded_written) * executions,
+        padded_bytes_written=cost.padded_written * executions,
+        flops_per_execution=cost.flops,
+        bytes_per_execution=cost.bytes,
+        xla_flops=xla.flops,
+        xla_transcendentals=xla.transcendentals,
+        xla_bytes_accessed=xla.bytes,
+        arithmetic_intensity=cost.flops / moved if moved > 0 else None,
         collective_bytes=sent,
         compute_seconds=compute,
         memory_seconds=memory,
@@ -333,6 +453,8 @@ def _kind(instruction: Instruction) -> str:
     if instruction.opcode == "fusion":
         attributes = instruction.attributes
         return backend_config_kind(attributes.get("backend_config")) or attributes.get("kind", "fusion")
+    if instruction.opcode == "custom-call":
+        return instruction.custom_call_target or "custom-call"
     return instruction.opcode.removesuffix("-start")
 
 
@@ -389,8 +511,21 @@ def _bytes(read: list[tuple[int, int]], written: tuple[int, int]) -> Cost:
     return Cost(bytes=logical, written=written[0], padded_bytes=padded, padded_written=written[1])
 
 
-#: What malformed text (a shape left out, an attribute XLA would reject) raises while counting.
-_UNCOUNTABLE = (AttributeError, KeyError, IndexError, ValueError, TypeError, ZeroDivisionError, RecursionError)
+#: What malformed numbers or indices in an attribute raise while counting (a shape left out or a
+#: computation missing is checked where it is needed: any other exception is a bug and surfaces).
+_MALFORMED = (ValueError, IndexError, ZeroDivisionError, RecursionError)
+
+
+class _Uncountable(Exception):
+    """A shape, attribute or computation the count needs is missing from the text."""
+
+
+def _operand(instruction: Instruction, k: int, index: dict[str, Instruction]) -> Shape:
+    """`operand_shape`, or _Uncountable when the text leaves it for XLA to infer."""
+    shape = operand_shape(instruction, k, index)
+    if shape is None:
+        raise _Uncountable(f"the shape of operand {k} ({instruction.operands[k]}) is not known")
+    return shape
 
 
 class _Analysis:
@@ -418,8 +553,17 @@ class _Analysis:
                 if wanted(instruction):
                     yield computation, instruction, self.instruction(instruction, index)
 
+    def named(self, name: str) -> Computation:
+        computation = self.module.computations_by_name.get(_strip(name))
+        if computation is None:
+            raise _Uncountable(f"no computation named {name!r} in the module")
+        return computation
+
     def called(self, instruction: Instruction, position: int = 0) -> Computation:
-        return self.module.computations_by_name[instruction.called_computations[position]]
+        names = instruction.called_computations
+        if position >= len(names):
+            raise _Uncountable("it names no computation to call")
+        return self.named(names[position])
 
     def computation(self, computation: Computation, flops_only: bool = False) -> Cost:
         """The sum over every instruction of the computation (XLA's `ProcessSubcomputation`).
@@ -446,13 +590,14 @@ class _Analysis:
 
     def _evaluate(self, instruction: Instruction, index: dict[str, Instruction], flops_only: bool) -> Cost:
         try:
+            if instruction.shape is None:
+                raise _Uncountable("its shape is not printed")
             return self._count(instruction, index, flops_only)
-        except _UNCOUNTABLE as error:
+        except _MALFORMED + (_Uncountable,) as error:
             # Text XLA's parser infers from (a shape left out) or attributes it would reject: name the place.
             raise HloParseError(
                 f"cannot count {instruction.name} ({instruction.opcode}) as XLA's cost analysis "
-                f"does: {type(error).__name__}: {error} (a shape or attribute it needs is missing "
-                "or malformed)",
+                f"does: {error} (a shape, attribute or computation it needs is missing or malformed)",
                 self.module.path,
                 instruction.line,
             ) from None
@@ -480,7 +625,7 @@ class _Analysis:
             return Cost(flops, transcendentals)
         read = padded_read = 0
         for position in range(len(instruction.operands)):
-            logical, padded = _size(operand_shape(instruction, position, index))
+            logical, padded = _size(_operand(instruction, position, index))
             read += logical
             padded_read += padded
         written, padded_written = _leaves_size(instruction.shape)
@@ -507,7 +652,7 @@ def _is_bitcast_transpose(instruction: Instruction, index: dict[str, Instruction
     """A transpose whose layouts make it a bitcast (`ShapeUtil::TransposeIsBitcast`)."""
     if instruction.opcode != "transpose":
         return False
-    source, result = operand_shape(instruction, 0, index), instruction.shape
+    source, result = _operand(instruction, 0, index), instruction.shape
     permutation = _ints(instruction.attributes.get("dimensions"))
     if source.layout is None or result.layout is None or len(permutation) != result.rank:
         return False
@@ -525,7 +670,7 @@ def _ints(text: str | None) -> tuple[int, ...]:
 
 
 def _dot(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    lhs = operand_shape(instruction, 0, index)
+    lhs = _operand(instruction, 0, index)
     width = math.prod(lhs.dims[d] for d in _ints(instruction.attributes.get("lhs_contracting_dims")))
     dims = list(instruction.shape.dims)
     if instruction.opcode == "ragged-dot":  # XLA deletes dimension i for each rhs group dim i
@@ -536,8 +681,14 @@ def _dot(analysis: _Analysis, instruction: Instruction, index) -> Cost:
 
 def _convolution(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     """XLA's `GetConvolutionFlops`: valid (output position, kernel tap) pairs per spatial dim."""
+    shapes = [_operand(instruction, 0, index), _operand(instruction, 1, index), instruction.shape]
+    return analysis.default_bytes(instruction, index) + Cost(flops=_convolution_flops(instruction, *shapes))
+
+
+def _convolution_flops(instruction: Instruction, lhs: Shape, rhs: Shape, out: Shape) -> int:
+    """2 x FMAs of a convolution of `lhs` (input) by `rhs` (kernel) into `out`, as its window,
+    `dim_labels` and group counts say (xla/service/hlo_cost_analysis.cc `GetConvolutionFlops`)."""
     attributes = instruction.attributes
-    lhs, rhs, out = operand_shape(instruction, 0, index), operand_shape(instruction, 1, index), instruction.shape
     labels = _dim_labels(attributes.get("dim_labels", "b01f_01io->b01f"))
     positions = 1  # no spatial dims: XLA's one-element window, one valid position
     window = _window(attributes.get("window"), len(labels["lhs_spatial"])) if labels["lhs_spatial"] else ()
@@ -556,7 +707,7 @@ def _convolution(analysis: _Analysis, instruction: Instruction, index) -> Cost:
         * (lhs.dims[labels["lhs_batch"]] // batch_groups)
         * positions
     )
-    return analysis.default_bytes(instruction, index) + Cost(flops=2 * fmas)
+    return 2 * fmas
 
 
 @dataclass(slots=True)
@@ -655,7 +806,7 @@ def _first_array(shape: Shape) -> Shape:
 
 
 def _reduce(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    count = operand_shape(instruction, 0, index).num_elements - _first_array(instruction.shape).num_elements
+    count = _operand(instruction, 0, index).num_elements - _first_array(instruction.shape).num_elements
     return analysis.default_bytes(instruction, index) + _applied(analysis, instruction).scaled(count)
 
 
@@ -683,10 +834,10 @@ def _map(analysis: _Analysis, instruction: Instruction, index) -> Cost:
 
 
 def _select_and_scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    source = operand_shape(instruction, 1, index).num_elements
+    source = _operand(instruction, 1, index).num_elements
     window = math.prod(d.size for d in _window(instruction.attributes.get("window"), instruction.shape.rank))
-    select = analysis.module.computations_by_name[_strip(instruction.attributes["select"])]
-    scatter = analysis.module.computations_by_name[_strip(instruction.attributes["scatter"])]
+    select = analysis.named(instruction.attributes.get("select", ""))
+    scatter = analysis.named(instruction.attributes.get("scatter", ""))
     return (
         analysis.default_bytes(instruction, index)
         + analysis.computation(select, flops_only=True).scaled(source * (window - 1))
@@ -699,13 +850,13 @@ def _strip(name: str) -> str:
 
 
 def _sort(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    n = operand_shape(instruction, 0, index).num_elements
+    n = _operand(instruction, 0, index).num_elements
     return analysis.default_bytes(instruction, index) + Cost(flops=n * max(n - 1, 0).bit_length())
 
 
 def _fft(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     logs = math.prod(max(n, 1).bit_length() - 1 for n in _ints(instruction.attributes.get("fft_length")))
-    elements = _first_array(operand_shape(instruction, 0, index)).num_elements
+    elements = _first_array(_operand(instruction, 0, index)).num_elements
     return analysis.default_bytes(instruction, index) + Cost(flops=2 * 4 * logs * elements)
 
 
@@ -715,42 +866,40 @@ def _rng(analysis: _Analysis, instruction: Instruction, index) -> Cost:
 
 
 def _all_reduce(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    read = [_size(operand_shape(instruction, i, index)) for i in range(len(instruction.operands))]
+    read = [_size(_operand(instruction, i, index)) for i in range(len(instruction.operands))]
     elements = sum(s.num_elements for s in instruction.shape.leaves() if s.is_array)
     return _bytes(read, _leaves_size(instruction.shape)) + Cost(flops=elements)
 
 
 def _slice(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     out = _size(instruction.shape)
-    extra = [_size(operand_shape(instruction, 1, index))] if instruction.opcode == "dynamic-slice" else []
+    extra = [_size(_operand(instruction, 1, index))] if instruction.opcode == "dynamic-slice" else []
     return _bytes([out, *extra], out)
 
 
 def _dynamic_update_slice(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    update = _size(operand_shape(instruction, 1, index))
-    return _bytes([update, _size(operand_shape(instruction, 2, index))], update)
+    update = _size(_operand(instruction, 1, index))
+    return _bytes([update, _size(_operand(instruction, 2, index))], update)
 
 
 def _gather(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     out = _size(instruction.shape)
-    return _bytes([out, _size(operand_shape(instruction, 1, index))], out)
+    return _bytes([out, _size(_operand(instruction, 1, index))], out)
 
 
 def _scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     n = (len(instruction.operands) - 1) // 2
-    updates = [_size(operand_shape(instruction, n + 1 + i, index)) for i in range(n)]
+    updates = [_size(_operand(instruction, n + 1 + i, index)) for i in range(n)]
     total = (sum(u[0] for u in updates), sum(u[1] for u in updates))
-    elements = operand_shape(instruction, n + 1, index).num_elements
-    return _bytes([total, total, _size(operand_shape(instruction, n, index))], total) + _applied(
+    elements = _operand(instruction, n + 1, index).num_elements
+    return _bytes([total, total, _size(_operand(instruction, n, index))], total) + _applied(
         analysis, instruction
     ).scaled(elements)
 
 
 def _outfeed(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     """Every array of every operand read, tuples by their elements (the token writes nothing)."""
-    return _bytes(
-        [_leaves_size(operand_shape(instruction, i, index)) for i in range(len(instruction.operands))], (0, 0)
-    )
+    return _bytes([_leaves_size(_operand(instruction, i, index)) for i in range(len(instruction.operands))], (0, 0))
 
 
 def _tuple(analysis: _Analysis, instruction: Instruction, index) -> Cost:
@@ -762,13 +911,13 @@ def _custom_call(analysis: _Analysis, instruction: Instruction, index) -> Cost:
 
 
 def _triangular_solve(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    a, b = operand_shape(instruction, 0, index), operand_shape(instruction, 1, index)
+    a, b = _operand(instruction, 0, index), _operand(instruction, 1, index)
     half = tuple(s // 2 for s in _size(a))
     return _bytes([half, _size(b)], _size(instruction.shape)) + Cost(flops=2 * a.dims[-1] * b.num_elements)
 
 
 def _cholesky(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    a = operand_shape(instruction, 0, index)
+    a = _operand(instruction, 0, index)
     half = tuple(s // 2 for s in _size(a))
     return _bytes([half], half) + Cost(flops=a.dims[-1] * a.num_elements // 3)
 
@@ -776,17 +925,14 @@ def _cholesky(analysis: _Analysis, instruction: Instruction, index) -> Cost:
 def _called_sum(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     """Call and async-start: the called computation's properties; while: body + condition, once."""
     return sum(
-        (analysis.computation(analysis.module.computations_by_name[name]) for name in instruction.called_computations),
+        (analysis.computation(analysis.named(name)) for name in instruction.called_computations),
         Cost(),
     )
 
 
 def _conditional(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     """The largest branch, per property (XLA's `HandleConditional`)."""
-    branches = [
-        tuple(analysis.computation(analysis.module.computations_by_name[name]))
-        for name in instruction.called_computations
-    ]
+    branches = [tuple(analysis.computation(analysis.named(name))) for name in instruction.called_computations]
     return Cost(*(max(values) for values in zip(*branches))) if branches else Cost()
 
 
@@ -810,12 +956,12 @@ def _fusion_written(analysis: _Analysis, fusion: Instruction, body: Computation)
     root, index = body.root, analysis.index(body)
     shape = fusion.shape
     if not shape.is_tuple:
-        return _size(operand_shape(root, 1, index)) if root.opcode == "dynamic-update-slice" else _size(shape)
+        return _size(_operand(root, 1, index)) if root.opcode == "dynamic-update-slice" else _size(shape)
     total = [0, 0]
     for i, element in enumerate(shape.tuple_shapes):
         if root.opcode == "tuple" and not element.is_tuple:
             output = index[root.operands[i]]
-            size = _size(operand_shape(output, 1, index) if output.opcode == "dynamic-update-slice" else element)
+            size = _size(_operand(output, 1, index) if output.opcode == "dynamic-update-slice" else element)
         else:
             size = _leaves_size(element)
         total[0] += size[0]
@@ -940,3 +1086,370 @@ _HANDLERS: dict[str, Callable[[_Analysis, Instruction, dict], Cost]] = {
     "fusion": _fusion,
     "outfeed": _outfeed,
 }
+
+
+# ---- what one call executes: loops times their trip counts, custom calls by target
+
+
+class _Executed:
+    """The cost of one call as it executes: XLA's count (the static `_Analysis`, shared) with a while
+    loop's body and condition times its trip count, a conditional's most expensive branch (its index
+    kept), call and async-start their computations, and custom calls counted by target."""
+
+    def __init__(self, static: _Analysis) -> None:
+        self.static = static
+        self.module = static.module
+        self._costs: dict[int, Cost] = {}
+        self._sums: dict[str, Cost] = {}
+        self.trip_counts: dict[str, int | None] = {}
+        """While name -> its trip count (None: not known, counted once)."""
+        self.branches: dict[str, int] = {}
+        """Conditional name -> the index of the branch counted."""
+        self.not_counted: Counter[str] = Counter()
+        """Custom-call target -> how many of its calls count as 0 (no rule for the target)."""
+
+    def computation(self, computation: Computation) -> Cost:
+        if computation.name not in self._sums:
+            index = self.static.index(computation)
+            self._sums[computation.name] = sum((self.instruction(i, index) for i in computation.instructions), _NO_COST)
+        return self._sums[computation.name]
+
+    def instruction(self, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
+        """One execution of `instruction`: XLA's cost but for control flow and custom calls."""
+        handler = _EXECUTED.get(instruction.opcode)
+        if handler is None:
+            return self.static.instruction(instruction, index)
+        cost = self._costs.get(id(instruction))
+        if cost is None:
+            try:
+                cost = self._costs[id(instruction)] = handler(self, instruction, index)
+            except _MALFORMED + (_Uncountable,) as error:
+                raise HloParseError(
+                    f"cannot count {instruction.name} ({instruction.opcode}): {error}",
+                    self.module.path,
+                    instruction.line,
+                ) from None
+        return cost
+
+    def executions(self) -> dict[str, float]:
+        """Computation -> runs per call of the entry: the product of trip counts along each call
+        chain, summed over the chains (a conditional's uncounted branches run 0 times here)."""
+        runs: dict[str, float] = {}
+
+        def visit(computation: Computation, times: float) -> None:
+            runs[computation.name] = runs.get(computation.name, 0) + times
+            for instruction in computation.instructions:
+                for position, callee in enumerate(_run_callees(instruction)):
+                    visit(self.static.named(callee), times * self._factor(instruction, position))
+
+        visit(self.module.entry, 1)
+        return runs
+
+    def _factor(self, instruction: Instruction, position: int) -> float:
+        if instruction.opcode == "while":
+            trip = self.trip_counts.get(instruction.name)
+            return 1 if trip is None else trip
+        if instruction.opcode == "conditional":
+            return 1 if self.branches.get(instruction.name) == position else 0
+        return 1
+
+
+def _run_callees(instruction: Instruction) -> tuple[str, ...]:
+    """The computations an instruction runs as control flow (an async pair counts at its start)."""
+    if instruction.opcode in ("while", "conditional", "call", "async-start"):
+        return instruction.called_computations
+    return ()
+
+
+def _executed_while(executed: _Executed, instruction: Instruction, index) -> Cost:
+    """Body and condition times the trip count (once where it is not known)."""
+    trip = executed.trip_counts[instruction.name] = trip_count(executed.static, instruction, index)
+    once = sum((executed.computation(executed.static.named(n)) for n in instruction.called_computations), _NO_COST)
+    return once.times(trip if trip is not None else 1)
+
+
+def _executed_call(executed: _Executed, instruction: Instruction, index) -> Cost:
+    """Call and async-start: what their computation executes (an async-done adds only its bytes)."""
+    return sum((executed.computation(executed.static.named(n)) for n in instruction.called_computations), _NO_COST)
+
+
+def _executed_conditional(executed: _Executed, instruction: Instruction, index) -> Cost:
+    """The most expensive branch (by FLOPs, then transcendentals, then bytes), its index kept."""
+    branches = [executed.computation(executed.static.named(n)) for n in instruction.called_computations]
+    if not branches:
+        return _NO_COST
+    chosen = max(range(len(branches)), key=lambda i: (branches[i][0], branches[i][1], branches[i][2]))
+    executed.branches[instruction.name] = chosen
+    return branches[chosen]
+
+
+def _executed_custom_call(executed: _Executed, instruction: Instruction, index) -> Cost:
+    """A custom call by its target (xla/service/gpu/model/gpu_hlo_cost_analysis.cc `HandleCustomCall`,
+    target names from xla/service/gpu/cublas_cudnn.h); a target without a rule, or a call without what
+    its rule reads (a backend_config, a called computation), counts 0 and is listed."""
+    target = instruction.custom_call_target or ""
+    rule = _CUSTOM_CALLS.get(target)
+    if rule is None and target.startswith(_CUBLAS_LT):
+        rule = _gemm
+    if rule is None and target.startswith(_CUDNN_FMHA):
+        rule = _fused_attention
+    cost = rule(executed, instruction, index) if rule is not None else None
+    if cost is None:
+        executed.not_counted[target] += 1
+        return _NO_COST
+    return cost
+
+
+_CUBLAS_LT = "__cublas$lt$matmul"
+"""cuBLASLt matmuls: `__cublas$lt$matmul`, `...$f8` (XLA's `IsCublasLtMatmul`, `IsCublasLtMatmulF8`)."""
+_CUDNN_FMHA = "__cudnn$fmha"
+"""cuDNN fused attention: `__cudnn$fmhaSoftmax`, `...ScaleBiasSoftmax...`, `...Dropout`, `...Backward`, `...F8`."""
+
+
+def _gemm(executed: _Executed, instruction: Instruction, index) -> Cost | None:
+    """cuBLAS: XLA's `GetDotFlops` of operand 0 and the result (the first tuple element) with the
+    backend_config's dot dimension numbers: 2 x result elements (batch included) x the contracted
+    size, as GpuHloCostAnalysis counts it; plus what XLA's HloCostAnalysis counts for the elementwise
+    ops the call folds in (`_epilogue`). C is read as an operand; the workspace XLA appends to the
+    result is scratch, not written."""
+    config = _backend_config(instruction, "gemm_backend_config")
+    if config is None:
+        return None
+    numbers = config.get("dot_dimension_numbers") or {}
+    lhs = _operand(instruction, 0, index)
+    width = math.prod(lhs.dims[int(d)] for d in numbers.get("lhs_contracting_dimensions", ()))
+    outputs = _results(instruction.shape)
+    if len(outputs) > 1 and outputs[-1].dtype in ("s8", "u8"):
+        outputs = outputs[:-1]
+    elements = outputs[0].num_elements
+    flops, transcendentals = _epilogue(config)
+    return _custom_call_bytes(instruction, index, outputs) + Cost(
+        2 * elements * width + flops * elements, transcendentals * elements
+    )
+
+
+#: Per output element, (flops, transcendentals) of each part of a cuBLASLt epilogue
+#: (xla/service/gpu/backend_configs.proto `GemmBackendConfig.Epilogue`) as XLA's HloCostAnalysis counts
+#: the ops it replaces: the bias add, relu's maximum, tanh-approximated GELU (jax.nn.gelu: four
+#: multiplies and x**3's two, two adds, tanh), SiLU (logistic and a multiply); AUX only adds an output.
+_EPILOGUE_PARTS = {"BIAS": (1, 0), "RELU": (1, 0), "GELU": (8, 1), "SILU": (1, 1), "AUX": (0, 0), "DEFAULT": (0, 0)}
+
+
+def _epilogue(config: dict) -> tuple[int, int]:
+    """(flops, transcendentals) per output element of a gemm's alpha, beta and epilogue: alpha != 1 a
+    multiply, beta != 0 an add of C (and a multiply unless beta is 1), then the epilogue's parts."""
+    flops = int(config.get("alpha_real", 1) != 1 or config.get("alpha_imag", 0) != 0)
+    beta = config.get("beta", 0)
+    flops += (beta != 0) + (beta not in (0, 1))
+    transcendentals = 0
+    for part in str(config.get("epilogue", "DEFAULT")).split("_"):
+        part_flops, part_transcendentals = _EPILOGUE_PARTS.get(part, (0, 0))
+        flops += part_flops
+        transcendentals += part_transcendentals
+    return flops, transcendentals
+
+
+def _dnn_convolution(executed: _Executed, instruction: Instruction, index) -> Cost:
+    """CuDNN convolutions: the FLOPs of the forward convolution each computes (its input, kernel and
+    output taken from operands and result by the kind, as xla/service/gpu/gpu_conv_runner.cc binds
+    them: backward-input reads the output gradient and kernel and writes the input gradient,
+    backward-filter reads the input and output gradient and writes the kernel gradient), from its
+    window, `dim_labels` and feature groups. GpuHloCostAnalysis passes operand 0, operand 1 and the
+    result as printed to `GetConvolutionFlops` whatever the kind, which for a backward convolution
+    counts another convolution (on gpu_loop_twins' CNN 0.99 instead of 4.7 MFLOP for backward-input,
+    half for backward-filter); we follow its rule for the forward kind and bind the backward kinds'
+    roles. Bytes: operands and the result, not the scratch buffer (`GpuHloCostAnalysis` counts
+    `tuple_shapes(0)` only)."""
+    result = _results(instruction.shape)[0]
+    first, second = _operand(instruction, 0, index), _operand(instruction, 1, index)
+    roles = {
+        "__cudnn$convBackwardInput": (result, second, first),
+        "__cudnn$convBackwardFilter": (first, result, second),
+    }.get(instruction.custom_call_target or "", (first, second, result))
+    return _custom_call_bytes(instruction, index, [result]) + Cost(flops=_convolution_flops(instruction, *roles))
+
+
+def _fused_attention(executed: _Executed, instruction: Instruction, index) -> Cost | None:
+    """CuDNN fused (flash) attention: the two batched matmuls of the score matrix, whose [batch, heads,
+    q length, kv length] shape the backend_config's `intermediate_tensor_shape` holds (as jax's
+    fused_attention_stablehlo.py writes it), Q's head size D and V's Dv the last dims of operands 0 and 2:
+    forward Q.K^T and P.V, 2 x scores x (D + Dv); backward recomputes Q.K^T and runs dQ, dK (D) and dP,
+    dV (Dv): 2 x scores x (3D + 2Dv). Masked (causal) blocks are counted as the shapes say."""
+    config = _backend_config(instruction, "cudnn_fmha_backend_config")
+    dims = ((config or {}).get("intermediate_tensor_shape") or {}).get("dimensions")
+    if not dims:
+        return None
+    scores = math.prod(int(d) for d in dims)
+    head, value_head = _operand(instruction, 0, index).dims[-1], _operand(instruction, 2, index).dims[-1]
+    matmuls = 3 * head + 2 * value_head if "Backward" in (instruction.custom_call_target or "") else head + value_head
+    outputs = _results(instruction.shape)
+    if len(outputs) > 1 and outputs[-1].dtype in ("s8", "u8"):
+        outputs = outputs[:-1]
+    return _custom_call_bytes(instruction, index, outputs) + Cost(flops=2 * scores * matmuls)
+
+
+def _triton(executed: _Executed, instruction: Instruction, index) -> Cost | None:
+    """A Triton kernel: the FLOPs of the computation it was emitted from; bytes its operands and results.
+    A kernel given only as Triton IR in its backend_config (jax's Pallas calls) names no computation."""
+    if not instruction.called_computations:
+        return None
+    inside = executed.static.computation(executed.static.called(instruction), flops_only=True)
+    return _custom_call_bytes(instruction, index, _results(instruction.shape)) + Cost(
+        inside.flops, inside.transcendentals
+    )
+
+
+def _results(shape: Shape) -> list[Shape]:
+    return [leaf for leaf in shape.leaves() if leaf.is_array] if shape.is_tuple else [shape]
+
+
+def _custom_call_bytes(instruction: Instruction, index, written: list[Shape]) -> Cost:
+    read = [_size(_operand(instruction, k, index)) for k in range(len(instruction.operands))]
+    sizes = [_size(shape) for shape in written]
+    return _bytes(read, (sum(s[0] for s in sizes), sum(s[1] for s in sizes)))
+
+
+def _backend_config(instruction: Instruction, key: str) -> dict | None:
+    config = (decode_json(instruction.attributes.get("backend_config")) or {}).get(key)
+    return config if isinstance(config, dict) else None
+
+
+_CUSTOM_CALLS: dict[str, Callable[[_Executed, Instruction, dict], Cost | None]] = {
+    "__cublas$gemm": _gemm,
+    "__cudnn$convForward": _dnn_convolution,
+    "__cudnn$convBackwardInput": _dnn_convolution,
+    "__cudnn$convBackwardFilter": _dnn_convolution,
+    "__cudnn$convBiasActivationForward": _dnn_convolution,
+    "__cudnn$convForwardGraph": _dnn_convolution,
+    "__gpu$xla.gpu.triton": _triton,
+}
+_EXECUTED: dict[str, Callable[[_Executed, Instruction, dict], Cost]] = {
+    "while": _executed_while,
+    "call": _executed_call,
+    "async-start": _executed_call,
+    "conditional": _executed_conditional,
+    "custom-call": _executed_custom_call,
+}
+
+
+# ---- trip counts
+
+
+def trip_count(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> int | None:
+    """How many times a while loop runs its body: `known_trip_count` from its backend_config, else the
+    pattern xla/service/while_loop_analysis.cc `MatchTrivialLoopTripCount` recognises: a tuple element
+    starting at a constant, compared against a constant by the condition's root, and increased by a
+    constant in the body's root tuple (through fusions, whose parameters stand for their operands).
+    None when neither says."""
+    known = known_trip_count(instruction.attributes.get("backend_config"))
+    if known is not None:
+        return known
+    condition = analysis.named(instruction.attributes.get("condition", ""))
+    body = analysis.named(instruction.attributes.get("body", ""))
+    compare = _term(analysis, analysis.index(condition), condition.root.name, (), _loop_state)
+    if compare is None or compare[0] != "compare":
+        return None
+    _, direction, lhs, rhs = compare
+    if lhs is not None and lhs[0] == "const" and rhs is not None and rhs[0] == "element":
+        lhs, rhs, direction = rhs, lhs, _FLIPPED.get(direction, direction)
+    if lhs is None or rhs is None or lhs[0] != "element" or rhs[0] != "const":
+        return None
+    element = lhs[1]
+    init = _operand_term(analysis, index, instruction, 0, (element,), _unbound)
+    step = _term(analysis, analysis.index(body), body.root.name, (element,), _loop_state)
+    if init is None or init[0] != "const" or step is None or step[0] != "add":
+        return None
+    increments = [t[1] for t in step[1:] if t is not None and t[0] == "const"]
+    if len(increments) != 1 or ("element", element) not in step[1:]:
+        return None
+    return _iterations(init[1], rhs[1], increments[0], direction)
+
+
+Term = tuple
+"""A value of the loop pattern: ("const", n), ("element", k) (element k of the loop state), ("add", a, b),
+("compare", direction, a, b); None for anything else."""
+_FLIPPED = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}
+
+
+def _loop_state(parameter: int, shape_index: tuple[int, ...]) -> Term | None:
+    """In a while body or condition, element k of parameter 0 is the loop state's element k."""
+    return ("element", shape_index[0]) if parameter == 0 and len(shape_index) == 1 else None
+
+
+def _unbound(parameter: int, shape_index: tuple[int, ...]) -> Term | None:
+    return None
+
+
+def _term(
+    analysis: _Analysis, index: dict[str, Instruction], name: str, shape_index: tuple[int, ...], bind
+) -> Term | None:
+    """The pattern term of value `name` (at `shape_index` into its tuple); a fusion is looked through,
+    its parameters bound to its operands; `bind` gives the computation's own parameters."""
+    instruction = index.get(name)
+    if instruction is None:
+        return None
+    opcode = instruction.opcode
+    if opcode == "parameter":
+        return bind(instruction.parameter_number, shape_index)
+    if opcode == "get-tuple-element":
+        position = int(instruction.attributes.get("index", "-1"))
+        return _operand_term(analysis, index, instruction, 0, (position, *shape_index), bind)
+    if opcode == "tuple":
+        if not shape_index or shape_index[0] >= len(instruction.operands):
+            return None
+        return _operand_term(analysis, index, instruction, shape_index[0], shape_index[1:], bind)
+    if shape_index:
+        return None
+    if opcode == "fusion":
+        return _fused_term(analysis, index, instruction, bind)
+    return _scalar_term(analysis, index, instruction, bind)
+
+
+def _scalar_term(analysis: _Analysis, index: dict[str, Instruction], instruction: Instruction, bind) -> Term | None:
+    """An integer constant, or a copy, add or compare of terms."""
+    opcode = instruction.opcode
+    if opcode == "constant":
+        literal = instruction.operands[0] if instruction.operands else ""
+        return ("const", int(literal)) if re.fullmatch(r"-?\d+", literal) else None
+    if opcode == "copy":
+        return _operand_term(analysis, index, instruction, 0, (), bind)
+    if opcode == "add":
+        return ("add", *(_operand_term(analysis, index, instruction, k, (), bind) for k in (0, 1)))
+    if opcode == "compare":
+        operands = (_operand_term(analysis, index, instruction, k, (), bind) for k in (0, 1))
+        return ("compare", instruction.attributes.get("direction"), *operands)
+    return None
+
+
+def _fused_term(analysis: _Analysis, index: dict[str, Instruction], fusion: Instruction, bind) -> Term | None:
+    """The fused root's term, its parameters standing for the fusion's operands."""
+    fused = analysis.called(fusion)
+
+    def through(parameter: int | None, inner_index: tuple[int, ...]) -> Term | None:
+        if parameter is None or parameter >= len(fusion.operands):
+            return None
+        return _operand_term(analysis, index, fusion, parameter, inner_index, bind)
+
+    return _term(analysis, analysis.index(fused), fused.root.name, (), through)
+
+
+def _operand_term(
+    analysis: _Analysis, index: dict[str, Instruction], instruction: Instruction, k: int, shape_index, bind
+) -> Term | None:
+    """Operand k's term; a compact get-tuple-element operand (`%p#1`) adds its own index in front."""
+    return _term(analysis, index, instruction.operands[k], (*instruction.operand_shape_index(k), *shape_index), bind)
+
+
+def _iterations(start: int, bound: int, step: int, direction: str | None) -> int | None:
+    """Trips of `for (i = start; i <direction> bound; i += step)`; None where it would not end."""
+    if direction == "LT" and step > 0:
+        return max(0, -((start - bound) // step))
+    if direction == "LE" and step > 0:
+        return max(0, (bound - start) // step + 1)
+    if direction == "GT" and step < 0:
+        return max(0, -((bound - start) // -step))
+    if direction == "GE" and step < 0:
+        return max(0, (start - bound) // -step + 1)
+    if direction == "NE" and step and (bound - start) % step == 0 and (bound - start) // step >= 0:
+        return (bound - start) // step
+    return None

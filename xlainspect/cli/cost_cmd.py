@@ -1,4 +1,4 @@
-"""`xlainspect cost DIR|FILE...`: FLOPs, bytes and roofline time per op and module, as XLA counts them."""
+"""`xlainspect cost DIR|FILE...`: FLOPs, bytes and roofline time per op and module for one call as executed."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ ChipOpt = Annotated[
     typer.Option(
         "--chip",
         help="The chip the roofline is drawn for: h100, h200, b200, "
-        "a100, tpu-v4, tpu-v5e, tpu-v5p or tpu-v6e (default: the GPU the dump "
-        "was compiled for).",
+        "a100, tpu-v4, tpu-v5e, tpu-v5p or tpu-v6e (default: the chip the dump "
+        "was compiled for, where its files say; else counts without times).",
     ),
 ]
 PeakFlopsOpt = Annotated[float | None, typer.Option("--peak-flops", help="Peak FLOP/s, for every dtype.")]
@@ -54,7 +54,8 @@ def cost(
     fmt: FormatOpt = OutputFormat.table,
     strict: StrictOpt = False,
 ) -> None:
-    """FLOPs, transcendentals, bytes and roofline time per op and module, equal to XLA's HloCostAnalysis."""
+    """FLOPs, transcendentals, bytes and roofline time per op and module for one call as executed (loops
+    times their trip counts, cuBLAS/cuDNN custom calls counted), XLA's HloCostAnalysis figures beside."""
     from xlainspect.analysis.commands.cost import ChipChoice, cost_report
     from xlainspect.report.views import cost_document
 

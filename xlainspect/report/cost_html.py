@@ -41,9 +41,11 @@ def _section(module) -> str:
     title = html.escape(f"{module.module} ({module.function})")
     seconds = "-" if module.roofline_seconds is None else f"{module.roofline_seconds:.3e} s ({module.bound})"
     summary = (
-        f"<p>{module.flops:,.0f} FLOPs, {module.transcendentals:,.0f} transcendentals, "
+        f"<p>Per call, as executed: {module.flops:,.0f} FLOPs, {module.transcendentals:,.0f} transcendentals, "
         f"{module.bytes_accessed:,} bytes ({module.padded_bytes_accessed:,} with tile padding); "
-        f"roofline {seconds} on {html.escape(module.chip or 'no chip (pass --chip)')}</p>"
+        f"roofline {seconds} on {html.escape(module.chip or 'no chip (pass --chip)')}. "
+        f"XLA's static count (loop bodies once, custom calls unknown): {module.xla_flops:,.0f} FLOPs, "
+        f"{module.xla_bytes_accessed:,} bytes.</p>"
     )
     points = [op for op in module.ops if op.roofline_seconds and op.arithmetic_intensity and op.flops > 0]
     chart = _chart(module, points) if module.chip and points else "<p>No op with FLOPs and a roofline time.</p>"
@@ -54,7 +56,8 @@ def _chart(module, points: list) -> str:
     dots = []
     for op in points:
         tip = (
-            f"{op.name} ({op.kind}): {op.flops:,.0f} FLOPs, {op.arithmetic_intensity:.2f} FLOP/B, "
+            f"{op.name} ({op.kind}) x {op.executions:g} per call: {op.flops:,.0f} FLOPs, "
+            f"{op.arithmetic_intensity:.2f} FLOP/B, "
             f"{op.roofline_seconds:.3e} s, {op.bound} bound; {op.op_name or ''}"
         )
         dots.append(

@@ -576,6 +576,9 @@ COST_MODULE_COLUMNS = (
     "transcendentals",
     "bytes_accessed",
     "padded_bytes_accessed",
+    "xla_flops",
+    "xla_transcendentals",
+    "xla_bytes_accessed",
     "roofline_seconds",
     "bound",
     "chip",
@@ -585,12 +588,19 @@ COST_OP_COLUMNS = (
     "name",
     "opcode",
     "kind",
+    "executions",
+    "trip_count",
     "flops",
     "transcendentals",
     "bytes_read",
     "bytes_written",
     "padded_bytes_read",
     "padded_bytes_written",
+    "flops_per_execution",
+    "bytes_per_execution",
+    "xla_flops",
+    "xla_transcendentals",
+    "xla_bytes_accessed",
     "arithmetic_intensity",
     "compute_seconds",
     "memory_seconds",
@@ -600,10 +610,11 @@ COST_OP_COLUMNS = (
     "op_name",
     "source",
 )
-_COST_MODULE_COMPACT = ("module", "flops", "transcendentals", "bytes_accessed", "roofline_seconds", "bound", "chip")
+_COST_MODULE_COMPACT = ("module", "flops", "xla_flops", "bytes_accessed", "roofline_seconds", "bound", "chip")
 _COST_OP_COMPACT = (
     "name",
     "kind",
+    "executions",
     "flops",
     "bytes_read",
     "bytes_written",
@@ -616,22 +627,55 @@ _COST_OP_COMPACT = (
 
 
 def cost_document(report: CostReport, top: int | None = 10) -> Document:
-    """JSON: modules and their `top` ops; CSV: the ops; tables: a module table, then each module's ops."""
-    modules = [{c: getattr(m, c) for c in COST_MODULE_COLUMNS} for m in report.modules]
+    """JSON: modules (with their loops, counted branches and uncounted custom calls) and their `top` ops;
+    CSV: the ops; tables: a module table, then each module's ops. Figures are per call as executed,
+    XLA's static ones beside (`xla_*`); stderr says where a count is partial."""
+    modules = [
+        {
+            **{c: getattr(m, c) for c in COST_MODULE_COLUMNS},
+            "loops": records(m.loops),
+            "branches": m.branches,
+            "not_counted": m.not_counted,
+        }
+        for m in report.modules
+    ]
     ops = [record(op) for m in report.modules for op in m.ops[:top]]
     data = {"modules": modules, "ops": [{c: r[c] for c in COST_OP_COLUMNS} for r in ops]}
     people = [readable(r) for r in modules]
-    blocks: list = [table("cost per module", people, _COST_MODULE_COMPACT)]
-    markdown: list = [table("cost per module", people, COST_MODULE_COLUMNS)]
+    title = "cost per call of each module (as executed; xla_flops: XLA's static count)"
+    blocks: list = [table(title, people, _COST_MODULE_COMPACT)]
+    markdown: list = [table("cost per call of each module", people, COST_MODULE_COLUMNS)]
     for module in report.modules:
         top_ops = table(
-            f"{module.module}: top ops by roofline time",
+            f"{module.module}: top ops by roofline time per call",
             [readable(record(op)) for op in module.ops[:top]],
             _COST_OP_COMPACT,
         )
         blocks.append(top_ops)
         markdown.append(top_ops)
-    return Document(data, blocks, csv=table(None, ops, COST_OP_COLUMNS), markdown=markdown)
+    return Document(data, blocks, csv=table(None, ops, COST_OP_COLUMNS), markdown=markdown, notes=cost_notes(report))
+
+
+def cost_notes(report: CostReport) -> list[str]:
+    """What the figures leave out: loops without a known trip count (counted once), custom calls
+    without a rule (counted as 0), and which branch of a conditional is counted."""
+    unknown = [f"{m.module}: {loop.name}" for m in report.modules for loop in m.loops if loop.trip_count is None]
+    notes = []
+    if unknown:
+        notes.append(
+            f"trip count not known for {len(unknown)} while loop(s), counted once (trip_count: null): "
+            + ", ".join(unknown[:5])
+            + (" ..." if len(unknown) > 5 else "")
+        )
+    for module in report.modules:
+        if module.not_counted:
+            listed = ", ".join(f"{target or '(no target)'} x {n}" for target, n in sorted(module.not_counted.items()))
+            notes.append(f"{module.module}: not counted (custom calls of unknown cost, counted as 0): {listed}")
+        if module.branches:
+            counted = [f"{name}: branch {index}" for name, index in sorted(module.branches.items())]
+            shown = ", ".join(counted[:5]) + (f" and {len(counted) - 5} more" if len(counted) > 5 else "")
+            notes.append(f"{module.module}: conditionals count their most expensive branch ({shown})")
+    return notes
 
 
 def readable(row: dict) -> dict:

@@ -45,8 +45,9 @@ def cost_report(
     top: int | None = 10,
     progress: Progress = silent,
 ) -> CostReport:
-    """FLOPs, transcendentals, bytes and roofline time per op and module, equal to XLA's HloCostAnalysis;
-    each module keeps its `top` ops by roofline time (None: all)."""
+    """FLOPs, transcendentals, bytes and roofline time per op and module for one call as it executes
+    (loops times their trip counts, custom calls by target), XLA's HloCostAnalysis figures beside;
+    each module keeps its `top` ops by roofline time per call (None: all)."""
     from xlainspect.analysis.chips import chip_table
     from xlainspect.analysis.cost import module_cost
 
@@ -59,21 +60,21 @@ def cost_report(
 
 
 def chip_for(dump_module: DumpModule | None, choice: ChipChoice) -> Chip | None:
-    """The chip named, else the GPU the dump was compiled for; a TPU dump must name one (a usage error),
-    a CPU dump or a trace without its dump gets none (counts without times)."""
-    from xlainspect.analysis.chips import chip_table, custom_chip, default_chip_key, get_chip
+    """The chip named, else the one the dump was compiled for (its GPU or TPU, as its files say); None
+    where neither says (counts without times). Figures without a chip to complete them are a usage error."""
+    from xlainspect.analysis.chips import chip_table, custom_chip, dump_chip_key, get_chip
 
     figures = (choice.peak_flops, choice.hbm_bandwidth, choice.ici_bandwidth)
     if choice.key is None and choice.peak_flops and choice.hbm_bandwidth:
         return custom_chip(*figures)
-    key = choice.key or (default_chip_key(dump_module.platform, dump_module.platform_tag) if dump_module else None)
-    if key is None and (dump_module is None or dump_module.platform in ("cpu", None)) and not any(figures):
+    key = choice.key or (dump_chip_key(dump_module) if dump_module else None)
+    if key is None and not any(figures):
         return None
     if key is None:
         where = dump_module.label if dump_module else "the trace"
         raise UsageError(
-            f"{where}: the dump does not say which chip it was compiled for; pass --chip (or both "
-            f"--peak-flops and --hbm-bandwidth), one of: {', '.join(chip_table())}"
+            f"{where}: the dump does not say which chip it was compiled for, so --peak-flops and "
+            f"--hbm-bandwidth are needed together, or --chip, one of: {', '.join(chip_table())}"
         )
     try:
         return get_chip(key, *figures)
