@@ -116,6 +116,7 @@ def test_what_to_do_follows_the_ops_kind():
         return OpTiming("m", "f", "c", "x", kind, **fields)
 
     assert op("all-reduce", bound="collective", collective_seconds=2e-6).category == "collective"
+    assert op("collective-permute-done", bytes=400).category == "collective"  # the pair's second half
     assert op("copy").category == "layout copy" and op("copy").roofline_loss() == 1e-6
     assert op("add").category == "fusion missed" and op("add").roofline_loss() == 1e-6
     assert op("dot").category is None  # a library call of its own, fused or not

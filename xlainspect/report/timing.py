@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xlainspect.analysis.fusions import NOT_COMPUTE
-from xlainspect.hlo.opcodes import is_known_opcode
+from xlainspect.hlo.opcodes import ASYNC_SUFFIXES, is_known_opcode
 
 COLLECTIVE_KINDS = frozenset(
     {
@@ -91,9 +91,10 @@ class OpTiming:
     @property
     def category(self) -> str | None:
         """What is to fix: "collective", "layout copy", "fusion missed", "padding", or None."""
-        if self.kind in COLLECTIVE_KINDS or self.bound == "collective":
+        kind = _synchronous(self.kind)
+        if kind in COLLECTIVE_KINDS or self.bound == "collective":
             return "collective"
-        if self.kind in COPY_KINDS:
+        if kind in COPY_KINDS:
             return "layout copy"
         if is_known_opcode(self.kind) and self.kind not in NOT_COMPUTE and self.kind not in OWN_KERNEL_KINDS:
             return "fusion missed"
@@ -120,6 +121,11 @@ class OpTiming:
         if category == "collective":
             return self.collective_seconds or self.roofline_seconds or 0.0
         return 0.0
+
+
+def _synchronous(kind: str) -> str:
+    """`collective-permute` for `collective-permute-done`: the op an async pair's half belongs to."""
+    return next((kind.removesuffix(s) for s in ASYNC_SUFFIXES if kind.endswith(s)), kind)
 
 
 PADDING_SHARE = 0.25
