@@ -191,3 +191,12 @@ def test_every_link_on_the_page_has_its_target():
     targets = set(re.findall(r"id='([^']+)'", page))
     links = set(re.findall(r"href='#([^']+)'", page))
     assert links and links <= targets, sorted(links - targets)[:5]
+
+
+def test_a_copy_says_what_it_moves():
+    """tpu_v5e's jit_dots moves values between HBM and VMEM (the copies analysis reads the memory spaces)."""
+    texts = [f.text for f in report_of(DUMPS / "tpu_v5e").findings() if f.unit == "seconds"]
+    assert (
+        "module_0219.jit_dots copy.4 (copy): copy between memory spaces (S(1)->S(0) (HBM (default))): "
+        "a prefetch or offload, lost where it does not overlap compute"
+    ) in texts

@@ -408,8 +408,16 @@ def time_section(source: ReportInput) -> Section:
     found = _losses(t)[:TOP_OPS_FOUND]
     details = [d for op, _ in found if (d := _detail(source, op)) is not None]
     anchors = {(d.module, d.name): d.anchor for d in details}
+    copied = {(c.module, c.name): c for f in source.facts for c in f.copies}
     findings = [
-        Finding("time", _loss_text(op), lost, "seconds", anchors.get((op.module, op.name), ""), op.source or "")
+        Finding(
+            "time",
+            _loss_text(op, copied.get((op.module, op.name))),
+            lost,
+            "seconds",
+            anchors.get((op.module, op.name), ""),
+            op.source or "",
+        )
         for op, lost in found
     ]
     charts = [StepBreakdown(t.functions[:CHART_FUNCTIONS])] if any(f.seconds for f in t.functions) else []
@@ -474,8 +482,8 @@ def _time_intro(source: ReportInput, peaks: dict[str, tuple[int, str]]) -> str:
 
 
 ADVICE = {
-    "collective": "collective on the step's path unless overlapped: make it async and overlap it with compute, "
-    "or shard so it sends less",
+    "collective": "collective, on the step's path unless overlapped with compute (async collectives, XLA's "
+    "latency-hiding scheduler); or shard so it sends less",
     "layout copy": "layout copy: make producer and consumer agree on the layout (xlainspect copies) to remove it",
     "fusion missed": "fusion missed: left outside any fusion, its result makes a round trip through HBM "
     "(xlainspect fusions)",
@@ -483,10 +491,18 @@ ADVICE = {
 """What to do about an op, by `OpTiming.category` (padding says its share, below)."""
 
 
-def _loss_text(op: OpTiming) -> str:
-    """What the op loses and what to do about it."""
+def _loss_text(op: OpTiming, copy=None) -> str:
+    """What the op loses and what to do about it; a copy as `copies` found it (`Copy`): one that moves
+    a value between memory spaces or keeps its layout is no layout copy."""
     category = op.category
-    if category in ADVICE:
+    if category == "layout copy" and copy is not None and copy.memory_space_change:
+        advice = (
+            f"copy between memory spaces ({copy.memory_space_change}): a prefetch or offload, lost where it "
+            "does not overlap compute"
+        )
+    elif category == "layout copy" and copy is not None and not copy.relayout:
+        advice = "copy that keeps the layout (copy insertion: a loop-carried or output buffer)"
+    elif category in ADVICE:
         advice = ADVICE[category]
     elif category == "padding":
         advice = (
