@@ -200,3 +200,8 @@ def test_a_copy_says_what_it_moves():
         "module_0219.jit_dots copy.4 (copy): copy between memory spaces (S(1)->S(0) (HBM (default))): "
         "a prefetch or offload, lost where it does not overlap compute"
     ) in texts
+
+
+def test_a_profile_of_another_run_is_said_so():
+    report = report_of(DUMPS / "eager_flood", profile=TRACE)
+    assert "none of the traced modules is in this dump (module ids and names differ)" in _section(report, "time").intro

@@ -234,7 +234,13 @@ def _profiled(trace: str | Path | None, dump: Dump):
     from xlainspect.analysis.profile import profile
     from xlainspect.dump.xplane import read_trace
 
-    return profile(read_trace(trace), dump, _chip(next(iter(dump.modules), None)))
+    profiled = profile(read_trace(trace), dump, _chip(next(iter(dump.modules), None)))
+    if not profiled.joined:
+        profiled.notes.append(
+            f"{trace}: none of the traced modules is in this dump (module ids and names differ): a profile of "
+            "another run? Its ops are shown without costs."
+        )
+    return profiled
 
 
 def _chip(dump_module: DumpModule | None):
