@@ -171,13 +171,13 @@ def test_gpu_report_with_its_profile_opens_with_every_chart(tmp_path):
     for key in ("time", "roofline", "compiles", "summary", "recompiles", "memory", "padding", "modules"):
         assert f'<section id="{key}">' in dom, key
     charts = set(re.findall(r'data-chart="([\w-]+)"', dom))
-    assert {"step-breakdown", "compile-timeline"} <= charts and dom.count("<svg") >= 4
+    assert {"step-breakdown", "roofline", "compile-timeline"} <= charts and dom.count("<svg") >= 4
     profiled = _json("profile", str(GPU_TRACE), "--dump", str(GPU_DUMP), "--top", "0")
     step = {b["function"]: float(b["step-seconds"]) for b in _marks(dom, "text", "step-breakdown")}
     expected = _step_seconds(profiled)
     assert step and all(step[f] == pytest.approx(expected[f]) for f in step)
     ops = {(op["module"], op["name"]): op for op in profiled["ops"]}
-    dots = _roofline_dots(dom)
+    dots = _marks(dom, "circle", "roofline")
     assert dots
     for dot in dots:
         op = ops[(dot["module"], dot["op"])]
@@ -192,7 +192,7 @@ def test_gpu_report_without_a_profile_draws_costs_roofline(tmp_path):
     costed = _json("cost", str(GPU_DUMP), "--top", "0")
     assert f"Roofline estimate on {costed['modules'][0]['chip']}, not measured" in dom
     ops = {(op["module"], op["name"]): op for op in costed["ops"]}
-    dots = _roofline_dots(dom)
+    dots = _marks(dom, "circle", "roofline")
     assert dots
     for dot in dots:
         op = ops[(dot["module"], dot["op"])]
@@ -201,12 +201,6 @@ def test_gpu_report_without_a_profile_draws_costs_roofline(tmp_path):
     step = {b["function"]: float(b["step-seconds"]) for b in _marks(dom, "text", "step-breakdown")}
     last = max((m for m in costed["modules"] if m["function"] == "jit_train_step"), key=lambda m: _id(m["module"]))
     assert step["jit_train_step"] == pytest.approx(last["roofline_seconds"])
-
-
-def _roofline_dots(dom: str) -> list[dict[str, str]]:
-    section = dom[dom.index('<section id="roofline">') :]
-    svg = section[section.index("<svg") : section.index("</svg>")]
-    return [dict(re.findall(r'data-([\w-]+)="([^"]*)"', m)) for m in re.findall(r"<circle ([^>]*)>", svg)]
 
 
 def _id(module: str) -> int:

@@ -107,7 +107,10 @@ def roofline_svg(chip, points: list[Point]) -> str:
             f"cy='{scale.y(point.flops_per_second):.1f}' r='{radius:.1f}'{_data(point.data)}>"
             f"<title>{html.escape(point.tip)}</title></circle>"
         )
-    return f"<svg viewBox='0 0 {_WIDTH} {_HEIGHT}' width='{_WIDTH}' height='{_HEIGHT}'>{''.join(parts)}</svg>"
+    return (
+        f"<svg class='chart' data-chart='roofline' viewBox='0 0 {_WIDTH} {_HEIGHT}' width='{_WIDTH}' "
+        f"height='{_HEIGHT}'>{''.join(parts)}</svg>"
+    )
 
 
 def _data(values: dict[str, object]) -> str:

@@ -123,7 +123,7 @@ def _section_html(section: Section, known: set[str], curves: int) -> str:
         links = " · ".join(f"<a href='#{html.escape(a)}'>{html.escape(text)}</a>" for text, a in section.links)
         parts.append(f"<p>See: {links}</p>")
     parts += [_chart_html(chart) for chart in section.charts]
-    if section.findings and section.key == "time":
+    if section.findings and section.key == FIRST_SCREEN:
         parts.append(_findings_html(section.findings))
     for tab in section.tables:
         anchor = "function" if section.key == "recompiles" else None
