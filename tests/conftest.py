@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -11,10 +12,66 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
 DUMPS = FIXTURES / "dumps"
+JAX011 = FIXTURES / "jax011" / "dumps"
 CORPUS = Path(os.environ.get("XLAINSPECT_CORPUS", REPO.parent / "shared" / "corpus"))
+GPU_CORPUS = Path(os.environ.get("XLAINSPECT_GPU_CORPUS", REPO.parent / "shared" / "gpu-corpus"))
+"""Real jax 0.11.2 output of an H200 (its README); tests that read it in place pass over it when absent."""
 
 # The parsed-model cache (xlainspect.dump.model_cache) of a test run goes to a fresh directory, never ~/.cache.
 os.environ["XLAINSPECT_CACHE_DIR"] = tempfile.mkdtemp(prefix="xlainspect-test-cache-")
+
+
+@dataclass(frozen=True)
+class Jax:
+    """One jax version's fixture dumps: a behaviour test runs on each version that has its scenario."""
+
+    version: str
+    dumps: Path
+    moved_lines: tuple[tuple[int, int], ...] = ()
+    """generate.py lines that moved between the two generations (jax 0.10.2's -> this version's)."""
+
+    def source(self, line: int) -> str:
+        """`fixtures/generate.py:N`, a jax 0.10.2 fixture's source line as this version's dumps record it."""
+        return f"fixtures/generate.py:{dict(self.moved_lines).get(line, line)}"
+
+    def has(self, scenario: str) -> bool:
+        return (self.dumps / scenario).is_dir()
+
+
+#: jax 0.10.2 (fixtures/dumps) and its 0.11.2 twins (fixtures/jax011/dumps, made by generate.py at 57cb6d4,
+#: which had grown lines before the `library_names` scenario: those scenarios' source lines moved).
+JAX_VERSIONS = (
+    Jax("0.10.2", DUMPS),
+    Jax(
+        "0.11.2",
+        JAX011,
+        (
+            (153, 161),
+            (159, 167),
+            (207, 215),
+            (208, 216),
+            *((n, n + 8) for n in range(296, 317)),
+            (356, 408),
+            (359, 411),
+        ),
+    ),
+)
+
+
+def twins(*scenarios: str) -> list:
+    """`(jax_version, scenario)` parameters for every version that has the scenario (no keras or TPU twin)."""
+    return [
+        pytest.param(jax, scenario, id=f"{scenario}-jax{jax.version}")
+        for scenario in scenarios
+        for jax in JAX_VERSIONS
+        if jax.has(scenario)
+    ]
+
+
+@pytest.fixture(params=JAX_VERSIONS, ids=lambda jax: f"jax{jax.version}")
+def jax_version(request) -> Jax:
+    """Each jax version's fixtures in turn (for scenarios both versions have)."""
+    return request.param
 
 
 def corpus_files(pattern: str) -> list[Path]:
@@ -22,8 +79,9 @@ def corpus_files(pattern: str) -> list[Path]:
     return sorted(CORPUS.glob(pattern)) if CORPUS.is_dir() else []
 
 
-def hlo_fixture_files() -> list[Path]:
-    """Every committed HLO text file under fixtures/dumps (not the buffer-assignment side files)."""
+def hlo_fixture_files(roots: tuple[Path, ...] = (DUMPS,)) -> list[Path]:
+    """Every committed HLO text file under `roots` (fixtures/dumps; pass JAX011 too for the jax 0.11.2
+    twins), not the buffer-assignment and thunk side files."""
     side = (
         "buffer-assignment",
         "live-range",
@@ -34,18 +92,21 @@ def hlo_fixture_files() -> list[Path]:
         "transfer_stats",
         "hlo_module_config",
         "tpu_comp_env",
+        "thunk_",  # GPU thunk_sequence, thunk_metadata: the executable's thunks, not HLO text
     )
-    return sorted(p for p in DUMPS.rglob("module_*.txt") if not any(s in p.name for s in side))
+    found = [p for root in roots for p in root.rglob("module_*.txt")]
+    return sorted(p for p in found if not any(s in p.name for s in side))
 
 
-def model_summary(modules) -> list:
-    """Every field of a parsed model as plain values: models compare by identity, this by content."""
+def model_summary(modules, lines: bool = True) -> list:
+    """Every field of a parsed model as plain values: models compare by identity, this by content.
+    `lines=False` leaves out the line numbers (text printed from a model has its own)."""
     return [
         (
             m.name,
             m.attributes,
             repr(m.stack_frames),
-            m.line,
+            m.line if lines else 0,
             m.has_header,
             m.entry_computation_layout,
             [
@@ -55,7 +116,7 @@ def model_summary(modules) -> list:
                     c.parameter_shapes,
                     c.result_shape,
                     c.attributes,
-                    c.line,
+                    c.line if lines else 0,
                     [
                         (
                             i.name,
@@ -64,7 +125,7 @@ def model_summary(modules) -> list:
                             i.operands,
                             i.attributes,
                             i.is_root,
-                            i.line,
+                            i.line if lines else 0,
                             i.operand_shape_indices,
                         )
                         for i in c.instructions

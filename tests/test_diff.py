@@ -12,15 +12,15 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS
+from tests.conftest import DUMPS, JAX011
 from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_threshold, regressions
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.errors import XlaInspectError
 
 
-def _diff(a: str, b: str):
-    rows = diff_dumps(load_dump(DUMPS / a), load_dump(DUMPS / b))
+def _diff(a: str, b: str, dumps=DUMPS):
+    rows = diff_dumps(load_dump(dumps / a), load_dump(dumps / b))
     assert len(rows) == 1
     return rows[0]
 
@@ -33,8 +33,8 @@ def _cli(*args: str):
     return CliRunner().invoke(app, ["diff", *args])
 
 
-def test_batch_signature_names_parameters_and_dim_and_bytes_double():
-    row = _diff("diff_batch_a", "diff_batch_b")
+def test_batch_signature_names_parameters_and_dim_and_bytes_double(jax_version):
+    row = _diff("diff_batch_a", "diff_batch_b", jax_version.dumps)
     assert row.name == "jit_train_step" and row.status == "changed"
     changes = {(s.parameter, s.kind): s for s in row.signature}
     assert set(changes) == {("x", "shape"), ("y", "shape")}
@@ -101,11 +101,12 @@ def test_sharding_adds_an_all_reduce_and_changes_the_parameter_sharding():
     assert ops["all-reduce"] == (0, 1) and ops["reduce-window"] == (1, 0)
 
 
-def test_a_dump_against_itself_is_unchanged_and_passes_the_gate():
-    row = _diff("diff_remat_a", "diff_remat_a")
+def test_a_dump_against_itself_is_unchanged_and_passes_the_gate(jax_version):
+    row = _diff("diff_remat_a", "diff_remat_a", jax_version.dumps)
     assert row.status == "unchanged" and row.ops == () and row.signature == ()
     assert all(m.delta == 0 for m in row.metrics if m.a is not None)
-    result = _cli(str(DUMPS / "diff_remat_a"), str(DUMPS / "diff_remat_a"), "--fail-on-regression")
+    remat = str(jax_version.dumps / "diff_remat_a")
+    result = _cli(remat, remat, "--fail-on-regression")
     assert result.exit_code == 0, result.output
 
 
@@ -116,8 +117,9 @@ def test_functions_on_one_side_only_are_listed():
     assert forward["collectives"] == (None, 1, None)
 
 
-def test_json_document_shape():
-    result = _cli(str(DUMPS / "diff_sharding_a"), str(DUMPS / "diff_sharding_b"), "--format", "json")
+def test_json_document_shape(jax_version):
+    dumps = jax_version.dumps
+    result = _cli(str(dumps / "diff_sharding_a"), str(dumps / "diff_sharding_b"), "--format", "json")
     assert result.exit_code == 0, result.output
     function = json.loads(result.stdout)["functions"][0]
     assert function["name"] == "jit_forward" and function["status"] == "changed"
@@ -134,8 +136,9 @@ def test_json_document_shape():
     } in function["signature"]
 
 
-def test_markdown_has_a_heading_and_metric_table_per_changed_function():
-    result = _cli(str(DUMPS / "diff_batch_a"), str(DUMPS / "diff_batch_b"), "--format", "markdown")
+def test_markdown_has_a_heading_and_metric_table_per_changed_function(jax_version):
+    dumps = jax_version.dumps
+    result = _cli(str(dumps / "diff_batch_a"), str(dumps / "diff_batch_b"), "--format", "markdown")
     assert result.exit_code == 0, result.output
     text = result.stdout
     assert "### jit_train_step" in text
@@ -144,8 +147,8 @@ def test_markdown_has_a_heading_and_metric_table_per_changed_function():
     assert "| x | shape | 8 | 16 | dim 0; 256 -> 512 bytes |" in text
 
 
-def test_gate_names_each_metric_over_its_threshold():
-    a, b = str(DUMPS / "diff_sharding_a"), str(DUMPS / "diff_sharding_b")
+def test_gate_names_each_metric_over_its_threshold(jax_version):
+    a, b = str(jax_version.dumps / "diff_sharding_a"), str(jax_version.dumps / "diff_sharding_b")
     result = _cli(a, b, "--fail-on-regression", "--max-increase", "collective_bytes=0", "--max-increase", "fusions=0")
     assert result.exit_code == 1
     assert "jit_forward: collective_bytes 0 -> 32 (+32), over --max-increase collective_bytes=0" in result.stderr
@@ -161,6 +164,28 @@ def test_relative_and_absolute_thresholds():
         "jit_train_step: peak_memory 396 -> 748 (+88.9%), over --max-increase peak_memory=50%"
     ]
     assert parse_threshold("copies=10%") == Threshold("copies", 10.0, True)
+
+
+def test_remat_under_jax_0_11_recomputes_the_hidden_layer_with_its_matmul():
+    """The diff_remat pair's jax 0.11.2 twin: XLA 0.11's CPU compiler recomputes the checkpointed layer
+    with its matmul (one more dot, XNNPACK `__ynn_fusion` fusions) and keeps one f32[16,32] buffer less
+    than jax 0.10.2's did (peak -4096 bytes, not -2048): jax compiled differently, the diff reads it."""
+    row = _diff("diff_remat_a", "diff_remat_b", JAX011)
+    assert row.status == "changed" and row.signature == ()
+    ops = {d.key: (d.a, d.b) for d in row.ops}
+    assert (ops["tanh"], ops["dot"], ops["multiply"]) == ((1, 2), (5, 6), (22, 25))
+    assert "call" not in ops and "fusion" not in ops
+    assert {d.key: (d.a, d.b) for d in row.fusion_kinds} == {"__ynn_fusion": (3, 4), "kLoop": (7, 6)}
+    metrics = _metrics(row)
+    assert metrics["instructions"] == (103, 110, 7)
+    assert metrics["peak_memory"] == (11268, 7172, -4096)
+    assert metrics["flops"] == (41536, 51776, 10240)
+
+
+def test_the_same_program_under_jax_0_10_and_0_11_is_unchanged():
+    """diff_batch_a against its jax 0.11.2 twin: one program, equal op histograms and metrics."""
+    (row,) = diff_dumps(load_dump(DUMPS / "diff_batch_a"), load_dump(JAX011 / "diff_batch_a"))
+    assert row.status == "unchanged" and row.ops == ()
 
 
 def test_unknown_metric_is_a_usage_error_listing_the_valid_ones():

@@ -14,7 +14,7 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS
+from tests.conftest import DUMPS, GPU_CORPUS, JAX011
 from xlainspect.analysis.doctor import diagnose
 from xlainspect.cli.app import app
 from xlainspect.errors import DumpError
@@ -32,9 +32,30 @@ def _by_check(health):
     return {f.check: f for f in health.findings}
 
 
-def test_clean_dump_has_no_findings():
-    health = diagnose(DUMPS / "clean_run")
+def test_clean_dump_has_no_findings(jax_version):
+    health = diagnose(jax_version.dumps / "clean_run")
     assert (health.modules, health.files, health.findings) == (1, 7, ())
+
+
+def test_every_file_of_a_jax011_gpu_dump_is_known():
+    """The GPU fixture's 14 module files (7 of them kinds jax 0.10 never wrote) and every dump of
+    ../shared/gpu-corpus (where present): no finding, no unknown file."""
+    health = diagnose(JAX011 / "gpu_matmul_fusions")
+    assert (health.modules, health.files, health.findings) == (1, 14, ())
+    for dump in sorted(GPU_CORPUS.glob("**/dump")):
+        assert "unknown-files" not in _by_check(diagnose(dump)), dump
+
+
+def test_a_file_of_an_unknown_kind_is_named(tmp_path):
+    """A real file under a suffix no XLA dumper writes (the name is made up here): named, counted in nothing."""
+    dump = _copy("clean_run", tmp_path / "d")
+    shutil.copy(dump / "module_0000.jit_train_step.debug_options", dump / "module_0000.jit_train_step.new_kind.bin")
+    unknown = _by_check(diagnose(dump))["unknown-files"]
+    assert (unknown.severity, unknown.count, unknown.examples) == (
+        "info",
+        1,
+        ("module_0000.jit_train_step.new_kind.bin",),
+    )
 
 
 def test_per_pass_files_are_counted_per_module():

@@ -5,11 +5,14 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, corpus_files, hlo_fixture_files
+from tests.conftest import DUMPS, JAX011, corpus_files, hlo_fixture_files
+from xlainspect.cli.app import app
 from xlainspect.dump.directory import TAIL_BYTES, classify, header_line, load_dump, select_modules
 from xlainspect.dump.files import read_bytes, read_first_line_and_tail, read_text
 from xlainspect.errors import DumpError, XlaInspectError
@@ -116,6 +119,31 @@ from xlainspect.errors import DumpError, XlaInspectError
             "pass",
             "hlo",
         ),
+        # jax 0.11.2's GPU files (fixtures/jax011/dumps/gpu_matmul_fusions, ../shared/gpu-corpus)
+        (
+            "module_146159.jit_mlp.after_spmd_partitioner.txt",
+            146159,
+            "jit_mlp",
+            None,
+            None,
+            "after_spmd_partitioner",
+            "hlo",
+        ),
+        (
+            "module_0000.jit_mlp.before_config_assignment.txt",
+            0,
+            "jit_mlp",
+            None,
+            None,
+            "before_config_assignment",
+            "hlo",
+        ),
+        ("module_0000.jit_mlp.thunk_sequence.txt", 0, "jit_mlp", None, None, None, "thunk-sequence"),
+        ("module_0000.jit_mlp.thunk_sequence_after_thunk_passes.txt", 0, "jit_mlp", None, None, None, "thunk-sequence"),
+        ("module_0000.jit_mlp.thunk_metadata.txt", 0, "jit_mlp", None, None, None, "thunk-metadata"),
+        ("module_0000.jit_mlp.autotune_results.pbtxt", 0, "jit_mlp", None, None, None, "autotune-results"),
+        ("module_0000.jit_mlp.gpu_target_config.pbtxt", 0, "jit_mlp", None, None, None, "gpu-target-config"),
+        ("module_0000.jit_mlp.config.pbtxt", 0, "jit_mlp", None, None, None, "config"),
         (
             "1795239450663901.module_0000.jit_train_step.before_optimizations.txt",
             0,
@@ -156,10 +184,10 @@ def test_classify_pass_fields_and_timestamp():
     assert classify(Path("README.md")) is None
 
 
-def test_load_dump_every_scenario_matches_jax_compile_counts():
+def test_load_dump_every_scenario_matches_jax_compile_counts(jax_version):
     """The number of modules per function equals what jax reported (backend_compile_duration events)."""
-    for record in sorted(DUMPS.glob("*.compiles.json")):
-        directory = DUMPS / record.name.removesuffix(".compiles.json")
+    for record in sorted(jax_version.dumps.glob("*.compiles.json")):
+        directory = jax_version.dumps / record.name.removesuffix(".compiles.json")
         if not directory.is_dir():
             continue
         scenario = json.loads(record.read_text())
@@ -171,8 +199,8 @@ def test_load_dump_every_scenario_matches_jax_compile_counts():
             assert counts == scenario["backend_compiles"], directory.name
 
 
-def test_cpu_module_files_and_stages():
-    dump = load_dump(DUMPS / "ragged_batch")
+def test_cpu_module_files_and_stages(jax_version):
+    dump = load_dump(jax_version.dumps / "ragged_batch")
     first = dump.modules[0]
     assert (first.module_id, first.name, first.platform, first.platform_tag) == (0, "jit_train_step", "cpu", "cpu")
     assert first.stages == ["before_optimizations", "after_optimizations"]
@@ -193,6 +221,49 @@ def test_cpu_module_files_and_stages():
     assert first.file().path.name == "module_0000.jit_train_step.cpu_after_optimizations.txt"
     assert first.header().parameter_shapes[2].dims == (100, 8)
     assert first.module().instruction_count > 10
+
+
+def test_jax011_gpu_stages_and_side_files():
+    """An H200 under jax 0.11.2 dumps two more HLO stages (the partitioned input, and the optimized module before
+    it is scheduled) and seven GPU side files, each of a kind; the executed module is the scheduled one."""
+    (module,) = load_dump(JAX011 / "gpu_matmul_fusions").modules
+    assert (module.platform, module.platform_tag) == ("gpu", "sm_9.0a")
+    assert module.stages == [
+        "before_optimizations",
+        "after_spmd_partitioner",
+        "before_config_assignment",
+        "after_optimizations",
+    ]
+    assert module.file().path.name == "module_0000.jit_mlp.sm_9.0a_gpu_after_optimizations.txt"
+    assert module.file("hlo", "before").path.name == "module_0000.jit_mlp.before_optimizations.txt"
+    kinds = Counter(f.kind for f in module.files)
+    assert kinds["hlo"] == 4 and "unknown" not in kinds and "folder" not in kinds
+    for kind in ("thunk-sequence", "thunk-metadata", "autotune-results", "gpu-target-config", "config"):
+        assert kinds[kind] == 1, kind
+
+
+def test_module_ids_past_four_digits_work_in_every_command(tmp_path):
+    """GPU modules are numbered by a process-wide counter under jax 0.11 (`module_146159`, ../shared/gpu-corpus): the
+    GPU fixture with its files renamed to that id answers every command as under id 0."""
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    for path in (JAX011 / "gpu_matmul_fusions").rglob("*"):
+        if path.is_file():
+            target = dump / path.relative_to(JAX011 / "gpu_matmul_fusions").as_posix().replace(
+                "module_0000", "module_146159"
+            )
+            target.parent.mkdir(exist_ok=True)
+            shutil.copy(path, target)
+    (module,) = load_dump(dump).modules
+    assert (module.module_id, module.name, len(module.stages)) == (146159, "jit_mlp", 4)
+    runner = CliRunner()
+    modules = json.loads(runner.invoke(app, ["modules", str(dump), "--format", "json"]).stdout)
+    assert [(r["module_id"], r["function"]) for r in modules] == [(146159, "jit_mlp")]
+    for command in (["doctor"], ["count-recompiles"], ["ops"], ["fusions"], ["memory"], ["diff", str(dump)]):
+        result = runner.invoke(app, [command[0], str(dump), *command[1:], "--format", "json"])
+        assert result.exit_code == 0, (command, result.stderr)
+    doctor = json.loads(runner.invoke(app, ["doctor", str(dump), "--format", "json"]).stdout)
+    assert doctor["findings"] == []
 
 
 def test_tpu_stages_and_ids():
@@ -267,12 +338,26 @@ def test_single_loose_hlo_file_named_from_header(tmp_path):
 
 def test_header_line_is_the_first_line_of_every_fixture_and_corpus_model(tmp_path):
     """Headers of 65 KB (llama's entry_computation_layout) and gzip files read like short ones."""
-    paths = hlo_fixture_files() + corpus_files("models/*")
+    paths = hlo_fixture_files((DUMPS, JAX011)) + corpus_files("models/*")
     compressed = tmp_path / "module_0000.jit_f.cpu_after_optimizations.txt.gz"
     compressed.write_bytes(gzip.compress(paths[0].read_bytes()))
     for path in [*paths, compressed]:
         assert header_line(path) == read_text(path).split("\n", 1)[0], path
     assert max(len(header_line(p)) for p in paths) > (65_000 if corpus_files("models/*") else 2_000)
+
+
+def test_modules_command_lists_the_jax011_gpu_stages():
+    from typer.testing import CliRunner
+
+    from xlainspect.cli.app import app
+
+    result = CliRunner().invoke(app, ["modules", str(JAX011 / "gpu_matmul_fusions"), "--format", "json"])
+    (row,) = json.loads(result.stdout)
+    assert result.exit_code == 0
+    assert (row["platform"], row["stages"]) == (
+        "sm_9.0a",
+        "before_opt, after_spmd_partitioner, before_config_assignment, after_opt",
+    )
 
 
 def test_modules_command_lists_compiles_with_the_grammars_instruction_counts():

@@ -5,6 +5,13 @@ from __future__ import annotations
 from collections import Counter
 
 from tests.conftest import CORPUS, DUMPS, hlo_fixture_files
+from tests.test_syntax_forms import (
+    ELEMENT_TYPES,
+    NESTED_OPERANDS,
+    OPCODE_NAMED_OPERANDS,
+    ORIGINS,
+    SYNTAX_EXAMPLES,
+)
 from xlainspect import HloParseError, parse_hlo
 from xlainspect.analysis.ops import line_histogram
 from xlainspect.dump.files import read_text
@@ -71,3 +78,19 @@ def test_unsure_text_is_left_to_the_grammar():
         True,
         3,
     )
+
+
+def test_operands_written_as_instructions_are_left_to_the_grammar():
+    """`compare(%indvar, s32[] constant(16))` defines two instructions on one line: never one."""
+    assert scan(NESTED_OPERANDS) is None
+    lines = scan(OPCODE_NAMED_OPERANDS)  # operands named `constant` and `pad` are plain
+    assert lines is not None and _fast_view(lines) == _grammar_view(OPCODE_NAMED_OPERANDS)
+
+
+def test_fast_path_equals_the_grammar_on_every_syntax_example():
+    # left to the grammar: a header over several lines, a buffer-shaped instruction, nested operands
+    unsure = [ORIGINS, ELEMENT_TYPES, NESTED_OPERANDS]
+    for text in SYNTAX_EXAMPLES:
+        lines = scan(text)
+        assert (lines is None) == any(text is t for t in unsure)
+        assert lines is None or _fast_view(lines) == _grammar_view(text)

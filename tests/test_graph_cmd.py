@@ -51,12 +51,12 @@ def test_fusions_and_copies_json_and_module_regex():
     )
 
 
-def test_before_stage_and_csv():
+def test_before_stage_and_csv(jax_version):
     result = runner.invoke(
         app,
         [
             "collectives",
-            str(DUMPS / "collectives_cpu"),
+            str(jax_version.dumps / "collectives_cpu"),
             "--function",
             "jit_collectives_body",
             "--stage",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import DUMPS
+from conftest import DUMPS, JAX011
 from typer.testing import CliRunner
 
 from xlainspect.analysis.memory import (
@@ -26,10 +26,10 @@ from xlainspect.dump.files import read_text
 from xlainspect.errors import HloParseError
 
 
-def _modules():
+def _modules(root=DUMPS):
     return [
         (d.name, m)
-        for d in sorted(DUMPS.iterdir())
+        for d in sorted(root.iterdir())
         if d.is_dir()
         for m in load_dump(d).modules
         if m.file(kind="buffer-assignment")
@@ -37,6 +37,8 @@ def _modules():
 
 
 MODULES = _modules()
+TWINS = _modules(JAX011)
+"""The jax 0.11.2 twins' modules (and its GPU scenario's): XLA's own totals hold there too."""
 
 
 def _read(dump_module, kind, reader):
@@ -45,11 +47,15 @@ def _read(dump_module, kind, reader):
 
 
 def test_every_fixture_module_has_a_buffer_assignment_and_report():
-    assert len(MODULES) == 94
-    assert all(m.file(kind="memory-usage-report") for _, m in MODULES)
+    assert (len(MODULES), len(TWINS)) == (138, 57)
+    assert all(m.file(kind="memory-usage-report") for _, m in MODULES + TWINS)
 
 
-@pytest.mark.parametrize(("scenario", "dump_module"), MODULES, ids=[f"{s}-{m.module_id}" for s, m in MODULES])
+def _ids(modules, prefix=""):
+    return [f"{prefix}{s}-{m.module_id}" for s, m in modules]
+
+
+@pytest.mark.parametrize(("scenario", "dump_module"), MODULES + TWINS, ids=_ids(MODULES) + _ids(TWINS, "jax011-"))
 def test_allocation_totals_equal_what_xla_printed(scenario, dump_module):
     assignment = _read(dump_module, "buffer-assignment", read_buffer_assignment)
     report = _read(dump_module, "memory-usage-report", read_usage_report)
@@ -62,9 +68,10 @@ def test_allocation_totals_equal_what_xla_printed(scenario, dump_module):
 
 
 LIVE = [(s, m) for s, m in MODULES if m.file(kind="live-range")]
+LIVE_TWINS = [(s, m) for s, m in TWINS if m.file(kind="live-range")]
 
 
-@pytest.mark.parametrize(("scenario", "dump_module"), LIVE, ids=[f"{s}-{m.module_id}" for s, m in LIVE])
+@pytest.mark.parametrize(("scenario", "dump_module"), LIVE + LIVE_TWINS, ids=_ids(LIVE) + _ids(LIVE_TWINS, "jax011-"))
 def test_live_bytes_at_xla_peak_equal_its_cumulative(scenario, dump_module):
     """XLA lists the values live at its peak with a running sum of logical bytes: same sum here."""
     assignment = _read(dump_module, "buffer-assignment", read_buffer_assignment)
@@ -72,12 +79,13 @@ def test_live_bytes_at_xla_peak_equal_its_cumulative(scenario, dump_module):
     assert logical_curve(live, assignment)[live.reported_peak_time] == live.reported_peak_bytes
 
 
-def _module(scenario, module_id):
-    return next(m for s, m in MODULES if s == scenario and m.module_id == module_id)
+def _module(scenario, module_id, modules=MODULES):
+    return next(m for s, m in modules if s == scenario and m.module_id == module_id)
 
 
-def test_clean_run_memory():
-    memory = module_memory(_module("clean_run", 0), top=3)
+@pytest.mark.parametrize("modules", [MODULES, TWINS], ids=["jax0.10.2", "jax0.11.2"])
+def test_clean_run_memory(modules):
+    memory = module_memory(_module("clean_run", 0, modules), top=3)
     assert (memory.total_bytes, memory.reported_total_bytes) == (1532, 1532)
     assert memory.by_kind == {
         "parameter": 1188,

@@ -133,7 +133,8 @@ def test_calls_with_several_computations_and_nested_operands():
     assert root.attributes["calls"] == "%x, %y"
     assert root.called_computations == ("x", "y")
     assert [i.opcode for i in module.entry.instructions] == ["parameter", "parameter", "multiply", "add"]
-    assert root.operands[0].startswith("parameter.")
+    assert [i.name for i in module.entry.instructions] == ["p", "parameter.anon", "multiply.anon", "a"]
+    assert root.operands == ("parameter.anon", "multiply.anon")
 
 
 @pytest.mark.parametrize(

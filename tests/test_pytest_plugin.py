@@ -99,15 +99,44 @@ def test_plain():
     result = _run(pytester)
     result.assert_outcomes(passed=1, errors=1, failed=1)
     output = result.stdout.str()
-    assert "the xla_compiles fixture needs `pytest --xla-dump[=DIR]`" in output
-    assert "@pytest.mark.max_compiles needs `pytest --xla-dump[=DIR]`" in output
+    assert "the xla_compiles fixture needs `pytest --xla-dump` or `--xla-dump-dir=DIR`" in output
+    assert "@pytest.mark.max_compiles needs `pytest --xla-dump` or `--xla-dump-dir=DIR`" in output
 
 
-def test_a_test_file_taken_for_the_folder_is_a_usage_error(pytester: pytest.Pytester):
-    pytester.makepyfile(test_one="def test_one():\n    pass\n")
-    result = _run(pytester, "--xla-dump", "test_one.py")
+def test_the_flag_before_test_paths_runs_those_tests(pytester: pytest.Pytester):
+    """`pytest --xla-dump tests/` (as people type `--cov`): a temporary dump folder, and tests/ is where
+    the tests are, not the folder; `pytest --xla-dump test_file.py` gates that file's tests."""
+    tests = pytester.mkdir("tests")
+    (tests / "test_in_tests.py").write_text(STEP + "\ndef test_x(xla_compiles):\n    train_step(batch(2))\n")
+    pytester.makepyfile(test_elsewhere="def test_never_collected():\n    raise AssertionError\n")
+    result = _run(pytester, "--xla-dump", "tests/")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["xla dump: *xla-dump-*", "tests/test_in_tests.py .*"])
+    assert not (pytester.path / "tests" / "module_0000.jit_train_step.before_optimizations.txt").exists()
+    (tests / "test_gate.py").write_text(
+        STEP
+        + "\n@pytest.mark.max_compiles(train_step=1)\ndef test_two():\n    train_step(batch(3)); train_step(batch(4))\n"
+    )
+    gated = _run(pytester, "--xla-dump", "tests/test_gate.py")
+    gated.assert_outcomes(failed=1)
+    gated.stdout.fnmatch_lines(["*jit_train_step compiled 2 times, budget 1 (max_compiles jit_train_step)"])
+
+
+def test_dump_dir_option_and_its_usage_error(pytester: pytest.Pytester):
+    pytester.makepyfile(
+        STEP
+        + "\ndef test_x(xla_compiles):\n    train_step(batch(3))\n    assert xla_compiles.count('train_step') == 1\n"
+    )
+    dump = pytester.path / "kept"
+    _run(pytester, f"--xla-dump-dir={dump}").assert_outcomes(passed=1)
+    assert any(dump.glob("module_*.jit_train_step.*after_optimizations.txt"))
+    spaced = pytester.path / "spaced"
+    _run(pytester, "--xla-dump-dir", str(spaced)).assert_outcomes(passed=1)
+    assert any(spaced.glob("module_*.jit_train_step.*"))
+    pytester.makefile(".txt", blocker="a file")
+    result = _run(pytester, "--xla-dump-dir=blocker.txt/dump")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--xla-dump: cannot use 'test_one.py' as the dump folder" in result.stderr.str()
+    assert "--xla-dump-dir: cannot use 'blocker.txt/dump' as the dump folder" in result.stderr.str()
 
 
 def test_jax_started_before_the_option_is_named(pytester: pytest.Pytester):

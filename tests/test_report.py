@@ -27,7 +27,8 @@ def test_findings_are_ranked_extra_compiles_first_then_bytes():
     assert findings[: len(timed)] == timed
     findings = findings[len(timed) :]
     assert findings[0].section == "recompiles" and findings[0].cost == 11 and findings[0].unit == "compiles"
-    assert findings[0].text.startswith("jit_layouts compiled 12 times: shape (parameter count)")
+    assert findings[0].text.startswith("jit_layouts compiled 12 times: compiles 2-12: dtype (all parameters): bf16")
+    assert "; compile 5: shape (parameter count): 15 -> " in findings[0].text
     byte_costs = [f.cost for f in findings[1:]]
     assert byte_costs == sorted(byte_costs, reverse=True)
     assert findings[1].text == "jit_layouts loses 1,329,275 bytes to tile padding (2.58x)"

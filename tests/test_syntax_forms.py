@@ -9,11 +9,15 @@ brought each form.
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
+import subprocess
+import sys
 
 import pytest
 
-from xlainspect import parse_hlo
+from xlainspect import HloParseError, parse_hlo
 from xlainspect.analysis.lookup import instruction_index, operand_shapes
 from xlainspect.graph import module_graph
 from xlainspect.hlo.opcodes import unknown_opcodes
@@ -170,6 +174,46 @@ ENTRY %e () -> f32[] {
 }
 """
 
+# Operands written as instructions, a form only XLA's parser reads (ParseOperands, XLA a8cd0c78ea,
+# 2021-12): the reduction and the loop condition of while_loop_all_reduce_code_motion_test.cc
+# (SingleAllReduceDUS), then algebraic_simplifier_test.cc's
+# ReduceOfReshapeOfContractingAndNoncontractingDims (two deep, over two lines), both 2026.
+NESTED_OPERANDS = """HloModule single_all_reduce_dus
+
+%reduction {
+  ROOT %max = f32[] maximum(f32[] parameter(0), f32[] parameter(1))
+}
+
+%while_condition {
+  %param = (s32[], f32[256,256], f32[16]) parameter(0)
+  %indvar = s32[] get-tuple-element(%param), index=0
+  ROOT %result = pred[] compare(%indvar, s32[] constant(16)), direction=LT
+}
+
+add_f32 {
+  p0 = f32[] parameter(0)
+  p1 = f32[] parameter(1)
+  ROOT r = f32[] add(p0, p1)
+}
+
+ENTRY test {
+  ROOT reduce = f32[8] reduce(
+    f32[8,4] reshape(f32[32] parameter(0)), f32[] constant(0)),
+    dimensions={1}, to_apply=add_f32
+}
+"""
+
+# Operands named like opcodes (`constant`, `pad`): algebraic_simplifier_test.cc's SliceOfPadLow (2026).
+OPCODE_NAMED_OPERANDS = """HloModule module
+
+ENTRY test {
+  param = f32[3,4] parameter(0)
+  constant = f32[] constant(0.0)
+  pad = f32[8,10] pad(f32[3,4] param, f32[] constant), padding=3_2x1_5
+  ROOT slice = f32[1,1] slice(f32[8,10] pad), slice={[2:3],[0:1]}
+}
+"""
+
 SYNTAX_EXAMPLES = [
     COMPACT_GTE,
     COMPACT_GTE_SHORT,
@@ -180,6 +224,8 @@ SYNTAX_EXAMPLES = [
     ELEMENT_TYPES,
     MESH_FORMS,
     DEEP_BRACES,
+    NESTED_OPERANDS,
+    OPCODE_NAMED_OPERANDS,
 ]
 
 
@@ -281,7 +327,10 @@ def test_braces_nested_deeper_than_eight():
     assert by_name["c"].attributes["backend_config"].endswith('{"k":1}}}}}}}}}}}')
 
 
-@pytest.mark.parametrize("text", SYNTAX_EXAMPLES, ids=range(len(SYNTAX_EXAMPLES)))
+_ONE_PER_LINE = [t for t in SYNTAX_EXAMPLES if t is not NESTED_OPERANDS]  # nested: several a line
+
+
+@pytest.mark.parametrize("text", _ONE_PER_LINE, ids=range(len(_ONE_PER_LINE)))
 def test_one_instruction_per_instruction_line(text):
     """Lines indented two blanks that define a name (recovery computations inside strings are deeper)."""
     (module,) = parse_hlo(text)
@@ -316,3 +365,138 @@ def test_cost_reads_compact_operands_as_their_elements():
     a, b = module_cost(compact, None), module_cost(spelled, None)
     assert (a.flops, a.transcendentals, a.bytes_accessed) == (b.flops, b.transcendentals, b.bytes_accessed)
     assert a.transcendentals == 8  # the fusion's exponential over f32[8]
+
+
+def _names_and_operands(module) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    """Per computation, each instruction's name and its operands' names, in the computation's order
+    (a constant's and a parameter's operands are their literal and number, not instructions)."""
+    return {
+        c.name: [(i.name, () if i.opcode in ("constant", "parameter") else i.operands) for i in c.instructions]
+        for c in module.computations
+    }
+
+
+#: NESTED_OPERANDS as XLA's parser builds it (checked against jaxlib below): each instruction written
+#: as an operand is an instruction of its computation, added before the one it is written in, in
+#: operand order and innermost first, named `<opcode>.anon` made unique across the module.
+NESTED_MODEL = {
+    "reduction": [("parameter.anon", ()), ("parameter.anon.1", ()), ("max", ("parameter.anon", "parameter.anon.1"))],
+    "while_condition": [
+        ("param", ()),
+        ("indvar", ("param",)),
+        ("constant.anon", ()),
+        ("result", ("indvar", "constant.anon")),
+    ],
+    "add_f32": [("p0", ()), ("p1", ()), ("r", ("p0", "p1"))],
+    "test": [
+        ("parameter.anon.2", ()),
+        ("reshape.anon", ("parameter.anon.2",)),
+        ("constant.anon.1", ()),
+        ("reduce", ("reshape.anon", "constant.anon.1")),
+    ],
+}
+
+# A name taken before the parser needs it (a test string written here, in the syntax above): XLA's
+# NameUniquer then skips it, and a `.N` suffix of a named instruction is an id it will not give again.
+NAME_TAKEN = """HloModule m
+
+ENTRY e {
+  constant.anon = s32[] constant(3)
+  add.anon.1 = s32[] add(constant.anon, constant.anon)
+  ROOT c = s32[] add(add(s32[] constant(1), s32[] constant(2)), add(add.anon.1, s32[] constant(4)))
+}
+"""
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_operands_written_as_instructions_are_instructions(fast):
+    (module,) = parse_hlo(NESTED_OPERANDS, fast=fast)
+    assert _names_and_operands(module) == NESTED_MODEL
+    by_name = {i.name: i for i in module.instructions()}
+    assert by_name["constant.anon"].operands == ("16",) and str(by_name["constant.anon"].shape) == "s32[]"
+    assert by_name["parameter.anon.2"].parameter_number == 0 and module.entry.parameters == [
+        by_name["parameter.anon.2"]
+    ]
+    assert by_name["reshape.anon"].line == 21 and by_name["reduce"].line == 20
+    assert by_name["reduce"].attributes == {"dimensions": "{1}", "to_apply": "add_f32"}
+    assert not by_name["reshape.anon"].attributes and not by_name["reshape.anon"].is_root
+    graph = module_graph(module)  # the analyses' view: edges into the instruction written in place
+    assert graph.has_edge(("while_condition", "constant.anon"), ("while_condition", "result"))
+    assert graph.has_edge(("test", "reshape.anon"), ("test", "reduce"))
+
+
+def test_nested_names_skip_names_taken():
+    (module,) = parse_hlo(NAME_TAKEN)
+    assert _names_and_operands(module)["e"] == [
+        ("constant.anon", ()),
+        ("add.anon.1", ("constant.anon", "constant.anon")),
+        ("constant.anon.1", ()),
+        ("constant.anon.2", ()),
+        ("add.anon", ("constant.anon.1", "constant.anon.2")),
+        ("constant.anon.3", ()),
+        ("add.anon.2", ("add.anon.1", "constant.anon.3")),
+        ("c", ("add.anon", "add.anon.2")),
+    ]
+
+
+def test_each_module_names_its_own_nested_instructions():
+    two = NAME_TAKEN + "\n" + NAME_TAKEN.replace("HloModule m", "HloModule n")
+    first, second = parse_hlo(two)
+    assert _names_and_operands(first) == _names_and_operands(second)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_operands_named_like_opcodes(fast):
+    (module,) = parse_hlo(OPCODE_NAMED_OPERANDS, fast=fast)
+    assert _names_and_operands(module)["test"] == [
+        ("param", ()),
+        ("constant", ()),
+        ("pad", ("param", "constant")),
+        ("slice", ("pad",)),
+    ]
+    assert module.entry.instructions[1].operands == ("0.0",)
+
+
+#: jaxlib's parser (the binding jax 0.10.2 ships) in a child process, as tests/test_cost.py runs it:
+#: texts as JSON on stdin; per text, per computation, each instruction's name and operands' names.
+XLA_NAMES = """
+import json, sys
+from jax._src.lib import hlo
+out = []
+for text in json.load(sys.stdin):
+    module = hlo.hlo_module_from_text(text)
+    out.append({c.name: [[i.name, [o.name for o in i.operands()]] for i in c.instructions()] for c in module.computations()})
+print(json.dumps(out))
+"""
+
+
+def test_names_and_order_equal_xlas_parser():
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed")
+    texts = [NESTED_OPERANDS, OPCODE_NAMED_OPERANDS, NAME_TAKEN]
+    child = subprocess.run(
+        [sys.executable, "-c", XLA_NAMES], input=json.dumps(texts), capture_output=True, text=True, check=True
+    )
+    xla = [{c: [(n, tuple(o)) for n, o in rows] for c, rows in module.items()} for module in json.loads(child.stdout)]
+    assert xla == [_names_and_operands(parse_hlo(text)[0]) for text in texts]
+    assert xla[0] == NESTED_MODEL
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "words"),
+    [
+        # a nested instruction takes no attributes (ParseOperands: a comma would be ambiguous)
+        ("  ROOT r = pred[] compare(%i, s32[] constant(16), direction=LT)\n", 5, 60, "unexpected text '=LT)'"),
+        ("  ROOT r = pred[] compare(%i, s32[] add(%i %i))\n", 5, 44, "unexpected text '%i))'"),
+        ("  ROOT r = pred[] compare(%i, s32[] constant(16)\n", 6, 1, "unexpected '}'"),
+    ],
+)
+def test_errors_inside_nested_instructions_name_the_place(text, line, column, words):
+    text = "HloModule m\n\nENTRY e {\n  %i = s32[] parameter(0)\n" + text + "}\n"
+    for fast in (True, False):
+        with pytest.raises(HloParseError) as info:
+            parse_hlo(text, "bad.hlo", fast=fast)
+        error = info.value
+        assert (error.path, error.line, error.column, error.message) == ("bad.hlo", line, column, words)
+        source = text.splitlines()[line - 1]
+        assert str(error).splitlines()[:3] == [f"bad.hlo:{line}:{column}: {words}", source, " " * (column - 1) + "^"]

@@ -41,6 +41,7 @@ _EXPORTS = {
     "Document": "xlainspect.report.document",
     # building blocks
     "parse_hlo": "xlainspect.hlo.parser",
+    "print_hlo": "xlainspect.hlo.printer",
     "parse_shape": "xlainspect.hlo.shape_text",
     "load_dump": "xlainspect.dump.directory",
     "read_cache_dir": "xlainspect.dump.compilation_cache",
@@ -97,6 +98,7 @@ if TYPE_CHECKING:
     from xlainspect.errors import DumpError, HloParseError, XlaInspectError
     from xlainspect.hlo.model import Computation, Instruction, Module
     from xlainspect.hlo.parser import parse_hlo
+    from xlainspect.hlo.printer import print_hlo
     from xlainspect.hlo.shape import Shape
     from xlainspect.layout import Layout, Tile
     from xlainspect.report.document import Document

@@ -1,9 +1,10 @@
 """pytest plugin (entry point `pytest11`): gate compiles where Python teams already gate behaviour.
 
-`pytest --xla-dump[=DIR]` adds `--xla_dump_to` to XLA_FLAGS before the test modules import jax (XLA
-reads XLA_FLAGS once, when jax starts its backend: a flag set later is ignored). Without DIR the dump
-goes to a fresh temporary folder; under pytest-xdist each worker dumps into its own sub-folder
-(`DIR/gw0`, ...), since module ids restart at 0 in every process and would collide in one folder.
+`pytest --xla-dump` (a flag, as `--cov` is: `pytest --xla-dump tests/` runs tests/) dumps into a fresh
+temporary folder, `--xla-dump-dir=DIR` (or `--xla-dump=DIR`) into DIR: either adds `--xla_dump_to` to
+XLA_FLAGS before the test modules import jax (XLA reads XLA_FLAGS once, when jax starts its backend: a
+flag set later is ignored). Under pytest-xdist each worker dumps into its own sub-folder (`DIR/gw0`,
+...), since module ids restart at 0 in every process and would collide in one folder.
 
 A test sees the modules compiled while it ran: a file new or rewritten since the test started belongs
 to it. The fixture `xla_compiles` counts them per function and explains recompiles with
@@ -23,25 +24,39 @@ import pytest
 
 _FOLDER = pytest.StashKey[Path]()
 _WORKER = "PYTEST_XDIST_WORKER"
-_NEEDS_OPTION = "needs `pytest --xla-dump[=DIR]` (XLA_FLAGS must name the dump folder before jax starts)"
+_NEEDS_OPTION = (
+    "needs `pytest --xla-dump` or `--xla-dump-dir=DIR` (XLA_FLAGS must name the dump folder before jax starts)"
+)
+_FLAG = "--xla-dump"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("xlainspect").addoption(
-        "--xla-dump",
+    group = parser.getgroup("xlainspect")
+    group.addoption(
+        _FLAG,
         nargs="?",
         const="",
         default=None,
         metavar="DIR",
-        help="Dump XLA compiles to DIR (default: a temporary folder; DIR/<worker> under xdist) for the "
-        "xla_compiles fixture and the max_compiles marker.",
+        help="Dump XLA compiles to a fresh temporary folder (--xla-dump=DIR: to DIR) for the xla_compiles "
+        "fixture and the max_compiles marker; a flag: `--xla-dump tests/` runs tests/.",
+    )
+    group.addoption(
+        "--xla-dump-dir",
+        default=None,
+        metavar="DIR",
+        help="Dump XLA compiles to DIR (DIR/<worker> under pytest-xdist); implies --xla-dump.",
     )
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    """Set XLA_FLAGS here, the earliest hook: before conftest.py files (which may import jax) load."""
-    wanted = early_config.known_args_namespace.xla_dump
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    """Set XLA_FLAGS here, the earliest hook: before conftest.py files (which may import jax) load.
+    `--xla-dump` written alone becomes `--xla-dump=` in `args` (pytest parses them again after this
+    hook, as its docs say a plugin may rewrite them here), so the path after it stays a test path."""
+    alone = _flag_alone(args)
+    known = early_config.known_args_namespace
+    wanted = known.xla_dump_dir if known.xla_dump_dir is not None else "" if alone else known.xla_dump
     if wanted is None:
         return
     from xlainspect.capture import xla_flags_with_dump
@@ -50,16 +65,25 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     folder = (folder / os.environ[_WORKER] if _WORKER in os.environ else folder).absolute()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:  # `--xla-dump test_x.py` reads the test file as DIR: say so, write --xla-dump=DIR
+    except OSError as error:
         raise pytest.UsageError(
-            f"--xla-dump: cannot use {wanted!r} as the dump folder ({error.strerror}); "
-            "write --xla-dump=DIR, or --xla-dump alone before the test paths' options"
+            f"--xla-dump-dir: cannot use {wanted!r} as the dump folder ({error.strerror})"
         ) from None
     early_config.stash[_FOLDER] = folder
     problem = _jax_started_first()
     os.environ["XLA_FLAGS"] = xla_flags_with_dump(os.environ.get("XLA_FLAGS", ""), folder)
     if problem:
         early_config.issue_config_time_warning(pytest.PytestConfigWarning(problem), stacklevel=2)
+
+
+def _flag_alone(args: list[str]) -> bool:
+    """Rewrite each `--xla-dump` written without `=DIR` (before a bare `--`) to `--xla-dump=`, the
+    temporary folder; True when there was one."""
+    end = args.index("--") if "--" in args else len(args)
+    found = [i for i in range(end) if args[i] == _FLAG]
+    for i in found:
+        args[i] = f"{_FLAG}="
+    return bool(found)
 
 
 def _jax_started_first() -> str | None:
@@ -133,7 +157,7 @@ class XlaCompiles:
 
     def explain(self) -> str:
         """Every function compiled more than once during the test, with its causes and a suggestion."""
-        from xlainspect.analysis.recompiles import explain_recompiles
+        from xlainspect.report.causes import explain_recompiles
 
         return explain_recompiles(self.recompiles())
 

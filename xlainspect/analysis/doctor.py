@@ -11,7 +11,7 @@ import hashlib
 import os
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, DumpModule, classify, dump_of, scan_dump
@@ -92,6 +92,8 @@ class _Files:
     process writes."""
     cap: tuple[int, Path] | None = None
     """What `_dump_cap_reached` finds, asked once."""
+    unknown: list[str] = field(default_factory=list)
+    """Files named `module_*` of no kind XLA's dumper is known to write."""
 
 
 def _sorted_out(scanned: list[DumpFile]) -> _Files:
@@ -102,6 +104,8 @@ def _sorted_out(scanned: list[DumpFile]) -> _Files:
         if kind == "folder" or "module_" not in found.location.rpartition(os.sep)[2]:
             continue
         files.all.append(found)
+        if kind == "unknown":
+            files.unknown.append(found.location)
         if found.stage in ("pass", "in_pass"):
             files.between.append(found)
         if kind == "hlo":
@@ -282,6 +286,18 @@ def _missing_after(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     )
 
 
+def _unknown_files(root: Path, dump: Dump, files: _Files) -> list[Finding]:
+    return _finding(
+        root,
+        "unknown-files",
+        "info",
+        sorted(files.unknown),
+        "Files named like a module's dump files, of a kind xlainspect does not know (a newer XLA may "
+        "write new ones): every count is made without them.",
+        "Nothing to do for the counts; tell xlainspect's maintainers the file names so it learns them.",
+    )
+
+
 def _id_collisions(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     names: dict[tuple, set[str]] = defaultdict(set)
     first: dict[tuple, DumpModule] = {}
@@ -453,4 +469,5 @@ _CHECKS = (
     _mixed_platforms,
     _protos_only,
     _host_compile_counts,
+    _unknown_files,
 )

@@ -15,13 +15,15 @@ import operator
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from xlainspect.analysis.ops import computation_counts, line_counts, opcode_counts
 from xlainspect.analysis.origin import Origin, module_origin, module_origins
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.dump.files import read_bytes, read_text
 from xlainspect.errors import DumpError, XlaInspectError, no_match
+from xlainspect.hlo.fastpath import scan
 
 if TYPE_CHECKING:
     from xlainspect.hlo.model import Computation, Module
@@ -30,7 +32,8 @@ if TYPE_CHECKING:
 @dataclass(slots=True)
 class Cause:
     """One difference between the compiles of a function. `values` has one entry per distinct signature
-    in compile order (for body causes: per compile of one signature; for identical: the module ids)."""
+    in compile order (for body causes: per distinct program of one signature; for identical: the module
+    ids of the compiles of one program)."""
 
     kind: str
     parameter: str | None = None
@@ -40,6 +43,12 @@ class Cause:
     dims: tuple[int, ...] = ()
     """For shape causes: the dimensions (0-based) whose size varies."""
     detail: str = ""
+    compiles: tuple[int, ...] = ()
+    """The compiles (1-based, in the function's compile order) this cause explains: those where its value
+    is new (a cache keyed on it alone would have missed). A function's causes together explain every
+    compile after the first."""
+    same_as: int | None = None
+    """For identical and weak_type causes: the compile whose program `compiles` repeat."""
 
 
 @dataclass(slots=True)
@@ -148,29 +157,74 @@ def _explain(dump: Dump, modules: list[DumpModule], eager: bool) -> tuple[Cause,
     Eager ops get no branch: jax's own function is one program per signature."""
     headers = {m: m.header() for m in modules}  # cached by _readable
     signatures = {m: _signature(headers[m]) for m in modules}
+    position = {m: number for number, m in enumerate(modules, 1)}
     first_of: dict[tuple, DumpModule] = {}
     for module in modules:
         first_of.setdefault(signatures[module], module)
     distinct = list(first_of.values())  # a storm of 1,000 compiles has a few signatures: diff those
-    causes = signature_causes([headers[m] for m in distinct])
-    if any(c.kind == "shape" for c in causes):
-        causes = _sharded_shapes(dump, distinct, causes)
-    causes += _result_causes([_program_header(m) for m in distinct])
-    if causes:
-        causes = _name_parameters(dump, distinct[0], causes)
-    causes += _flag_causes(modules)
-    if len(distinct) > 1 and not eager:
-        causes += _branch_causes(dump, distinct)
-        partitioned = headers[distinct[0]].num_partitions > 1
-        if partitioned and not any(c.kind == "sharding" for c in causes) and (programs := _programs(dump, distinct)):
-            causes += _sharding_causes(programs)
+    causes = _between_signatures(dump, distinct, eager, position)
+    for cause in (flags := _flag_causes(modules)):  # one value per compile
+        cause.compiles = _new_values(cause.values, list(position.values()))
+    causes += flags
     groups: dict[tuple, list[DumpModule]] = {}
     for module in modules:
         groups.setdefault(signatures[module], []).append(module)
     for group in groups.values():
         if len(group) > 1:
-            causes += _body_causes(dump, group, eager)
+            causes += _body_causes(dump, group, eager, position)
     return tuple(causes)
+
+
+def _between_signatures(
+    dump: Dump, distinct: list[DumpModule], eager: bool, position: dict[DumpModule, int]
+) -> list[Cause]:
+    """The causes between the first compiles of distinct signatures, each with the compiles it explains.
+    Where the number of parameters differs (another pytree: a static flag that adds an argument), the
+    shapes of the signatures with one count are compared among themselves too (the image sizes of a
+    step compiled with and without its dropout key); their dtypes are already in the all-parameters
+    cause."""
+    causes = _compared(dump, distinct, eager, position)
+    by_count: dict[int, list[DumpModule]] = {}
+    for module in distinct:
+        by_count.setdefault(len(module.header().parameter_shapes), []).append(module)
+    if len(by_count) > 1:
+        seen: dict[tuple, Cause] = {}  # a shape that varies alike with and without the extra argument: once
+        for group in by_count.values():
+            for cause in (c for c in _compared(dump, group, eager, position) if c.kind == "shape" and len(group) > 1):
+                key = (cause.parameter, cause.index, cause.values, cause.dims)
+                if key in seen:
+                    seen[key].compiles = tuple(sorted(seen[key].compiles + cause.compiles))
+                else:
+                    causes.append(seen.setdefault(key, cause))
+    return causes
+
+
+def _compared(dump: Dump, distinct: list[DumpModule], eager: bool, position: dict[DumpModule, int]) -> list[Cause]:
+    """`_between_signatures` of signatures compared all at once: one value per signature."""
+    causes = signature_causes([m.header() for m in distinct])
+    if any(c.kind == "shape" for c in causes):
+        causes = _sharded_shapes(dump, distinct, causes)
+    causes += _result_causes([_program_header(m) for m in distinct])
+    if causes:
+        causes = _name_parameters(dump, distinct[0], causes)
+    if len(distinct) > 1 and not eager:
+        causes += _branch_causes(dump, distinct)
+        partitioned = distinct[0].header().num_partitions > 1
+        if partitioned and not any(c.kind == "sharding" for c in causes) and (programs := _programs(dump, distinct)):
+            causes += _sharding_causes(programs)
+    for cause in causes:
+        cause.compiles = _new_values(cause.values, [position[m] for m in distinct])
+    return causes
+
+
+def _new_values(values: tuple, numbers: list[int]) -> tuple[int, ...]:
+    """The compiles (`numbers`, one per value) whose value no earlier one had."""
+    seen, new = list(values[:1]), []
+    for value, number in zip(values[1:], numbers[1:]):
+        if value not in seen:
+            seen.append(value)
+            new.append(number)
+    return tuple(new)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -309,12 +363,16 @@ def _sharding_causes(modules: list[Module]) -> list[Cause]:
 
 
 _SDY_DIM = re.compile(r"\{([^{}]*)\}")
+_MESH_FORM = re.compile(r"^\{mesh\[[^\]]*\], \[((?:\{[^{}]*\}(?:, )?)*)\]")
+"""XLA's mesh form of a sharding (hlo_sharding.cc, printed by jax 0.11.2): `{mesh['data'=2,'model'=4],
+[{'data'}, {}]}`, one `{axes}` per dimension, as Shardy's attribute names them."""
 
 
 def _sharding_text(instruction, axes: list[tuple[str, int]]) -> str:
-    """`P('data', None)` from Shardy's `xla.sdy.sharding` (what the user wrote with a PartitionSpec),
-    or from XLA's `{devices=[2,1,4]<=[8] last_tile_dim_replicate}` read against the module's mesh
-    (`axes`); else XLA's text; `unspecified` where there is none (jax left it to the partitioner)."""
+    """`P('data', None)` from Shardy's `xla.sdy.sharding` (what the user wrote with a PartitionSpec) or
+    XLA's mesh form of a sharding, or from XLA's `{devices=[2,1,4]<=[8] last_tile_dim_replicate}` read
+    against the module's mesh (`axes`); else XLA's text; `unspecified` where there is none (jax left it
+    to the partitioner)."""
     if instruction is None:
         return "unspecified"
     sdy = re.search(
@@ -325,6 +383,8 @@ def _sharding_text(instruction, axes: list[tuple[str, int]]) -> str:
     sharding = instruction.attributes.get("sharding")
     if not sharding:
         return "unspecified"
+    if mesh_form := _MESH_FORM.match(sharding):
+        return _spec_text([_spec_entry(d) for d in _SDY_DIM.findall(mesh_form.group(1))])
     if sharding == "{replicated}" and axes:
         return _spec_text([])
     dims = _tiled_spec(sharding, axes)
@@ -376,10 +436,11 @@ def _tiled_spec(sharding: str, axes: list[tuple[str, int]]) -> list[str] | None:
 
 
 def _spec_entry(dim: str) -> str:
-    """One dimension of a PartitionSpec from Shardy's `{"data", "model"}` (`?` marks an open dim)."""
+    """One dimension of a PartitionSpec from Shardy's `{"data", "model"}` or the mesh form's
+    `{'data', 'model'}` (`?` marks an open dim)."""
     if dim.strip() == "?":
         return "P.UNCONSTRAINED"
-    axes = [a.strip().strip('"') for a in dim.split(",") if a.strip().strip('"') and a.strip() != "?"]
+    axes = [a.strip().strip("\"'") for a in dim.split(",") if a.strip().strip("\"'") and a.strip() != "?"]
     if not axes:
         return "None"
     return repr(axes[0]) if len(axes) == 1 else "(" + ", ".join(map(repr, axes)) + ")"
@@ -435,9 +496,16 @@ _INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?[^\s=]+ = .*? ([a-z][a-z0-9_-]*)\(",
 def _text_histogram(module: DumpModule) -> Counter:
     """Opcodes the program computes with, counted in its text without parsing it (the first ` opcode(`
     after `name = `); the ones a signature alone can add or drop (reshape, broadcast, constants, tuples
-    of parameters, converts of another dtype) are left out."""
-    text = read_text(module.hlo_file(_program_stage(module)).path)
-    return Counter(op for op in _INSTRUCTION.findall(text) if op not in _SIGNATURE_OPS)
+    of parameters, converts of another dtype) are left out. A program with `call` instructions (jax
+    keeps nested jits as calls, 0.10 and 0.11 in different numbers) is counted per computation, calls
+    inlined (`ops.inlined`): by the line-level reader, else from the parsed module."""
+    stage = _program_stage(module)
+    text = read_text(module.hlo_file(stage).path)
+    if " call(" not in text:  # one regex over the text: a storm of 1,000 programs is read fast
+        return Counter(op for op in _INSTRUCTION.findall(text) if op not in _SIGNATURE_OPS)
+    lines = scan(text)
+    counts = opcode_counts(*(line_counts(lines) if lines is not None else computation_counts(module.module(stage))))
+    return Counter({op: n for op, n in counts.items() if op not in _SIGNATURE_OPS})
 
 
 def _branch_cause(histograms: list[Counter], programs: list[tuple[Module, Counter]], detail: str) -> Cause:
@@ -453,7 +521,7 @@ def _branch_cause(histograms: list[Counter], programs: list[tuple[Module, Counte
         "branch",
         None,
         None,
-        tuple(_ops_text(o) or "(fewer ops)" for o in only),
+        tuple(_ops_text(o) for o in only),
         detail=detail + (f", at {', '.join(sources)}" if sources else ""),
     )
 
@@ -484,16 +552,19 @@ def _first_sources(placed: list[tuple[str, str]], shared: set, ops: Counter, lim
     return found
 
 
-def _body_causes(dump: Dump, group: list[DumpModule], eager: bool) -> list[Cause]:
-    """Same signature compiled again: byte-identical programs (metadata aside: the jitted function
-    object was re-created; for an eager op, an argument's weak type, which HLO does not show), else what
-    differs, in a few words: the output sharding, a loop unrolled more, a branch, or constants."""
+def _body_causes(dump: Dump, group: list[DumpModule], eager: bool, position: dict[DumpModule, int]) -> list[Cause]:
+    """Same signature compiled again. A compile whose program (instructions, metadata aside) an earlier
+    compile had is identical to it: the jitted function object was re-created (for an eager op, an
+    argument's weak type, which HLO does not show). Where programs differ, what differs, in a few words:
+    the output sharding, a loop unrolled more, a branch, constants, or the arguments' pytree paths. Both
+    may hold for one function (re-created three times, then a static flag picks another program)."""
     texts = [_read_bytes(m.hlo_file(_program_stage(m))) for m in group]  # the programs, as explained below
     if None in texts:
         return []
-    ids = tuple(m.module_id for m in group)
     # one body compiled again and again is compared byte for byte, not hashed: hashing a 1,000-compile
     # storm's bodies costs more than reading them
+    program_of: dict[bytes | None, object] = {texts[0]: texts[0]}
+    causes = []
     if any(text != texts[0] for text in texts):
         first_with: dict[bytes, DumpModule] = {}  # compiles that alternate between a few bodies: each body once
         for module, text in zip(group, texts):
@@ -502,21 +573,45 @@ def _body_causes(dump: Dump, group: list[DumpModule], eager: bool) -> list[Cause
             computations = dict(zip(first_with, _differing_computations(dump, list(first_with.values()))))
         except _Skipped:
             return []
-        differing = _differing_lines(computations, texts)
-        if any(differing):
-            return [_body_cause(list(first_with.values()), differing)]
-        if renamed := _renamed_arguments(list(computations.values())):
+        differing = dict(zip(first_with, _differing_lines(computations, list(first_with))))
+        program_of = {text: tuple(lines) for text, lines in differing.items()}  # equal lines: one program
+        programs: dict[object, bytes] = {}
+        for text in first_with:
+            programs.setdefault(program_of[text], text)
+        if len(programs) > 1:
+            bodies = [first_with[text] for text in programs.values()]
+            causes.append(_body_cause(bodies, [list(lines) for lines in programs]))
+            causes[-1].compiles = tuple(position[m] for m in bodies[1:])
+        elif renamed := _renamed_arguments(list(computations.values())):
+            renamed.compiles = tuple(position[m] for m in list(first_with.values())[1:])
             return [renamed]
-    if eager:
-        return [Cause("weak_type", None, None, ids, detail=_WEAK_TYPE)]
-    return [Cause("identical", None, None, ids, detail=_IDENTICAL)]
+    return sorted(_repeats(group, [program_of[t] for t in texts], eager, position) + causes, key=lambda c: c.compiles)
+
+
+def _repeats(group: list[DumpModule], programs: list, eager: bool, position: dict[DumpModule, int]) -> list[Cause]:
+    """One identical (eager: weak_type) cause per program compiled again: the compiles that repeat it,
+    the compile they repeat, and the module ids of all of them."""
+    of_program: dict[object, list[DumpModule]] = {}
+    for module, program in zip(group, programs):
+        of_program.setdefault(program, []).append(module)
+    kind, detail = ("weak_type", _WEAK_TYPE) if eager else ("identical", _IDENTICAL)
+    return [
+        Cause(
+            kind,
+            values=tuple(m.module_id for m in compiles),
+            detail=detail,
+            compiles=tuple(position[m] for m in compiles[1:]),
+            same_as=position[compiles[0]],
+        )
+        for compiles in of_program.values()
+        if len(compiles) > 1
+    ]
 
 
 _WEAK_TYPE = (
     "the same program compiled again for jax's own function: an argument's weak type differs (a Python "
     "scalar and an array of the same dtype), which jax's cache tells apart and HLO does not show"
 )
-_IDENTICAL_SHORT = "the function re-created, a static argument that changes nothing, or a weak type"
 _IDENTICAL = (
     "identical programs (metadata aside): the jitted function object was re-created, a static argument took "
     "a value that does not change the program, or an argument's weak type changed (a Python scalar, then an "
@@ -668,7 +763,7 @@ def name_parameters(causes: list[Cause], op_names: dict[int | None, str | None])
 def _renamed(cause: Cause, op_name: str | None) -> Cause:
     if cause.index is None or not op_name:
         return cause
-    return Cause(cause.kind, op_name, cause.index, cause.values, cause.dims, cause.detail)
+    return replace(cause, parameter=op_name)
 
 
 def _flag_causes(variants: list[DumpModule]) -> list[Cause]:
@@ -868,34 +963,13 @@ def _bucket_advice(cause: Cause, names: str) -> str:
     options = []
     for label, buckets in _buckets(cause.values):
         worst = _padding(sizes, buckets)
-        options.append(f"{label} {buckets} -> {_compiles(len(buckets))}, up to {worst:.0%} padding")
+        options.append(f"{label} {buckets} -> {compiles_text(len(buckets))}, up to {worst:.0%} padding")
     return f"pad {names} dim {cause.dims[0]} (sizes {', '.join(map(str, sizes))}) to buckets: " + "; ".join(options)
 
 
-def _compiles(n: int) -> str:
+def compiles_text(n: int) -> str:
+    """`1 compile`, `3 compiles`."""
     return f"{n} compile" + "s" * (n != 1)
-
-
-def describe_cause(cause: Cause) -> str:
-    """`shape x dim 0: 100 -> 5`: one cause in the words the table, the report and the pytest plugin share."""
-    values = " -> ".join(map(str, cause.values))
-    detail = f" ({cause.detail})" if cause.detail else ""
-    if cause.kind == "shape" and cause.dims:
-        return f"shape {cause.parameter} dim {','.join(map(str, cause.dims))}: {values}{detail}"
-    if cause.kind in ("shape", "dtype", "layout", "sharding", "donation", "pytree"):
-        return f"{cause.kind} {cause.parameter}: {values}{detail}"
-    if cause.kind == "result":
-        return f"result {values}{detail}"
-    if cause.kind == "out_sharding":
-        return f"output sharding {values}"
-    if cause.kind == "identical":
-        return f"identical programs (modules {', '.join(map(str, cause.values))}): {_IDENTICAL_SHORT}"
-    if cause.kind == "weak_type":
-        return f"weak type: modules {', '.join(map(str, cause.values))} are one program (a Python scalar and an array)"
-    if cause.kind in ("body", "branch") and cause.detail:
-        distinct = " vs ".join(dict.fromkeys(map(str, cause.values)))
-        return f"{cause.kind}: {cause.detail}" + ("" if "->" in cause.detail else f": {distinct}")
-    return f"{cause.kind}: {values}" if cause.kind == "body" else f"{cause.kind}: {cause.detail}"
 
 
 @dataclass(slots=True)
@@ -936,25 +1010,6 @@ def _short_sites(sites: tuple[str, ...], limit: int = 6) -> str:
         parts.append(f":{line}" if file == last_file else site)
         last_file = file
     return ", ".join(parts) + (f" and {len(sites) - limit} more" if len(sites) > limit else "")
-
-
-def explain_recompiles(rows: list[FunctionCompiles]) -> str:
-    """The user's functions compiled more than once, each with its causes and suggestion, then the eager
-    traffic in one line, as indented plain text: the explanation where no table can be drawn (a pytest
-    failure message)."""
-    user, eager = for_people(rows)
-    lines = []
-    for row in (r for r in user if r.modules > 1):
-        where = f", {row.source}" if row.source else ""
-        lines.append(f"{row.name}: {row.modules} compiles{where} (module ids {', '.join(map(str, row.module_ids))})")
-        lines += [f"  why: {describe_cause(c)}" for c in row.causes]
-        lines += [f"  suggestion: {row.suggestion}"] if row.suggestion else []
-    if eager is not None:
-        lines.append(
-            f"eager ops: {_compiles(eager.compiles)} of {len(eager.functions)} jax functions: {eager.summary()}"
-        )
-        lines.append(f"  suggestion: {eager.functions[0].suggestion}")
-    return "\n".join(lines)
 
 
 @dataclass(slots=True)

@@ -28,7 +28,8 @@ _MODULE_FILE = re.compile(
 _STAGE = (
     r"(?P<platform>cpu_|sm_\d+\.\d+[af]?_gpu_|gfx[0-9a-z]+_gpu_)?"
     r"(?P<stage>before_optimizations|after_optimizations_before_buffer_assignment"
-    r"|after_optimizations_after_buffer_assignment|after_optimizations|after_codegen)"
+    r"|after_optimizations_after_buffer_assignment|after_optimizations|after_codegen"
+    r"|after_spmd_partitioner|before_config_assignment)"
 )
 _MAIN_EXTENSIONS = {
     ".txt": "hlo",
@@ -61,14 +62,28 @@ _IN_PASS = re.compile(r"^(?:(?P<name>.*)\.)?(?P<step>\d{4,})\.(?P<pass_name>[^.]
 _SIDE = re.compile(
     r"^(?:(?P<name>.+)\.)?(?P<side>debug_options|execution_options\.txt|basic_compiler_metadata\.txt"
     r"|target_arguments\.txt|transfer_stats\.txt|flagfile|hlo_module_config\.txt|tpu_comp_env\.txt"
-    r"|metadata\.textproto)$"
+    r"|metadata\.textproto|thunk_sequence(?:_after_thunk_passes)?\.txt|thunk_metadata\.txt"
+    r"|autotune_results\.pbtxt|gpu_target_config\.pbtxt|config\.pbtxt)$"
 )
 _BY_EXTENSION = re.compile(
     r"^(?:(?P<name>.+?)\.)?(?P<what>.*?)(?P<ext>\.ll|\.o|\.ptx|\.mlir|\.hlo_snapshot\.pb|\.hlo_unoptimized_snapshot\.(?:pb|txt)"
     r"|\._fusion\.(?:html|pyz))$"
 )
 _EXTENSION_KINDS = {".ll": "llvm-ir", ".o": "object", ".ptx": "ptx", ".mlir": "mlir"}
-_SIDE_KINDS = {"debug_options": "debug_options", "execution_options.txt": "execution_options"}
+_SIDE_KINDS = {
+    "debug_options": "debug_options",
+    "execution_options.txt": "execution_options",
+    "thunk_sequence.txt": "thunk-sequence",
+    "thunk_sequence_after_thunk_passes.txt": "thunk-sequence",
+    "thunk_metadata.txt": "thunk-metadata",
+    "autotune_results.pbtxt": "autotune-results",
+    "gpu_target_config.pbtxt": "gpu-target-config",
+    "config.pbtxt": "config",
+}
+"""Side files without a stage; the GPU ones are what jax 0.11.2's XLA writes beside every GPU module
+(`../shared/gpu-corpus`): the kernels each op launches in execution order (`thunk_sequence`), their
+profiler names (`thunk_metadata`), autotuning results, the device description the compile targeted,
+and the module's full config (`xla_dump_full_hlo_config`)."""
 _CL_TAG = re.compile(r"^(?P<name>.*?)\.?(?P<cl>cl_\d+)$")
 _FOLDER_FILES = {"module.mlir": "mlir"}
 
@@ -78,12 +93,16 @@ AFTER_STAGES = (
     "after_optimizations_before_buffer_assignment",
     "after_codegen",
 )
-"""After-optimizations HLO, best first: the module XLA executes is the plain `after_optimizations` one."""
+"""After-optimizations HLO, best first: the module XLA executes is the plain `after_optimizations` one.
+Not among them: XLA:GPU's `before_config_assignment` (jax 0.11.2), the optimized module before it is
+scheduled (no `is_scheduled`), which a GPU dump writes beside the scheduled one."""
 _AFTER_RANK = {stage: rank for rank, stage in enumerate(AFTER_STAGES)}
 STAGE_ORDER = (
     "before_optimizations",
+    "after_spmd_partitioner",
     "pass",
     "in_pass",
+    "before_config_assignment",
     "after_optimizations_before_buffer_assignment",
     "after_optimizations_after_buffer_assignment",
     "after_optimizations",
@@ -540,8 +559,16 @@ def _scan(root: Path, directory: Path, seen: set[tuple[int, int]], host: str | N
             else:
                 files += _scan(root, Path(entry.path), seen)
         elif match:
-            files.append(_classified(match, entry.path, host))
+            files.append(_module_file(match, entry.path, host))
     return files
+
+
+def _module_file(match: re.Match, location: str, host: str) -> DumpFile:
+    """A file (not a folder) named `module_*`: of kind `unknown` where no rule names its suffix."""
+    found = _classified(match, location, host)
+    if found.kind == "folder":
+        found.kind = "unknown"
+    return found
 
 
 def _folder_files(

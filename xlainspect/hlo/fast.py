@@ -46,6 +46,18 @@ def _list(element: str) -> str:
     return f"(?:{element}{_BLANK}(?:,{_BLANK}(?!\\))|(?=\\))))*"
 
 
+def plain_operand_list(terminal: Callable[[str], str]) -> str:
+    """The regex of a printed operand list between its parentheses: `[shape] name[#i...]` or an integer,
+    comma separated, a tuple shape matched as its balanced parentheses. An operand written as an
+    instruction (`s32[] constant(16)`, a form only XLA's parser reads, never printed) does not match, so
+    a reader that meets one leaves the line to the grammar."""
+    b = _BLANK
+    balanced = _nested(r"\(", r"\)", r"(?>[^()\n]+)", _TUPLE_DEPTH + 1)
+    shape = f"(?:{terminal('ARRAY_SHAPE')}|{balanced})"
+    name, index = terminal("NAME"), terminal("TUPLE_INDEX")
+    return _list(f"{_INDEX_COMMENT}(?:(?:{shape}{b})?(?:{name})(?:{index})*|(?:{terminal('INT')}))")
+
+
 class LineReader:
     """Reads plain computations; built once from the grammar's terminals."""
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import CALLED_COMPUTATION_ATTRIBUTES, called_computation_names
-from xlainspect.hlo.fast import FRAME_TABLES
+from xlainspect.hlo.fast import FRAME_TABLES, plain_operand_list
 from xlainspect.hlo.shape import array_shape
 
 
@@ -25,7 +25,9 @@ class _Patterns(NamedTuple):
     computation: re.Pattern
     """`[ENTRY] %name (params) -> shape {` at column 0 (header-less and short text: `name {`)."""
     instruction: re.Pattern
-    """`  [ROOT] %name = shape opcode(`: the shape an array token or a parenthesised tuple."""
+    """`  [ROOT] %name = shape opcode(operands)`: the shape an array token or a parenthesised tuple, the
+    operands as printed (a constant's literal is not read): a line with an operand written as an
+    instruction does not match."""
     calls: re.Pattern
     """`calls=%a`, `to_apply=%b`, `branch_computations={%c, %d}`: attributes naming computations."""
     unsure: tuple[re.Pattern, ...]
@@ -45,7 +47,10 @@ def _patterns() -> _Patterns:
     called = "|".join(CALLED_COMPUTATION_ATTRIBUTES)
     return _Patterns(
         computation=re.compile(rf"(?:({terminal('ENTRY')})\s+)?({name})\b[^\n]*\{{\s*$"),
-        instruction=re.compile(rf"\s+(?:({terminal('ROOT')})\s+)?({name}) = ({shape}|\([^\n]*?\)) ({name})\("),
+        instruction=re.compile(
+            rf"\s+(?:({terminal('ROOT')})\s+)?({name}) = ({shape}|\([^\n]*?\)) ({name})\("
+            rf"(?:(?<= constant\()|[ \t]*{plain_operand_list(terminal)}[ \t]*\))"
+        ),
         calls=re.compile(rf", ({called})=(\{{[^{{}}\"]*\}}|{name})"),
         unsure=(re.compile(r"/\*(?!index=)"), re.compile("//"), re.compile(rf"={name}, %")),
         calls_in_string=re.compile(rf"\"[^\"\n]*(?:{called})="),

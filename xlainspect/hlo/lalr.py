@@ -121,10 +121,12 @@ class _ModelBuilder(Transformer):
         return (int(index), text)
 
     def computation(self, head, *items):
+        """A Computation; `("nested", computation)` when operands were written as instructions, whose
+        names the module gives (`xlainspect.hlo.parser.name_nested_instructions`)."""
         is_entry, name, line, signature = head
         instructions = [i for item in items if not isinstance(item, tuple) for i in _as_list(item)]
         params, result = signature if signature else (None, None)
-        return Computation(
+        computation = Computation(
             name=name,
             instructions=instructions,
             is_entry=is_entry,
@@ -133,6 +135,7 @@ class _ModelBuilder(Transformer):
             attributes=attribute_dict([i for i in items if isinstance(i, tuple)]),
             line=line,
         )
+        return ("nested", computation) if any(isinstance(item, list) for item in items) else computation
 
     def computation_head(self, entry, name: Token, signature):
         return entry is not None, _strip(name), name.line + self.line_offset, signature
@@ -167,8 +170,12 @@ class _ModelBuilder(Transformer):
         return [*nested, instruction] if nested else instruction
 
     def nested_instruction(self, shape, opcode: Token, operands):
-        """An operand written as an instruction: it gets a name from its opcode and position."""
-        name = Token("NAME", f"{opcode}.{opcode.line + self.line_offset}.{opcode.column}", line=opcode.line)
+        """An operand written as an instruction, with its own nested ones before it (the order in which
+        XLA's ParseOperands adds them to the computation). Its name here holds a blank, which no HLO
+        name does, and is unique in the file; the module names it as XLA's parser does, once the
+        names before it are known (`xlainspect.hlo.parser.name_nested_instructions`)."""
+        line = opcode.line + self.line_offset
+        name = Token("NAME", f"{opcode}.anon {line}:{opcode.column}", line=opcode.line)
         return _as_list(self.instruction(None, name, shape, opcode, operands))
 
     def operands(self, *operands):

@@ -14,12 +14,14 @@ import hashlib
 import importlib.util
 import itertools
 import json
+import re
 from pathlib import Path
 
 from xlainspect.errors import HloParseError, error_at
 from xlainspect.hlo.fast import LineReader, ShapeReader
 from xlainspect.hlo.grammar import grammar_text
 from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
+from xlainspect.hlo.opcodes import ASYNC_SUFFIXES, KNOWN_OPCODES, is_known_opcode
 from xlainspect.hlo.shape import Shape
 from xlainspect.settings import cache_dir, cache_enabled, parse_workers, paused_gc, write_cache_file
 
@@ -155,9 +157,9 @@ def _run_in_workers(text: str, path: str | None, workers: int) -> list | None:
 
     None when the text cannot be split, the platform cannot fork, or a part fails: the caller then
     reads the whole text, so a syntax error is reported exactly as a serial parse reports it. Each part
-    knows the line it starts on, so its line numbers (instructions, nested-instruction names) are those
-    of the file. This process reads the first part itself: a worker's result costs a pickle round trip on top of
-    its parse (equal parts measured fastest all the same). The workers inherit the text and the
+    knows the line it starts on, so its instructions' line numbers are those of the file. This process
+    reads the first part itself: a worker's result costs a pickle round trip on top of its parse
+    (equal parts measured fastest all the same). The workers inherit the text and the
     compiled regexes through the fork: neither is pickled.
     """
     from xlainspect.workers import can_fork, forked
@@ -275,6 +277,7 @@ def _assemble(items: list, path: str | None, text: str) -> list[Module]:
     """Group the flat list of headers, stack-frame tables and computations of `text` into modules."""
     modules: list[Module] = []
     current: Module | None = None
+    items, nested = _unwrap_nested(items)
     for item in items:
         if isinstance(item, Computation):
             if current is None:
@@ -298,7 +301,83 @@ def _assemble(items: list, path: str | None, text: str) -> list[Module]:
     for module in modules:
         if not module.has_header and module.computations:
             module.name = f"module_{module.entry.name}"
+    for module in _holding(modules, nested):
+        name_nested_instructions(module)
     return [m for m in modules if m.computations or m.has_header]
+
+
+def _holding(modules: list[Module], computations: list[Computation]) -> list[Module]:
+    """The modules that hold any of `computations`."""
+    if not computations:
+        return []
+    return [m for m in modules if any(c in computations for c in m.computations)]
+
+
+def _unwrap_nested(items: list) -> tuple[list, list[Computation]]:
+    """`items` with each `("nested", computation)` of the grammar (`xlainspect.hlo.lalr`) as its
+    computation, and those computations: their operands written as instructions want names."""
+    nested = [item[1] for item in items if type(item) is tuple and item[0] == "nested"]
+    if not nested:
+        return items, nested
+    return [item[1] if type(item) is tuple and item[0] == "nested" else item for item in items], nested
+
+
+def name_nested_instructions(module: Module) -> None:
+    """Name each instruction written as an operand as XLA's parser does: HloParserImpl::ParseInstructionRhs
+    (xla/hlo/parser/hlo_parser.cc) gives it `<opcode>.anon` made unique by the parser's NameUniquer,
+    with which every instruction of the module registers its name in text order, a nested one before
+    the instruction it is written in (`constant.anon`, `constant.anon.1`, ...). Its users' operands
+    follow the new name."""
+    uniquer = NameUniquer()
+    for computation in module.computations:
+        renamed: dict[str, str] = {}
+        for instruction in computation.instructions:
+            if " " in instruction.name:  # the grammar's placeholder (`xlainspect.hlo.lalr`)
+                new = uniquer.unique_name(f"{_opcode_name(instruction.opcode)}.anon")
+                renamed[instruction.name] = instruction.name = new
+            else:
+                uniquer.unique_name(instruction.name)
+            if renamed and instruction.opcode not in ("constant", "parameter"):
+                instruction.operands = tuple(renamed.get(o, o) for o in instruction.operands)
+
+
+def _opcode_name(opcode: str) -> str:
+    """HloOpcodeString of the opcode as written: the async sugar `<op>-start` is an async-start."""
+    if opcode in KNOWN_OPCODES or not is_known_opcode(opcode):
+        return opcode
+    return "async" + next(s for s in ASYNC_SUFFIXES if opcode.endswith(s))
+
+
+class NameUniquer:
+    """XLA's NameUniquer (xla/service/name_uniquer.cc) with the parser's separator `.`: a name's
+    numeric suffix (`add.anon.3`) is an id of its root (`add.anon`); a name asked for again gets the
+    lowest id its root has not used. Names are not sanitized: HLO text's names are already in the
+    sanitized alphabet, and sanitizing changes no `<opcode>.anon` root."""
+
+    def __init__(self) -> None:
+        self._used: dict[str, set[int]] = {}
+        self._next: dict[str, int] = {}
+
+    def unique_name(self, prefix: str) -> str:
+        root, _, suffix = prefix.rpartition(".")
+        if not root or not suffix or not _INT64.fullmatch(suffix) or not -(2**63) <= int(suffix) < 2**63:
+            root, number, has_suffix = prefix, 0, False
+        else:
+            number, has_suffix = int(suffix), True
+        used = self._used.setdefault(root, set())
+        if number in used:  # SequentialIdGenerator::RegisterId: the next unused id
+            number = self._next.get(root, 0)
+            while number in used:
+                number += 1
+            self._next[root] = number + 1
+        used.add(number)
+        if number == 0:
+            return f"{root}.0" if has_suffix else root
+        return f"{root}.{number}"
+
+
+#: What absl::SimpleAtoi reads as a number (HLO names hold no blanks).
+_INT64 = re.compile(r"[+-]?[0-9]+")
 
 
 def _entry_layout(layout: str, text: str, line: int, path: str | None):

@@ -26,6 +26,7 @@ from xlainspect.dump.jaxlog import JaxLog, run_log
 from xlainspect.dump.model_cache import remembered
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
+from xlainspect.report.causes import causes_text
 from xlainspect.report.document import Table
 from xlainspect.report.timing import (
     CompileMark,
@@ -456,8 +457,6 @@ def _share(seconds: float, whole: float | None) -> str:
 
 def _time_intro(source: ReportInput, peaks: dict[str, tuple[int, str]]) -> str:
     """The first screen's words: how the times were found, compile time and the worst recompile, the peak."""
-    from xlainspect.analysis.recompiles import describe_cause
-
     t = source.timing
     if t.measured:
         steps = f"{t.steps} steps" if t.steps else "no steps found: times are of the whole trace"
@@ -479,7 +478,7 @@ def _time_intro(source: ReportInput, peaks: dict[str, tuple[int, str]]) -> str:
     if again:
         worst = max(again, key=lambda r: (t.recompile_seconds.get(r.name, 0.0), r.modules))
         spent = t.recompile_seconds.get(worst.name)
-        why = "; ".join(describe_cause(c) for c in worst.causes[:2]) or "no cause found"
+        why = "; ".join(causes_text(worst.causes)[:2]) or "no cause found"
         said += f" {worst.name} compiled {worst.modules} times" + (f" ({spent:.2f} s again)" if spent else "")
         said += f": {why}."
     top = max(peaks.values(), default=None)
@@ -609,8 +608,6 @@ def roofline_section(source: ReportInput) -> Section | None:
 
 def compiles_section(source: ReportInput) -> Section | None:
     """Compiles on a time axis, per function: seconds (profile or jax log) and what recompiled."""
-    from xlainspect.analysis.recompiles import describe_cause
-
     t = source.timing
     if not t.compiles:
         return None
@@ -620,7 +617,7 @@ def compiles_section(source: ReportInput) -> Section | None:
             r.modules,
             t.compile_seconds.get(r.name),
             t.recompile_seconds.get(r.name),
-            "; ".join(describe_cause(c) for c in r.causes),
+            "; ".join(causes_text(r.causes)),
         )
         for r in sorted(source.recompiles, key=lambda r: -(t.compile_seconds.get(r.name) or 0.0))
     ]
@@ -645,7 +642,7 @@ def compiles_section(source: ReportInput) -> Section | None:
 def recompiles_section(source: ReportInput) -> Section:
     """count-recompiles: the user's functions first (recompiled ones first) with their source lines,
     causes and suggestions, then the eager ops; the eager traffic is one finding (one fix)."""
-    from xlainspect.analysis.recompiles import describe_cause, for_people
+    from xlainspect.analysis.recompiles import for_people
 
     rows = source.recompiles
     by_name = source.dump.functions()
@@ -661,7 +658,7 @@ def recompiles_section(source: ReportInput) -> Section:
                 tuple(m.label for m in by_name.get(r.name, ()) if m.module_id in r.module_ids),
                 r.eager,
                 r.source or "",
-                "; ".join(describe_cause(c) for c in r.causes),
+                "; ".join(causes_text(r.causes)),
                 r.suggestion or "",
             )
             for r in ranked
@@ -671,8 +668,7 @@ def recompiles_section(source: ReportInput) -> Section:
     again = source.timing.recompile_seconds
     findings = [
         _compile_finding(
-            f"{r.name} compiled {r.modules} times: "
-            f"{'; '.join(describe_cause(c) for c in r.causes) or 'no cause found'}",
+            f"{r.name} compiled {r.modules} times: {'; '.join(causes_text(r.causes)) or 'no cause found'}",
             r.modules - 1,
             again.get(r.name),
             r.source or "",
