@@ -4,9 +4,9 @@ The report's time sections (step time per function, ops by time lost, roofline p
 time axis) are built from the rows below, never from `ModuleCost`/`OpCost`/`ProfileReport` fields
 directly, so a change of those results (per-execution counts, CUDA-graph attribution) is followed here.
 
-* Step time of a function: measured, the profile's device time of the function a step where it
-  reports one, else the sum of its ops' time per step (`OpTime.per_step_seconds`, the trace's time
-  where it found no steps); the ops' kinds split it, the rest is "other". Else the roofline estimate
+* Step time of a function: measured, the profile's mean device time of the function a step
+  (`FunctionTime.per_step_seconds`, its whole time where the trace has no steps), split by its ops'
+  kinds (`OpTime.per_step_seconds`), the rest "other" (kernels not placed on an op). Else the roofline estimate
   of its module compiled last (`ModuleCost.roofline_seconds`: every op at the chip's peak FLOP/s or
   HBM bandwidth, whichever is slower, as XLA's HloCostAnalysis counts FLOPs and bytes).
 * Time lost by an op: measured, its time over its roofline time (`OpTime.lost_seconds`) per step;
@@ -257,9 +257,8 @@ def estimated(modules: list[ModuleTime], order: dict[str, int]) -> tuple[list[Fu
 
 
 def measured(report, known: dict[tuple[str, str], OpTiming]) -> tuple[list[FunctionTiming], list[OpTiming]]:
-    """Per function the sum of its ops' measured time per step (over the trace without steps), by kind,
-    and the bound that holds the most of it;
-    an op `known` from the dump's cost (by module and name) brings its logical bytes and times along."""
+    """Per function its measured time a step, split by its ops' kinds, and the bound that holds the most
+    of it; an op `known` from the dump's cost (by module and name) brings its logical bytes and times."""
     steps = len(report.steps)
     functions: dict[str, FunctionTiming] = {}
     bounds: dict[str, dict[str, float]] = {}
@@ -295,7 +294,7 @@ def measured(report, known: dict[tuple[str, str], OpTiming]) -> tuple[list[Funct
         if op.bound is not None:
             bounds.setdefault(op.function, {}).setdefault(op.bound, 0.0)
             bounds[op.function][op.bound] += per_step
-    for name, seconds in _device_time(report).items():  # the profile's own figure where it has one
+    for name, seconds in _device_time(report).items():  # the profile's own figure: every kernel of it
         functions.setdefault(name, FunctionTiming(name, 0.0, True, None)).seconds = seconds
     for timing in functions.values():
         timing.by_kind = dict(sorted(timing.by_kind.items(), key=lambda kv: -kv[1]))
@@ -306,10 +305,9 @@ def measured(report, known: dict[tuple[str, str], OpTiming]) -> tuple[list[Funct
 
 def _device_time(report) -> dict[str, float]:
     """Per function, the profile's mean device time a step (`ProfileReport.functions`: every kernel of
-    the function, those not placed on an op included), where this version of `profile` reports it;
-    else {} and a function's time is the sum of its ops'."""
+    the function, those not placed on an op included), its whole time without steps."""
     found = {}
-    for function in getattr(report, "functions", ()):
+    for function in report.functions:
         steps = function.per_step_seconds
         found[function.function] = sum(steps) / len(steps) if steps else function.seconds
     return found
