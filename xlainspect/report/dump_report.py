@@ -412,6 +412,9 @@ def time_section(source: ReportInput) -> Section:
         "recompile_seconds",
         "peak_bytes",
     )
+    if t.measured:  # over every module of the function: no module to name
+        columns = tuple(c for c in columns if c != "module")
+        rows = [row[:3] + row[4:] for row in rows]
     found = _losses(t)[:TOP_OPS_FOUND]
     details = [d for op, _ in found if (d := _detail(source, op)) is not None]
     anchors = {(d.module, d.name): d.anchor for d in details}
