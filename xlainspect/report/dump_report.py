@@ -18,8 +18,9 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
+from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.commands.cost import ChipChoice, chip_for
 from xlainspect.dump.directory import SHARE_MIN_BYTES, SHARE_MIN_MODULES, Dump, DumpModule, load_dump
 from xlainspect.dump.jaxlog import JaxLog, run_log
@@ -40,6 +41,9 @@ from xlainspect.report.timing import (
 )
 from xlainspect.settings import cache_enabled, kept_objects
 from xlainspect.workers import map_shared
+
+if TYPE_CHECKING:  # read only where a profile is given
+    from xlainspect.analysis.profile import ProfileReport
 
 T = TypeVar("T")
 
@@ -103,7 +107,7 @@ class Roofline:
     """Chart: the ops on the chip's roofline, at their measured (or roofline) FLOP/s."""
 
     ops: list[OpTiming]
-    chip: object
+    chip: Chip
 
 
 @dataclass(slots=True)
@@ -228,7 +232,7 @@ def report_of(
     return dump_report(dump, progress("analysing modules", len(dump.modules)), profile, run_log(path, log))
 
 
-def _profiled(trace: str | Path | None, dump: Dump):
+def _profiled(trace: str | Path | None, dump: Dump) -> ProfileReport | None:
     """`profile` of the trace against the dump (its ops joined to their costs), None without a trace."""
     if trace is None:
         return None
@@ -244,7 +248,7 @@ def _profiled(trace: str | Path | None, dump: Dump):
     return profiled
 
 
-def _chip(dump_module: DumpModule | None):
+def _chip(dump_module: DumpModule | None) -> Chip | None:
     """The GPU the dump was compiled for; None for a CPU dump, or a TPU dump that does not say which."""
     try:
         return chip_for(dump_module, ChipChoice())
@@ -465,7 +469,7 @@ def _time_intro(source: ReportInput, peaks: dict[str, tuple[int, str]]) -> str:
         steps = f"{t.steps} steps" if t.steps else "no steps found: times are of the whole trace"
         said = f"Measured in the profile ({steps}): a function's step time is its kernels' time a step."
     elif t.functions:
-        chip = getattr(t.chip, "key", "the chip")
+        chip = t.chip.key if t.chip else "the chip"
         said = (
             f"Roofline estimate on {chip}, not measured: every op at the chip's peak FLOP/s or HBM bandwidth, "
             "whichever is slower, of each function's module compiled last. Pass --profile TRACE to measure."
@@ -603,7 +607,7 @@ def roofline_section(source: ReportInput) -> Section | None:
         "roofline",
         "Roofline",
         f"{len(drawn):,} ops with FLOPs at {measured}, against FLOPs per byte moved, on "
-        f"{getattr(t.chip, 'key', 'the chip')}'s bf16 and f32 ceilings (dashed: the ridge).",
+        f"{t.chip.key}'s bf16 and f32 ceilings (dashed: the ridge).",
         [table("ops by time lost a step", columns, rows, "xlainspect profile / cost list every op")],
         charts=[Roofline(drawn, t.chip)] if drawn else [],
     )

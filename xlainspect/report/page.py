@@ -23,6 +23,7 @@ from xlainspect.report.dump_report import (
     StepBreakdown,
 )
 from xlainspect.report.memory_html import module_section, page
+from xlainspect.report.timing import OpTiming
 from xlainspect.report.views import _duration
 
 _STYLE = """nav a{margin-right:1em}.finding td{vertical-align:top}.note{color:#666;font-style:italic}
@@ -139,6 +140,7 @@ def _section_html(section: Section, known: set[str], curves: int) -> str:
 
 
 def _findings_html(findings: list[Finding]) -> str:
+    """The first screen's list: each op's time lost a step and what to do, linked to its HLO."""
     items = "".join(f"<li><b>{_cost(f)}</b>: {_finding_text(f)}</li>" for f in findings)
     return f"<h3>Ops that lose the most time, and what to do</h3><ol>{items}</ol>"
 
@@ -157,7 +159,8 @@ def _chart_html(chart: object) -> str:
     raise TypeError(f"no drawing for {type(chart).__name__}")
 
 
-def _point(op) -> Point:
+def _point(op: OpTiming) -> Point:
+    """A roofline dot: the op at its achieved (measured) FLOP/s, else at its roofline's."""
     seconds = op.measured_seconds or op.roofline_seconds
     said = "measured" if op.measured_seconds else "roofline"
     tip = (

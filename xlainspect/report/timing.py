@@ -22,9 +22,17 @@ Stdlib only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.fusions import NOT_COMPUTE
 from xlainspect.hlo.opcodes import ASYNC_SUFFIXES, is_known_opcode
+
+if TYPE_CHECKING:  # the analyses' results, read by field name below
+    from xlainspect.analysis.cost import ModuleCost, OpCost
+    from xlainspect.analysis.profile import ProfileReport
+    from xlainspect.dump.directory import DumpModule
+    from xlainspect.dump.jaxlog import JaxLog
 
 COLLECTIVE_KINDS = frozenset(
     {
@@ -170,8 +178,8 @@ class Timing:
     measured: bool
     steps: int | None = None
     """Steps the profile found (None: no profile, or none found)."""
-    chip: object | None = None
-    """The `Chip` the roofline is drawn for (None: no chip known)."""
+    chip: Chip | None = None
+    """The chip the roofline is drawn for (None: no chip known)."""
     compile_seconds: dict[str, float] = field(default_factory=dict)
     """Per function, its compile seconds (all compiles); empty where none is known."""
     recompile_seconds: dict[str, float] = field(default_factory=dict)
@@ -191,14 +199,14 @@ class ModuleTime:
     bound: str | None
     by_kind: dict[str, float]
     ops: tuple[OpTiming, ...]
-    chip: object | None
+    chip: Chip | None
 
 
 TOP_OPS = 40
 """Ops kept per module (the slowest at the roofline, and the largest losses)."""
 
 
-def module_time(cost) -> ModuleTime:
+def module_time(cost: ModuleCost) -> ModuleTime:
     """A `ModuleCost` (all ops) as the report keeps it."""
     by_kind: dict[str, float] = {}
     for op in cost.ops:
@@ -218,7 +226,7 @@ def module_time(cost) -> ModuleTime:
     )
 
 
-def _op_of_cost(op, function: str) -> OpTiming:
+def _op_of_cost(op: OpCost, function: str) -> OpTiming:
     return OpTiming(
         op.module,
         function,
@@ -256,7 +264,9 @@ def estimated(modules: list[ModuleTime], order: dict[str, int]) -> tuple[list[Fu
 # ---- measured, from `profile`
 
 
-def measured(report, known: dict[tuple[str, str], OpTiming]) -> tuple[list[FunctionTiming], list[OpTiming]]:
+def measured(
+    report: ProfileReport, known: dict[tuple[str, str], OpTiming]
+) -> tuple[list[FunctionTiming], list[OpTiming]]:
     """Per function its measured time a step, split by its ops' kinds, and the bound that holds the most
     of it; an op `known` from the dump's cost (by module and name) brings its logical bytes and times."""
     steps = len(report.steps)
@@ -303,7 +313,7 @@ def measured(report, known: dict[tuple[str, str], OpTiming]) -> tuple[list[Funct
     return sorted(functions.values(), key=lambda f: -(f.seconds or 0)), ops
 
 
-def _device_time(report) -> dict[str, float]:
+def _device_time(report: ProfileReport) -> dict[str, float]:
     """Per function, the profile's mean device time a step (`ProfileReport.functions`: every kernel of
     the function, those not placed on an op included), its whole time without steps."""
     found = {}
@@ -313,7 +323,7 @@ def _device_time(report) -> dict[str, float]:
     return found
 
 
-def profile_compiles(report) -> list[CompileMark]:
+def profile_compiles(report: ProfileReport) -> list[CompileMark]:
     """The profile's compiles, on the trace's clock; a compile of a function seen before is a recompile."""
     seen: set[str] = set()
     marks = []
@@ -328,7 +338,7 @@ LOG_CLOCK = "jax log"
 LOG_ORDER = "jax log, back to back"
 
 
-def log_compiles(log) -> tuple[list[CompileMark], str]:
+def log_compiles(log: JaxLog) -> tuple[list[CompileMark], str]:
     """The jax log's compiles on its own clock (each ends at its line's time: start = end - seconds,
     from the first start), or back to back in log order where a line has no time; a hit is a compile
     too. The second value says which."""
@@ -345,7 +355,7 @@ def log_compiles(log) -> tuple[list[CompileMark], str]:
     return marks, LOG_CLOCK if clocked else LOG_ORDER
 
 
-def dump_compiles(modules) -> list[CompileMark]:
+def dump_compiles(modules: list[DumpModule]) -> list[CompileMark]:
     """The dump's modules in module-id order: one compile each, without seconds."""
     seen: set[str] = set()
     marks = []
@@ -386,7 +396,12 @@ def losses(ops: list[OpTiming], measured_times: bool) -> list[tuple[OpTiming, fl
     return sorted(found, key=lambda ol: -ol[1])
 
 
-def timing(modules: list[ModuleTime], dump_modules: list, profiled=None, log=None) -> Timing:
+def timing(
+    modules: list[ModuleTime],
+    dump_modules: list[DumpModule],
+    profiled: ProfileReport | None = None,
+    log: JaxLog | None = None,
+) -> Timing:
     """The time sections' rows: measured with a profile (`ProfileReport`), else the roofline estimate;
     compiles from the profile, else the jax log (`JaxLog`), else the dump's module order."""
     chip = next((m.chip for m in modules if m.chip is not None), None)
