@@ -206,3 +206,14 @@ def test_a_copy_says_what_it_moves():
 def test_a_profile_of_another_run_is_said_so():
     report = report_of(DUMPS / "eager_flood", profile=TRACE)
     assert "none of the traced modules is in this dump (module ids and names differ)" in _section(report, "time").intro
+
+
+def test_a_trace_that_starts_after_the_first_compile_marks_the_next_a_recompile():
+    """gpu_profile compiled jit_train_step before the trace and again inside step 3: the dump holds both,
+    the trace the second, which is the recompile."""
+    report = report_of(GPU_DUMP, profile=GPU_TRACE)
+    (timeline,) = _section(report, "compiles").charts
+    (train,) = [m for m in timeline.marks if m.function == "jit_train_step"]
+    assert train.recompile and train.seconds == pytest.approx(2.759099201)
+    finding = next(f for f in report.findings() if f.text.startswith("jit_train_step compiled 2 times"))
+    assert (finding.unit, finding.cost) == ("compile seconds", pytest.approx(2.759099201))

@@ -323,14 +323,19 @@ def _device_time(report: ProfileReport) -> dict[str, float]:
     return found
 
 
-def profile_compiles(report: ProfileReport) -> list[CompileMark]:
-    """The profile's compiles, on the trace's clock; a compile of a function seen before is a recompile."""
-    seen: set[str] = set()
+def profile_compiles(report: ProfileReport, compiles: dict[str, int]) -> list[CompileMark]:
+    """The profile's compiles, on the trace's clock. A trace covers a window of the run: where the dump
+    holds more `compiles` of a function than the trace, the first ones ran before it, so the trace's
+    k-th compile of the function is its (dumped - traced + k)-th, a recompile past the first."""
+    traced: dict[str, int] = {}
+    for event in report.compiles:
+        traced[event.function or event.name] = traced.get(event.function or event.name, 0) + 1
+    seen = {name: max(compiles.get(name, count) - count, 0) for name, count in traced.items()}
     marks = []
     for event in sorted(report.compiles, key=lambda e: e.start_seconds):
         function = event.function or event.name
-        marks.append(CompileMark(function, event.start_seconds, event.seconds, function in seen))
-        seen.add(function)
+        marks.append(CompileMark(function, event.start_seconds, event.seconds, seen[function] > 0))
+        seen[function] += 1
     return marks
 
 
@@ -403,7 +408,8 @@ def timing(
     log: JaxLog | None = None,
 ) -> Timing:
     """The time sections' rows: measured with a profile (`ProfileReport`), else the roofline estimate;
-    compiles from the profile, else the jax log (`JaxLog`), else the dump's module order."""
+    compiles from the profile, else the jax log (`JaxLog`), else the dump's module order (`dump_modules`,
+    whose count per function also says which of a trace's compiles are recompiles)."""
     chip = next((m.chip for m in modules if m.chip is not None), None)
     if profiled is not None:
         known = {(op.module, op.name): op for m in modules for op in m.ops}
@@ -413,7 +419,10 @@ def timing(
         order = {m.label: m.module_id or 0 for m in dump_modules}
         functions, ops = estimated(modules, order)
     if profiled is not None and profiled.compiles:
-        marks, where = profile_compiles(profiled), "profile"
+        dumped: dict[str, int] = {}
+        for module in dump_modules:
+            dumped[module.name or module.label] = dumped.get(module.name or module.label, 0) + 1
+        marks, where = profile_compiles(profiled, dumped), "profile"
     elif log is not None:
         marks, where = log_compiles(log)
     else:
