@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 from tests.conftest import DUMPS, FIXTURES
 from xlainspect.analysis.commands.cost import cost_report, profile_report
 from xlainspect.cli.app import app
+from xlainspect.dump.directory import load_dump
 from xlainspect.dump.jaxlog import JaxLog, parse_jax_log, read_jax_log
+from xlainspect.report import dump_report as reports
 from xlainspect.report.dump_report import report_of
 from xlainspect.report.page import render_html, render_markdown
 from xlainspect.report.timing import OpTiming, log_compiles
@@ -217,3 +219,12 @@ def test_a_trace_that_starts_after_the_first_compile_marks_the_next_a_recompile(
     assert train.recompile and train.seconds == pytest.approx(2.759099201)
     finding = next(f for f in report.findings() if f.text.startswith("jit_train_step compiled 2 times"))
     assert (finding.unit, finding.cost) == ("compile seconds", pytest.approx(2.759099201))
+
+
+def test_the_timeline_draws_the_functions_with_the_most_compile_time(monkeypatch):
+    monkeypatch.setattr(reports, "TIMELINE_LANES", 2)
+    report = reports.dump_report(load_dump(CACHE_RUN), None, None, read_jax_log(CACHE_RUN))  # not the cached one
+    compiles = _section(report, "compiles")
+    (timeline,) = compiles.charts
+    assert [m.function for m in timeline.marks] == ["jit_predict", "jit_predict", "jit_deep"]  # 3.70 s, 0.17 s
+    assert compiles.intro.endswith("The timeline draws the 2 functions with the most compile time of 4.")

@@ -375,6 +375,8 @@ CHART_FUNCTIONS = 15
 """Functions in the step-time chart (the slowest)."""
 ROOFLINE_OPS = 400
 """Ops on the roofline chart (the slowest)."""
+TIMELINE_LANES = 30
+"""Functions on the compile timeline, one lane each (those with the most compile time, else compiles)."""
 
 
 def time_section(source: ReportInput) -> Section:
@@ -630,10 +632,20 @@ def compiles_section(source: ReportInput) -> Section | None:
     ]
     seconds = sum(t.compile_seconds.values())
     timed = f"{seconds:.2f} s in all, from the {t.compile_source}" if t.compile_seconds else "no seconds known"
+    counts: dict[str, int] = {}
+    for mark in t.compiles:
+        counts[mark.function] = counts.get(mark.function, 0) + 1
+    lanes = sorted(counts, key=lambda f: (-(t.compile_seconds.get(f) or 0.0), -counts[f]))[:TIMELINE_LANES]
+    drawn = [m for m in t.compiles if m.function in lanes]
+    left_out = (
+        f" The timeline draws the {TIMELINE_LANES} functions with the most compile time of {len(counts):,}."
+        if len(counts) > TIMELINE_LANES
+        else ""
+    )
     return Section(
         "compiles",
         "Compile time",
-        f"{len(t.compiles):,} compiles ({timed}); red bars are recompiles.",
+        f"{len(t.compiles):,} compiles ({timed}); red bars are recompiles.{left_out}",
         [
             table(
                 "compile time per function",
@@ -642,7 +654,7 @@ def compiles_section(source: ReportInput) -> Section | None:
                 "xlainspect count-recompiles --log explains each",
             )
         ],
-        charts=[CompileTimeline(t.compiles, t.compile_source)],
+        charts=[CompileTimeline(drawn, t.compile_source)],
     )
 
 
