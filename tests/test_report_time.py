@@ -228,3 +228,11 @@ def test_the_timeline_draws_the_functions_with_the_most_compile_time(monkeypatch
     (timeline,) = compiles.charts
     assert [m.function for m in timeline.marks] == ["jit_predict", "jit_predict", "jit_deep"]  # 3.70 s, 0.17 s
     assert compiles.intro.endswith("The timeline draws the 2 functions with the most compile time of 4.")
+
+
+def test_the_step_chart_says_how_many_functions_it_leaves_out(monkeypatch):
+    monkeypatch.setattr(reports, "CHART_FUNCTIONS", 1)
+    report = reports.dump_report(load_dump(GPU_DUMP), None, GPU_TRACE)  # not the cached one
+    (chart,) = _section(report, "time").charts
+    assert [f.function for f in chart.functions] == ["jit_train_step"] and chart.of == 4
+    assert "<h3>Step time per function, by op kind (the 1 slowest of 4)</h3>" in render_html(report)

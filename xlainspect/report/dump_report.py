@@ -100,6 +100,8 @@ class StepBreakdown:
     """Chart: each function's step time split by op kind."""
 
     functions: list[FunctionTiming]
+    of: int
+    """Functions with a step time, of which the chart draws the slowest."""
 
 
 @dataclass(slots=True)
@@ -436,7 +438,8 @@ def time_section(source: ReportInput) -> Section:
         )
         for op, lost in found
     ]
-    charts = [StepBreakdown(t.functions[:CHART_FUNCTIONS])] if any(f.seconds for f in t.functions) else []
+    timed = [f for f in t.functions if f.seconds]
+    charts = [StepBreakdown(timed[:CHART_FUNCTIONS], len(timed))] if timed else []
     curves = {f.memory.module: f.memory for f in source.facts if f.memory is not None and f.memory.curve}
     top = max(peaks.values(), default=None)
     links = [(f"memory curve of {top[1]}, the peak", f"memory-{top[1]}")] if top and top[1] in curves else []

@@ -148,7 +148,8 @@ def _findings_html(findings: list[Finding]) -> str:
 def _chart_html(chart: object) -> str:
     """A section's chart as inline SVG, with a heading saying what it shows."""
     if isinstance(chart, StepBreakdown):
-        return "<h3>Step time per function, by op kind</h3>" + step_breakdown_svg(chart.functions)
+        shown = f" (the {len(chart.functions)} slowest of {chart.of:,})" if chart.of > len(chart.functions) else ""
+        return f"<h3>Step time per function, by op kind{shown}</h3>" + step_breakdown_svg(chart.functions)
     if isinstance(chart, Roofline):
         return (
             "<h3>Roofline (blue: compute bound, amber: memory bound, purple: collective; area: the op's time)</h3>"
