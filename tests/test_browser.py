@@ -5,7 +5,9 @@ under build/screenshots/ (or $XLAINSPECT_SCREENSHOTS) to look at. Skips, saying 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, REPO
+from tests.conftest import DUMPS, FIXTURES, REPO
 from xlainspect.cli.app import app
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -64,9 +66,20 @@ def test_report_page_opens_with_every_section(tmp_path):
     _cli("report", str(DUMPS / "tpu_v5e"), "--html", str(page))
     dom = _open(page, "report_tpu_v5e.png")
     assert 'data-ready="1"' in dom  # the script ran to its end
-    for key in ("summary", "recompiles", "memory", "padding", "fusions", "copies", "collectives", "modules"):
+    for key in (
+        "time",
+        "compiles",
+        "summary",
+        "recompiles",
+        "memory",
+        "padding",
+        "fusions",
+        "copies",
+        "collectives",
+        "modules",
+    ):
         assert f'<section id="{key}">' in dom, key
-    assert dom.count("<polyline") == 7  # the memory curves of the 7 modules with live ranges
+    assert dom.count('<polyline class="curve"') == 7  # the memory curves of the 7 modules with live ranges
     assert '<tr id="function-jit_layouts">' in dom and 'href="#module-module_0029.jit_layouts"' in dom
 
 
@@ -97,3 +110,92 @@ def test_a_click_on_a_heading_sorts_the_table(tmp_path):
     body = memory[memory.index("<tbody>") :]
     first_row = body[: body.index("</tr>")]
     assert "module_0244.jit_psum_sum" in first_row and "6,144" in first_row  # the smallest total first
+
+
+def _json(*args: str) -> dict:
+    result = CliRunner().invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _marks(dom: str, tag: str, chart: str) -> list[dict[str, str]]:
+    """The `data-*` attributes of each `tag` inside the SVG `data-chart=chart`, as the browser kept them."""
+    svg = re.search(rf'<svg[^>]*data-chart="{chart}".*?</svg>', dom, re.S)
+    assert svg is not None, chart
+    return [dict(re.findall(r'data-([\w-]+)="([^"]*)"', m)) for m in re.findall(rf"<{tag} ([^>]*data-[^>]*)>", svg[0])]
+
+
+def test_report_with_a_profile_draws_time_charts_whose_numbers_are_the_profiles(tmp_path):
+    page = tmp_path / "report.html"
+    dump, trace = DUMPS / "profile_steps", FIXTURES / "profiles" / "profile_steps"
+    _cli("report", str(dump), "--profile", str(trace), "--html", str(page))
+    dom = _open(page, "report_profile_steps.png")
+    assert 'data-ready="1"' in dom
+    for key in ("time", "compiles", "summary", "recompiles", "memory", "fusions", "copies", "collectives", "modules"):
+        assert f'<section id="{key}">' in dom, key
+    profiled = _json("profile", str(trace), "--dump", str(dump), "--top", "0")
+    per_function = _step_seconds(profiled)
+    bars = _marks(dom, "text", "step-breakdown")
+    assert {b["function"]: float(b["step-seconds"]) for b in bars} == pytest.approx(per_function)
+    pieces = _marks(dom, "rect", "step-breakdown")
+    assert sum(float(p["seconds"]) for p in pieces) == pytest.approx(per_function["jit_train_step"])
+    compiles = _marks(dom, "rect", "compile-timeline")
+    assert [(c["function"], float(c["start"]), float(c["seconds"]), c["recompile"]) for c in compiles] == [
+        (c["function"], pytest.approx(c["start_seconds"]), pytest.approx(c["seconds"]), "yes" if i else "no")
+        for i, c in enumerate(profiled["compiles"])
+    ]
+    assert "http://" not in dom and "https://" not in dom
+
+
+def _step_seconds(profiled: dict) -> dict[str, float]:
+    """Per function its mean device time a step, as `profile --format json` lists it."""
+    return {f["function"]: sum(f["per_step_seconds"]) / len(f["per_step_seconds"]) for f in profiled["functions"]}
+
+
+GPU_DUMP, GPU_TRACE = DUMPS / "gpu_profile", FIXTURES / "profiles" / "gpu_profile"
+
+
+def test_gpu_report_with_its_profile_opens_with_every_chart(tmp_path):
+    """The H200 run: step time measured, a roofline of the achieved FLOP/s, the compile timeline and the
+    memory curves; the dots are the profile's ops (FLOPs per byte, FLOPs over the time of one run)."""
+    page = tmp_path / "report.html"
+    _cli("report", str(GPU_DUMP), "--profile", str(GPU_TRACE), "--html", str(page))
+    assert page.stat().st_size <= 5_000_000
+    dom = _open(page, "report_gpu_profile.png")
+    for key in ("time", "roofline", "compiles", "summary", "recompiles", "memory", "padding", "modules"):
+        assert f'<section id="{key}">' in dom, key
+    charts = set(re.findall(r'data-chart="([\w-]+)"', dom))
+    assert {"step-breakdown", "roofline", "compile-timeline"} <= charts and dom.count("<svg") >= 4
+    profiled = _json("profile", str(GPU_TRACE), "--dump", str(GPU_DUMP), "--top", "0")
+    step = {b["function"]: float(b["step-seconds"]) for b in _marks(dom, "text", "step-breakdown")}
+    expected = _step_seconds(profiled)
+    assert step and all(step[f] == pytest.approx(expected[f]) for f in step)
+    ops = {(op["module"], op["name"]): op for op in profiled["ops"]}
+    dots = _marks(dom, "circle", "roofline")
+    assert dots
+    for dot in dots:
+        op = ops[(dot["module"], dot["op"])]
+        assert float(dot["intensity"]) == pytest.approx(op["flops"] / op["bytes_accessed"])
+        assert float(dot["flops-per-second"]) == pytest.approx(op["flops"] / (op["total_seconds"] / op["count"]))
+
+
+def test_gpu_report_without_a_profile_draws_costs_roofline(tmp_path):
+    page = tmp_path / "report.html"
+    _cli("report", str(GPU_DUMP), "--html", str(page))
+    dom = _open(page, "report_gpu_roofline.png")
+    costed = _json("cost", str(GPU_DUMP), "--top", "0")
+    assert f"Roofline estimate on {costed['modules'][0]['chip']}, not measured" in dom
+    ops = {(op["module"], op["name"]): op for op in costed["ops"]}
+    dots = _marks(dom, "circle", "roofline")
+    assert dots
+    for dot in dots:
+        op = ops[(dot["module"], dot["op"])]
+        assert float(dot["intensity"]) == pytest.approx(op["arithmetic_intensity"])
+        assert float(dot["flops-per-second"]) == pytest.approx(op["flops"] / op["roofline_seconds"])
+    step = {b["function"]: float(b["step-seconds"]) for b in _marks(dom, "text", "step-breakdown")}
+    last = max((m for m in costed["modules"] if m["function"] == "jit_train_step"), key=lambda m: _id(m["module"]))
+    assert step["jit_train_step"] == pytest.approx(last["roofline_seconds"])
+
+
+def _id(module: str) -> int:
+    return int(module.partition(".")[0].removeprefix("module_"))

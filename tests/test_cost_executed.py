@@ -210,53 +210,26 @@ def test_cli_tpu_and_gpu_dumps_need_no_chip():
     assert {op["executions"] for op in data["ops"]} == {3}
 
 
-def _gemm_module(entry: str):
-    return parse_hlo("HloModule gemm\n\n" + entry, "gemm")[0]
-
-
-# The entry computations XLA (jax 0.11.2, an H200, --xla_gpu_enable_triton_gemm=false
-# --xla_gpu_enable_cublaslt=true) wrote for `relu(x @ w + b)`, `einsum("bij,bjk->bik", a, c)` and
-# `m @ k + a`, metadata and the scheduling fields of backend_config left out (fixtures/generate.py's
-# gpu_cublas scenario makes them; no GPU was at hand to commit its dump).
-GEMM_BIAS_RELU = """ENTRY %main.2 (x.1: bf16[128,256], w.1: bf16[256,512], b.1: bf16[512]) -> bf16[128,512] {
-  %b.1 = bf16[512]{0} parameter(2)
-  %w.1 = bf16[256,512]{1,0} parameter(1)
-  %x.1 = bf16[128,256]{1,0} parameter(0)
-  %cublas-lt-matmul.2 = (bf16[128,512]{1,0}, s8[33554432]{0}) custom-call(%x.1, %w.1, %b.1), custom_call_target="__cublas$lt$matmul", backend_config={"gemm_backend_config":{"alpha_imag":0,"alpha_real":1,"autotune_workspace_size":"33554432","beta":0,"damax_output":false,"dot_dimension_numbers":{"lhs_batch_dimensions":[],"lhs_contracting_dimensions":["1"],"rhs_batch_dimensions":[],"rhs_contracting_dimensions":["0"]},"epilogue":"BIAS_RELU","grad_x":false,"grad_y":false,"lhs_stride":"32768","precision_config":{"algorithm":"ALG_UNSET","operand_precision":["DEFAULT","DEFAULT"]},"rhs_stride":"131072","scale_mode":0,"selected_algorithm":"2"}}
-  ROOT %get-tuple-element.1 = bf16[128,512]{1,0} get-tuple-element(%cublas-lt-matmul.2), index=0
-}
-"""
-BATCHED_MATMUL = """ENTRY %main.1 (a.1: f32[8,64,96], c.1: f32[8,96,32]) -> f32[8,64,32] {
-  %c.1 = f32[8,96,32]{2,1,0} parameter(1)
-  %a.1 = f32[8,64,96]{2,1,0} parameter(0)
-  %custom-call.1 = (f32[8,64,32]{2,1,0}, s8[33554432]{0}) custom-call(%a.1, %c.1), custom_call_target="__cublas$lt$matmul", backend_config={"gemm_backend_config":{"alpha_imag":0,"alpha_real":1,"autotune_workspace_size":"33554432","beta":0,"damax_output":false,"dot_dimension_numbers":{"lhs_batch_dimensions":["0"],"lhs_contracting_dimensions":["2"],"rhs_batch_dimensions":["0"],"rhs_contracting_dimensions":["1"]},"epilogue":"DEFAULT","grad_x":false,"grad_y":false,"lhs_stride":"6144","precision_config":{"algorithm":"ALG_UNSET","operand_precision":["DEFAULT","DEFAULT"]},"rhs_stride":"3072","scale_mode":0,"selected_algorithm":"1"}}
-  ROOT %get-tuple-element.1 = f32[8,64,32]{2,1,0} get-tuple-element(%custom-call.1), index=0
-}
-"""
-GEMM_PLUS_MATRIX = """ENTRY %main.1 (m.1: f32[64,128], k.1: f32[128,64], a.1: f32[64,64]) -> f32[64,64] {
-  %a.1 = f32[64,64]{1,0} parameter(2)
-  %k.1 = f32[128,64]{1,0} parameter(1)
-  %m.1 = f32[64,128]{1,0} parameter(0)
-  %cublas-lt-matmul.2 = (f32[64,64]{1,0}, s8[33554432]{0}) custom-call(%m.1, %k.1, %a.1), custom_call_target="__cublas$lt$matmul", backend_config={"gemm_backend_config":{"alpha_imag":0,"alpha_real":1,"autotune_workspace_size":"33554432","beta":1,"damax_output":false,"dot_dimension_numbers":{"lhs_batch_dimensions":[],"lhs_contracting_dimensions":["1"],"rhs_batch_dimensions":[],"rhs_contracting_dimensions":["0"]},"epilogue":"DEFAULT","grad_x":false,"grad_y":false,"lhs_stride":"8192","precision_config":{"algorithm":"ALG_UNSET","operand_precision":["DEFAULT","DEFAULT"]},"rhs_stride":"8192","scale_mode":0,"selected_algorithm":"1"}}
-  ROOT %get-tuple-element.1 = f32[64,64]{1,0} get-tuple-element(%cublas-lt-matmul.2), index=0
-}
-"""
+# fixtures/dumps/gpu_cublas: XLA 0.11.2 on an H200 with --xla_gpu_enable_triton_gemm=false
+# --xla_gpu_enable_cublaslt=true runs each dot as a `__cublas$lt$matmul` custom call.
+CUBLAS = DUMPS / "gpu_cublas"
 
 
 @pytest.mark.parametrize(
-    ("entry", "flops", "read", "written"),
+    ("function", "flops", "read", "written"),
     [
         # 2 x 128 x 512 x 256, then the bias add and relu's maximum per output element
-        (GEMM_BIAS_RELU, 2 * 128 * 512 * 256 + 2 * 128 * 512, 2 * (128 * 256 + 256 * 512 + 512), 2 * 128 * 512),
+        ("jit_gemm_bias_relu", 2 * 128 * 512 * 256 + 2 * 128 * 512, 2 * (128 * 256 + 256 * 512 + 512), 2 * 128 * 512),
         # batch 8 in the dot dimension numbers: 2 x 8 x 64 x 32 x 96
-        (BATCHED_MATMUL, 2 * 8 * 64 * 32 * 96, 4 * (8 * 64 * 96 + 8 * 96 * 32), 4 * 8 * 64 * 32),
+        ("jit_batched_matmul", 2 * 8 * 64 * 32 * 96, 4 * (8 * 64 * 96 + 8 * 96 * 32), 4 * 8 * 64 * 32),
         # beta = 1: C is added (one add per output element) and read
-        (GEMM_PLUS_MATRIX, 2 * 64 * 64 * 128 + 64 * 64, 4 * (64 * 128 + 128 * 64 + 64 * 64), 4 * 64 * 64),
+        ("jit_gemm_plus_matrix", 2 * 64 * 64 * 128 + 64 * 64, 4 * (64 * 128 + 128 * 64 + 64 * 64), 4 * 64 * 64),
     ],
     ids=["bias_relu", "batched", "beta"],
 )
-def test_cublas_gemms_count_their_dot_and_epilogue(entry, flops, read, written):
-    cost = module_cost(_gemm_module(entry), None)
+def test_cublas_gemms_count_their_dot_and_epilogue(function, flops, read, written):
+    """`relu(x @ w + b)` (epilogue BIAS_RELU), `einsum("bij,bjk->bik")` (batch dims), `m @ k + a` (beta 1)."""
+    cost = module_cost(_module(CUBLAS, function), None)
     (gemm,) = [op for op in cost.ops if op.opcode == "custom-call"]
     assert (gemm.flops, gemm.bytes_read, gemm.bytes_written) == (flops, read, written)  # no workspace
     assert (gemm.xla_flops, cost.not_counted) == (-1, {})

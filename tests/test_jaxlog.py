@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+from datetime import datetime
 
 import pytest
 from typer.testing import CliRunner
@@ -177,3 +178,13 @@ def test_log_agrees_with_jax_own_events(run):
     events = run["events"]
     assert sum(c.cache == "hit" for c in compiles) == events.get("/jax/compilation_cache/cache_hits", 0)
     assert sum(c.cache == "written" for c in compiles) == events.get("/jax/compilation_cache/cache_misses", 0)
+
+
+def test_a_compile_ends_at_its_lines_time():
+    """The log format of jax puts `asctime` before each message (jax/_src/logging_config.py)."""
+    (timed,) = parse_jax_log(
+        "DEBUG:2026-11-26 14:20:47,218:jax._src.dispatch:204: Finished XLA compilation of jit(stage) in 0.28 sec\n"
+    )
+    (untimed,) = parse_jax_log("Finished XLA compilation of jit(stage) in 0.28 sec\n")
+    assert timed.finished_at - datetime(2026, 11, 26, 14, 20, 47).timestamp() == pytest.approx(0.218)
+    assert untimed.finished_at is None

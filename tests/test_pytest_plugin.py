@@ -22,6 +22,13 @@ def batch(n):
 """
 
 
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch):
+    """The inner pytest runs alone: under `pytest -n`, the worker's PYTEST_XDIST_WORKER would make the
+    plugin put the inner run's dump in a per-worker subfolder."""
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+
+
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
 

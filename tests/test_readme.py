@@ -16,4 +16,7 @@ def test_python_api_example_runs(monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert "jit_train_step 2 fixtures/generate.py:153 the last batch is ragged" in printed
     assert "[('kLoop', 5)] 1 8" in printed  # fusions totals, layout-only copies, collectives
-    assert "['per-pass-files'] ['recompiles', 'memory', 'padding', 'fusions', 'copies', 'collectives']" in printed
+    assert (
+        "['per-pass-files'] ['time', 'compiles', 'recompiles', 'memory', 'padding', 'fusions', 'copies', 'collectives']"
+        in printed
+    )

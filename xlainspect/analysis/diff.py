@@ -307,9 +307,10 @@ def module_metrics(module: Module, dump_module: DumpModule, fusion_rows: list) -
 
 
 def _dump_chip(dump_module: DumpModule) -> Chip | None:
-    from xlainspect.analysis.chips import default_chip_key, get_chip
+    """The chip the module was compiled for, as `cost` reads it from the dump (an H200's dump: h200)."""
+    from xlainspect.analysis.chips import dump_chip_key, get_chip
 
-    key = default_chip_key(dump_module.platform, dump_module.platform_tag)
+    key = dump_chip_key(dump_module)
     return get_chip(key) if key else None
 
 

@@ -33,6 +33,20 @@ def profile(
     ] = None,
     function: FunctionOpt = None,
     top: Annotated[int, typer.Option("--top", min=0, help="Ops to list, most time lost first (0: all).")] = 20,
+    step_function: Annotated[
+        str | None,
+        typer.Option(
+            "--step-function",
+            help="The function whose executions are the steps (default: the step markers, else the "
+            "function with the most device time).",
+        ),
+    ] = None,
+    compile_phases: Annotated[
+        bool,
+        typer.Option(
+            "--compile-phases", help="Show each compile's time by phase: jax, XLA passes, autotuning, codegen."
+        ),
+    ] = False,
     max_compiles_after_step: Annotated[
         int | None,
         typer.Option(
@@ -52,16 +66,18 @@ def profile(
     fmt: FormatOpt = OutputFormat.table,
     strict: StrictOpt = False,
 ) -> None:
-    """Measured time per HLO op (total, per step, min/median/max, share of the step) from a jax.profiler
-    trace; with --dump its roofline time, efficiency and time lost; every compile with its step. Needs
-    the profile extra: pip install 'xlainspect[profile]'."""
+    """Measured time per HLO op (total, per step, min/median/max, share of the steps' device-busy time)
+    from a jax.profiler trace; steps, device time per function, autotuning apart; with --dump its
+    roofline time, efficiency and time lost, and GPU kernels run in CUDA graphs placed on their op;
+    every compile with its function, step and time by phase. Needs the profile extra: pip install
+    'xlainspect[profile]'."""
     from xlainspect.analysis.commands.cost import ChipChoice, profile_report
     from xlainspect.analysis.profile import compiles_after
     from xlainspect.report.views import profile_document
 
     with user_errors():
         figures = ChipChoice(chip, peak_flops, hbm_bandwidth, ici_bandwidth)
-        report = profile_report(trace, dump, figures, function=function, strict=strict)
+        report = profile_report(trace, dump, figures, function=function, strict=strict, step_function=step_function)
         if html is not None:
             from xlainspect.report.profile_html import write_profile_html
 
@@ -69,4 +85,4 @@ def profile(
             note(f"wrote {html}")
     after = max_compiles_after_step
     late = compiles_after(report, after) if after is not None else []
-    show(profile_document(report, top or None, late, after or 0), fmt, report.skipped, strict)
+    show(profile_document(report, top or None, late, after or 0, compile_phases), fmt, report.skipped, strict)

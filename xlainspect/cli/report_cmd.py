@@ -15,18 +15,36 @@ from xlainspect.errors import XlaInspectError
 OutFile = Annotated[Path | None, typer.Option(help="Write the report here ('-' for stdout).", show_default=False)]
 
 
+LOG_HELP = "jax log of the same run: compile seconds (default: the jax.log in the dump)."
+
+
 @app.command()
-def report(path: DumpPath, html: OutFile = None, markdown: OutFile = None, strict: StrictOpt = False) -> None:
-    """One report of a whole dump: recompiles, memory, padding, fusions, copies and collectives, findings
-    ranked by cost on top. --html writes one self-contained page (every table sortable),
-    --markdown a Markdown document."""
+def report(
+    path: DumpPath,
+    html: OutFile = None,
+    markdown: OutFile = None,
+    profile: Annotated[
+        Path | None, typer.Option(help="jax.profiler trace of the same run: measured step times.", show_default=False)
+    ] = None,
+    log: Annotated[
+        Path | None,
+        typer.Option(
+            help="jax log of the same run: compile seconds (default: the dump's jax.log).", show_default=False
+        ),
+    ] = None,
+    strict: StrictOpt = False,
+) -> None:
+    """One report of a whole dump: where the time goes (step time per function, measured with --profile,
+    else the roofline estimate; the ops that lose the most; compile time), then recompiles, memory,
+    padding, fusions, copies and collectives, findings ranked by time on top. --html writes one
+    self-contained page (charts as inline SVG, every table sortable), --markdown a Markdown document."""
     from xlainspect.report.dump_report import report_of
     from xlainspect.report.page import render_html, render_markdown
 
     with user_errors(), progress_bars() as progress:
         if html is None and markdown is None:
             raise XlaInspectError("report: say where to write it: --html FILE and/or --markdown FILE ('-': stdout)")
-        built = report_of(path, strict=strict, progress=progress)
+        built = report_of(path, profile=profile, log=log, strict=strict, progress=progress)
         for target, render in ((html, render_html), (markdown, render_markdown)):
             if target is not None:
                 _write(target, render(built))

@@ -10,7 +10,9 @@ order one compile writes them:
   "PERSISTENT COMPILATION CACHE MISS for 'jit_f' with key '...'"
 * after a miss: "Writing jit_f to persistent compilation cache with key '...'" or a "Not writing
   persistent cache entry ..." line saying why
-* "Finished XLA compilation of jit(f) in 0.014 sec" (a hit too: it times the cache read)
+* "Finished XLA compilation of jit(f) in 0.014 sec" (a hit too: it times the cache read), after the
+  time jax's log format puts before each message ("{levelname}:{asctime}:{name}:{lineno}: {message}",
+  jax/_src/logging_config.py): when the compile ended
 
 The cache lines are DEBUG records of those modules (JAX_DEBUG_LOG_MODULES, or JAX_LOGGING_LEVEL=DEBUG);
 the "Finished" line is DEBUG, or WARNING with JAX_LOG_COMPILES=1. Lines are found by their message,
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from xlainspect.dump.files import read_bytes
@@ -48,6 +51,8 @@ _FLAG = re.compile(r"Including XLA flag in cache key: (?P<flag>\S+)")
 _HIT = re.compile(r"Persistent compilation cache hit for '(?P<module>[^']+)' with key '(?P<key>[^']+)'")
 _MISS = re.compile(r"PERSISTENT COMPILATION CACHE MISS for '(?P<module>[^']+)' with key '(?P<key>[^']+)'")
 _WRITING = re.compile(r"Writing (?P<module>\S+) to persistent compilation cache with key '(?P<key>[^']+)'")
+_ASCTIME = re.compile(r"(?P<date>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(?P<ms>\d{3})")
+"""logging's default `asctime` (`2026-11-26 14:20:46,431`)."""
 _NOT_WRITING = re.compile(r"Not writing persistent cache entry (?P<why>.*)")
 _SANITIZE = re.compile(r"[^\w.-]")
 
@@ -70,6 +75,9 @@ class LogCompile:
     """Cache-key component (jax's name) -> sha256 hex of that component alone."""
     xla_flags: tuple[str, ...] = ()
     """The flags jax hashed into the key (from XLA_FLAGS, LIBTPU_INIT_ARGS and argv, dump flags excluded)."""
+    finished_at: float | None = None
+    """When the compile ended: seconds of the log line's `asctime` (a local time: compare, never print);
+    None where the log's format has no time."""
 
     @property
     def compiled(self) -> bool:
@@ -147,7 +155,7 @@ def parse_jax_log(text: str) -> list[LogCompile]:
             continue
         previous = line
         if finished := _FINISHED.search(line):
-            compiles.append(pending.close(finished["fun"], float(finished["seconds"])))
+            compiles.append(pending.close(finished["fun"], float(finished["seconds"]), _logged_at(line)))
             pending = _Pending()
         else:
             pending.read(line)
@@ -180,9 +188,18 @@ class _Pending:
         elif match := _NOT_WRITING.search(line):
             self.cache, self.why = "not written", _why_not_written(match["why"])
 
-    def close(self, fun_name: str | None, seconds: float | None) -> LogCompile:
+    def close(self, fun_name: str | None, seconds: float | None, at: float | None = None) -> LogCompile:
         module = self.module or module_name(fun_name or "?")
-        return LogCompile(fun_name, module, seconds, self.cache, self.key, self.why, self.components, tuple(self.flags))
+        flags = tuple(self.flags)
+        return LogCompile(fun_name, module, seconds, self.cache, self.key, self.why, self.components, flags, at)
+
+
+def _logged_at(line: str) -> float | None:
+    """The line's `asctime` as seconds (a naive local time), None without one."""
+    found = _ASCTIME.search(line)
+    if found is None:
+        return None
+    return datetime.fromisoformat(found["date"]).timestamp() + int(found["ms"]) / 1000
 
 
 def _why_not_written(text: str) -> str:

@@ -20,7 +20,9 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xlainspect.dump.files import read_bytes
 from xlainspect.errors import XlaInspectError
+from xlainspect.settings import kept_objects
 
 INSTALL_HINT = "reading profiles needs protobuf: pip install 'xlainspect[profile]' (or pip install protobuf)"
 
@@ -78,7 +80,6 @@ _SCHEMA = {
     # xla/service/hlo.proto: HloProto's HloModuleProto, kept as bytes for jaxlib to print (`embedded_hlo_text`)
     "HloProto": [("hlo_module", 1, "bytes", False)],
 }
-_STAT_VALUES = ("double_value", "uint64_value", "int64_value", "str_value", "bytes_value")
 
 
 class ProfileDependencyError(XlaInspectError):
@@ -106,7 +107,7 @@ class Trace:
 
     paths: list[Path]
     events: list[TraceEvent]
-    """Every timed event of every plane, by start time."""
+    """Every timed event (duration > 0) of every plane, by start time."""
     hostnames: list[str]
     hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict)
     """program_id -> (HloModule name, serialized HloProto): the optimized HLO the profiler embeds
@@ -115,12 +116,13 @@ class Trace:
 
 def find_trace_files(path: str | Path) -> list[Path]:
     """The XSpace files of one profiling run: `path` itself, those beside a perfetto trace, or those of
-    the newest `plugins/profile/<run>` folder under a log dir (runs are named by their start time)."""
+    the newest `plugins/profile/<run>` folder under a log dir (runs are named by their start time). A
+    gzipped XSpace (`<host>.xplane.pb.gz`) is read too."""
     path = Path(path)
     if path.is_file():
-        if path.name.endswith(".xplane.pb"):
+        if path.name.endswith(_XSPACE_SUFFIXES):
             return [path]
-        beside = sorted(path.parent.glob("*.xplane.pb"))
+        beside = _xspaces(path.parent.iterdir())
         if path.name.endswith("trace.json.gz") and beside:  # <host>.trace.json.gz, perfetto_trace.json.gz
             return beside
         raise XlaInspectError(
@@ -128,7 +130,7 @@ def find_trace_files(path: str | Path) -> list[Path]:
         )
     if not path.is_dir():
         raise XlaInspectError(f"{path}: no such file or directory")
-    found = sorted(path.rglob("*.xplane.pb"))
+    found = _xspaces(path.rglob("*.xplane.pb*"))
     if not found:
         raise XlaInspectError(
             f"{path}: no *.xplane.pb file under it (jax.profiler.trace(log_dir) writes "
@@ -138,16 +140,23 @@ def find_trace_files(path: str | Path) -> list[Path]:
     return [p for p in found if p.parent == newest]
 
 
+_XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
+
+
+def _xspaces(paths) -> list[Path]:
+    return sorted(p for p in paths if p.name.endswith(_XSPACE_SUFFIXES) and p.is_file())
+
+
 def read_trace(path: str | Path) -> Trace:
-    """Every event of a jax.profiler trace (a file, or a log dir: its newest run), times from its start."""
+    """Every timed event of a jax.profiler trace (a file, or a log dir: its newest run), times from its start."""
     spaces = [(p, _read_space(p)) for p in find_trace_files(path)]
-    found = [e for p, space in spaces for e in _events(space)]  # (start, plane, line, name, duration, stats)
+    with kept_objects():  # 100,000s of events that live to the end of the run: collections need not scan them
+        found = [e for p, space in spaces for e in _events(space)]  # (start, -duration, index, event)
     origin = min((e[0] for e in found), default=0.0)
-    found.sort(key=lambda e: (e[0], -e[4]))
-    events = [
-        TraceEvent(plane, line, name, start - origin, duration, stats)
-        for start, plane, line, name, duration, stats in found
-    ]
+    found.sort()  # by start, the longer (enclosing) first; the index keeps equal events in plane order
+    events = [e[3] for e in found]
+    for event in events:
+        event.start_ns -= origin
     return Trace(
         [p for p, _ in spaces],
         events,
@@ -192,10 +201,7 @@ def _hlo_protos(space) -> dict[int, tuple[str, bytes]]:
 
 def _read_space(path: Path):
     """One XSpace; a damaged or foreign file is an input error naming the file."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise XlaInspectError(f"{path}: {error.strerror or error}") from None
+    data = read_bytes(path)  # gunzipped when gzip
     message_class = _message_class("XSpace")
     try:
         space = message_class.FromString(data)
@@ -235,40 +241,68 @@ def _message_class(name: str):
     return message_factory.MessageFactory(pool).GetPrototype(descriptor)  # protobuf before 4.22
 
 
+@functools.cache
+def _ref_field():
+    """The descriptor of XStat.ref_value in XSpace's pool (`ListFields` hands back these very objects)."""
+    stat = _message_class("XSpace").DESCRIPTOR.fields_by_name["planes"].message_type.fields_by_name["stats"]
+    return stat.message_type.fields_by_name["ref_value"]
+
+
 def _events(space) -> list[tuple]:
-    """Each event as (start, plane, line, name, duration, stats): a tuple, sorted before it becomes a
-    TraceEvent once. An event's stats are its metadata's (read once per metadata) updated by its own."""
-    events = []
+    """Each timed event as (start, -duration, index, TraceEvent), to sort by start once. An event's stats
+    are its metadata's, read once per metadata, updated by its own; an event with none of its own shares
+    its metadata's dict (read-only, as every consumer treats stats). Instant events (no duration) are left
+    out: they take no time, and in jax's traces they are the thread pool's hand-off markers
+    (`ThreadpoolListener::Record/StartRegion/StopRegion`, half of a GPU trace's events), which only
+    link a task to the thread that ran it."""
+    events: list[tuple] = []
     for plane in space.planes:
         stat_names = {entry.key: entry.value.name for entry in plane.stat_metadata}
-        metadata = {entry.key: entry.value for entry in plane.event_metadata}
-        metadata_stats: dict[int, dict] = {}
+        metadata = {
+            entry.key: (entry.value.name, _stats(entry.value.stats, stat_names)) for entry in plane.event_metadata
+        }
+        plane_name, missing = plane.name, ("", {})
         for line in plane.lines:
-            name = line.display_name or line.name
+            name, base = line.display_name or line.name, line.timestamp_ns
             for event in line.events:
-                meta = metadata.get(event.metadata_id)
-                if meta is None:
-                    meta_name, stats = "", {}
-                else:
-                    if event.metadata_id not in metadata_stats:
-                        metadata_stats[event.metadata_id] = _stats(meta.stats, stat_names)
-                    meta_name, stats = meta.name, dict(metadata_stats[event.metadata_id])
-                if event.stats:
-                    stats.update(_stats(event.stats, stat_names))
-                start = line.timestamp_ns + event.offset_ps / 1000
-                events.append((start, plane.name, name, meta_name, event.duration_ps / 1000, stats))
+                if not event.duration_ps:
+                    continue
+                meta_name, meta_stats = metadata.get(event.metadata_id, missing)
+                own = event.stats
+                stats = {**meta_stats, **_stats(own, stat_names)} if own else meta_stats
+                start, duration = base + event.offset_ps / 1000, event.duration_ps / 1000
+                events.append(
+                    (start, -duration, len(events), TraceEvent(plane_name, name, meta_name, start, duration, stats))
+                )
     return events
 
 
 def _stats(stats, names: dict[int, str]) -> dict:
-    """Stats by name; a reference value is the name of the stat metadata it points at."""
+    """Stats by name; a reference value is the name of the stat metadata it points at. `ListFields` gives
+    the set fields by number: metadata_id (1), then the one value. One comprehension for the usual stat
+    (both set); `_each_stat` for the rest (metadata_id 0 is not written, a stat may hold no value)."""
+    ref = _ref_field()
+    try:
+        return {
+            names[key]: names.get(value, "") if field is ref else value
+            for (_, key), (field, value) in map(_list_fields(), stats)
+        }
+    except (ValueError, KeyError):
+        return _each_stat(stats, names)
+
+
+def _each_stat(stats, names: dict[int, str]) -> dict:
     values = {}
     for stat in stats:
-        value = None
-        for descriptor, field_value in stat.ListFields():  # the set fields: metadata_id and one value
-            if descriptor.name == "ref_value":
-                value = names.get(field_value, "")
-            elif descriptor.name in _STAT_VALUES:
-                value = field_value
+        fields = [(f, v) for f, v in stat.ListFields() if f.name != "metadata_id"]
+        value = fields[0][1] if fields else None
+        if fields and fields[0][0] is _ref_field():
+            value = names.get(value, "")
         values[names.get(stat.metadata_id, str(stat.metadata_id))] = value
     return values
+
+
+@functools.cache
+def _list_fields():
+    """XStat's `ListFields`, unbound, to map over a repeated field in C."""
+    return _ref_field().containing_type._concrete_class.ListFields

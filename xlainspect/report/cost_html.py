@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _WIDTH, _HEIGHT, _PAD = 900, 420, 60
 
-STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-section{margin-bottom:2.5em}svg{background:#fafafa;border:1px solid #ddd}
-.roof{fill:none;stroke:#d1242f;stroke-width:1.5}.roof.f32{stroke-dasharray:5 3}.grid{stroke:#e4e4e4}
+ROOFLINE_STYLE = """.roof{fill:none;stroke:#d1242f;stroke-width:1.5}.roof.f32{stroke-dasharray:5 3}.grid{stroke:#e4e4e4}
 .op{fill:#1f6feb;fill-opacity:.45;stroke:#1f6feb}.op.memory{fill:#bf8700;stroke:#bf8700}
-.op.collective{fill:#8250df;stroke:#8250df}.label{font-size:11px;fill:#555}
+.op.collective{fill:#8250df;stroke:#8250df}.ridge{stroke:#d1242f;stroke-dasharray:2 3}.label{font-size:11px;fill:#555}
 .measured{fill:#d1242f;fill-opacity:.45;stroke:#d1242f}"""
+"""The roofline chart's classes (the `report` page draws it too)."""
+STYLE = (
+    """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+section{margin-bottom:2.5em}svg{background:#fafafa;border:1px solid #ddd}
+"""
+    + ROOFLINE_STYLE
+)
 
 
 def write_cost_html(modules: list, path: str | Path) -> None:
@@ -70,6 +75,8 @@ class Point:
     weight: float
     css_class: str
     tip: str
+    data: dict[str, object] = field(default_factory=dict)
+    """`data-*` attributes of the dot: its numbers, for scripts and tests to read back."""
 
 
 def roofline_svg(chip, points: list[Point]) -> str:
@@ -88,16 +95,26 @@ def roofline_svg(chip, points: list[Point]) -> str:
         parts.append(
             f"<polyline class='roof {dtype}' points='{line}'><title>{dtype} peak {peak:.3g} FLOP/s, "
             f"HBM {chip.hbm_bandwidth:.3g} B/s</title></polyline>"
+            f"<line class='ridge' x1='{scale.x(ridge):.1f}' y1='{_PAD}' x2='{scale.x(ridge):.1f}' "
+            f"y2='{_HEIGHT - _PAD}' data-ridge='{ridge!r}'><title>{dtype} ridge: {ridge:.3g} FLOPs per byte "
+            f"(left of it memory bound, right of it compute bound)</title></line>"
         )
     heaviest = max(p.weight for p in points)
     for point in points:
         radius = 3 + 12 * math.sqrt(point.weight / heaviest)
         parts.append(
             f"<circle class='{point.css_class}' cx='{scale.x(point.intensity):.1f}' "
-            f"cy='{scale.y(point.flops_per_second):.1f}' r='{radius:.1f}'>"
+            f"cy='{scale.y(point.flops_per_second):.1f}' r='{radius:.1f}'{_data(point.data)}>"
             f"<title>{html.escape(point.tip)}</title></circle>"
         )
-    return f"<svg viewBox='0 0 {_WIDTH} {_HEIGHT}' width='{_WIDTH}' height='{_HEIGHT}'>{''.join(parts)}</svg>"
+    return (
+        f"<svg class='chart' data-chart='roofline' viewBox='0 0 {_WIDTH} {_HEIGHT}' width='{_WIDTH}' "
+        f"height='{_HEIGHT}'>{''.join(parts)}</svg>"
+    )
+
+
+def _data(values: dict[str, object]) -> str:
+    return "".join(f" data-{k}='{html.escape(v if isinstance(v, str) else repr(v))}'" for k, v in values.items())
 
 
 class _Scale:

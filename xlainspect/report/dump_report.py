@@ -18,15 +18,32 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
+from xlainspect.analysis.chips import Chip
+from xlainspect.analysis.commands.cost import ChipChoice, chip_for
 from xlainspect.dump.directory import SHARE_MIN_BYTES, SHARE_MIN_MODULES, Dump, DumpModule, load_dump
+from xlainspect.dump.jaxlog import JaxLog, run_log
 from xlainspect.dump.model_cache import remembered
-from xlainspect.errors import XlaInspectError
+from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
+from xlainspect.report.causes import causes_text, for_people, suggestion
 from xlainspect.report.document import Table
+from xlainspect.report.timing import (
+    CompileMark,
+    FunctionTiming,
+    ModuleTime,
+    OpTiming,
+    Timing,
+    losses,
+    module_time,
+    timing,
+)
 from xlainspect.settings import cache_enabled, kept_objects
 from xlainspect.workers import map_shared
+
+if TYPE_CHECKING:  # read only where a profile is given
+    from xlainspect.analysis.profile import ProfileReport
 
 T = TypeVar("T")
 
@@ -40,12 +57,22 @@ TOP_FINDINGS = 3
 
 @dataclass(slots=True)
 class Finding:
-    """One thing worth fixing, with its cost: extra compiles (`unit="compiles"`) or bytes."""
+    """One thing worth fixing, with its cost: seconds a step (`unit="seconds"`), compile seconds
+    (`"compile seconds"`), extra compiles (`"compiles"`) or bytes."""
 
     section: str
     text: str
-    cost: int
+    cost: float
     unit: str
+    op: str = ""
+    """The anchor of the op's detail (its HLO line and neighbourhood), where the finding is one op."""
+    source: str = ""
+    """`file:line` of the user's code behind it."""
+
+
+UNIT_ORDER = ("seconds", "compile seconds", "compiles", "bytes")
+"""How findings of different units rank: time a step first (every step pays it), compile seconds
+(every run pays them), extra compiles where no time is known, then bytes (compared with bytes only)."""
 
 
 @dataclass
@@ -60,6 +87,50 @@ class Section:
     findings: list[Finding] = field(default_factory=list)
     memory: list = field(default_factory=list)
     """`ModuleMemory` rows whose curves the HTML page draws (the memory section's)."""
+    charts: list = field(default_factory=list)
+    """What the HTML page draws as SVG: `StepBreakdown`, `Roofline`, `CompileTimeline`."""
+    details: list[OpDetail] = field(default_factory=list)
+    """The ops findings link to: their HLO lines and neighbourhood."""
+    links: list[tuple[str, str]] = field(default_factory=list)
+    """(text, anchor) of other parts of the page the section points to, under its intro."""
+
+
+@dataclass(slots=True)
+class StepBreakdown:
+    """Chart: each function's step time split by op kind."""
+
+    functions: list[FunctionTiming]
+    of: int
+    """Functions with a step time, of which the chart draws the slowest."""
+
+
+@dataclass(slots=True)
+class Roofline:
+    """Chart: the ops on the chip's roofline, at their measured (or roofline) FLOP/s."""
+
+    ops: list[OpTiming]
+    chip: Chip
+
+
+@dataclass(slots=True)
+class CompileTimeline:
+    """Chart: each compile of each function on a time axis, recompiles marked."""
+
+    marks: list[CompileMark]
+    source: str
+
+
+@dataclass(slots=True)
+class OpDetail:
+    """An op a finding links to: its HLO lines and those of its neighbourhood (as `graph --around`
+    finds it), each `(line number, text, is the op)`, and its source line."""
+
+    anchor: str
+    module: str
+    name: str
+    path: str
+    lines: tuple[tuple[int, str, bool], ...]
+    source: str
 
 
 @dataclass(slots=True)
@@ -77,6 +148,8 @@ class ModuleFacts:
     collectives: tuple
     problems: tuple[tuple[str, str], ...] = ()
     """(path, message) of side files that could not be read; the rest of the module is analysed."""
+    time: ModuleTime | None = None
+    """The module's roofline (`cost`), as the time sections keep it; None without a chip (no times)."""
 
 
 @dataclass
@@ -89,6 +162,8 @@ class ReportInput:
     readable: list[DumpModule]
     recompiles: list
     """`count_recompiles` of the dump: headers only, so it runs while workers analyse the modules."""
+    timing: Timing
+    """Step time per function, ops, compiles: measured with a profile, else the roofline estimate."""
 
 
 @dataclass
@@ -101,21 +176,32 @@ class DumpReport:
     skipped: list
 
     def findings(self) -> list[Finding]:
-        """Every section's findings, costliest first: extra compiles before bytes (a compile costs seconds
-        of every run that hits it; bytes are compared with bytes only)."""
+        """Every section's findings, costliest first within a unit, the units in `UNIT_ORDER`."""
         found = [f for s in self.sections for f in s.findings]
-        return sorted(found, key=lambda f: (f.unit != "compiles", -f.cost))
+        return sorted(found, key=lambda f: (UNIT_ORDER.index(f.unit), -f.cost))
 
 
-def dump_report(dump: Dump, advance: Callable[[int], None] | None = None) -> DumpReport:
+def dump_report(
+    dump: Dump,
+    advance: Callable[[int], None] | None = None,
+    trace: str | Path | None = None,
+    log: JaxLog | None = None,
+) -> DumpReport:
     """Run every section builder on the dump; `advance(n)` as modules are analysed (a progress bar's).
+    With `trace` (a jax.profiler trace of the same run) step times are measured; with `log` (its jax
+    log) compiles have seconds.
 
-    count-recompiles (headers only) runs while the modules are analysed; the files it skips are kept
-    apart and listed after those the analyses skipped, in the order a serial run finds them."""
+    count-recompiles (headers only) and the profile run while the modules are analysed; the files
+    count-recompiles skips are kept apart and listed after those the analyses skipped, in the order a
+    serial run finds them."""
     from xlainspect.analysis.recompiles import count_recompiles
 
     headers = Dump(dump.root, dump.modules)
-    all_facts, recompiles = _facts_of(dump.modules, advance or (lambda n: None), lambda: count_recompiles(headers))
+
+    def meanwhile():
+        return count_recompiles(headers), _profiled(trace, dump)
+
+    all_facts, (recompiles, profiled) = _facts_of(dump.modules, advance or (lambda n: None), meanwhile)
     facts, readable = [], []
     for dump_module, found in zip(dump.modules, all_facts):
         if isinstance(found, XlaInspectError):
@@ -126,17 +212,50 @@ def dump_report(dump: Dump, advance: Callable[[int], None] | None = None) -> Dum
         for path, message in found.problems:
             dump.skip(Path(path), XlaInspectError(message))
     dump.skipped += recompiles.skipped
-    source = ReportInput(dump, facts, readable, recompiles.functions)
+    times = timing([f.time for f in facts if f.time is not None], readable, profiled, log)
+    source = ReportInput(dump, facts, readable, recompiles.functions, times)
     sections = [section for build in SECTION_BUILDERS if (section := build(source)) is not None]
     return DumpReport(str(dump.root), _modules_table(dump), sections, dump.skipped)
 
 
-@remembered("path")
-def report_of(path: str | Path, *, strict: bool = False, progress: Progress = silent) -> DumpReport:
-    """`dump_report` of the dump under `path` (the `report` command's function), answered from the
-    command cache while the dump is unchanged."""
+@remembered("path", "profile", "log")
+def report_of(
+    path: str | Path,
+    *,
+    profile: str | Path | None = None,
+    log: str | Path | None = None,
+    strict: bool = False,
+    progress: Progress = silent,
+) -> DumpReport:
+    """`dump_report` of the dump under `path` (the `report` command's function), with the run's profile
+    and jax log (the log `capture` saved in the dump when none is given), answered from the command
+    cache while the inputs are unchanged."""
     dump = load_dump(Path(path), strict=strict)
-    return dump_report(dump, progress("analysing modules", len(dump.modules)))
+    return dump_report(dump, progress("analysing modules", len(dump.modules)), profile, run_log(path, log))
+
+
+def _profiled(trace: str | Path | None, dump: Dump) -> ProfileReport | None:
+    """`profile` of the trace against the dump (its ops joined to their costs), None without a trace."""
+    if trace is None:
+        return None
+    from xlainspect.analysis.profile import profile
+    from xlainspect.dump.xplane import read_trace
+
+    profiled = profile(read_trace(trace), dump, _chip(next(iter(dump.modules), None)))
+    if not profiled.joined:
+        profiled.notes.append(
+            f"{trace}: none of the traced modules is in this dump (module ids and names differ): a profile of "
+            "another run? Its ops are shown without costs."
+        )
+    return profiled
+
+
+def _chip(dump_module: DumpModule | None) -> Chip | None:
+    """The GPU the dump was compiled for; None for a CPU dump, or a TPU dump that does not say which."""
+    try:
+        return chip_for(dump_module, ChipChoice())
+    except UsageError:
+        return None
 
 
 CHUNK_MODULES = 16
@@ -183,6 +302,7 @@ def module_facts(dump_module: DumpModule) -> ModuleFacts:
     """Run the per-module analyses once on a parsed module; raises XlaInspectError when its HLO does not parse."""
     from xlainspect.analysis.collectives import collectives
     from xlainspect.analysis.copies import copies
+    from xlainspect.analysis.cost import module_cost
     from xlainspect.analysis.fusions import fusions, unfused_ops
     from xlainspect.analysis.layouts import LedgerInput, padding_ledger
     from xlainspect.analysis.lookup import module_label
@@ -212,6 +332,7 @@ def module_facts(dump_module: DumpModule) -> ModuleFacts:
         tuple(copies(module, dump_module.platform)),
         tuple(collectives(module)),
         tuple(problems),
+        module_time(module_cost(module, chip)) if (chip := _chip(dump_module)) else None,
     )
 
 
@@ -248,12 +369,301 @@ def _largest(items: list, key: Callable, count: int = TOP_FINDINGS) -> list:
 
 # ---- sections
 
+TOP_OPS_FOUND = 10
+"""Ops by time lost that become findings (each with its HLO neighbourhood on the page)."""
+MIN_LOSS_SHARE = 0.001
+"""An op loss under this share of the longest function's step time is not a finding (noise, not a fix)."""
+CHART_FUNCTIONS = 15
+"""Functions in the step-time chart (the slowest)."""
+ROOFLINE_OPS = 400
+"""Ops on the roofline chart (the slowest)."""
+TIMELINE_LANES = 30
+"""Functions on the compile timeline, one lane each (those with the most compile time, else compiles)."""
+
+
+def time_section(source: ReportInput) -> Section:
+    """Where the time goes: step time per function (measured, or the roofline estimate, said which),
+    split by op kind, with its compiles and memory peak; the ops that lose the most time a step are
+    findings, each linked to its HLO neighbourhood and source line."""
+    t = source.timing
+    compiles = {r.name: r.modules for r in source.recompiles}
+    peaks: dict[str, tuple[int, str]] = {}
+    for facts in source.facts:
+        memory = facts.memory
+        if memory is not None and memory.peak_bytes and memory.peak_bytes > peaks.get(memory.function, (0, ""))[0]:
+            peaks[memory.function] = (memory.peak_bytes, memory.module)
+    how = "measured" if t.measured else "roofline estimate"
+    rows = [
+        (
+            f.function,
+            f.seconds * 1e6 if f.seconds is not None else None,
+            how,
+            f.module or "",
+            f.bound or "",
+            ", ".join(f"{k} {_share(s, f.seconds)}".strip() for k, s in list(f.by_kind.items())[:3]),
+            compiles.get(f.function),
+            t.compile_seconds.get(f.function),
+            t.recompile_seconds.get(f.function),
+            peaks.get(f.function, (None,))[0],
+        )
+        for f in t.functions
+    ]
+    columns = (
+        "function",
+        "step_us",
+        "time",
+        "module",
+        "bound",
+        "largest op kinds",
+        "compiles",
+        "compile_seconds",
+        "recompile_seconds",
+        "peak_bytes",
+    )
+    if t.measured:  # over every module of the function: no module to name
+        columns = tuple(c for c in columns if c != "module")
+        rows = [row[:3] + row[4:] for row in rows]
+    found = _losses(t)[:TOP_OPS_FOUND]
+    details = [d for op, _ in found if (d := _detail(source, op)) is not None]
+    anchors = {(d.module, d.name): d.anchor for d in details}
+    copied = {(c.module, c.name): c for f in source.facts for c in f.copies}
+    findings = [
+        Finding(
+            "time",
+            _loss_text(op, copied.get((op.module, op.name))),
+            lost,
+            "seconds",
+            anchors.get((op.module, op.name), ""),
+            op.source or "",
+        )
+        for op, lost in found
+    ]
+    timed = [f for f in t.functions if f.seconds]
+    charts = [StepBreakdown(timed[:CHART_FUNCTIONS], len(timed))] if timed else []
+    curves = {f.memory.module: f.memory for f in source.facts if f.memory is not None and f.memory.curve}
+    top = max(peaks.values(), default=None)
+    links = [(f"memory curve of {top[1]}, the peak", f"memory-{top[1]}")] if top and top[1] in curves else []
+    links += [("roofline", "roofline")] if t.chip is not None else []
+    links.append(("compile timeline", "compiles"))
+    return Section(
+        "time",
+        "Where the time goes",
+        _time_intro(source, peaks),
+        [table("step time per function", columns, rows, "xlainspect profile / cost list every op")] if rows else [],
+        findings,
+        charts=charts,
+        details=details,
+        links=links,
+    )
+
+
+def _losses(t: Timing) -> list[tuple[OpTiming, float]]:
+    """Ops by seconds lost a step, down to `MIN_LOSS_SHARE` of the longest function's step time."""
+    longest = max((f.seconds or 0.0 for f in t.functions), default=0.0)
+    return [(op, lost) for op, lost in losses(t.ops, t.measured) if lost >= MIN_LOSS_SHARE * longest]
+
+
+def _share(seconds: float, whole: float | None) -> str:
+    return f"{seconds / whole:.0%}" if whole else ""
+
+
+def _time_intro(source: ReportInput, peaks: dict[str, tuple[int, str]]) -> str:
+    """The first screen's words: how the times were found, compile time and the worst recompile, the peak."""
+    t = source.timing
+    if t.measured:
+        steps = f"{t.steps} steps" if t.steps else "no steps found: times are of the whole trace"
+        said = f"Measured in the profile ({steps}): a function's step time is its kernels' time a step."
+    elif t.functions:
+        chip = t.chip.key if t.chip else "the chip"
+        said = (
+            f"Roofline estimate on {chip}, not measured: every op at the chip's peak FLOP/s or HBM bandwidth, "
+            "whichever is slower, of each function's module compiled last. Pass --profile TRACE to measure."
+        )
+    else:
+        said = (
+            "No step time: the dump does not name a GPU to draw the roofline for (a CPU dump, or a TPU dump), "
+            "and no profile was given (--profile TRACE)."
+        )
+    compiled = sum(t.compile_seconds.values())
+    said += f" {compiled:.2f} s compiling ({t.compile_source})." if t.compile_seconds else ""
+    again = [r for r in source.recompiles if r.modules > 1 and not r.eager]
+    if again:
+        worst = max(again, key=lambda r: (t.recompile_seconds.get(r.name, 0.0), r.modules))
+        spent = t.recompile_seconds.get(worst.name)
+        why = "; ".join(causes_text(worst.causes)[:2]) or "no cause found"
+        said += f" {worst.name} compiled {worst.modules} times" + (f" ({spent:.2f} s again)" if spent else "")
+        said += f": {why}."
+    top = max(peaks.values(), default=None)
+    said += f" Memory peaks at {top[0]:,} bytes in {top[1]}." if top else ""
+    return said + "".join(f" Note: {n}" for n in t.notes[:3])
+
+
+ADVICE = {
+    "collective": "collective, on the step's path unless overlapped with compute (async collectives, XLA's "
+    "latency-hiding scheduler); or shard so it sends less",
+    "layout copy": "layout copy: make producer and consumer agree on the layout (xlainspect copies) to remove it",
+    "fusion missed": "fusion missed: left outside any fusion, its result makes a round trip through HBM "
+    "(xlainspect fusions)",
+}
+"""What to do about an op, by `OpTiming.category` (padding says its share, below)."""
+
+
+def _loss_text(op: OpTiming, copy=None) -> str:
+    """What the op loses and what to do about it; a copy as `copies` found it (`Copy`): one that moves
+    a value between memory spaces or keeps its layout is no layout copy."""
+    category = op.category
+    if category == "layout copy" and copy is not None and copy.memory_space_change:
+        advice = (
+            f"copy between memory spaces ({copy.memory_space_change}): a prefetch or offload, lost where it "
+            "does not overlap compute"
+        )
+    elif category == "layout copy" and copy is not None and not copy.relayout:
+        advice = "copy that keeps the layout (copy insertion: a loop-carried or output buffer)"
+    elif category in ADVICE:
+        advice = ADVICE[category]
+    elif category == "padding":
+        advice = (
+            f"padding: {op.padding_share:.0%} of its bytes are tile padding; make the minor dimensions multiples "
+            "of the tile (xlainspect layouts)"
+        )
+    elif op.measured_seconds and op.roofline_seconds:
+        slower = op.measured_seconds / op.roofline_seconds
+        times = f"{slower:,.0f}x" if slower >= 10 else f"{slower:.2g}x"
+        advice = f"takes {times} its roofline time ({op.bound or '?'} bound)"
+    else:
+        advice = "measured time, no roofline to compare with"
+    return f"{op.module} {op.name} ({op.kind}): {advice}"
+
+
+def _detail(source: ReportInput, op: OpTiming) -> OpDetail | None:
+    """The op's HLO line and its neighbourhood within `graph --around`'s default depth; None where its
+    module or instruction is not in the dump (a profile of another run)."""
+    from xlainspect.analysis.neighbourhood import neighbourhood
+    from xlainspect.dump.files import read_text
+
+    dump_module = next((m for m in source.readable if m.label == op.module), None)
+    if dump_module is None:
+        return None
+    name = f"{op.computation}/{op.name}" if op.computation else op.name
+    try:
+        module = dump_module.module("after")
+        graph = neighbourhood(module, name, NEIGHBOURHOOD_DEPTH)
+        if len(graph.nodes) > NEIGHBOURHOOD_LINES:  # a busy op (a loop body's): its operands and users only
+            graph = neighbourhood(module, name, 1)
+        text = read_text(dump_module.hlo_file("after").path).splitlines()
+    except XlaInspectError:
+        return None
+    lines = tuple(
+        (i.line, text[i.line - 1].strip() if 0 < i.line <= len(text) else i.name, i.name == op.name)
+        for i in graph.nodes.values()
+    )
+    anchor = f"op-{op.module}-{op.name}"
+    return OpDetail(anchor, op.module, op.name, str(dump_module.hlo_file("after").path), lines, op.source or "")
+
+
+NEIGHBOURHOOD_DEPTH = 2
+"""Edges from the op, either way, as `graph --around` draws by default."""
+NEIGHBOURHOOD_LINES = 24
+"""Past this many instructions at that depth, the page shows the op's direct neighbours only."""
+
+
+def roofline_section(source: ReportInput) -> Section | None:
+    """The roofline: ops at their achieved (measured) or roofline FLOP/s against arithmetic intensity,
+    coloured by bound, on the chip's ceilings; the table of ops by time lost."""
+    t = source.timing
+    drawn = sorted(
+        (op for op in t.ops if op.intensity and op.flops_per_second),
+        key=lambda op: -(op.measured_seconds or op.roofline_seconds or 0),
+    )[:ROOFLINE_OPS]
+    found = _losses(t)
+    if t.chip is None or not (drawn or found):
+        return None
+    measured = "achieved FLOP/s (measured)" if t.measured else "FLOP/s at the roofline (not measured)"
+    rows = [
+        (
+            op.module,
+            op.name,
+            op.kind,
+            op.category or "",
+            lost * 1e6,
+            op.per_step_seconds * 1e6 if op.per_step_seconds is not None else None,
+            op.roofline_seconds * 1e6 if op.roofline_seconds is not None else None,
+            op.bound or "",
+            op.intensity,
+            op.op_name or "",
+            op.source or "",
+        )
+        for op, lost in found
+    ]
+    columns = (
+        "module",
+        "op",
+        "kind",
+        "fix",
+        "lost_us_per_step",
+        "measured_us_per_step",
+        "roofline_us",
+        "bound",
+        "flops_per_byte",
+        "op_name",
+        "source",
+    )
+    return Section(
+        "roofline",
+        "Roofline",
+        f"{len(drawn):,} ops with FLOPs at {measured}, against FLOPs per byte moved, on "
+        f"{t.chip.key}'s bf16 and f32 ceilings (dashed: the ridge).",
+        [table("ops by time lost a step", columns, rows, "xlainspect profile / cost list every op")],
+        charts=[Roofline(drawn, t.chip)] if drawn else [],
+    )
+
+
+def compiles_section(source: ReportInput) -> Section | None:
+    """Compiles on a time axis, per function: seconds (profile or jax log) and what recompiled."""
+    t = source.timing
+    if not t.compiles:
+        return None
+    rows = [
+        (
+            r.name,
+            r.modules,
+            t.compile_seconds.get(r.name),
+            t.recompile_seconds.get(r.name),
+            "; ".join(causes_text(r.causes)),
+        )
+        for r in sorted(source.recompiles, key=lambda r: -(t.compile_seconds.get(r.name) or 0.0))
+    ]
+    seconds = sum(t.compile_seconds.values())
+    timed = f"{seconds:.2f} s in all, from the {t.compile_source}" if t.compile_seconds else "no seconds known"
+    counts: dict[str, int] = {}
+    for mark in t.compiles:
+        counts[mark.function] = counts.get(mark.function, 0) + 1
+    lanes = sorted(counts, key=lambda f: (-(t.compile_seconds.get(f) or 0.0), -counts[f]))[:TIMELINE_LANES]
+    drawn = [m for m in t.compiles if m.function in lanes]
+    left_out = (
+        f" The timeline draws the {TIMELINE_LANES} functions with the most compile time of {len(counts):,}."
+        if len(counts) > TIMELINE_LANES
+        else ""
+    )
+    return Section(
+        "compiles",
+        "Compile time",
+        f"{len(t.compiles):,} compiles ({timed}); red bars are recompiles.{left_out}",
+        [
+            table(
+                "compile time per function",
+                ("function", "compiles", "compile_seconds", "recompile_seconds", "what recompiled"),
+                rows,
+                "xlainspect count-recompiles --log explains each",
+            )
+        ],
+        charts=[CompileTimeline(drawn, t.compile_source)],
+    )
+
 
 def recompiles_section(source: ReportInput) -> Section:
     """count-recompiles: the user's functions first (recompiled ones first) with their source lines,
     causes and suggestions, then the eager ops; the eager traffic is one finding (one fix)."""
-    from xlainspect.report.causes import causes_text, for_people, suggestion
-
     rows = source.recompiles
     by_name = source.dump.functions()
     user, eager = for_people(rows)
@@ -275,23 +685,24 @@ def recompiles_section(source: ReportInput) -> Section:
         ],
         "xlainspect count-recompiles lists every function",
     )
+    again = source.timing.recompile_seconds
     findings = [
-        Finding(
-            "recompiles",
+        _compile_finding(
             f"{r.name} compiled {r.modules} times: {'; '.join(causes_text(r.causes)) or 'no cause found'}",
             r.modules - 1,
-            "compiles",
+            again.get(r.name),
+            r.source or "",
         )
         for r in user
         if r.modules > 1
     ]
     if eager is not None and eager.compiles > 1:
+        spent = [source.timing.compile_seconds.get(r.name) for r in eager.functions]
         findings.append(
-            Finding(
-                "recompiles",
+            _compile_finding(
                 f"{eager.compiles} compiles of eager jax ops ({eager.summary()}): jit the surrounding code",
                 eager.compiles,
-                "compiles",
+                sum(s for s in spent if s) if any(spent) else None,
             )
         )
     total = sum(r.modules for r in rows)
@@ -299,6 +710,13 @@ def recompiles_section(source: ReportInput) -> Section:
         f"{total:,} compiles of {len(rows):,} functions, {sum(r.modules > 1 for r in rows):,} compiled more than once."
     )
     return Section("recompiles", "Recompiles", intro, [tab], findings)
+
+
+def _compile_finding(text: str, compiles: int, seconds: float | None, where: str = "") -> Finding:
+    """A recompile finding in compile seconds where the log or profile timed them, else in compiles."""
+    if seconds is None:
+        return Finding("recompiles", text, compiles, "compiles", source=where)
+    return Finding("recompiles", text, seconds, "compile seconds", source=where)
 
 
 def memory_section(source: ReportInput) -> Section | None:
@@ -517,6 +935,9 @@ def collectives_section(source: ReportInput) -> Section:
 
 
 SECTION_BUILDERS: list[Callable[[ReportInput], Section | None]] = [
+    time_section,
+    roofline_section,
+    compiles_section,
     recompiles_section,
     memory_section,
     padding_section,

@@ -10,14 +10,31 @@ from __future__ import annotations
 import dataclasses
 import html
 
+from xlainspect.report.charts import CHART_STYLE, compile_timeline_svg, step_breakdown_svg
+from xlainspect.report.cost_html import ROOFLINE_STYLE, Point, roofline_svg
 from xlainspect.report.document import Table, cell_text, is_numeric, markdown_table
-from xlainspect.report.dump_report import DumpReport, Finding, Section
+from xlainspect.report.dump_report import (
+    CompileTimeline,
+    DumpReport,
+    Finding,
+    OpDetail,
+    Roofline,
+    Section,
+    StepBreakdown,
+)
 from xlainspect.report.memory_html import module_section, page
+from xlainspect.report.timing import OpTiming
+from xlainspect.report.views import _duration
 
 _STYLE = """nav a{margin-right:1em}.finding td{vertical-align:top}.note{color:#666;font-style:italic}
-.intro{max-width:70em}td a{color:#0b5394}tr:target{background:#fff3b0}"""
+.intro{max-width:70em}td a{color:#0b5394}tr:target{background:#fff3b0}.chart{display:block;margin:.8em 0}
+pre.hlo{background:#f6f8fa;border:1px solid #ddd;padding:.5em;overflow-x:auto;font-size:12px}
+pre.hlo b{background:#fff3b0}details.op:target{outline:2px solid #bf8700}.src{font-family:monospace}"""
+_STYLE += ROOFLINE_STYLE + CHART_STYLE
 
 
+FIRST_SCREEN = "time"
+"""The section the page opens with, above the summary of every finding: where the time goes."""
 PAGE_LIMIT = 5_000_000
 """Bytes a page may take; past it memory curves (a point per program point) are left out, with a note."""
 
@@ -34,14 +51,17 @@ def render_html(report: DumpReport, limit: int = PAGE_LIMIT) -> str:
 
 
 def _page(report: DumpReport, curves: int) -> str:
-    known = {row[0] for row in report.modules.rows}
+    known = {f"module-{row[0]}" for row in report.modules.rows}
+    known |= {f"function-{row[0]}" for s in report.sections if s.key == "recompiles" for row in s.tables[0].rows}
     nav = " ".join(f"<a href='#{s.key}'>{html.escape(s.title)}</a>" for s in report.sections)
+    first = [s for s in report.sections if s.key == FIRST_SCREEN]
     body = [
         f"<h1>xlainspect report: {html.escape(report.root)}</h1>",
-        f"<nav>{nav} <a href='#modules'>Modules</a></nav>",
+        f"<nav>{nav} <a href='#summary'>Summary</a> <a href='#modules'>Modules</a></nav>",
+        *(_section_html(s, known, curves) for s in first),
         _summary_html(report),
     ]
-    body += [_section_html(s, known, curves) for s in report.sections]
+    body += [_section_html(s, known, curves) for s in report.sections if s.key != FIRST_SCREEN]
     body.append(
         f"<section id='modules'><h2>Modules</h2>{_table_html(report.modules, known, anchor='module')}</section>"
     )
@@ -52,7 +72,7 @@ def _summary_html(report: DumpReport) -> str:
     findings = report.findings()
     rows = "".join(
         f"<tr class='finding'><td>{i}</td><td class='l'><a href='#{f.section}'>{f.section}</a></td>"
-        f"<td>{_cost(f)}</td><td class='l'>{html.escape(f.text)}</td></tr>"
+        f"<td>{_cost(f)}</td><td class='l'>{_finding_text(f)}</td></tr>"
         for i, f in enumerate(findings, 1)
     )
     skipped = (
@@ -68,14 +88,31 @@ def _summary_html(report: DumpReport) -> str:
         return f"<section id='summary'><h2>Summary</h2><p>Nothing to fix found.</p>{skipped}</section>"
     return (
         f"<section id='summary'><h2>Summary</h2><p class='intro'>{len(report.modules.rows):,} modules. "
-        "Findings, costliest first: extra compiles first, then bytes.</p>"
+        "Findings, costliest first: time lost a step, then compile seconds, extra compiles, bytes.</p>"
         "<table><thead><tr><th>#</th><th class='l'>section</th><th>cost</th><th class='l'>finding</th></tr></thead>"
         f"<tbody>{rows}</tbody></table>{skipped}</section>"
     )
 
 
 def _cost(finding: Finding) -> str:
-    return f"{finding.cost:,} {'extra compile' + 's' * (finding.cost != 1) if finding.unit == 'compiles' else 'bytes'}"
+    if finding.unit == "seconds":
+        return f"{_duration(finding.cost)} a step"
+    if finding.unit == "compile seconds":
+        return f"{finding.cost:,.2f} s compiling"
+    if finding.unit == "compiles":
+        return f"{finding.cost:,} extra compile{'s' * (finding.cost != 1)}"
+    return f"{finding.cost:,} bytes"
+
+
+def _finding_text(finding: Finding) -> str:
+    """The finding, linked to its op's HLO neighbourhood, with the source line behind it."""
+    text = html.escape(finding.text)
+    if finding.op:  # "module op (kind): what to do": the op links to its HLO neighbourhood
+        where, _, advice = finding.text.partition(": ")
+        text = f"<a href='#{html.escape(finding.op)}'>{html.escape(where)}</a>: {html.escape(advice)}"
+    if finding.source:
+        text += f" <span class='src'>{html.escape(finding.source)}</span>"
+    return text
 
 
 def _section_html(section: Section, known: set[str], curves: int) -> str:
@@ -83,9 +120,16 @@ def _section_html(section: Section, known: set[str], curves: int) -> str:
         f"<section id='{section.key}'><h2>{html.escape(section.title)}</h2>",
         f"<p class='intro'>{html.escape(section.intro)}</p>",
     ]
+    if section.links:
+        links = " · ".join(f"<a href='#{html.escape(a)}'>{html.escape(text)}</a>" for text, a in section.links)
+        parts.append(f"<p>See: {links}</p>")
+    parts += [_chart_html(chart) for chart in section.charts]
+    if section.findings and section.key == FIRST_SCREEN:
+        parts.append(_findings_html(section.findings))
     for tab in section.tables:
         anchor = "function" if section.key == "recompiles" else None
         parts.append(f"<h3>{html.escape(tab.title)}</h3>{_table_html(tab, known, anchor)}")
+    parts += [_detail_html(d) for d in section.details]
     parts += [module_section(m) for m in section.memory[:curves]]
     if len(section.memory) > curves:
         parts.append(
@@ -93,6 +137,61 @@ def _section_html(section: Section, known: set[str], curves: int) -> str:
             f"under {PAGE_LIMIT // 1_000_000} MB; xlainspect memory DIR --html draws them all.</p>"
         )
     return "".join(parts) + "</section>"
+
+
+def _findings_html(findings: list[Finding]) -> str:
+    """The first screen's list: each op's time lost a step and what to do, linked to its HLO."""
+    items = "".join(f"<li><b>{_cost(f)}</b>: {_finding_text(f)}</li>" for f in findings)
+    return f"<h3>Ops that lose the most time, and what to do</h3><ol>{items}</ol>"
+
+
+def _chart_html(chart: object) -> str:
+    """A section's chart as inline SVG, with a heading saying what it shows."""
+    if isinstance(chart, StepBreakdown):
+        shown = f" (the {len(chart.functions)} slowest of {chart.of:,})" if chart.of > len(chart.functions) else ""
+        return f"<h3>Step time per function, by op kind{shown}</h3>" + step_breakdown_svg(chart.functions)
+    if isinstance(chart, Roofline):
+        return (
+            "<h3>Roofline (blue: compute bound, amber: memory bound, purple: collective; area: the op's time)</h3>"
+            + roofline_svg(chart.chip, [_point(op) for op in chart.ops])
+        )
+    if isinstance(chart, CompileTimeline):
+        return "<h3>Compile timeline</h3>" + compile_timeline_svg(chart.marks, chart.source)
+    raise TypeError(f"no drawing for {type(chart).__name__}")
+
+
+def _point(op: OpTiming) -> Point:
+    """A roofline dot: the op at its achieved (measured) FLOP/s, else at its roofline's."""
+    seconds = op.measured_seconds or op.roofline_seconds
+    said = "measured" if op.measured_seconds else "roofline"
+    tip = (
+        f"{op.module} {op.name} ({op.kind}): {op.intensity:.3g} FLOP/B, {op.flops_per_second:.3g} FLOP/s "
+        f"({said}), {_duration(seconds)} per run, {op.bound or '?'} bound; {op.op_name or ''}"
+    )
+    data = {
+        "module": op.module,
+        "op": op.name,
+        "intensity": op.intensity,
+        "flops-per-second": op.flops_per_second,
+        "seconds": seconds,
+        "time": said,
+        "bound": op.bound or "",
+    }
+    return Point(op.intensity, op.flops_per_second, seconds, f"op {op.bound or ''}".strip(), tip, data)
+
+
+def _detail_html(detail: OpDetail) -> str:
+    """The op's HLO lines and its neighbourhood (`graph --around`), the op in bold, with its source line."""
+    lines = "\n".join(
+        f"{number:>6}  " + (f"<b>{html.escape(text)}</b>" if centre else html.escape(text))
+        for number, text, centre in detail.lines
+    )
+    source = f" from <span class='src'>{html.escape(detail.source)}</span>" if detail.source else ""
+    return (
+        f"<details class='op' id='{html.escape(detail.anchor)}' open><summary>{html.escape(detail.module)} "
+        f"{html.escape(detail.name)}{source}: <span class='src'>{html.escape(detail.path)}</span> "
+        f"(xlainspect graph FILE --around {html.escape(detail.name)})</summary><pre class='hlo'>{lines}</pre></details>"
+    )
 
 
 def _table_html(tab: Table, known: set[str], anchor: str | None = None) -> str:
@@ -113,13 +212,19 @@ def _row_html(row: tuple, columns: tuple[str, ...], numeric: set[str], known: se
 
 
 def _cell_html(column: str, value: object, known: set[str]) -> str:
-    """Module names link to the modules table, function names to their recompiles row."""
+    """Module names link to the modules table, function names to their recompiles row (`known`: the
+    anchors the page has)."""
     if column in ("module", "modules"):
         names = value if isinstance(value, tuple) else (value,)
-        return ", ".join(_link("module", n) if n in known else html.escape(str(n)) for n in names)
-    if column == "function" and value:
+        return ", ".join(_link("module", n) if f"module-{n}" in known else html.escape(str(n)) for n in names)
+    if column == "function" and f"function-{value}" in known:
         return _link("function", str(value))
-    return html.escape(cell_text(value))
+    return html.escape(cell_text(_words(value)))
+
+
+def _words(value: object) -> object:
+    """A yes/no for a boolean: the page speaks English, not Python."""
+    return ("yes" if value else "no") if isinstance(value, bool) else value
 
 
 def _link(kind: str, name: str) -> str:
@@ -129,14 +234,24 @@ def _link(kind: str, name: str) -> str:
 def render_markdown(report: DumpReport) -> str:
     """The summary and every section's tables as GitHub-flavoured Markdown (no curves)."""
     lines = [f"# xlainspect report: {report.root}", "", "## Summary", ""]
-    lines += [f"{i}. **{_cost(f)}** ({f.section}): {f.text}" for i, f in enumerate(report.findings(), 1)] or [
-        "Nothing to fix found."
-    ]
+    lines += [
+        f"{i}. **{_cost(f)}** ({f.section}): {f.text}" + (f" (`{f.source}`)" if f.source else "")
+        for i, f in enumerate(report.findings(), 1)
+    ] or ["Nothing to fix found."]
     for section in report.sections:
         lines += ["", f"## {section.title}", "", section.intro]
         for tab in section.tables:
+            rows = tuple(tuple(_words(v) for v in row) for row in tab.rows)
+            shown = dataclasses.replace(tab, rows=rows, note=f"_{tab.note}_" if tab.note else "")
+            lines += ["", markdown_table(shown).rstrip("\n")]
+        for detail in section.details:
+            hlo = "\n".join(f"{number:>6}  {text}" for number, text, _ in detail.lines)
             lines += [
                 "",
-                markdown_table(dataclasses.replace(tab, note=f"_{tab.note}_" if tab.note else "")).rstrip("\n"),
+                f"**{detail.module} {detail.name}** ({detail.source or 'no source line'})",
+                "",
+                "```",
+                hlo,
+                "```",
             ]
     return "\n".join(lines) + "\n"

@@ -33,11 +33,17 @@ def write_profile_html(report, path: str | Path) -> None:
         f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect profile</title>"
         f"<style>{STYLE}\n{_TIMELINE_STYLE}</style></head><body><h1>Profile</h1>"
         f"<p>{html.escape(', '.join(report.paths))}: {len(report.steps)} steps ({html.escape(report.step_source)}), "
-        f"{len(report.op_events):,} op events, {len(report.compiles)} compiles</p>\n"
-        + "\n".join(s for s in sections if s)
-        + "\n</body></html>\n"
+        f"{len(report.op_events):,} op events ({report.placed[0]:,} on an HLO op), {len(report.compiles)} compiles"
+        f"{_autotuning_note(report)}</p>\n" + "\n".join(s for s in sections if s) + "\n</body></html>\n"
     )
     Path(path).write_text(page, encoding="utf-8")
+
+
+def _autotuning_note(report) -> str:
+    tuning = report.autotuning
+    if tuning is None:
+        return ""
+    return f"; autotuning apart: {tuning.kernels:,} kernels, {tuning.seconds * 1e3:.3g} ms"
 
 
 def _typical_step(report) -> str:
@@ -67,7 +73,8 @@ def _timeline_section(title: str, report, step) -> str:
     compile_row = (len(lanes) + 1) * _LANE + 3
     parts.append(f"<text class='label' x='4' y='{compile_row + 12}'>compiles</text>")
     for event in compiles:
-        tip = f"{event.name} {event.function}: {event.seconds:.3f} s in step {event.step}"
+        tip = f"{event.name} {event.module or event.function}: {event.seconds:.3f} s in step {event.step}"
+        tip += _phases_tip(event.phases)
         parts.append(
             f"<line class='mark' x1='{x(event.start_seconds):.1f}' y1='0' x2='{x(event.start_seconds):.1f}' "
             f"y2='{height}'/>"
@@ -75,6 +82,17 @@ def _timeline_section(title: str, report, step) -> str:
         )
     svg = f"<svg viewBox='0 0 {_WIDTH} {height}' width='{_WIDTH}' height='{height}'>{''.join(parts)}</svg>"
     return f"<section><h2>{html.escape(title)}</h2>{svg}</section>"
+
+
+def _phases_tip(phases) -> str:
+    """A compile's time by phase, for its bar's tooltip."""
+    if phases is None:
+        return ""
+    jax = f"jax {phases.jax_seconds:.3f} s, " if phases.jax_seconds is not None else ""
+    return (
+        f" ({jax}XLA passes {phases.passes_seconds:.3f} s, autotuning {phases.autotuning_seconds:.3f} s, "
+        f"codegen and the rest {phases.codegen_seconds:.3f} s)"
+    )
 
 
 def _window(report, step) -> tuple[float, float]:

@@ -90,17 +90,20 @@ def profile_report(
     *,
     function: str | None = None,
     strict: bool = False,
+    step_function: str | None = None,
 ) -> ProfileReport:
     """Measured time per HLO op from a jax.profiler trace; with the run's dump, each op's roofline time,
-    efficiency and time lost. `function` narrows it to one function (one that matches nothing is an error)."""
+    efficiency and time lost, GPU kernels run in command buffers placed on their op. `function` narrows
+    it to one function (one that matches nothing is an error); `step_function` names the function whose
+    executions are the steps (without step markers, the one with the most device time)."""
     from xlainspect.analysis.profile import only_function, profile
     from xlainspect.dump.xplane import read_trace
 
     read = read_trace(trace)
     if dump is None:
-        return only_function(profile(read, None, chip_for(None, chip)), function)
+        return only_function(profile(read, None, chip_for(None, chip), step_function), function)
     loaded = load_dump(dump, strict=strict)
-    report = profile(read, loaded, chip_for(next(iter(loaded.modules), None), chip))
+    report = profile(read, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
     report.skipped = loaded.skipped
     if not report.joined:
         report.notes.append(

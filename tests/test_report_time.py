@@ -1,0 +1,238 @@
+"""`report`'s time sections: step time per function (measured with --profile, else the roofline estimate),
+ops by time lost, compile time (profile, jax log or the dump's order), each number equal to what
+`profile`, `cost` and the jax log say. Real inputs: the committed profile_steps (CPU) and gpu_profile
+(H200) dumps and traces, and the cache runs' jax log."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import DUMPS, FIXTURES
+from xlainspect.analysis.commands.cost import cost_report, profile_report
+from xlainspect.cli.app import app
+from xlainspect.dump.directory import load_dump
+from xlainspect.dump.jaxlog import JaxLog, parse_jax_log, read_jax_log
+from xlainspect.report import dump_report as reports
+from xlainspect.report.dump_report import report_of
+from xlainspect.report.page import render_html, render_markdown
+from xlainspect.report.timing import OpTiming, log_compiles
+
+TRACE = FIXTURES / "profiles" / "profile_steps"
+CACHE_RUN = FIXTURES / "cache" / "runs" / "1_cold"
+GPU_DUMP, GPU_TRACE = DUMPS / "gpu_profile", FIXTURES / "profiles" / "gpu_profile"
+
+
+def _section(report, key: str):
+    return next(s for s in report.sections if s.key == key)
+
+
+def test_measured_step_time_is_the_profiles_time_per_step():
+    report = report_of(DUMPS / "profile_steps", profile=TRACE)
+    time = _section(report, "time")
+    (row,) = time.tables[0].rows
+    profiled = profile_report(TRACE, DUMPS / "profile_steps")
+    (function,) = profiled.functions
+    per_step = sum(function.per_step_seconds) / len(function.per_step_seconds)
+    assert row[:3] == ("jit_train_step", pytest.approx(per_step * 1e6), "measured")
+    assert row[0:1] + (round(row[1], 2),) == ("jit_train_step", 4496.48)  # 6 steps in the trace
+    assert "module" not in time.tables[0].columns  # measured over every module of the function
+    assert row[5:] == (2, pytest.approx(0.427045317), pytest.approx(0.202601404), 57860)
+    assert time.intro.startswith("Measured in the profile (6 steps): a function's step time is its kernels'")
+    assert (
+        "0.43 s compiling (profile). jit_train_step compiled 2 times (0.20 s again): shape x dim 0: 32 -> 16; "
+        "shape y dim 0: 32 -> 16. Memory peaks at 57,860 bytes in module_0000.jit_train_step." in time.intro
+    )
+
+
+def test_a_compile_in_the_profile_is_on_the_timeline_with_its_seconds():
+    report = report_of(DUMPS / "profile_steps", profile=TRACE)
+    (timeline,) = _section(report, "compiles").charts
+    assert timeline.source == "profile"
+    profiled = profile_report(TRACE, DUMPS / "profile_steps")
+    assert [(m.start_seconds, m.seconds, m.recompile) for m in timeline.marks] == [
+        (c.start_seconds, c.seconds, i > 0) for i, c in enumerate(profiled.compiles)
+    ]
+    finding = next(f for f in report.findings() if f.section == "recompiles")
+    assert (finding.unit, finding.cost) == ("compile seconds", pytest.approx(0.202601404))
+    assert finding.source == "fixtures/generate.py:347"
+
+
+def test_the_jax_log_in_the_dump_puts_compiles_on_its_clock():
+    report = report_of(CACHE_RUN)
+    compiles = _section(report, "compiles")
+    (timeline,) = compiles.charts
+    logged = read_jax_log(CACHE_RUN).compiles
+    assert timeline.source == "jax log"
+    assert [(m.function, m.seconds) for m in timeline.marks] == [(c.module, c.seconds) for c in logged]
+    assert [m.recompile for m in timeline.marks] == [False, False, True, False, False]
+    # jit_predict's recompile ended at 03:04:26,462 after 0.091049433 s; the first compile began at
+    # 03:04:26,266 - 0.146325111 s
+    assert timeline.marks[2].start_seconds == pytest.approx(0.462 - 0.091049433 - 0.266 + 0.146325111)
+    assert compiles.intro == "5 compiles (4.12 s in all, from the jax log); red bars are recompiles."
+    assert report.findings()[0].text == "jit_predict compiled 2 times: shape #1 dim 0: 8 -> 16"
+    assert report.findings()[0].cost == pytest.approx(0.091049433)
+
+
+def test_a_log_without_times_lays_compiles_back_to_back():
+    """JAX_LOG_COMPILES lines as another handler may format them: the message alone (from jax's
+    dispatch.py: "Finished XLA compilation of {fun_name} in {elapsed_time} sec")."""
+    text = "Finished XLA compilation of jit(f) in 0.5 sec\nFinished XLA compilation of jit(f) in 0.25 sec\n"
+    marks, source = log_compiles(JaxLog(Path("jax.log"), parse_jax_log(text)))
+    assert source == "jax log, back to back"
+    assert [(m.function, m.start_seconds, m.seconds, m.recompile) for m in marks] == [
+        ("jit_f", 0.0, 0.5, False),
+        ("jit_f", 0.5, 0.25, True),
+    ]
+
+
+def test_the_dump_alone_orders_compiles_without_seconds():
+    report = report_of(DUMPS / "ragged_batch")
+    (timeline,) = _section(report, "compiles").charts
+    assert timeline.source == "dump"
+    assert [(m.function, m.start_seconds, m.seconds, m.recompile) for m in timeline.marks] == [
+        ("jit_train_step", 0.0, None, False),  # module_0000
+        ("jit_train_step", 1.0, None, True),  # module_0002
+        ("jit_eval_step", 2.0, None, False),
+        ("jit_eval_step", 3.0, None, True),
+    ]
+    assert "No step time: the dump does not name a GPU" in _section(report, "time").intro
+    svg = render_html(report)
+    assert "compile order (module ids; the dump holds no times: pass --log or --profile)" in svg
+    assert report.findings()[0].unit == "compiles"  # no seconds known: counted
+
+
+def test_page_speaks_words_not_python_literals():
+    page = render_html(report_of(DUMPS / "eager_flood"))
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
+    assert "yes" in cells and "True" not in cells and "False" not in cells
+    assert "True" not in render_markdown(report_of(DUMPS / "eager_flood"))
+
+
+def test_what_to_do_follows_the_ops_kind():
+    def op(kind: str, **kw) -> OpTiming:
+        fields = {"flops": 0.0, "bytes": 100, "logical_bytes": 100, "roofline_seconds": 1e-6}
+        fields |= {"memory_seconds": 1e-6, "collective_seconds": None, "bound": "memory"} | kw
+        return OpTiming("m", "f", "c", "x", kind, **fields)
+
+    assert op("all-reduce", bound="collective", collective_seconds=2e-6).category == "collective"
+    assert op("collective-permute-done", bytes=400).category == "collective"  # the pair's second half
+    assert op("copy").category == "layout copy" and op("copy").roofline_loss() == 1e-6
+    assert op("add").category == "fusion missed" and op("add").roofline_loss() == 1e-6
+    assert op("dot").category is None  # a library call of its own, fused or not
+    assert op("kLoop").category is None and op("kLoop").roofline_loss() == 0.0
+    padded = op("kLoop", bytes=400, logical_bytes=100)
+    assert padded.category == "padding" and padded.roofline_loss() == pytest.approx(0.75e-6)
+
+
+def test_report_takes_profile_and_log_on_the_command_line(tmp_path):
+    page = tmp_path / "r.html"
+    args = ["report", str(DUMPS / "profile_steps"), "--profile", str(TRACE), "--html", str(page)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    assert text.index("<section id='time'>") < text.index("<section id='summary'>")  # the first screen
+    assert "data-chart='step-breakdown'" in text and "data-chart='compile-timeline'" in text
+    peak = "<a href='#memory-module_0000.jit_train_step'>memory curve of module_0000.jit_train_step, the peak</a>"
+    assert peak in text and "<section id='memory-module_0000.jit_train_step'>" in text
+    bad = CliRunner().invoke(app, ["report", str(DUMPS / "profile_steps"), "--log", "/nonexistent.log", "--html", "-"])
+    assert bad.exit_code == 2 and "/nonexistent.log: no jax log" in bad.output
+    args = ["report", str(DUMPS / "profile_steps"), "--profile", str(DUMPS / "profile_steps"), "--html", "-"]
+    bad = CliRunner().invoke(app, args)
+    assert bad.exit_code == 2 and "no *.xplane.pb file under it" in bad.output and "Traceback" not in bad.output
+
+
+def _module_id(cost) -> int:
+    return int(cost.module.partition(".")[0].removeprefix("module_"))
+
+
+def test_gpu_roofline_estimate_is_costs_roofline_of_the_last_module():
+    report = report_of(GPU_DUMP)
+    rows = {r[0]: r for r in _section(report, "time").tables[0].rows}
+    costed = cost_report(GPU_DUMP, top=None)
+    last = max((m for m in costed.modules if m.function == "jit_train_step"), key=_module_id)
+    assert rows["jit_train_step"][1:4] == (pytest.approx(last.roofline_seconds * 1e6), "roofline estimate", last.module)
+    assert f"Roofline estimate on {last.chip}, not measured" in _section(report, "time").intro
+    (roofline,) = _section(report, "roofline").charts
+    ops = {(op.module, op.name): op for m in costed.modules for op in m.ops}
+    for point in roofline.ops:
+        cost = ops[(point.module, point.name)]
+        assert point.intensity == pytest.approx(cost.arithmetic_intensity)
+        assert point.flops_per_second == pytest.approx(cost.flops / cost.roofline_seconds)
+
+
+def test_gpu_findings_link_each_op_to_its_hlo_lines_and_source():
+    report = report_of(GPU_DUMP, profile=GPU_TRACE)
+    time = _section(report, "time")
+    timed = [f for f in report.findings() if f.unit == "seconds"]
+    assert timed == time.findings and len(timed) == 10
+    assert [f.cost for f in timed] == sorted((f.cost for f in timed), reverse=True)
+    details = {d.anchor: d for d in time.details}
+    for finding in timed:
+        detail = details[finding.op]
+        path = Path(detail.path)
+        text = path.read_text().splitlines()
+        (centre,) = [(n, line) for n, line, is_op in detail.lines if is_op]
+        assert text[centre[0] - 1].strip() == centre[1] and f"%{detail.name} = " in centre[1]
+        assert all(text[n - 1].strip() == line for n, line, _ in detail.lines)
+        assert finding.text.startswith(f"{detail.module} {detail.name} (")
+        assert finding.source == detail.source
+    page = render_html(report)
+    first = timed[0]
+    assert f"<a href='#{first.op}'>" in page and f"<details class='op' id='{first.op}' open>" in page
+    markdown = render_markdown(report)
+    assert (
+        "## Where the time goes" in markdown and f"**{details[first.op].module} {details[first.op].name}**" in markdown
+    )
+
+
+def test_every_link_on_the_page_has_its_target():
+    page = render_html(report_of(GPU_DUMP, profile=GPU_TRACE))
+    targets = set(re.findall(r"id='([^']+)'", page))
+    links = set(re.findall(r"href='#([^']+)'", page))
+    assert links and links <= targets, sorted(links - targets)[:5]
+
+
+def test_a_copy_says_what_it_moves():
+    """tpu_v5e's jit_dots moves values between HBM and VMEM (the copies analysis reads the memory spaces)."""
+    texts = [f.text for f in report_of(DUMPS / "tpu_v5e").findings() if f.unit == "seconds"]
+    assert (
+        "module_0219.jit_dots copy.4 (copy): copy between memory spaces (S(1)->S(0) (HBM (default))): "
+        "a prefetch or offload, lost where it does not overlap compute"
+    ) in texts
+
+
+def test_a_profile_of_another_run_is_said_so():
+    report = report_of(DUMPS / "eager_flood", profile=TRACE)
+    assert "none of the traced modules is in this dump (module ids and names differ)" in _section(report, "time").intro
+
+
+def test_a_trace_that_starts_after_the_first_compile_marks_the_next_a_recompile():
+    """gpu_profile compiled jit_train_step before the trace and again inside step 3: the dump holds both,
+    the trace the second, which is the recompile."""
+    report = report_of(GPU_DUMP, profile=GPU_TRACE)
+    (timeline,) = _section(report, "compiles").charts
+    (train,) = [m for m in timeline.marks if m.function == "jit_train_step"]
+    assert train.recompile and train.seconds == pytest.approx(2.759099201)
+    finding = next(f for f in report.findings() if f.text.startswith("jit_train_step compiled 2 times"))
+    assert (finding.unit, finding.cost) == ("compile seconds", pytest.approx(2.759099201))
+
+
+def test_the_timeline_draws_the_functions_with_the_most_compile_time(monkeypatch):
+    monkeypatch.setattr(reports, "TIMELINE_LANES", 2)
+    report = reports.dump_report(load_dump(CACHE_RUN), None, None, read_jax_log(CACHE_RUN))  # not the cached one
+    compiles = _section(report, "compiles")
+    (timeline,) = compiles.charts
+    assert [m.function for m in timeline.marks] == ["jit_predict", "jit_predict", "jit_deep"]  # 3.70 s, 0.17 s
+    assert compiles.intro.endswith("The timeline draws the 2 functions with the most compile time of 4.")
+
+
+def test_the_step_chart_says_how_many_functions_it_leaves_out(monkeypatch):
+    monkeypatch.setattr(reports, "CHART_FUNCTIONS", 1)
+    report = reports.dump_report(load_dump(GPU_DUMP), None, GPU_TRACE)  # not the cached one
+    (chart,) = _section(report, "time").charts
+    assert [f.function for f in chart.functions] == ["jit_train_step"] and chart.of == 4
+    assert "<h3>Step time per function, by op kind (the 1 slowest of 4)</h3>" in render_html(report)

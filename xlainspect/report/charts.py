@@ -1,0 +1,140 @@
+"""The report's time charts as inline SVG (no script, font or URL from outside the page).
+
+* `step_breakdown_svg`: one horizontal bar per function, its step time split by op kind.
+* `compile_timeline_svg`: one lane per function, each compile a bar at its start, recompiles in red.
+* the roofline is `cost_html.roofline_svg`.
+
+Every mark carries its numbers as `data-*` attributes (seconds, not pixels), which the browser test
+reads back and compares with the JSON of `cost` and `profile`. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+from xlainspect.report.timing import LOG_CLOCK, LOG_ORDER, CompileMark, FunctionTiming
+from xlainspect.report.views import _duration
+
+CHART_STYLE = """.kind0{fill:#1f6feb}.kind1{fill:#bf8700}.kind2{fill:#1a7f37}.kind3{fill:#8250df}.kind4{fill:#cf222e}
+.kind5{fill:#0598bc}.kind6{fill:#9a6700}.kind7{fill:#6e7781}.compile{fill:#1f6feb}.compile.recompile{fill:#d1242f}
+.legend{font-size:12px;fill:#333}.value{font-size:11px;fill:#222}"""
+
+_WIDTH, _BAR, _LEFT, _RIGHT = 900, 22, 190, 90
+KINDS_DRAWN = 5
+"""Op kinds with their own colour per bar; the rest of a bar is "other"."""
+
+
+def step_breakdown_svg(functions: list[FunctionTiming]) -> str:
+    """Stacked bars, one per function (the longest first, to scale with each other), split by op kind."""
+    drawn = [f for f in functions if f.seconds]
+    longest = max(max(f.seconds, sum(f.by_kind.values())) for f in drawn)  # kinds may sum past a measured total
+    kinds = _top_kinds(drawn)
+    height = _BAR * (len(drawn) + 1) + 40
+    scale = (_WIDTH - _LEFT - _RIGHT) / longest
+    parts = []
+    for row, timing in enumerate(drawn):
+        y = 10 + row * _BAR
+        parts.append(f"<text class='label' x='4' y='{y + 14}'>{html.escape(timing.function[:28])}</text>")
+        x = float(_LEFT)
+        for kind, seconds in _split(timing, kinds):
+            width = seconds * scale
+            css = f"kind{kinds.index(kind)}" if kind in kinds else f"kind{KINDS_DRAWN}"
+            tip = f"{timing.function}: {kind} {_duration(seconds)} a step"
+            parts.append(
+                f"<rect class='{css}' x='{x:.1f}' y='{y}' width='{max(width, 0.5):.1f}' height='{_BAR - 6}' "
+                f"data-function='{html.escape(timing.function)}' data-kind='{html.escape(kind)}' "
+                f"data-seconds='{seconds!r}'><title>{html.escape(tip)}</title></rect>"
+            )
+            x += width
+        parts.append(
+            f"<text class='value' x='{x + 4:.1f}' y='{y + 14}' data-function='{html.escape(timing.function)}' "
+            f"data-step-seconds='{timing.seconds!r}'>{_duration(timing.seconds)}</text>"
+        )
+    legend_y = height - 14
+    names = [*kinds, "other"]
+    for index, kind in enumerate(names):
+        x, colour = 8 + index * 145, index if kind in kinds else KINDS_DRAWN
+        parts.append(
+            f"<rect class='kind{colour}' x='{x}' y='{legend_y - 10}' width='10' height='10'/>"
+            f"<text class='legend' x='{x + 14}' y='{legend_y}'>{html.escape(kind[:17])}</text>"
+        )
+    return _svg(height, parts, "step-breakdown")
+
+
+def _top_kinds(functions: list[FunctionTiming]) -> list[str]:
+    totals: dict[str, float] = {}
+    for timing in functions:
+        for kind, seconds in timing.by_kind.items():
+            totals[kind] = totals.get(kind, 0.0) + seconds
+    return sorted(totals, key=lambda k: -totals[k])[:KINDS_DRAWN]
+
+
+def _split(timing: FunctionTiming, kinds: list[str]) -> list[tuple[str, float]]:
+    """The bar's pieces: each drawn kind, then the rest as "other" (the step time less the kinds drawn)."""
+    pieces = [(k, s) for k, s in timing.by_kind.items() if k in kinds and s > 0]
+    rest = (timing.seconds or 0.0) - sum(s for _, s in pieces)
+    return pieces + ([("other", rest)] if rest > (timing.seconds or 0.0) * 1e-9 else [])
+
+
+def compile_timeline_svg(marks: list[CompileMark], source: str) -> str:
+    """One lane per function (in first-compile order); a bar per compile from its start, red for a
+    recompile; without seconds (the dump alone) each compile is one slot of the order."""
+    lanes = list(dict.fromkeys(m.function for m in marks))
+    timed = all(m.seconds is not None for m in marks)
+    end = max(m.start_seconds + (m.seconds or 1.0 if timed else 1.0) for m in marks) or 1.0
+    start = min(m.start_seconds for m in marks) if timed else 0.0
+    span = (end - start) or 1.0
+    scale = (_WIDTH - _LEFT - 20) / span
+    height = _BAR * len(lanes) + 50
+    parts = [f"<text class='label' x='{_LEFT}' y='{height - 8}'>{html.escape(_axis_title(source))}</text>"]
+    parts += _ticks(start, end, scale, height - 38) if timed else []
+    for row, lane in enumerate(lanes):
+        parts.append(f"<text class='label' x='4' y='{10 + row * _BAR + 14}'>{html.escape(lane[:28])}</text>")
+    rows = {lane: row for row, lane in enumerate(lanes)}
+    for mark in marks:
+        seconds = mark.seconds if timed else 1.0
+        x = _LEFT + (mark.start_seconds - start) * scale
+        css = "compile recompile" if mark.recompile else "compile"
+        said = f"{mark.seconds:.3f} s" if mark.seconds is not None else "seconds unknown"
+        tip = f"{mark.function}: {'recompile' if mark.recompile else 'first compile'}, {said}"
+        data_seconds = "" if mark.seconds is None else f" data-seconds='{mark.seconds!r}'"
+        parts.append(
+            f"<rect class='{css}' x='{x:.1f}' y='{10 + rows[mark.function] * _BAR}' "
+            f"width='{max((seconds or 0.0) * scale, 2.0):.1f}' height='{_BAR - 6}' "
+            f"data-function='{html.escape(mark.function)}' data-start='{mark.start_seconds!r}'{data_seconds} "
+            f"data-recompile='{'yes' if mark.recompile else 'no'}'><title>{html.escape(tip)}</title></rect>"
+        )
+    return _svg(height, parts, "compile-timeline")
+
+
+def _axis_title(source: str) -> str:
+    if source == "profile":
+        return "seconds on the profile's clock (red: a recompile)"
+    if source == LOG_CLOCK:
+        return "seconds from the first compile, by the jax log's times (red: a recompile)"
+    if source == LOG_ORDER:
+        return "compile seconds, back to back in the jax log's order: its lines carry no time (red: a recompile)"
+    return "compile order (module ids; the dump holds no times: pass --log or --profile) (red: a recompile)"
+
+
+def _ticks(start: float, end: float, scale: float, y: float) -> list[str]:
+    """About six round ticks along the time axis, labelled in seconds."""
+    step = 10 ** math.floor(math.log10((end - start) / 6 or 1.0))
+    step *= next(m for m in (1, 2, 5, 10) if (end - start) / (step * m) <= 8)
+    parts, tick = [], math.ceil(start / step) * step
+    while tick <= end:
+        x = _LEFT + (tick - start) * scale
+        parts.append(
+            f"<line class='grid' x1='{x:.1f}' y1='0' x2='{x:.1f}' y2='{y:.1f}'/>"
+            f"<text class='label' x='{x - 8:.1f}' y='{y + 12:.1f}'>{tick:.3g} s</text>"
+        )
+        tick += step
+    return parts
+
+
+def _svg(height: int, parts: list[str], chart: str) -> str:
+    return (
+        f"<svg class='chart' data-chart='{chart}' viewBox='0 0 {_WIDTH} {height}' width='{_WIDTH}' "
+        f"height='{height}'>{''.join(parts)}</svg>"
+    )
