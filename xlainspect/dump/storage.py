@@ -86,6 +86,7 @@ def _filesystem(url: str):
 def _mirror(fs, url: str, root: str, progress: Progress) -> Path:
     """Fetch what the mirror of `url` lacks; its local folder (or file, for a URL naming one object)."""
     root = root.rstrip("/")
+    fs.invalidate_cache(root)  # fsspec keeps listings per file system instance: a later call must see changes
     info = fs.info(root)
     single = info["type"] != "directory"
     objects = {root: info} if single else _listing(fs, root, progress)
@@ -94,7 +95,7 @@ def _mirror(fs, url: str, root: str, progress: Progress) -> Path:
     wanted = {_relative(name, root, single): _version(found) for name, found in objects.items()}
     missing = [name for name, version in wanted.items() if manifest.get(name) != version]
     advance = progress(f"fetching {url}", len(missing))
-    full = {name: name if single else f"{root}/{name}" for name in missing}
+    full = {name: root if single else f"{root}/{name}" for name in missing}
     for start in range(0, len(missing), _BATCH):
         batch = missing[start : start + _BATCH]
         fetched = fs.cat([full[name] for name in batch], on_error="return")
