@@ -108,6 +108,9 @@ def uploaded(servers):
             for host in ("host_0", "host_1") if protocol == "s3" else ():
                 fs.put(str(DUMPS / "ragged_batch"), f"dumps/fleet/{host}", recursive=True)
             fs.put(str(DUMPS / "shape_branch"), "dumps/shape_branch", recursive=True)
+            fs.pipe("dumps/notes/README.txt", b"not a dump")
+        s3 = fsspec.filesystem("s3", skip_instance_cache=True)
+        s3.put(str(DUMPS / "fleet_divergence"), "dumps/fleet_divergence", recursive=True)
         yield servers
     finally:
         for name, value in saved.items():
@@ -168,6 +171,17 @@ def test_doctor_and_parse_on_a_url_equal_local_disk(uploaded, cache, protocol):
     assert answer == answer_here and answer["module"] == "jit_featurize"
 
 
+def test_doctor_names_the_diverging_host_of_a_fleet_in_a_bucket(uploaded, cache):
+    remote = _run(uploaded, "doctor", "s3://dumps/fleet_divergence", "-f", "json", cache=cache)
+    on_disk = _run(uploaded, "doctor", str(DUMPS / "fleet_divergence"), "-f", "json", cache=cache)
+    assert remote.returncode == on_disk.returncode == 0, remote.stderr
+    findings = json.loads(remote.stdout)["findings"]
+    assert findings == json.loads(on_disk.stdout)["findings"]
+    assert [(f["check"], f["severity"], f["examples"][0][:40]) for f in findings] == [
+        ("host-programs", "error", "host_2: jit_train_step compile 1 differs")
+    ]
+
+
 def test_the_mirror_fetches_an_object_again_only_when_its_version_changes(uploaded, tmp_path, monkeypatch):
     import fsspec
 
@@ -198,6 +212,8 @@ def test_the_mirror_fetches_an_object_again_only_when_its_version_changes(upload
         ("s3://dumps/no/such/dump", "no such bucket, folder or object"),
         ("nosuchprotocol://dumps/fleet", "not a URL fsspec can read"),
         ("s3://", "names no bucket or folder"),
+        ("gs://dumps/notes", "no files that XLA's dumper or jax.profiler writes there"),
+        ("s3://dumps/notes", "no files that XLA's dumper or jax.profiler writes there"),
     ],
 )
 def test_a_bad_url_is_one_line_naming_it_and_exit_2(uploaded, tmp_path, url, cause):

@@ -25,7 +25,6 @@ of one line naming the URL and the cause.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import json
 import logging
@@ -84,61 +83,85 @@ def _filesystem(url: str):
 
 
 def _mirror(fs, url: str, root: str, progress: Progress) -> Path:
-    """Fetch what the mirror of `url` lacks; its local folder (or file, for a URL naming one object)."""
+    """Fetch what the mirror of `url` lacks; its local folder (or file, for a URL naming one object).
+    A folder's sub-folders (a host's each, in a per-host dump) are listed `_FOLDERS_AT_ONCE` at a time,
+    and each is mirrored with a manifest of its own: what is held at once is one batch of listings and
+    one batch of contents, whatever the number of hosts."""
     root = root.rstrip("/")
-    fs.invalidate_cache(root)  # fsspec keeps listings per file system instance: a later call must see changes
+    fs.invalidate_cache()  # fsspec keeps listings per file system instance: a later call must see changes
     info = fs.info(root)
-    single = info["type"] != "directory"
-    objects = {root: info} if single else _listing(fs, root, progress)
     target = _mirror_folder(url)
+    if info["type"] != "directory":
+        name = root.rpartition("/")[2]
+        _update(fs, target, {name: (root, info)})
+        return target / name
+    top = fs.ls(root, detail=True)
+    folders = sorted(entry["name"] for entry in top if entry["type"] == "directory")
+    loose = {e["name"]: e for e in top if e["type"] != "directory"}
+    kept = _update(fs, target, _read_by_commands(loose, root, root))
+    advance = progress(f"reading {url}", len(folders))
+    for start in range(0, len(folders), _FOLDERS_AT_ONCE):
+        chunk = folders[start : start + _FOLDERS_AT_ONCE]
+        for folder, listing in zip(chunk, _find_all(fs, chunk)):
+            kept += _update(fs, target / _relative(folder, root), _read_by_commands(listing, folder, root))
+            advance(1)
+    _forget_folders(target, {_relative(folder, root) for folder in folders})
+    if not kept:
+        raise DumpError(f"{url}: no files that XLA's dumper or jax.profiler writes there")
+    return target
+
+
+_FOLDERS_AT_ONCE = 32
+"""Folders listed concurrently: a pod's dump is a folder per host, each a few hundred to thousands of
+objects."""
+
+
+def _read_by_commands(listing: dict[str, dict], folder: str, root: str) -> dict[str, tuple[str, dict]]:
+    """The objects of a listing a command may read (path below `folder` -> (object name, details)):
+    those XLA's dumper names, jax logs and profiles (the rest of a bucket is not fetched)."""
+    kept = {}
+    for name, entry in listing.items():
+        below_root = _relative(name, root)
+        if entry["type"] != "directory" and (_DUMPED.search(below_root) or _ALSO_READ.search(below_root)):
+            kept[_relative(name, folder)] = (name, entry)
+    return kept
+
+
+def _update(fs, target: Path, objects: dict[str, tuple[str, dict]]) -> int:
+    """Bring the mirror folder `target` to `objects` (path below it -> (object name, details)): fetch
+    those whose version or size its manifest does not hold, in bulk, and delete those gone. Returns
+    how many objects it holds."""
     manifest = _read_manifest(target)
-    wanted = {_relative(name, root, single): _version(found) for name, found in objects.items()}
+    wanted = {name: _version(entry) for name, (_, entry) in objects.items()}
     missing = [name for name, version in wanted.items() if manifest.get(name) != version]
-    advance = progress(f"fetching {url}", len(missing))
-    full = {name: root if single else f"{root}/{name}" for name in missing}
     for start in range(0, len(missing), _BATCH):
         batch = missing[start : start + _BATCH]
-        fetched = fs.cat([full[name] for name in batch], on_error="return")
+        fetched = fs.cat([objects[name][0] for name in batch], on_error="return")
         for name in batch:
-            data = fetched[full[name]]
+            data = fetched[objects[name][0]]
             if isinstance(data, BaseException):
                 raise data
             write_cache_file(target / name, data)
             manifest[name] = wanted[name]
-        advance(len(batch))
-    for name in set(manifest) - set(wanted):  # gone from the bucket: gone from the mirror
+    gone = set(manifest) - set(wanted)
+    for name in gone:  # gone from the bucket: gone from the mirror
         with contextlib.suppress(OSError):
             os.unlink(target / name)
         del manifest[name]
-    target.mkdir(parents=True, exist_ok=True)
-    write_cache_file(target / _MANIFEST, json.dumps(manifest, sort_keys=True).encode())
-    return target / next(iter(wanted)) if single else target
+    if missing or gone or not (target / _MANIFEST).exists():
+        target.mkdir(parents=True, exist_ok=True)
+        write_cache_file(target / _MANIFEST, json.dumps(manifest, sort_keys=True).encode())
+    return len(wanted)
 
 
-def _listing(fs, root: str, progress: Progress) -> dict[str, dict]:
-    """Every object under `root` that a command may read, with its details: the top level listed
-    first, then each of its folders (a host's, in a per-host dump) listed at once, concurrently where
-    the file system is async. DumpError when nothing is there."""
-    top = fs.ls(root, detail=True)
-    folders = [entry["name"] for entry in top if entry["type"] == "directory"]
-    found = {entry["name"]: entry for entry in top if entry["type"] != "directory"}
-    advance = progress(f"listing {len(folders)} folders", len(folders))
-    for folder in _find_all(fs, folders):
-        found.update(folder)
-        advance(1)
-    prefix = len(root) + 1
-    kept = {
-        name: entry
-        for name, entry in found.items()
-        if _DUMPED.search(name[prefix:]) or _ALSO_READ.search(name[prefix:])
-    }
-    if not found and not top:
-        raise FileNotFoundError(errno.ENOENT, "no such bucket, folder or object", root)
-    return kept
+def _forget_folders(target: Path, folders: set[str]) -> None:
+    """Delete mirrored folders (those with a manifest) whose folder left the bucket."""
+    import shutil
 
-
-def _read_by_commands(relative: str) -> bool:
-    return _DUMPED.search(relative) is not None or _ALSO_READ.search(relative) is not None
+    with contextlib.suppress(OSError):
+        for child in target.iterdir():
+            if child.is_dir() and child.name not in folders and (child / _MANIFEST).exists():
+                shutil.rmtree(child, ignore_errors=True)
 
 
 def _find_all(fs, folders: list[str]) -> list[dict[str, dict]]:
@@ -158,9 +181,9 @@ def _find_all(fs, folders: list[str]) -> list[dict[str, dict]]:
     return [fs.find(folder, detail=True) for folder in folders]
 
 
-def _relative(name: str, root: str, single: bool) -> str:
-    """An object's path below the URL; a name that would climb out of the mirror is refused."""
-    relative = name.rpartition("/")[2] if single else name[len(root) + 1 :]
+def _relative(name: str, root: str) -> str:
+    """An object's path below `root`; a name that would climb out of the mirror is refused."""
+    relative = name[len(root) + 1 :]
     if not relative or any(part in ("", ".", "..") for part in relative.split("/")):
         raise DumpError(f"{name}: an object name that is no file path")
     return relative
