@@ -68,12 +68,17 @@ _SHOWN = 100
 
 def divergence_example(found: HostDisagreement) -> str:
     """`host_2: jit_f compile 1 differs from host_0, host_1 at line 14: <usual> vs <odd>`: where to look."""
-    usual = ", ".join(h or "." for h in found.usual_hosts[:3]) + (" ..." if len(found.usual_hosts) > 3 else "")
-    odd = ", ".join(h or "." for h in found.odd_hosts[:3]) + (" ..." if len(found.odd_hosts) > 3 else "")
     return (
-        f"{odd}: {found.function} compile {found.compile} differs from {usual} at line {found.line}: "
+        f"{host_list(found.odd_hosts)}: {found.function} compile {found.compile} differs from "
+        f"{host_list(found.usual_hosts)} at line {found.line}: "
         f"{found.usual_line[:_SHOWN]!r} vs {found.odd_line[:_SHOWN]!r}"
     )
+
+
+def host_list(hosts: tuple[str, ...], shown: int = 3) -> str:
+    """`host_0, host_1, host_3 and 1,020 more`: a pod's hosts named without naming a thousand."""
+    named = ", ".join(h or "." for h in hosts[:shown])
+    return named + (f" and {len(hosts) - shown:,} more" if len(hosts) > shown else "")
 
 
 def host_disagreements(dump: Dump) -> list[HostDisagreement]:

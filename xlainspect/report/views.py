@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from xlainspect.analysis.divergence import host_list
 from xlainspect.report.document import Document, Entry, Heading, Lines, Table, fields, record, records, table
 
 if TYPE_CHECKING:
@@ -252,8 +253,7 @@ def _hosts_title(hosts: int, disagreements) -> str:
 
 def _disagreement(found) -> str:
     """One line per odd group of hosts: which function, compile and hosts, and the first differing line."""
-    odd = ", ".join(h or "." for h in found.odd_hosts)
-    usual = ", ".join(h or "." for h in found.usual_hosts[:3]) + (" ..." if len(found.usual_hosts) > 3 else "")
+    odd, usual = host_list(found.odd_hosts, 10), host_list(found.usual_hosts)
     if found.compile is None:
         return f"{found.function}: {odd} compiled it {_times(found.odd_count)}, {usual} {_times(found.usual_count)}"
     return (
