@@ -27,6 +27,7 @@ from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.dump.files import read_bytes
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.fast import FRAME_TABLES
+from xlainspect.workers import map_shared
 
 _METADATA = b", metadata={"
 
@@ -87,12 +88,18 @@ def host_disagreements(dump: Dump) -> list[HostDisagreement]:
     of several runs (`load_dump([a, b])`: runs to compare, not the hosts of one job)."""
     if dump.runs or len({m.host for m in dump.modules}) < 2:
         return []
+    functions = [(name, hosts) for name, modules in dump.functions().items() if len(hosts := _by_host(modules)) > 1]
+    locations = [_program_file(m).location for _, hosts in functions for found in hosts.values() for m in found]
+    digests = dict(zip(locations, map_shared(_raw_digest, locations, _CHUNK_FILES)))
     found: list[HostDisagreement] = []
-    for function, modules in dump.functions().items():
-        hosts = _by_host(modules)
-        if len(hosts) > 1:
-            found += _count_disagreements(function, hosts) + _program_disagreements(function, hosts)
+    for function, hosts in functions:
+        found += _count_disagreements(function, hosts) + _program_disagreements(function, hosts, digests)
     return found
+
+
+_CHUNK_FILES = 4096
+"""Files a process reads and digests per chunk it takes (where the CLI owns the process, a forked
+worker reads its share: a 64-host dump is 128,000 programs)."""
 
 
 def _by_host(modules: list[DumpModule]) -> dict[str, list[DumpModule]]:
@@ -117,14 +124,16 @@ def _count_disagreements(function: str, hosts: dict[str, list[DumpModule]]) -> l
     ]
 
 
-def _program_disagreements(function: str, hosts: dict[str, list[DumpModule]]) -> list[HostDisagreement]:
+def _program_disagreements(
+    function: str, hosts: dict[str, list[DumpModule]], digests: dict[str, bytes | None]
+) -> list[HostDisagreement]:
     """Compile by compile, the hosts whose program (metadata aside) is not the most hosts' one. Files
     are compared by a digest of their bytes first: the hosts of a healthy job wrote the same bytes, and
     only where those differ is the text read again with metadata set aside."""
     found = []
     for index in range(max(map(len, hosts.values()))):
         compiled = {host: compiles[index] for host, compiles in hosts.items() if index < len(compiles)}
-        groups = _groups(compiled, _raw_digest)
+        groups = _groups(compiled, lambda m: digests[_program_file(m).location])
         if len(groups) > 1:
             groups = _groups(compiled, lambda m: _digest(_program_lines(m)))
         if len(groups) < 2:
@@ -153,9 +162,9 @@ def _program_file(module: DumpModule):
     return module.file("hlo", "before") or module.hlo_file()
 
 
-def _raw_digest(module: DumpModule) -> bytes | None:
+def _raw_digest(location: str) -> bytes | None:
     try:
-        return hashlib.blake2b(read_bytes(_program_file(module).location), digest_size=16).digest()
+        return hashlib.blake2b(read_bytes(location), digest_size=16).digest()
     except XlaInspectError:
         return None
 
