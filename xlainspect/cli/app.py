@@ -63,6 +63,8 @@ LogOpt = Annotated[
         "--log",
         help="The run's jax log, for compile seconds (default: jax.log in the dump directory, as capture saves it).",
         show_default=False,
+        parser=readable,
+        metavar="<path>",
     ),
 ]
 PathsArg = Annotated[

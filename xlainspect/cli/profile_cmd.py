@@ -31,6 +31,8 @@ def profile(
             "--dump",
             help="The same run's --xla_dump_to directory: each op's "
             "kind, op_name, source line, FLOPs and roofline time.",
+            parser=readable,
+            metavar="<path>",
         ),
     ] = None,
     function: FunctionOpt = None,
