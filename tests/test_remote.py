@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -16,9 +17,13 @@ import time
 import pytest
 from conftest import DUMPS, REPO
 
+from xlainspect import diagnose
+from xlainspect.dump.storage import local
+
 # gcsfs reads this when imported (by the uploads here): without it, gcsfs asks each bucket over gRPC
 # whether it is hierarchical, which an emulator never answers (60 s)
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+fsspec = pytest.importorskip("fsspec")
 pytest.importorskip("gcsfs")
 pytest.importorskip("s3fs")
 pytest.importorskip("moto")
@@ -97,8 +102,6 @@ def cache(tmp_path_factory) -> str:
 def uploaded(servers):
     """One dump (shape_branch) in a bucket of each server, and a 2-host fleet (ragged_batch per host) in
     S3's (gcp-storage-emulator answers a download in about 0.1 s: a fleet there would take seconds)."""
-    import fsspec
-
     saved = {name: os.environ.get(name) for name in servers}
     os.environ.update(servers)
     try:
@@ -135,8 +138,6 @@ def _run(env: dict, *args: str, cache: str | None = None) -> subprocess.Complete
 
 
 def _local_fleet(tmp_path):
-    import shutil
-
     for host in ("host_0", "host_1"):
         shutil.copytree(DUMPS / "ragged_batch", tmp_path / "fleet" / host)
     return tmp_path / "fleet"
@@ -183,10 +184,6 @@ def test_doctor_names_the_diverging_host_of_a_fleet_in_a_bucket(uploaded, cache)
 
 
 def test_the_mirror_fetches_an_object_again_only_when_its_version_changes(uploaded, tmp_path, monkeypatch):
-    import fsspec
-
-    from xlainspect.dump.storage import local
-
     monkeypatch.setenv("XLAINSPECT_CACHE_DIR", str(tmp_path))
     fs = fsspec.filesystem("s3", skip_instance_cache=True)
     fs.put(str(DUMPS / "shape_branch"), "dumps/changing", recursive=True)
@@ -245,3 +242,26 @@ def test_no_network_is_one_line_and_exit_2(uploaded, tmp_path):
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert result.stderr.startswith("s3://dumps/fleet: cannot read (Could not connect to the endpoint URL")
+
+
+def test_a_pod_is_listed_folder_by_folder_with_progress(uploaded, tmp_path, monkeypatch):
+    monkeypatch.setenv("XLAINSPECT_CACHE_DIR", str(tmp_path))
+    heard = []
+
+    def progress(description, total):
+        heard.append([description, total, 0])
+        return lambda n=1: heard[-1].__setitem__(2, heard[-1][2] + n)
+
+    mirror = local("s3://dumps/fleet_divergence", progress)
+    assert heard == [["reading s3://dumps/fleet_divergence", 4, 4]]  # one host folder each
+    assert sorted(p.name for p in mirror.iterdir() if p.is_dir()) == ["host_0", "host_1", "host_2", "host_3"]
+
+
+def test_memory_and_file_urls_read_as_the_local_dump(tmp_path, monkeypatch):
+    """The in-memory file system of fsspec (not async: its folders are listed one after another) and file://."""
+    monkeypatch.setenv("XLAINSPECT_CACHE_DIR", str(tmp_path))
+    memory = fsspec.filesystem("memory")
+    memory.put(str(DUMPS / "fleet_divergence"), "/pods/fleet", recursive=True)
+    local_findings = diagnose(DUMPS / "fleet_divergence").findings
+    assert diagnose("memory:///pods/fleet").findings == local_findings
+    assert diagnose(f"file://{DUMPS / 'fleet_divergence'}").findings == local_findings

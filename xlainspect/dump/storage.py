@@ -98,7 +98,7 @@ def _mirror(fs, url: str, root: str, progress: Progress) -> Path:
     top = fs.ls(root, detail=True)
     folders = sorted(entry["name"] for entry in top if entry["type"] == "directory")
     loose = {e["name"]: e for e in top if e["type"] != "directory"}
-    kept = _update(fs, target, _read_by_commands(loose, root, root))
+    kept = _update(fs, target, _read_by_commands(loose, root, root), progress, url)
     advance = progress(f"reading {url}", len(folders))
     for start in range(0, len(folders), _FOLDERS_AT_ONCE):
         chunk = folders[start : start + _FOLDERS_AT_ONCE]
@@ -127,13 +127,15 @@ def _read_by_commands(listing: dict[str, dict], folder: str, root: str) -> dict[
     return kept
 
 
-def _update(fs, target: Path, objects: dict[str, tuple[str, dict]]) -> int:
+def _update(fs, target: Path, objects: dict[str, tuple[str, dict]], progress: Progress = silent, url: str = "") -> int:
     """Bring the mirror folder `target` to `objects` (path below it -> (object name, details)): fetch
     those whose version or size its manifest does not hold, in bulk, and delete those gone. Returns
-    how many objects it holds."""
+    how many objects it holds. `progress` hears of each batch fetched (a folder of one host's many
+    files; a pod's folders are counted by `_mirror` instead)."""
     manifest = _read_manifest(target)
     wanted = {name: _version(entry) for name, (_, entry) in objects.items()}
     missing = [name for name, version in wanted.items() if manifest.get(name) != version]
+    advance = progress(f"fetching {url}", len(missing)) if missing else silent
     for start in range(0, len(missing), _BATCH):
         batch = missing[start : start + _BATCH]
         fetched = fs.cat([objects[name][0] for name in batch], on_error="return")
@@ -143,6 +145,7 @@ def _update(fs, target: Path, objects: dict[str, tuple[str, dict]]) -> int:
                 raise data
             write_cache_file(target / name, data)
             manifest[name] = wanted[name]
+        advance(len(batch))
     gone = set(manifest) - set(wanted)
     for name in gone:  # gone from the bucket: gone from the mirror
         with contextlib.suppress(OSError):
