@@ -27,7 +27,6 @@ from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.dump.files import read_bytes
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.fast import FRAME_TABLES
-from xlainspect.workers import map_shared
 
 _METADATA = b", metadata={"
 
@@ -88,18 +87,12 @@ def host_disagreements(dump: Dump) -> list[HostDisagreement]:
     of several runs (`load_dump([a, b])`: runs to compare, not the hosts of one job)."""
     if dump.runs or len({m.host for m in dump.modules}) < 2:
         return []
-    functions = [(name, hosts) for name, modules in dump.functions().items() if len(hosts := _by_host(modules)) > 1]
-    locations = [_program_file(m).location for _, hosts in functions for found in hosts.values() for m in found]
-    digests = dict(zip(locations, map_shared(_raw_digest, locations, _CHUNK_FILES)))
     found: list[HostDisagreement] = []
-    for function, hosts in functions:
-        found += _count_disagreements(function, hosts) + _program_disagreements(function, hosts, digests)
+    for function, modules in dump.functions().items():
+        hosts = _by_host(modules)
+        if len(hosts) > 1:
+            found += _count_disagreements(function, hosts) + _program_disagreements(function, hosts)
     return found
-
-
-_CHUNK_FILES = 4096
-"""Files a process reads and digests per chunk it takes (where the CLI owns the process, a forked
-worker reads its share: a 64-host dump is 128,000 programs)."""
 
 
 def _by_host(modules: list[DumpModule]) -> dict[str, list[DumpModule]]:
@@ -124,21 +117,20 @@ def _count_disagreements(function: str, hosts: dict[str, list[DumpModule]]) -> l
     ]
 
 
-def _program_disagreements(
-    function: str, hosts: dict[str, list[DumpModule]], digests: dict[str, bytes | None]
-) -> list[HostDisagreement]:
+def _program_disagreements(function: str, hosts: dict[str, list[DumpModule]]) -> list[HostDisagreement]:
     """Compile by compile, the hosts whose program (metadata aside) is not the most hosts' one. Files
-    are compared by a digest of their bytes first: the hosts of a healthy job wrote the same bytes, and
-    only where those differ is the text read again with metadata set aside."""
+    are compared byte for byte first, each with the few distinct texts already seen at that compile
+    (the hosts of a healthy job wrote the same bytes: one text; comparing is cheaper than hashing),
+    and only where they differ is the text read again with metadata set aside."""
     found = []
     for index in range(max(map(len, hosts.values()))):
         compiled = {host: compiles[index] for host, compiles in hosts.items() if index < len(compiles)}
-        groups = _groups(compiled, lambda m: digests[_program_file(m).location])
-        if len(groups) > 1:
+        groups = _same_bytes(compiled)
+        if groups is None or len(groups) > 1:
             groups = _groups(compiled, lambda m: _digest(_program_lines(m)))
         if len(groups) < 2:
             continue
-        ordered = sorted(groups.values(), key=len, reverse=True)
+        ordered = sorted(groups, key=len, reverse=True)
         usual = ordered[0]
         usual_lines = _program_lines(compiled[usual[0]])
         for odd in ordered[1:]:
@@ -148,25 +140,43 @@ def _program_disagreements(
     return found
 
 
-def _groups(compiled: dict[str, DumpModule], key) -> dict[bytes | None, list[str]]:
+_DISTINCT_TEXTS = 4
+"""Distinct file contents compared byte for byte at one compile before the hosts are grouped by their
+programs with metadata set aside instead (then they differ anyway)."""
+
+
+def _same_bytes(compiled: dict[str, DumpModule]) -> list[list[str]] | None:
+    """The hosts grouped by their program file's bytes (an unreadable file in no group: doctor reports
+    it); None past `_DISTINCT_TEXTS` distinct contents."""
+    texts: list[bytes] = []
+    groups: list[list[str]] = []
+    for host, module in compiled.items():
+        try:
+            text = read_bytes(_program_file(module).location)
+        except XlaInspectError:
+            continue
+        at = next((i for i, seen in enumerate(texts) if seen == text), len(texts))
+        if at == len(texts):
+            if at == _DISTINCT_TEXTS:
+                return None
+            texts.append(text)
+            groups.append([])
+        groups[at].append(host)
+    return groups
+
+
+def _groups(compiled: dict[str, DumpModule], key) -> list[list[str]]:
     """Hosts by the key of their module, in host order; an unreadable file keys None (its own group is
     no program difference: doctor reports the file)."""
     groups: dict[bytes | None, list[str]] = {}
     for host, module in compiled.items():
         groups.setdefault(key(module), []).append(host)
     groups.pop(None, None)
-    return groups
+    return list(groups.values())
 
 
 def _program_file(module: DumpModule):
     return module.file("hlo", "before") or module.hlo_file()
-
-
-def _raw_digest(location: str) -> bytes | None:
-    try:
-        return hashlib.blake2b(read_bytes(location), digest_size=16).digest()
-    except XlaInspectError:
-        return None
 
 
 def _digest(lines: list[bytes] | None) -> bytes | None:
