@@ -22,6 +22,7 @@ import math
 import os
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -54,9 +55,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the median is reported)")
     parser.add_argument("--skip-big", action="store_true", help="leave out the large-module figures")
+    parser.add_argument("--pods-only", action="store_true", help="only the pod figures (256 and 1,024 hosts)")
+    parser.add_argument(
+        "--pod-s3-hosts", type=int, nargs="*", default=POD_S3_HOSTS, help="pods also timed from a local S3 server"
+    )
     args = parser.parse_args()
     CACHE.mkdir(parents=True, exist_ok=True)
     compile_bytecode()
+    if args.pods_only:
+        results = [machine_figure("at the start"), *pod_figures(args.repeat, tuple(args.pod_s3_hosts))]
+        results.append(machine_figure("at the end"))
+        print_table(results)
+        (REPO / "bench" / "pods.json").write_text(json.dumps(results, indent=2) + "\n")
+        return
     results: list[dict] = [machine_figure("at the start")]
     results += startup_figures(args.repeat)
     results += dump_figures(args.repeat)
@@ -64,6 +75,7 @@ def main() -> None:
     results += latency_figures(args.repeat)
     results += gpu_profile_figures(args.repeat)
     results += fleet_figures(args.repeat)
+    results += pod_figures(args.repeat, tuple(args.pod_s3_hosts))
     if args.skip_big:
         results += small_parse_figure(args.repeat, None)
     else:
@@ -378,6 +390,127 @@ def wall_rss(command: list[str], env: dict) -> tuple[float, int]:
             stderr.seek(0)
             raise RuntimeError(stderr.read().decode()[-3000:])
     return elapsed, usage.ru_maxrss * 1024
+
+
+# ---- pods: 256 and 1,024 hosts, on local disk and served by a local S3 server
+
+POD_HOSTS = (256, 1024)
+POD_S3_HOSTS = (256,)
+"""Pods also read from S3: moto's server answers a request in ~5 ms on 2 cores, so the 1,024-host pod
+(30,720 objects) would take minutes per run; `--pod-s3-hosts 256 1024` asks for it."""
+POD_SOURCE = FIXTURES / "fleet_divergence"
+"""Real per-host dumps (four host processes of one job, fixtures/generate.py): every pod host is a
+copy of its host_0, and one host (the pod's third) a copy of host_2, which compiled another program."""
+
+
+def pod_figures(repeat: int, s3_hosts: tuple[int, ...]) -> list[dict]:
+    """`count-recompiles` and `doctor` on pods of POD_HOSTS hosts, cold (caches off: a URL is fetched
+    into a temporary mirror), wall time (the median run) and peak RSS (the largest), on local disk and
+    from a local S3 server; then the growth per host from the smallest pod to the largest, carried to
+    a 6,144-host pod, and doctor on the largest pod on one core (taskset) beside all cores."""
+    env = {"XLAINSPECT_NO_CACHE": "1"}
+    commands = {}
+    for hosts in POD_HOSTS:
+        pod = pod_dump(hosts)
+        for name in ("count-recompiles", "doctor"):
+            commands[f"{name}, pod of {hosts:,} hosts"] = [*XLAINSPECT, name, str(pod), "--format", "json"]
+    largest = f"doctor, pod of {POD_HOSTS[-1]:,} hosts"
+    if shutil.which("taskset"):
+        commands[f"{largest}, one core"] = ["taskset", "-c", "0", *commands[largest]]
+    runs = rounds({name: functools.partial(wall_rss, command, env) for name, command in commands.items()}, repeat)
+    if s3_hosts:
+        runs |= s3_pod_runs(s3_hosts, repeat, env)
+    rows = []
+    for name, measured in runs.items():
+        seconds, rss = statistics.median(s for s, _ in measured), max(r for _, r in measured)
+        rows.append(figure(f"{name} (wall, caches off)", seconds, "s"))
+        rows.append(figure(f"{name}: peak RSS", rss / 2**20, "MiB", "< 1024", rss < 2**30))
+    return rows + pod_growth(runs)
+
+
+def pod_growth(runs: dict[str, list[tuple[float, int]]]) -> list[dict]:
+    """Per command, seconds per added host between the smallest and the largest pod, and the time a
+    6,144-host pod takes carried on at that rate (a line through the two measured pods)."""
+    rows = []
+    small, large = POD_HOSTS[0], POD_HOSTS[-1]
+    for name in ("count-recompiles", "doctor"):
+        seconds = {h: statistics.median(s for s, _ in runs[f"{name}, pod of {h:,} hosts"]) for h in (small, large)}
+        per_host = (seconds[large] - seconds[small]) / (large - small)
+        rows.append(figure(f"{name}: growth per added host ({small:,} -> {large:,} hosts)", per_host * 1000, "ms"))
+        rows.append(figure(f"{name}: 6,144 hosts at that growth", seconds[large] + per_host * (6144 - large), "s"))
+    return rows
+
+
+def pod_dump(hosts: int) -> Path:
+    """`hosts` host folders, copies (hard links) of POD_SOURCE's host_0, the third of host_2."""
+    folder = CACHE / f"pod_{hosts}"
+    if (folder / ".complete").exists():
+        return folder
+    print(f"building {folder} (once)...", file=sys.stderr)
+    shutil.rmtree(folder, ignore_errors=True)
+    for host in range(hosts):
+        source = POD_SOURCE / ("host_2" if host == 2 else "host_0")
+        for path in source.rglob("*"):
+            if path.is_file():
+                target = folder / f"host_{host:04d}" / path.relative_to(source)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                link(path, target)
+    (folder / ".complete").touch()
+    return folder
+
+
+def s3_pod_runs(hosts_list: tuple[int, ...], repeat: int, env: dict) -> dict[str, list[tuple[float, int]]]:
+    """The pods uploaded to a moto S3 server started on a free 127.0.0.1 port, and the commands run on
+    their s3:// URLs (s3fs finds the server through AWS_ENDPOINT_URL)."""
+    import fsspec  # the `remote` extra: `make bench` installs the test extra, which holds it
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    s3_env = {
+        **env,
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    saved = {name: os.environ.get(name) for name in s3_env}
+    try:
+        os.environ.update(s3_env)
+        wait_for_port(port)
+        fs = fsspec.filesystem("s3", skip_instance_cache=True)
+        fs.mkdir("pods")
+        commands = {}
+        for hosts in hosts_list:
+            print(f"uploading the {hosts:,}-host pod to the S3 server...", file=sys.stderr)
+            fs.put(str(pod_dump(hosts)), f"pods/pod_{hosts}", recursive=True)
+            for name in ("count-recompiles", "doctor"):
+                command = [*XLAINSPECT, name, f"s3://pods/pod_{hosts}", "--format", "json"]
+                commands[f"{name}, pod of {hosts:,} hosts, from S3"] = command
+        return rounds({name: functools.partial(wall_rss, c, s3_env) for name, c in commands.items()}, repeat)
+    finally:
+        server.terminate()
+        server.wait()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def wait_for_port(port: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"the S3 server did not start on port {port}")
 
 
 # ---- latency: every command, cold and warm, on ordinary inputs

@@ -14,6 +14,12 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xlainspect.analysis.divergence import (
+    DIVERGENCE_ACTION,
+    DIVERGENCE_EXPLANATION,
+    divergence_example,
+    host_disagreements,
+)
 from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, DumpModule, classify, dump_of, scan_dump
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
 from xlainspect.dump.model_cache import remembered
@@ -460,6 +466,15 @@ def _host_compile_counts(root: Path, dump: Dump, files: _Files) -> list[Finding]
     ]
 
 
+def _host_programs(root: Path, dump: Dump, files: _Files) -> list[Finding]:
+    """Hosts that compiled another program for a function (analysis/divergence.py)."""
+    found = [d for d in host_disagreements(dump) if d.compile is not None]
+    if not found:
+        return []
+    examples = tuple(dict.fromkeys(divergence_example(d) for d in found))[:_MAX_EXAMPLES]
+    return [Finding("host-programs", "error", len(found), examples, DIVERGENCE_EXPLANATION, DIVERGENCE_ACTION)]
+
+
 _CHECKS = (
     _texts,
     _missing_after,
@@ -470,4 +485,5 @@ _CHECKS = (
     _protos_only,
     _host_compile_counts,
     _unknown_files,
+    _host_programs,
 )

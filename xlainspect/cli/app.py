@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, emit, note
 from xlainspect.errors import AnalysisBug, XlaInspectError
 from xlainspect.report.document import Document
@@ -36,7 +37,27 @@ EXIT_USAGE = 2
 EXIT_BUG = 3
 
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")]
-DumpPath = Annotated[Path, typer.Argument(help="A --xla_dump_to directory, or HLO text files.", show_default=False)]
+
+
+def readable(value: str) -> Path:
+    """A path argument as commands read it: a local path, or an fsspec URL (gs://, s3://, ...) whose
+    objects are fetched into their local mirror first, with a progress bar (an error: one line, exit 2)."""
+    from xlainspect.dump.storage import is_url, local
+
+    if not is_url(value):
+        return Path(value)
+    with user_errors(), progress_bars() as progress:
+        return local(value, progress)
+
+
+DumpPath = Annotated[
+    Path,
+    typer.Argument(
+        help="A --xla_dump_to directory, or HLO text files (a path or a URL: gs://, s3://, ...).",
+        show_default=False,
+        parser=readable,
+    ),
+]
 FunctionOpt = Annotated[str | None, typer.Option("--function", help="Only modules of this function (HloModule name).")]
 LogOpt = Annotated[
     Path | None,
@@ -44,10 +65,17 @@ LogOpt = Annotated[
         "--log",
         help="The run's jax log, for compile seconds (default: jax.log in the dump directory, as capture saves it).",
         show_default=False,
+        parser=readable,
+        metavar="<path>",
     ),
 ]
 PathsArg = Annotated[
-    list[Path], typer.Argument(help="A --xla_dump_to directory, or HLO text files.", show_default=False)
+    list[Path],
+    typer.Argument(
+        help="A --xla_dump_to directory, or HLO text files (paths or URLs: gs://, s3://, ...).",
+        show_default=False,
+        parser=readable,
+    ),
 ]
 ModuleReOpt = Annotated[str | None, typer.Option("--module-re", help="Only modules whose name matches this regex.")]
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import FormatOpt, LogOpt, app, show, user_errors
+from xlainspect.cli.app import FormatOpt, LogOpt, app, readable, show, user_errors
 from xlainspect.cli.render import OutputFormat
 
 
@@ -17,7 +17,13 @@ def cache(
     path: Annotated[Path, typer.Argument(help="A jax_compilation_cache_dir.", show_default=False)],
     dump: Annotated[
         Path | None,
-        typer.Option("--dump", help="A dump directory: say which of its compiles have an entry.", show_default=False),
+        typer.Option(
+            "--dump",
+            help="A dump directory: say which of its compiles have an entry.",
+            show_default=False,
+            parser=readable,
+            metavar="<path>",
+        ),
     ] = None,
     log: LogOpt = None,
     many: Annotated[int, typer.Option("--many", help="Flag functions with more entries than this.")] = 3,

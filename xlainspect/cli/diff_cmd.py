@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import StrictOpt, app, show, user_errors
+from xlainspect.cli.app import StrictOpt, app, readable, show, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat
 
@@ -19,13 +19,13 @@ class DiffFormat(str, enum.Enum):
     markdown = "markdown"
 
 
-_SIDE = "A --xla_dump_to directory, or an HLO text file."
+_SIDE = "A --xla_dump_to directory, or an HLO text file (a path or a URL: gs://, s3://, ...)."
 
 
 @app.command()
 def diff(
-    a: Annotated[Path, typer.Argument(help=f"Before: {_SIDE}", show_default=False)],
-    b: Annotated[Path, typer.Argument(help=f"After: {_SIDE}", show_default=False)],
+    a: Annotated[Path, typer.Argument(help=f"Before: {_SIDE}", show_default=False, parser=readable)],
+    b: Annotated[Path, typer.Argument(help=f"After: {_SIDE}", show_default=False, parser=readable)],
     fmt: Annotated[
         DiffFormat, typer.Option("--format", "-f", help="table, json or markdown (for a pull-request comment).")
     ] = DiffFormat.table,

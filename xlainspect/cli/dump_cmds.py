@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import EXIT_USAGE, DumpPath, FormatOpt, LogOpt, StrictOpt, app, show, user_errors
+from xlainspect.cli.app import EXIT_USAGE, DumpPath, FormatOpt, LogOpt, StrictOpt, app, readable, show, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.errors import XlaInspectError
@@ -67,6 +67,8 @@ def count_recompiles_cmd(
             "--profile",
             help="The run's jax.profiler trace: the measured seconds of each compile (needs xlainspect[profile]).",
             show_default=False,
+            parser=readable,
+            metavar="<path>",
         ),
     ] = None,
     strict: StrictOpt = False,

@@ -18,6 +18,7 @@ from xlainspect.cli.app import (
     StageOpt,
     StrictOpt,
     app,
+    readable,
     show,
     user_errors,
 )
@@ -116,7 +117,9 @@ class GraphFormat(str, enum.Enum):
 
 @app.command()
 def graph(
-    file: Annotated[Path, typer.Argument(help="An HLO text file.", show_default=False)],
+    file: Annotated[
+        Path, typer.Argument(help="An HLO text file (a path or a URL).", show_default=False, parser=readable)
+    ],
     around: Annotated[str, typer.Option("--around", help="Instruction name (computation/name if ambiguous).")],
     depth: Annotated[int, typer.Option("--depth", min=0, help="Edges to follow, operands and users.")] = 2,
     fmt: Annotated[GraphFormat, typer.Option("--format", "-f", help="dot, mermaid or graphml.")] = GraphFormat.dot,

@@ -7,13 +7,15 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import FormatOpt, app, show, user_errors
+from xlainspect.cli.app import FormatOpt, app, readable, show, user_errors
 from xlainspect.cli.render import OutputFormat
 
 
 @app.command()
 def parse(
-    files: Annotated[list[Path], typer.Argument(help="HLO text files.", show_default=False)],
+    files: Annotated[
+        list[Path], typer.Argument(help="HLO text files (paths or URLs).", show_default=False, parser=readable)
+    ],
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Parse HLO text files with the grammar; list modules, computations and instruction counts."""

@@ -7,15 +7,17 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import FormatOpt, FunctionOpt, StrictOpt, app, show, user_errors
+from xlainspect.cli.app import FormatOpt, FunctionOpt, StrictOpt, app, readable, show, user_errors
 from xlainspect.cli.cost_cmd import ChipOpt, HbmOpt, IciOpt, PeakFlopsOpt
 from xlainspect.cli.render import OutputFormat, note
 
 TraceArg = Annotated[
     Path,
     typer.Argument(
-        help="What jax.profiler.trace(log_dir) wrote: the log dir, a run folder or a *.xplane.pb file.",
+        help="What jax.profiler.trace(log_dir) wrote: the log dir, a run folder or a *.xplane.pb file "
+        "(a path or a URL).",
         show_default=False,
+        parser=readable,
     ),
 ]
 
@@ -29,6 +31,8 @@ def profile(
             "--dump",
             help="The same run's --xla_dump_to directory: each op's "
             "kind, op_name, source line, FLOPs and roofline time.",
+            parser=readable,
+            metavar="<path>",
         ),
     ] = None,
     function: FunctionOpt = None,

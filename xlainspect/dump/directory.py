@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xlainspect.dump.storage import local
 from xlainspect.errors import DumpError, HloParseError, NoMatchError, XlaInspectError, no_match
 from xlainspect.settings import kept_objects
 
@@ -466,9 +467,10 @@ class Dump:
 
 
 def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
-    """A dump directory (per-host sub-directories included), one HLO file, or a list of files."""
+    """A dump directory (per-host sub-directories included), one HLO file, or a list of files; each a
+    path or an fsspec URL (read through its local mirror, `storage.local`)."""
     with kept_objects():  # a fleet's file records and modules live to the end of the run
-        return _load_dump([Path(p) for p in path] if isinstance(path, (list, tuple)) else [Path(path)], strict)
+        return _load_dump([local(p) for p in path] if isinstance(path, (list, tuple)) else [local(path)], strict)
 
 
 def _load_dump(paths: list[Path], strict: bool) -> Dump:

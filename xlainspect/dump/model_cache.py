@@ -37,6 +37,8 @@ from pathlib import Path
 from stat import S_ISDIR
 from typing import TYPE_CHECKING, TypeVar
 
+from xlainspect.dump.storage import is_url, local
+from xlainspect.progress import silent
 from xlainspect.settings import cache_dir, cache_enabled, kept_objects, write_cache_file
 
 if TYPE_CHECKING:  # the model classes load with the model cache's records (`model_records`)
@@ -106,10 +108,12 @@ def remembered(*inputs: str, uses: tuple[str, ...] = ()) -> Callable[[Callable[.
 
         @functools.wraps(function)
         def call(*args, **kwargs) -> T:
-            if not cache_enabled():
-                return function(*args, **kwargs)
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
+            _read_urls(bound.arguments, inputs)
+            args, kwargs = bound.args, bound.kwargs
+            if not cache_enabled():
+                return function(*args, **kwargs)
             arguments = {name: value for name, value in bound.arguments.items() if name != "progress"}
             try:
                 listing = _listing(p for name in inputs for p in _input_paths(arguments[name]))
@@ -121,6 +125,18 @@ def remembered(*inputs: str, uses: tuple[str, ...] = ()) -> Callable[[Callable[.
         return call
 
     return wrap
+
+
+def _read_urls(arguments: dict, inputs: tuple[str, ...]) -> None:
+    """Replace each URL among the `inputs` arguments by its local mirror (`storage.local`), so the
+    command reads, and its answer is keyed by, local files that change when the objects' versions do."""
+    progress = arguments.get("progress") or silent
+    for name in inputs:
+        value = arguments[name]
+        if isinstance(value, (list, tuple)):
+            arguments[name] = type(value)(local(v, progress) if is_url(v) else v for v in value)
+        elif is_url(value):
+            arguments[name] = local(value, progress)
 
 
 def _importable(packages: tuple[str, ...]) -> tuple[bool, ...]:

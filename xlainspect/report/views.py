@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from xlainspect.analysis.divergence import host_list
 from xlainspect.report.document import Document, Entry, Heading, Lines, Table, fields, record, records, table
 
 if TYPE_CHECKING:
@@ -241,6 +242,31 @@ def _seconds(times) -> str:
     return f"{times.total_seconds:.2f} s compiling, {times.recompile_seconds:.2f} s of it recompiling"
 
 
+def _hosts_title(hosts: int, disagreements) -> str:
+    """Where the counts come from in a dump of several hosts: one usual host's, or hosts that disagree."""
+    if hosts < 2:
+        return ""
+    if not disagreements:
+        return f", on each of {hosts} hosts (one usual host's; doctor names odd hosts)"
+    functions = ", ".join(dict.fromkeys(d.function for d in disagreements))
+    return f", on {hosts} hosts that DISAGREE on {functions}: the counts are the most hosts' (see the notes)"
+
+
+def _disagreement(found) -> str:
+    """One line per odd group of hosts: which function, compile and hosts, and the first differing line."""
+    odd, usual = host_list(found.odd_hosts, 10), host_list(found.usual_hosts)
+    if found.compile is None:
+        return f"{found.function}: {odd} compiled it {_times(found.odd_count)}, {usual} {_times(found.usual_count)}"
+    return (
+        f"{found.function} compile {found.compile}: {odd} compiled another program than {usual} "
+        f"(line {found.line}: {found.usual_line[:100]!r} vs {found.odd_line[:100]!r})"
+    )
+
+
+def _times(count: int) -> str:
+    return f"{count} time{'s' * (count != 1)}"
+
+
 def _unpaired(times) -> list[str]:
     """Where the log's compiles and the dump's modules do not pair one to one."""
     return [f"not paired: {sentence}" for sentence in times.unpaired] if times else []
@@ -264,6 +290,8 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
         "violations": [violation_text(v) for v in report.violations],
         "skipped": [{"path": str(s.path), "reason": s.reason} for s in report.skipped],
     }
+    if report.disagreements:
+        data["host_disagreements"] = records(report.disagreements)
     if times is not None:
         data |= {"recompile_seconds": times.recompile_seconds, "not_paired": times.unpaired}
     total, recompiled = sum(r.modules for r in shown), sum(1 for r in shown if r.modules > 1)
@@ -277,13 +305,14 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
     title = (
         f"{total} compile{'s' * (total != 1)} of {len(shown)} function{'s' * (len(shown) != 1)}, "
         f"{recompiled} compiled more than once"
-        + (f", on each of {hosts} hosts (one usual host's; doctor names odd hosts)" if hosts > 1 else "")
+        + _hosts_title(hosts, report.disagreements)
         + (f"; {_seconds(times)}" if times else "")
     )
     for_people = _with_profiled(_for_people(shown, times), profiled)
     flat = table(title, _with_profiled([_table_row(r, times) for r in shown], profiled), columns)
     notes = _unpaired(times) + [f"not paired with the profile: {s}" for s in report.profile_unpaired]
     notes += [f"over budget: {violation_text(v)}" for v in report.violations]
+    notes += [f"hosts disagree: {_disagreement(d)}" for d in report.disagreements]
     return Document(
         data,
         [table(title, for_people, columns)],

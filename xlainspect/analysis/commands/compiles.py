@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.commands import Paths, input_paths
+from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
 from xlainspect.dump.directory import Dump, SkippedFile, load_dump
 from xlainspect.dump.model_cache import remembered
 from xlainspect.errors import XlaInspectError, no_match
@@ -109,6 +110,9 @@ class RecompileReport:
     """Measured compile seconds per function, from a jax.profiler trace."""
     profile_unpaired: list[str] = field(default_factory=list)
     skipped: list[SkippedFile] = field(default_factory=list)
+    disagreements: list[HostDisagreement] = field(default_factory=list)
+    """Functions whose hosts compiled another program or another number of times: the counts shown
+    are then not every host's (analysis/divergence.py)."""
 
 
 @remembered("path", "log", "trace")
@@ -133,7 +137,9 @@ def recompiles_report(
     times = _compile_times(dump, path, log)
     profiled, unpaired = _profiled_seconds(rows, trace)
     violations = budget_violations(rows, budget)
-    return RecompileReport(rows, violations, times, profiled, unpaired, [*dump.skipped, *found.skipped])
+    return RecompileReport(
+        rows, violations, times, profiled, unpaired, [*dump.skipped, *found.skipped], host_disagreements(dump)
+    )
 
 
 @dataclass

@@ -1,0 +1,98 @@
+"""Hosts of one job that compiled another program for the same function: `doctor` names them (an
+error), `count-recompiles` says the hosts disagree. The fixture `fleet_divergence` is four real host
+processes' dumps (fixtures/generate.py), host_2's training step clipping its gradients."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from conftest import DUMPS
+from typer.testing import CliRunner
+
+from xlainspect.analysis.divergence import HostDisagreement, _without_metadata, host_disagreements
+from xlainspect.analysis.doctor import diagnose
+from xlainspect.cli.app import app
+from xlainspect.dump.directory import load_dump
+
+FLEET = DUMPS / "fleet_divergence"
+
+
+def test_the_host_with_another_program_is_named_per_compile():
+    found = host_disagreements(load_dump(FLEET))
+    assert [(d.function, d.compile, d.usual_hosts, d.odd_hosts, d.line) for d in found] == [
+        ("jit_train_step", 1, ("host_0", "host_1", "host_3"), ("host_2",), 14),
+        ("jit_train_step", 2, ("host_0", "host_1", "host_3"), ("host_2",), 14),
+    ]
+    assert found[0].usual_line.startswith("ENTRY %main.2 (w.1: f32[8,1], x.1: f32[16,8], y.1: f32[16,1])")
+    assert found[0].odd_line.startswith("%clip.2 (Arg_0.1: f32[8,1]")
+    assert found[1].usual_line.startswith("ENTRY %main.2 (w.1: f32[8,1], x.1: f32[8,8]")  # the batch-8 compile
+
+
+def test_doctor_reports_the_diverging_host_as_an_error():
+    finding = next(f for f in diagnose(FLEET).findings if f.check == "host-programs")
+    assert (finding.severity, finding.count) == ("error", 2)
+    assert finding.examples[0].startswith(
+        "host_2: jit_train_step compile 1 differs from host_0, host_1, host_3 at line 14: 'ENTRY %main.2"
+    )
+    assert "'%clip.2 (Arg_0.1: f32[8,1], Arg_1.1: f32[], Arg_2.1: f32[]) -> f32[8,1] {'" in finding.examples[0]
+
+
+def test_hosts_that_differ_in_metadata_only_agree(tmp_path):
+    """The same program with its source places moved (a host whose code sits on other lines): the
+    stack-frame tables and `metadata={...}` differ, the program does not."""
+    for host in ("host_0", "host_1"):
+        shutil.copytree(FLEET / host, tmp_path / host)
+    for path in (tmp_path / "host_1").glob("*before_optimizations.txt"):
+        text = path.read_text()
+        moved = text.replace("line=", "line=1").replace("source_line=", "source_line=1")
+        assert moved != text
+        path.write_text(moved)
+    assert host_disagreements(load_dump(tmp_path)) == []
+    assert [f.check for f in diagnose(tmp_path).findings if f.check.startswith("host-")] == []
+
+
+def test_hosts_with_another_number_of_compiles_disagree_too(tmp_path):
+    for host in ("host_0", "host_1", "host_3"):
+        shutil.copytree(FLEET / host, tmp_path / host)
+    for path in (tmp_path / "host_3").glob("module_0004.*"):  # host_3 lost its second jit_train_step
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    assert host_disagreements(load_dump(tmp_path)) == [
+        HostDisagreement("jit_train_step", None, ("host_0", "host_1"), ("host_3",), usual_count=2, odd_count=1)
+    ]
+
+
+def test_one_host_and_runs_to_compare_have_no_disagreement():
+    assert host_disagreements(load_dump(FLEET / "host_2")) == []
+    assert host_disagreements(load_dump([FLEET / "host_0", FLEET / "host_2"])) == []  # runs, not hosts
+
+
+def test_count_recompiles_says_the_hosts_disagree():
+    result = CliRunner().invoke(app, ["count-recompiles", str(FLEET)])
+    assert result.exit_code == 0, result.output
+    assert "on 4 hosts that DISAGREE on jit_train_step" in result.output
+    assert "hosts disagree: jit_train_step compile 1: host_2 compiled another program than host_0, host_1, host_3" in (
+        result.output
+    )
+    data = json.loads(CliRunner().invoke(app, ["count-recompiles", str(FLEET), "-f", "json"]).stdout)
+    assert [(d["function"], d["compile"], d["odd_hosts"]) for d in data["host_disagreements"]] == [
+        ("jit_train_step", 1, ["host_2"]),
+        ("jit_train_step", 2, ["host_2"]),
+    ]
+
+
+def test_metadata_is_set_aside_up_to_its_closing_brace():
+    """Instruction lines as XLA's HloInstruction::ToString prints them (hlo_instruction.cc: `, metadata={`
+    with OpMetadata's fields, quoted strings escaped), and a stack-frame table (hlo_module.cc)."""
+    lines = [
+        b"FileNames",
+        b'1 "a.py"',
+        b"",
+        b'  %add.1 = f32[] add(%a, %b), metadata={op_name="jit(f)/add{x}" source_file="a \\"b\\".py" source_line=3}',
+        b'  %mul.2 = f32[] multiply(%a, %b), metadata={op_name="m"}, backend_config={}',
+    ]
+    assert list(_without_metadata(lines)) == [
+        b"",
+        b"  %add.1 = f32[] add(%a, %b)",
+        b"  %mul.2 = f32[] multiply(%a, %b), backend_config={}",
+    ]

@@ -1,0 +1,247 @@
+"""Hosts of one job that compiled different programs for the same function.
+
+In an SPMD job every host runs the same program: XLA's collectives pair up across hosts by their
+place in that program, so a host that compiled another one (a Python branch on
+`jax.process_index()`, a host-local flag or environment variable, another library version) waits at
+its next collective for peers that never arrive; every host still reports healthy (the hang of
+marin-community/marin#9042, whose workers differed in their HLO fingerprints). jax's own
+multi-host check compares a fingerprint of each host's compiled program (`jax._src.interpreters.pxla`,
+`_cached_compilation` with `jax_multi_host_fingerprint`); a dump holds the programs themselves, so
+here the hosts' HLO text of each compile is compared, per function and compile in module-id order.
+
+What is compared is the program as XLA was given it (before_optimizations, when dumped; else the
+compiled module), with metadata set aside: `metadata={...}` of each instruction and the module's
+stack-frame tables (FileNames, FunctionNames, FileLocations, StackFrames; hlo/fast.py FRAME_TABLES)
+hold source places, which differ between hosts whose code is laid out differently without the
+program differing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.files import read_bytes
+from xlainspect.errors import XlaInspectError
+from xlainspect.hlo.fast import FRAME_TABLES
+
+_METADATA = b", metadata={"
+
+
+@dataclass(frozen=True, slots=True)
+class HostDisagreement:
+    """Hosts that compiled a function otherwise than most hosts did: another program at one of its
+    compiles, or another number of compiles."""
+
+    function: str
+    compile: int | None
+    """The compile (1 = the first, in module-id order on each host) whose programs differ; None where
+    the hosts compiled the function a different number of times."""
+    usual_hosts: tuple[str, ...]
+    """The hosts that compiled it as most did ("" is the dump's root folder)."""
+    odd_hosts: tuple[str, ...]
+    usual_line: str = ""
+    """The first line of the usual hosts' program (metadata aside) that the odd hosts' differs in;
+    "" where the odd program only adds lines at its end, or the counts differ."""
+    odd_line: str = ""
+    line: int = 0
+    """That line's number in the odd program's text, metadata tables aside (1 = its HloModule line)."""
+    usual_count: int = 0
+    odd_count: int = 0
+
+
+DIVERGENCE_EXPLANATION = (
+    "Hosts of one job compiled another program for the same function and compile (metadata aside): "
+    "in an SPMD job such a host waits at its next collective for peers that never come, and every "
+    "host still looks healthy. A Python branch on jax.process_index(), a host-local flag or environment "
+    "variable, or another library version on that host makes one."
+)
+DIVERGENCE_ACTION = (
+    "Make the traced program the same on every host (no host-dependent Python in jitted code); "
+    "`xlainspect diff` a usual and an odd host's folder shows the whole difference."
+)
+_SHOWN = 100
+
+
+def divergence_example(found: HostDisagreement) -> str:
+    """`host_2: jit_f compile 1 differs from host_0, host_1 at line 14: <usual> vs <odd>`: where to look."""
+    return (
+        f"{host_list(found.odd_hosts)}: {found.function} compile {found.compile} differs from "
+        f"{host_list(found.usual_hosts)} at line {found.line}: "
+        f"{found.usual_line[:_SHOWN]!r} vs {found.odd_line[:_SHOWN]!r}"
+    )
+
+
+def host_list(hosts: tuple[str, ...], shown: int = 3) -> str:
+    """`host_0, host_1, host_3 and 1,020 more`: a pod's hosts named without naming a thousand."""
+    named = ", ".join(h or "." for h in hosts[:shown])
+    return named + (f" and {len(hosts) - shown:,} more" if len(hosts) > shown else "")
+
+
+def host_disagreements(dump: Dump) -> list[HostDisagreement]:
+    """Every function whose hosts disagree, in first-compile order: the hosts with another number of
+    compiles, then, compile by compile, the hosts with another program. [] for a dump of one host, or
+    of several runs (`load_dump([a, b])`: runs to compare, not the hosts of one job)."""
+    if dump.runs or len({m.host for m in dump.modules}) < 2:
+        return []
+    found: list[HostDisagreement] = []
+    for function, modules in dump.functions().items():
+        hosts = _by_host(modules)
+        if len(hosts) > 1:
+            found += _count_disagreements(function, hosts) + _program_disagreements(function, hosts)
+    return found
+
+
+def _by_host(modules: list[DumpModule]) -> dict[str, list[DumpModule]]:
+    """Each host's compiles of one function, in module-id order (per timestamp, for timestamped dumps)."""
+    hosts: dict[str, list[DumpModule]] = {}
+    for module in modules:
+        hosts.setdefault(module.host, []).append(module)
+    return {host: sorted(found, key=lambda m: (m.timestamp or 0, m.module_id or 0)) for host, found in hosts.items()}
+
+
+def _count_disagreements(function: str, hosts: dict[str, list[DumpModule]]) -> list[HostDisagreement]:
+    counts = {host: len(compiles) for host, compiles in hosts.items()}
+    usual = Counter(counts.values()).most_common(1)[0][0]
+    usual_hosts = tuple(h for h, n in counts.items() if n == usual)
+    by_count: dict[int, list[str]] = {}
+    for host, count in counts.items():
+        if count != usual:
+            by_count.setdefault(count, []).append(host)
+    return [
+        HostDisagreement(function, None, usual_hosts, tuple(odd), usual_count=usual, odd_count=count)
+        for count, odd in sorted(by_count.items())
+    ]
+
+
+def _program_disagreements(function: str, hosts: dict[str, list[DumpModule]]) -> list[HostDisagreement]:
+    """Compile by compile, the hosts whose program (metadata aside) is not the most hosts' one. Files
+    are compared byte for byte first, each with the few distinct texts already seen at that compile
+    (the hosts of a healthy job wrote the same bytes: one text; comparing is cheaper than hashing),
+    and only where they differ is the text read again with metadata set aside."""
+    found = []
+    for index in range(max(map(len, hosts.values()))):
+        compiled = {host: compiles[index] for host, compiles in hosts.items() if index < len(compiles)}
+        groups = _same_bytes(compiled)
+        if groups is None or len(groups) > 1:
+            groups = _groups(compiled, lambda m: _digest(_program_lines(m)))
+        if len(groups) < 2:
+            continue
+        ordered = sorted(groups, key=len, reverse=True)
+        usual = ordered[0]
+        usual_lines = _program_lines(compiled[usual[0]])
+        for odd in ordered[1:]:
+            odd_lines = _program_lines(compiled[odd[0]])
+            number, usual_line, odd_line = _first_difference(usual_lines, odd_lines)
+            found.append(HostDisagreement(function, index + 1, tuple(usual), tuple(odd), usual_line, odd_line, number))
+    return found
+
+
+_DISTINCT_TEXTS = 4
+"""Distinct file contents compared byte for byte at one compile before the hosts are grouped by their
+programs with metadata set aside instead (then they differ anyway)."""
+
+
+def _same_bytes(compiled: dict[str, DumpModule]) -> list[list[str]] | None:
+    """The hosts grouped by their program file's bytes (an unreadable file in no group: doctor reports
+    it); None past `_DISTINCT_TEXTS` distinct contents."""
+    texts: list[bytes] = []
+    groups: list[list[str]] = []
+    for host, module in compiled.items():
+        try:
+            text = read_bytes(_program_file(module).location)
+        except XlaInspectError:
+            continue
+        at = next((i for i, seen in enumerate(texts) if seen == text), len(texts))
+        if at == len(texts):
+            if at == _DISTINCT_TEXTS:
+                return None
+            texts.append(text)
+            groups.append([])
+        groups[at].append(host)
+    return groups
+
+
+def _groups(compiled: dict[str, DumpModule], key) -> list[list[str]]:
+    """Hosts by the key of their module, in host order; an unreadable file keys None (its own group is
+    no program difference: doctor reports the file)."""
+    groups: dict[bytes | None, list[str]] = {}
+    for host, module in compiled.items():
+        groups.setdefault(key(module), []).append(host)
+    groups.pop(None, None)
+    return list(groups.values())
+
+
+def _program_file(module: DumpModule):
+    return module.file("hlo", "before") or module.hlo_file()
+
+
+def _digest(lines: list[bytes] | None) -> bytes | None:
+    return None if lines is None else hashlib.blake2b(b"\n".join(lines), digest_size=16).digest()
+
+
+def _program_lines(module: DumpModule) -> list[bytes] | None:
+    """The module's HLO text as lines, metadata set aside; None when the file cannot be read."""
+    try:
+        text = read_bytes(_program_file(module).location)
+    except XlaInspectError:
+        return None
+    return list(_without_metadata(text.splitlines()))
+
+
+_TABLES = tuple(name.encode() for name in FRAME_TABLES)
+
+
+def _without_metadata(lines: list[bytes]) -> Iterator[bytes]:
+    """Lines without the stack-frame tables (a table's name line, then `<id> ...` lines) and each
+    instruction's `, metadata={...}` (up to its closing brace, quoted strings skipped)."""
+    in_table = False
+    for line in lines:
+        if line in _TABLES:
+            in_table = True
+            continue
+        if in_table and line[:1].isdigit():
+            continue
+        in_table = False
+        start = line.find(_METADATA)
+        yield line if start < 0 else line[:start] + line[_closing(line, start + len(_METADATA)) + 1 :]
+
+
+def _closing(line: bytes, at: int) -> int:
+    """The index of the brace closing the one opened before `at` (quoted strings, with their escapes,
+    may hold braces); the line's end when it never closes."""
+    depth, quoted, escaped = 1, False, False
+    for index in range(at, len(line)):
+        char = line[index]
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (char == 0x5C, char != 0x22)
+        elif char == 0x22:
+            quoted = True
+        elif char == 0x7B:
+            depth += 1
+        elif char == 0x7D:
+            depth -= 1
+            if depth == 0:
+                return index
+    return len(line)
+
+
+def _first_difference(usual: list[bytes] | None, odd: list[bytes] | None) -> tuple[int, str, str]:
+    """(line number in the odd program, the usual line, the odd line) of the first line that differs."""
+    usual, odd = usual or [], odd or []
+    for number, (a, b) in enumerate(zip(usual, odd), 1):
+        if a != b:
+            return number, _text(a), _text(b)
+    number = min(len(usual), len(odd)) + 1  # one program is the other's start
+    return number, _line(usual, number), _line(odd, number)
+
+
+def _line(lines: list[bytes], number: int) -> str:
+    return _text(lines[number - 1]) if number <= len(lines) else ""
+
+
+def _text(line: bytes) -> str:
+    return line.decode("utf-8", errors="replace").strip()
