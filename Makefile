@@ -33,7 +33,7 @@ check: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
-	$(BIN)/pyright --pythonpath $(BIN)/python
+	$(BIN)/pyright --project . --pythonpath $(BIN)/python
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed-test
