@@ -604,17 +604,6 @@ def paired_compile_seconds(counts: dict[str, int], report: ProfileReport) -> tup
     return paired, unpaired
 
 
-def _label(event: TraceEvent) -> str:
-    program = event.stats.get("program_id")
-    name = str(event.stats["hlo_module"])
-    return _module_label(program, name) if isinstance(program, int) else name
-
-
-def _module_label(program_id: int, name: str) -> str:
-    """The trace's program_id is the dump's module id: label as `DumpModule.label` does, without the host."""
-    return f"module_{program_id:04d}.{name}"
-
-
 def _dump_costs(dump: Dump, labels: set[str], chip: Chip | None) -> dict[str, dict[str, OpCost]]:
     """The op costs of each traced label's after-optimizations module in the dump; files that do not
     parse are skipped."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.chips import Chip
+from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
 from xlainspect.analysis.fusions import NOT_COMPUTE
 from xlainspect.hlo.opcodes import ASYNC_SUFFIXES, is_known_opcode
 
@@ -34,20 +35,6 @@ if TYPE_CHECKING:  # the analyses' results, read by field name below
     from xlainspect.dump.directory import DumpModule
     from xlainspect.dump.jaxlog import JaxLog
 
-COLLECTIVE_KINDS = frozenset(
-    {
-        "all-reduce",
-        "all-gather",
-        "reduce-scatter",
-        "all-to-all",
-        "ragged-all-to-all",
-        "collective-permute",
-        "collective-broadcast",
-        "send",
-        "recv",
-    }
-)
-"""`OpCost.kind` of a collective (the opcode without `-start`, as cost names it)."""
 NOT_COSTED = "not costed"
 """The kind of a profiled op with no cost row (its module or op is not in the dump)."""
 COPY_KINDS = frozenset({"copy", "transpose"})
