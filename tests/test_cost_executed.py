@@ -58,18 +58,20 @@ def test_conditional_counts_its_most_expensive_branch():
     assert runs == {("region_0.1", 0), ("region_1.2", 1)}
 
 
-def test_scan_runs_every_layer_and_the_first_layers_input_gradient():
-    """lax.scan over 4 layers: forward and backward loops run 4 times each. The looped program runs 12
-    matmuls of 2 x 256 x 256 x 8 (forward, weight and input gradient per layer), its unrolled twin 11
-    (XLA drops the first layer's unused input gradient), so it executes 7% more than the twin counts."""
-    for folder in (CPU, GPU):
+def test_scan_executes_what_its_unrolled_twin_counts():
+    """lax.scan over 4 layers, gradients of the weights and the input: forward and backward loops run 4
+    times each, 12 matmuls of 2 x 256 x 256 x 8 (forward, weight and input gradient per layer) as in the
+    unrolled twin. The executed FLOPs equal XLA's count of the twin within 2% on the CPU (jax 0.10.2) and
+    3% on the H200 (jax 0.11.2), where the twin's fusions repeat more elementwise work; the matmuls equal."""
+    for folder, within in ((CPU, 0.02), (GPU, 0.03)):
         scan = module_cost(_module(folder, "jit_scan_layers"), None)
         assert [loop.trip_count for loop in scan.loops] == [4, 4]
         unrolled = module_cost(_module(folder, "jit_unrolled_layers"), None)
         big = lambda m: sum(op.flops for op in m.ops if op.flops_per_execution >= 1048576)  # noqa: E731
-        assert big(scan) == 12 * 1048576 and big(unrolled) == 11 * 1048576
+        assert big(scan) == big(unrolled) == 12 * 1048576
         twin = _expected(folder)["jit_unrolled_layers"]["xla_cost"]["flops"]
-        assert scan.flops - twin == pytest.approx(1048576, rel=0.25)
+        assert scan.flops == pytest.approx(twin, rel=within)
+        assert scan.xla_flops == pytest.approx(_expected(folder)["jit_scan_layers"]["xla_cost"]["flops"], rel=0.01)
 
 
 def _valid_taps(size: int, kernel: int, stride: int, pad: int) -> int:
