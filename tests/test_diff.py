@@ -133,6 +133,7 @@ def test_json_document_shape(jax_version):
         "a": "{replicated}",
         "b": "{devices=[8,1]<=[8]}",
         "detail": "",
+        "reason": None,
         "a_bytes": None,
         "b_bytes": None,
     } in function["signature"]

@@ -12,7 +12,7 @@ from tests.conftest import DUMPS, GPU_CORPUS, JAX_VERSIONS, twins
 from xlainspect.analysis.recompiles import count_recompiles
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
-from xlainspect.report.causes import causes_text, describe_cause, suggestion
+from xlainspect.report.causes import cause_detail, cause_values, causes_text, describe_cause, suggestion
 
 runner = CliRunner()
 
@@ -44,8 +44,12 @@ def test_shape_branch_names_the_ops_of_each_branch_and_their_lines(jax_version):
     assert (shape.kind, shape.values) == ("shape", (8, 16, 64, 128))
     assert branch.kind == "branch"
     # the small sizes' branch calls a nested jit (jnp.sort): its ops are counted as inlined, not as `call`
-    assert branch.values == ("compare x5, select x4, sort",) * 2 + ("add, dot, reduce, tanh, transpose",) * 2
-    assert branch.detail.endswith(f"at {jax_version.source(208)}")
+    small = (("compare", 5), ("select", 4), ("sort", 1))
+    large = (("add", 1), ("dot", 1), ("reduce", 1), ("tanh", 1), ("transpose", 1))
+    assert branch.values == (small,) * 2 + (large,) * 2
+    assert cause_values(branch) == ("compare x5, select x4, sort",) * 2 + ("add, dot, reduce, tanh, transpose",) * 2
+    assert (branch.reason, branch.sources[-1]) == ("branch_on_shape", jax_version.source(208))
+    assert cause_detail(branch).endswith(f"at {jax_version.source(208)}")
     # buckets that do not reduce the compile count (powers of two: 4 sizes, 4 buckets) are not offered
     assert "powers of two" not in suggestion(row)
     assert "multiples of 32 [32, 64, 128] -> 3 compiles, up to 300% padding" in suggestion(row)
@@ -63,7 +67,8 @@ def test_static_arg_body_constants(jax_version):
     row = _rows("static_arg", jax_version)["jit_scaled_tanh"]
     assert row.modules == 3
     assert [c.kind for c in row.causes] == ["body"]
-    assert row.causes[0].values == ("0.5", "1", "2")
+    assert (row.causes[0].reason, row.causes[0].values) == ("baked_in", (("0.5",), ("1",), ("2",)))
+    assert row.causes[0].constant_types == ("f32",)
     assert describe_cause(row.causes[0]) == "body: a Python float baked in: 0.5 -> 1 -> 2"
 
 
@@ -77,7 +82,7 @@ def test_static_arg_body_when_computations_do_not_parse_alone(jax_version, monke
 
     monkeypatch.setattr(xlainspect.hlo.parser, "split_computations", halves)
     row = _rows("static_arg", jax_version)["jit_scaled_tanh"]
-    assert row.causes[0].values == ("0.5", "1", "2")
+    assert row.causes[0].values == (("0.5",), ("1",), ("2",))
 
 
 def test_dtype_change(jax_version):
@@ -105,7 +110,8 @@ def test_a_recreated_function_that_then_branches_has_both_causes():
         1,
         (0, 2, 4),
     )
-    assert (branch.kind, branch.compiles, branch.values) == ("branch", (4,), ("", "maximum"))  # jax.nn.relu, inlined
+    assert (branch.kind, branch.compiles, branch.values) == ("branch", (4,), ((), (("maximum", 1),)))  # jax.nn.relu
+    assert branch.reason == "branch_on_static"
     assert causes_text(row.causes) == [
         "compiles 2-3: identical to compile 1 (the function re-created, a static argument that changes nothing, "
         "or a weak type)",
@@ -235,9 +241,8 @@ def test_sharding_change_across_two_dumps(jax_version):
     dump = load_dump([jax_version.dumps / "diff_sharding_a", jax_version.dumps / "diff_sharding_b"])
     assert [m.host for m in dump.modules] == ["diff_sharding_a", "diff_sharding_b"]
     (row,) = count_recompiles(dump).functions
-    assert [(c.kind, c.parameter, c.values) for c in row.causes] == [
-        ("sharding", "x", ("P() (replicated)", "P('data', None)"))
-    ]
+    assert [(c.kind, c.parameter, c.values) for c in row.causes] == [("sharding", "x", ("P()", "P('data', None)"))]
+    assert describe_cause(row.causes[0]) == "sharding x: P() (replicated) -> P('data', None)"
 
 
 def test_tpu_layouts_one_compile_per_dtype():
@@ -342,14 +347,17 @@ def test_eager_split_by_weak_type_only(jax_version):
 def test_body_causes_in_words(jax_version):
     rows = _rows("library_names", jax_version)
     (unrolled,) = rows["jit_smooth"].causes
-    assert unrolled.kind == "body" and unrolled.detail == "a loop unrolled 2x (a static count)"
-    assert unrolled.values == ("add x2, multiply x2, tanh x2", "add x4, multiply x4, tanh x4")
+    assert (unrolled.kind, unrolled.reason, unrolled.factor) == ("body", "unrolled", 2)
+    assert cause_detail(unrolled) == "a loop unrolled 2x (a static count)"
+    assert unrolled.values == tuple(tuple((op, n) for op in ("add", "multiply", "tanh")) for n in (2, 4))
+    assert cause_values(unrolled) == ("add x2, multiply x2, tanh x2", "add x4, multiply x4, tanh x4")
     assert suggestion(rows["jit_smooth"]).startswith(
         "a static count unrolls a Python loop: loop with jax.lax.fori_loop"
     )
     (lr,) = rows["jit_sgd"].causes
     assert describe_cause(lr) == "body: a Python float baked in: 0.1 -> 0.05"
     (scale,) = _rows("equinox", jax_version)["jit_make_step"].causes  # filter_jit: a Python float is static
+    assert scale.values == ((), ("0.5",), ("0.25",))  # x * 1.0 is simplified away: no constant
     assert describe_cause(scale) == "body: a Python float baked in: (folded away) -> 0.5 -> 0.25"
 
 
@@ -377,10 +385,16 @@ def test_ragged_last_batch_in_library_training_loops(jax_version, scenario, func
 def test_sharded_run_in_mesh_terms(jax_version):
     rows = _rows("sharded_mesh", jax_version)
     shape, sharding = rows["jit_dense"].causes
-    assert (shape.parameter, shape.values, shape.detail) == ("x", (64, 64, 32), "per device 32 -> 8 -> 16")
+    assert (shape.parameter, shape.values, shape.reason, shape.per_device) == (
+        "x",
+        (64, 64, 32),
+        "per_device",
+        (32, 8, 16),
+    )
+    assert cause_detail(shape) == "per device 32 -> 8 -> 16"
     assert sharding.values == ("P('data', None)", "P(('data', 'model'), None)", "P('data', None)")
     (out,) = rows["jit_project"].causes
-    assert (out.kind, out.values) == ("out_sharding", ("P('data', 'model')", "P() (replicated)"))
+    assert (out.kind, out.values) == ("out_sharding", ("P('data', 'model')", "P()"))
     assert describe_cause(out) == "output sharding P('data', 'model') -> P() (replicated)"
     assert suggestion(rows["jit_project"]) == "jit the function once, with one out_shardings"
     assert (rows["jit_row_total"].modules, rows["jit_row_total"].eager) == (1, False)  # mesh replica groups
@@ -392,17 +406,19 @@ def test_same_signature_causes(jax_version):
     rows = _rows("same_signature", jax_version)
     (branch,) = rows["jit_layer"].causes  # jax's per-module xla_detailed_logging is no flag change
     assert branch.kind == "branch" and branch.values == (
-        "add, divide, exponential, multiply, negate, tanh",
-        "",  # the other side adds no op of its own
+        tuple((op, 1) for op in ("add", "divide", "exponential", "multiply", "negate", "tanh")),
+        (),  # the other side adds no op of its own
     )
     assert describe_cause(branch).endswith(
         ": add, divide, exponential, multiply, negate, tanh vs only ops every program has"
     )
-    assert branch.detail.endswith("a Python branch on a static argument, at fixtures/generate.py:894")
+    assert (branch.reason, branch.sources) == ("branch_on_static", ("fixtures/generate.py:894",))
+    assert cause_detail(branch).endswith("a Python branch on a static argument, at fixtures/generate.py:894")
     for name, ids in (("jit_scale", (4, 6)), ("jit_shift", (8, 10))):
         (identical,) = rows[name].causes
         assert (identical.kind, identical.values) == ("identical", ids)
     (pytree,) = rows["jit_total"].causes
+    assert pytree.values == (("batch['image']",), ("batch['inputs']",))
     assert describe_cause(pytree) == (
         "pytree (argument paths): batch['image'] -> batch['inputs'] "
         "(the same arrays under other pytree paths (dict keys, dataclass fields))"
@@ -417,7 +433,8 @@ def test_prng_keys_get_no_padding_advice(jax_version):
     """4 then 8 PRNG keys (u32[n,2] to XLA): padding would invent keys, so no bucket is offered."""
     row = _rows("same_signature", jax_version)["jit_noise"]
     (keys,) = row.causes
-    assert (keys.kind, keys.parameter, keys.values, keys.detail) == ("shape", "keys", (4, 8), "a PRNG key array")
+    assert (keys.kind, keys.parameter, keys.values, keys.reason) == ("shape", "keys", (4, 8), "prng_key")
+    assert describe_cause(keys) == "shape keys dim 0: 4 -> 8 (a PRNG key array)"
     assert suggestion(row) is None
 
 

@@ -25,6 +25,7 @@ from xlainspect.errors import XlaInspectError
 
 if TYPE_CHECKING:  # the analyses are imported where they run: loading a cached diff needs only the rows
     from xlainspect.analysis.chips import Chip
+    from xlainspect.analysis.recompiles.model import Reason
     from xlainspect.hlo.model import Module
 
 METRICS = (
@@ -79,6 +80,9 @@ class SignatureChange:
     a: str
     b: str
     detail: str = ""
+    """The dims whose size varies (`dim 0`), where `reason` gives no other detail."""
+    reason: Reason | None = None
+    """Why, as count-recompiles' causes say it (`xlainspect.report.causes` words it)."""
     a_bytes: int | None = None
     """Logical bytes of the parameter (or result) on each side, when it is one array or tuple."""
     b_bytes: int | None = None
@@ -382,15 +386,16 @@ def signature_changes(a: Module, b: Module) -> tuple[SignatureChange, ...]:
 
 def _from_cause(cause, a: Module, b: Module) -> SignatureChange:
     left, right = (_text(v) for v in cause.values)
-    detail = cause.detail or (f"dim {', '.join(map(str, cause.dims))}" if cause.dims else "")
+    detail = f"dim {', '.join(map(str, cause.dims))}" if cause.dims else ""
     if cause.index is None:
-        return SignatureChange(cause.kind, cause.parameter or "", left, right, detail)
+        return SignatureChange(cause.kind, cause.parameter or "", left, right, detail, cause.reason)
     return SignatureChange(
         cause.kind,
         cause.parameter or "",
         left,
         right,
         detail,
+        cause.reason,
         a.parameter_shapes[cause.index].logical_bytes,
         b.parameter_shapes[cause.index].logical_bytes,
     )

@@ -8,20 +8,116 @@ explanation the pytest plugin prints (`explain_recompiles`). The analysis return
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from xlainspect.analysis.recompiles import Cause, FunctionCompiles, Violation
-from xlainspect.analysis.recompiles.body import UNROLLED
 from xlainspect.analysis.recompiles.buckets import Bucketing, bucketings, ragged_last_batch
+from xlainspect.analysis.recompiles.model import Kind, Reason
 
 _IDENTICAL_SHORT = "the function re-created, a static argument that changes nothing, or a weak type"
 _NO_OPS_OF_ITS_OWN = "only ops every program has"
 """A branch side whose program adds no op to what all programs share (the others add theirs)."""
 
+_REASONS: dict[Reason, str] = {
+    "parameter_count": "the number of parameters differs (a different pytree of arguments)",
+    "rank": "the rank differs",
+    "prng_key": "a PRNG key array",
+    "memory_space": "memory space differs",
+    "partial_donation": "donated (input_output_alias) in some compiles only",
+    "static_argument": "a static argument",
+    "branch_on_shape": "the program differs beyond the signature: a Python branch or loop on a shape",
+    "branch_on_static": "another program for the same signature: a Python branch on a static argument",
+    "instructions": "same signature, different instructions: a static argument or Python value changes the program",
+}
+_KINDS: dict[Kind, str] = {
+    "identical": "identical programs (metadata aside): the jitted function object was re-created, a static "
+    "argument took a value that does not change the program, or an argument's weak type changed (a Python "
+    "scalar, then an array): jax's cache keys on all three, HLO shows none",
+    "weak_type": "the same program compiled again for jax's own function: an argument's weak type differs (a "
+    "Python scalar and an array of the same dtype), which jax's cache tells apart and HLO does not show",
+    "pytree": "the same arrays under other pytree paths (dict keys, dataclass fields)",
+    "out_sharding": "output sharding changed",
+}
+"""The detail of the kinds that have one reason."""
+
+
+def cause_detail(cause: Cause) -> str:
+    """Why, in a few words (`a loop unrolled 2x (a static count)`); "" where the kind and values say it."""
+    reason = cause.reason
+    if reason == "per_device":
+        return f"per device {' -> '.join(map(str, cause.per_device))}"
+    if reason in ("branch_on_shape", "branch_on_static") and cause.sources:
+        return f"{_REASONS[reason]}, at {', '.join(cause.sources)}"
+    if reason == "baked_in":
+        return f"a Python {_python_type(cause.constant_types)} baked in: {' -> '.join(cause_values(cause))}"
+    if reason == "unrolled":
+        return f"a loop unrolled {cause.factor}x (a static count)"
+    if cause.kind == "flags":
+        return "debug_options differ: " + ", ".join(option for option, _ in cause.values[0])
+    return _REASONS.get(reason, "") if reason is not None else _KINDS.get(cause.kind, "")
+
+
+def signature_detail(reason: Reason | None) -> str:
+    """The detail of a signature cause (shape, dtype, layout, donation) by its reason: `diff` shows it."""
+    return _REASONS.get(reason, "") if reason is not None else ""
+
+
+def _python_type(constant_types: tuple[str, ...]) -> str:
+    """The Python type a baked-in value had, from its constants' element types (`f32`: a float)."""
+    if set(constant_types) <= {"f16", "bf16", "f32", "f64"}:
+        return "float"
+    if set(constant_types) == {"pred"}:
+        return "bool"
+    return "int" if all(t[:1] in "su" for t in constant_types) else "value"
+
+
+def cause_values(cause: Cause) -> tuple[Any, ...]:
+    """A cause's values as the table and the JSON show them: ops as `add x2, multiply`, constants and
+    argument paths joined, an instruction difference by its first three lines, options as `key=value`,
+    shardings with `(replicated)` and `unspecified` spelt out."""
+    if cause.kind == "branch":
+        return tuple(_ops_text(v) for v in cause.values)
+    if cause.reason == "unrolled":
+        return tuple(", ".join(f"{op} x{n}" for op, n in v) for v in cause.values)
+    if cause.reason == "baked_in":
+        return tuple(", ".join(v) or "(folded away)" for v in cause.values)
+    if cause.reason == "instructions":
+        return tuple("; ".join(v[:3]) + (" ..." if len(v) > 3 else "") for v in cause.values)
+    if cause.kind == "pytree":
+        return tuple(", ".join(v) for v in cause.values)
+    if cause.kind == "flags":
+        return tuple(tuple(f"{k}={'(default)' if v is None else v}" for k, v in options) for options in cause.values)
+    if cause.kind in ("sharding", "out_sharding"):
+        return tuple("unspecified" if v is None else "P() (replicated)" if v == "P()" else v for v in cause.values)
+    return cause.values
+
+
+def _ops_text(ops: tuple[tuple[str, int], ...]) -> str:
+    """`add x2, multiply`: the ops one program has that others lack."""
+    return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in ops)
+
+
+def cause_record(cause: Cause) -> dict[str, Any]:
+    """A cause's JSON: its fields, `values` and `detail` as the table words them, and `reason`."""
+    return {
+        "kind": cause.kind,
+        "parameter": cause.parameter,
+        "index": cause.index,
+        "values": cause_values(cause),
+        "dims": cause.dims,
+        "detail": cause_detail(cause),
+        "compiles": cause.compiles,
+        "same_as": cause.same_as,
+        "reason": cause.reason,
+    }
+
 
 def describe_cause(cause: Cause) -> str:
     """`shape x dim 0: 100 -> 5`: one cause in the words the table, the report and the pytest plugin share."""
-    values = " -> ".join(map(str, cause.values))
-    detail = f" ({cause.detail})" if cause.detail else ""
+    shown = cause_values(cause)
+    values = " -> ".join(map(str, shown))
+    detail_text = cause_detail(cause)
+    detail = f" ({detail_text})" if detail_text else ""
     if cause.kind == "shape" and cause.dims:
         return f"shape {cause.parameter} dim {','.join(map(str, cause.dims))}: {values}{detail}"
     if cause.kind in ("shape", "dtype", "layout", "sharding", "donation", "pytree"):
@@ -31,16 +127,16 @@ def describe_cause(cause: Cause) -> str:
     if cause.kind == "out_sharding":
         return f"output sharding {values}"
     if cause.kind == "identical":
-        return f"identical programs (modules {', '.join(map(str, cause.values))}): {_IDENTICAL_SHORT}"
+        return f"identical programs (modules {', '.join(map(str, shown))}): {_IDENTICAL_SHORT}"
     if cause.kind == "weak_type":
-        return f"weak type: modules {', '.join(map(str, cause.values))} are one program (a Python scalar and an array)"
+        return f"weak type: modules {', '.join(map(str, shown))} are one program (a Python scalar and an array)"
     if cause.kind == "branch":
-        sides = " vs ".join(dict.fromkeys(str(v) or _NO_OPS_OF_ITS_OWN for v in cause.values))
-        return f"branch: {cause.detail}: {sides}"
-    if cause.kind == "body" and cause.detail:
-        distinct = " vs ".join(dict.fromkeys(map(str, cause.values)))
-        return f"body: {cause.detail}" + ("" if "->" in cause.detail else f": {distinct}")
-    return f"{cause.kind}: {values}" if cause.kind == "body" else f"{cause.kind}: {cause.detail}"
+        sides = " vs ".join(dict.fromkeys(str(v) or _NO_OPS_OF_ITS_OWN for v in shown))
+        return f"branch: {detail_text}: {sides}"
+    if cause.kind == "body" and detail_text:
+        distinct = " vs ".join(dict.fromkeys(map(str, shown)))
+        return f"body: {detail_text}" + ("" if cause.reason == "baked_in" else f": {distinct}")
+    return f"{cause.kind}: {values}" if cause.kind == "body" else f"{cause.kind}: {detail_text}"
 
 
 def causes_text(causes: tuple[Cause, ...]) -> list[str]:
@@ -62,8 +158,9 @@ def _named(cause: Cause) -> str:
     if cause.kind == "weak_type" and cause.same_as:
         return f"the program of compile {cause.same_as} again (a weak type: a Python scalar, then an array)"
     if cause.kind == "branch":  # the ops of the programs these compiles brought, then why
-        ops = list(dict.fromkeys(str(v) or _NO_OPS_OF_ITS_OWN for v in cause.values))[1:]
-        return f"another program ({'; '.join(ops)}): {cause.detail.partition(': ')[2] or cause.detail}"
+        ops = list(dict.fromkeys(str(v) or _NO_OPS_OF_ITS_OWN for v in cause_values(cause)))[1:]
+        detail = cause_detail(cause)
+        return f"another program ({'; '.join(ops)}): {detail.partition(': ')[2] or detail}"
     return describe_cause(cause)
 
 
@@ -137,7 +234,7 @@ def suggestion(row: FunctionCompiles) -> str | None:
     for kind in dict.fromkeys(c.kind for c in causes):
         if kind == "shape":
             advice += _shape_advice([c for c in causes if c.kind == "shape"])
-        elif any(c.kind == "body" and c.detail.startswith(UNROLLED) for c in causes):
+        elif any(c.reason == "unrolled" for c in causes):
             advice.append(_UNROLLED_ADVICE)
         else:
             advice.append(_ADVICE.get(kind, ""))
@@ -149,7 +246,7 @@ def _shape_advice(causes: list[Cause]) -> list[str]:
     padding would invent keys); a pytree that changes shape."""
     if any(c.index is None for c in causes):
         return ["keep the argument pytree (number of parameters) the same"]
-    sized = [c for c in causes if len(c.dims) == 1 and not c.detail.startswith("a PRNG key")]
+    sized = [c for c in causes if len(c.dims) == 1 and c.reason != "prng_key"]
     if not sized:
         return []
     cause = sized[0]

@@ -324,10 +324,11 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
 
 
 def _function_record(row: FunctionCompiles) -> dict:
-    """A function's JSON: its fields, the suggestion after its causes."""
-    from xlainspect.report.causes import suggestion
+    """A function's JSON: its fields (each cause's values and detail in the table's words), the suggestion
+    after its causes."""
+    from xlainspect.report.causes import cause_record, suggestion
 
-    data = record(row)
+    data = record(row) | {"causes": [cause_record(c) for c in row.causes]}
     at = list(data).index("causes") + 1
     return dict([*list(data.items())[:at], ("suggestion", suggestion(row)), *list(data.items())[at:]])
 
@@ -535,7 +536,7 @@ def _function_json(row) -> dict:
         "ops": counts(row.ops),
         "fusion_kinds": counts(row.fusion_kinds),
         "custom_call_targets": counts(row.custom_call_targets),
-        "signature": [record(s) for s in row.signature],
+        "signature": [record(s) | {"detail": _signature_why(s)} for s in row.signature],
         "unreadable": list(row.unreadable),
     }
 
@@ -570,7 +571,14 @@ def _sections(row) -> list[Table]:
 
 def _signature_detail(change) -> str:
     sizes = f"{_number(change.a_bytes)} -> {_number(change.b_bytes)} bytes" if change.a_bytes is not None else ""
-    return "; ".join(part for part in (change.detail, sizes) if part)
+    return "; ".join(part for part in (_signature_why(change), sizes) if part)
+
+
+def _signature_why(change) -> str:
+    """The change's reason in count-recompiles' words, else the dims that vary (`dim 0`)."""
+    from xlainspect.report.causes import signature_detail
+
+    return signature_detail(change.reason) or change.detail
 
 
 def _diff_summary(rows) -> str:

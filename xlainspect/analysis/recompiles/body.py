@@ -28,18 +28,6 @@ from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Computation
 from xlainspect.hlo.parser import parse_hlo, split_computations
 
-WEAK_TYPE = (
-    "the same program compiled again for jax's own function: an argument's weak type differs (a Python "
-    "scalar and an array of the same dtype), which jax's cache tells apart and HLO does not show"
-)
-IDENTICAL = (
-    "identical programs (metadata aside): the jitted function object was re-created, a static argument took "
-    "a value that does not change the program, or an argument's weak type changed (a Python scalar, then an "
-    "array): jax's cache keys on all three, HLO shows none"
-)
-UNROLLED = "a loop unrolled"
-"""How a body cause's detail starts where a static count unrolled a Python loop."""
-
 
 def bodies(compiles: Compiles) -> list[Cause]:
     """Detector for one signature compiled again. A compile whose program (instructions, metadata aside)
@@ -85,12 +73,10 @@ def _repeats(compiles: Compiles, programs: list[Hashable]) -> list[Cause]:
     of_program: dict[Hashable, list[DumpModule]] = {}
     for module, found in zip(compiles.modules, programs):
         of_program.setdefault(found, []).append(module)
-    kind, detail = ("weak_type", WEAK_TYPE) if compiles.eager else ("identical", IDENTICAL)
     return [
         Cause(
-            kind,
+            "weak_type" if compiles.eager else "identical",
             values=tuple(m.module_id for m in repeated),
-            detail=detail,
             compiles=tuple(compiles.position[m] for m in repeated[1:]),
             same_as=compiles.position[repeated[0]],
         )
@@ -107,13 +93,7 @@ def _renamed_arguments(found: list[list[Computation]]) -> Cause | None:
     if len(names) < len(entries) or len({tuple(n) for n in names}) == 1 or len({len(n) for n in names}) > 1:
         return None
     changed = [i for i in range(len(names[0])) if len({n[i] for n in names}) > 1]
-    return Cause(
-        "pytree",
-        "(argument paths)",
-        None,
-        tuple(", ".join(n[i] for i in changed) for n in names),
-        detail="the same arrays under other pytree paths (dict keys, dataclass fields)",
-    )
+    return Cause("pytree", "(argument paths)", None, tuple(tuple(n[i] for i in changed) for n in names))
 
 
 def _differing_lines(computations: dict[bytes | None, list[Computation]], texts: list[bytes | None]) -> list[list[str]]:
@@ -142,18 +122,11 @@ def _body_cause(changed: list[DumpModule], differing: list[list[str]]) -> Cause:
     if len({frozenset(h.items()) for h in histograms}) > 1:
         structure = _unrolled(histograms) or same_signature_branch(changed, histograms)
     if any(constants) and (structure is None or _folded(histograms)):
-        values = tuple(", ".join(c) or "(folded away)" for c in constants)
-        kind = _python_kind(differing)
-        return Cause("body", None, None, values, detail=f"a Python {kind} baked in: {' -> '.join(values)}")
+        types = tuple(sorted({line.split("[", 1)[0] for lines in differing for line in lines if " constant(" in line}))
+        return Cause("body", None, None, tuple(constants), reason="baked_in", constant_types=types)
     if structure is not None:
         return structure
-    return Cause(
-        "body",
-        None,
-        None,
-        tuple("; ".join(lines[:3]) + (" ..." if len(lines) > 3 else "") for lines in differing),
-        detail="same signature, different instructions: a static argument or Python value changes the program",
-    )
+    return Cause("body", None, None, tuple(tuple(lines) for lines in differing), reason="instructions")
 
 
 _FOLDABLE = frozenset({"add", "subtract", "multiply", "divide"})
@@ -168,14 +141,14 @@ def _folded(histograms: list[Counter[str]]) -> bool:
 
 
 def _unrolled(histograms: list[Counter[str]]) -> Cause | None:
-    """`a loop unrolled 2x` when every op that changes count grows by one whole factor."""
+    """A loop unrolled (a static count) when every op that changes count grows by one whole factor."""
     first = histograms[0]
     changed = {op for h in histograms for op in set(h) | set(first) if h[op] != first[op]}
     factors = {h[op] / first[op] if first[op] else 0.0 for h in histograms[1:] for op in changed}
     if len(factors) != 1 or (factor := factors.pop()) <= 1 or factor != int(factor):
         return None
-    values = tuple(", ".join(f"{op} x{h[op]}" for op in sorted(changed)) for h in histograms)
-    return Cause("body", None, None, values, detail=f"{UNROLLED} {int(factor)}x (a static count)")
+    values = tuple(tuple((op, h[op]) for op in sorted(changed)) for h in histograms)
+    return Cause("body", None, None, values, reason="unrolled", factor=int(factor))
 
 
 _NUMBER = re.compile(r" constant\(\{?([^{},]*)\}?\)")
@@ -186,13 +159,6 @@ def _constant_value(line: str) -> str:
     constants of more values."""
     match = _NUMBER.search(line)
     return match.group(1) if match else line
-
-
-def _python_kind(differing: list[list[str]]) -> str:
-    dtypes = {line.split("[", 1)[0] for lines in differing for line in lines if " constant(" in line}
-    if dtypes <= {"f16", "bf16", "f32", "f64"}:
-        return "float"
-    return "bool" if dtypes == {"pred"} else "int" if all(d[:1] in "su" for d in dtypes) else "value"
 
 
 def _differing_computations(compiles: Compiles) -> list[list[Computation]]:

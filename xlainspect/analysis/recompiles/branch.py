@@ -8,7 +8,7 @@ import operator
 from collections import Counter
 
 from xlainspect.analysis.ops import computation_counts, line_counts, opcode_counts
-from xlainspect.analysis.recompiles.model import Cause, Compiles, program, program_stage, programs
+from xlainspect.analysis.recompiles.model import Cause, Compiles, Reason, program, program_stage, programs
 from xlainspect.analysis.recompiles.signature import program_header
 from xlainspect.dump.directory import DumpModule
 from xlainspect.dump.files import read_text
@@ -45,8 +45,8 @@ def branches(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
     for key, module, histogram in zip(keys, variants, histograms):
         representatives.setdefault(key, (module, histogram))
     parsed = programs(compiles.of([m for m, _ in representatives.values()]))
-    detail = "the program differs beyond the signature: a Python branch or loop on a shape"
-    return [*causes, branch_cause(histograms, list(zip(parsed, [h for _, h in representatives.values()])), detail)]
+    placed = list(zip(parsed, [h for _, h in representatives.values()]))
+    return [*causes, branch_cause(histograms, placed, "branch_on_shape")]
 
 
 def text_histogram(module: DumpModule) -> Counter[str]:
@@ -63,7 +63,7 @@ def text_histogram(module: DumpModule) -> Counter[str]:
     return Counter({op: n for op, n in counts.items() if op not in SIGNATURE_OPS})
 
 
-def branch_cause(histograms: list[Counter[str]], parsed: list[tuple[Module, Counter[str]]], detail: str) -> Cause:
+def branch_cause(histograms: list[Counter[str]], parsed: list[tuple[Module, Counter[str]]], reason: Reason) -> Cause:
     """Per variant the ops only it has (beyond what all share), and the source lines of the first of
     them in `parsed` (programs with their histograms, one per distinct histogram; none when they did
     not parse)."""
@@ -72,28 +72,21 @@ def branch_cause(histograms: list[Counter[str]], parsed: list[tuple[Module, Coun
     placed = [(_placed_ops(p), h - common) for p, h in parsed]
     shared = functools.reduce(operator.and_, (set(p) for p, _ in placed)) if placed else set[tuple[str, str]]()
     sources = tuple(dict.fromkeys(s for p, o in placed for s in _first_sources(p, shared, o)))
-    return Cause(
-        "branch",
-        None,
-        None,
-        tuple(ops_text(o) for o in only),
-        detail=detail + (f", at {', '.join(sources)}" if sources else ""),
-    )
+    return Cause("branch", None, None, tuple(op_counts(o) for o in only), reason=reason, sources=sources)
 
 
-def ops_text(ops: Counter[str]) -> str:
-    """`add x2, multiply`: a value of a branch cause, the ops one program has that others lack."""
-    return ", ".join(f"{op} x{n}" if n > 1 else op for op, n in sorted(ops.items()))
+def op_counts(ops: Counter[str]) -> tuple[tuple[str, int], ...]:
+    """(opcode, count) pairs by opcode: a value of a branch cause, the ops one program has that others lack."""
+    return tuple(sorted(ops.items()))
 
 
 def same_signature_branch(bodies: list[DumpModule], histograms: list[Counter[str]]) -> Cause:
     """Other ops for the same signature: a Python `if` on a static argument."""
-    detail = "another program for the same signature: a Python branch on a static argument"
     try:
         parsed = [program(m) for m in bodies]
     except XlaInspectError:
         parsed = []
-    return branch_cause(histograms, list(zip(parsed, histograms)), detail)
+    return branch_cause(histograms, list(zip(parsed, histograms)), "branch_on_static")
 
 
 def _placed_ops(module: Module) -> list[tuple[str, str]]:

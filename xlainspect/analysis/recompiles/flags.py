@@ -24,8 +24,7 @@ def flags(compiles: Compiles) -> list[Cause]:
             "flags",
             None,
             None,
-            tuple(tuple(f"{k}={o.get(k, '(default)')}" for k in keys) for o in options),
-            detail="debug_options differ: " + ", ".join(keys),
+            tuple(tuple((k, o.get(k)) for k in keys) for o in options),
         )
     ]
 

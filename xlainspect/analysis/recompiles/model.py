@@ -7,12 +7,50 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from xlainspect.dump.directory import DumpFile, DumpModule, SkippedFile
 from xlainspect.dump.files import read_bytes
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.hlo.model import Module
+
+Kind = Literal[
+    "shape",
+    "dtype",
+    "layout",
+    "sharding",
+    "out_sharding",
+    "donation",
+    "result",
+    "pytree",
+    "identical",
+    "weak_type",
+    "branch",
+    "body",
+    "flags",
+]
+"""What differs between compiles: a part of the signature (shape ... result), the arguments' pytree paths,
+nothing (identical, weak_type), the ops a program runs (branch), its instructions (body), the flags."""
+
+Reason = Literal[
+    "parameter_count",
+    "rank",
+    "prng_key",
+    "per_device",
+    "memory_space",
+    "partial_donation",
+    "static_argument",
+    "branch_on_shape",
+    "branch_on_static",
+    "baked_in",
+    "unrolled",
+    "instructions",
+]
+"""Why, where a kind of cause has several: the number of parameters, the rank or a PRNG key's size
+changed (shape, the per-device sizes of a global shape beside it: `per_device`); another memory space
+(layout); some compiles donate (donation); a static argument decides the result (result); a Python
+branch on a shape or on a static argument (branch); a Python value baked in, a loop unrolled, other
+instructions (body)."""
 
 
 @dataclass(slots=True)
@@ -21,20 +59,34 @@ class Cause:
     in compile order (for body causes: per distinct program of one signature; for identical: the module
     ids of the compiles of one program)."""
 
-    kind: str
+    kind: Kind
     parameter: str | None = None
     """The entry parameter, by its `op_name` metadata when jax recorded one, else `#<index>`."""
     index: int | None = None
     values: tuple[Any, ...] = ()
+    """Per kind: sizes (or tuples of sizes, or dims), dtypes, layouts, results as text; shardings as a
+    PartitionSpec `P(...)` (`P()`: replicated) or XLA's text, None where unspecified; donated or not;
+    per pytree leaf the changed paths; module ids (identical, weak_type); per program the (opcode, count)
+    pairs only it has (branch; a loop unrolled: those of every changed op); the constants (baked_in) or
+    the differing instructions (instructions); the (option, value) pairs of the differing debug options,
+    value None where left at its default (flags)."""
     dims: tuple[int, ...] = ()
     """For shape causes: the dimensions (0-based) whose size varies."""
-    detail: str = ""
+    reason: Reason | None = None
     compiles: tuple[int, ...] = ()
     """The compiles (1-based, in the function's compile order) this cause explains: those where its value
     is new (a cache keyed on it alone would have missed). A function's causes together explain every
     compile after the first."""
     same_as: int | None = None
     """For identical and weak_type causes: the compile whose program `compiles` repeat."""
+    per_device: tuple[Any, ...] = ()
+    """For shape causes given in global shapes (reason per_device): the per-device values."""
+    sources: tuple[str, ...] = ()
+    """For branch causes: `file:line` of the first ops only one program has."""
+    factor: int | None = None
+    """For a loop unrolled: how many times more the changed ops run."""
+    constant_types: tuple[str, ...] = ()
+    """For a Python value baked in: the element types of the constants that differ (`f32`, `pred`)."""
 
 
 @dataclass(slots=True)

@@ -47,8 +47,9 @@ def _global_shapes(before: list[Module], causes: list[Cause]) -> list[Cause]:
             result.append(cause)
             continue
         seen = shape_cause(cause.parameter, cause.index, [h.parameter_shapes[cause.index] for h in before])
-        per_device = " -> ".join(map(str, cause.values))
-        result.append(Cause("shape", cause.parameter, cause.index, seen.values, seen.dims, f"per device {per_device}"))
+        result.append(
+            Cause("shape", cause.parameter, cause.index, seen.values, seen.dims, "per_device", per_device=cause.values)
+        )
     return result
 
 
@@ -64,7 +65,7 @@ def sharding_causes(modules: list[Module]) -> list[Cause]:
             causes.append(Cause("sharding", name, index, tuple(seen)))
     outputs = [sharding_text(m.entry.root, _mesh_axes(m)) for m in modules]
     if len(set(outputs)) > 1:
-        causes.append(Cause("out_sharding", "(output)", None, tuple(outputs), detail="output sharding changed"))
+        causes.append(Cause("out_sharding", "(output)", None, tuple(outputs)))
     return causes
 
 
@@ -72,13 +73,14 @@ def _mesh_axes(module: Module) -> tuple[tuple[str, int], ...]:
     return decode_mesh_axes(module.attributes.get("frontend_attributes"))
 
 
-def sharding_text(instruction: Instruction | None, axes: tuple[tuple[str, int], ...]) -> str:
-    """`P('data', None)` where the sharding reads as a PartitionSpec (what the user wrote), else XLA's
-    text; `unspecified` where there is none (jax left it to the partitioner)."""
+def sharding_text(instruction: Instruction | None, axes: tuple[tuple[str, int], ...]) -> str | None:
+    """`P('data', None)` where the sharding reads as a PartitionSpec (what the user wrote; `P()` where
+    every dimension is replicated), else XLA's text; None where there is none (jax left it to the
+    partitioner)."""
     if instruction is None:
-        return "unspecified"
+        return None
     sharding = instruction.attributes.get("sharding")
     spec = decode_partition_spec(instruction.attributes.get("frontend_attributes"), sharding, axes)
     if spec is not None:
-        return "P() (replicated)" if set(spec) <= {"None"} else f"P({', '.join(spec)})"
-    return sharding or "unspecified"
+        return "P()" if set(spec) <= {"None"} else f"P({', '.join(spec)})"
+    return sharding or None

@@ -64,7 +64,7 @@ def signature_causes(headers: list[Module]) -> list[Cause]:
                 "(parameter count)",
                 None,
                 tuple(len(s) for s in shapes),
-                detail="the number of parameters differs (a different pytree of arguments)",
+                reason="parameter_count",
             )
         ]
         dtypes = [",".join(dict.fromkeys(p.dtype for p in s)) for s in shapes]
@@ -91,9 +91,7 @@ def _parameter_causes(index: int, shapes: list[Shape]) -> list[Cause]:
     elif len({str(s.layout) for s in shapes}) > 1:
         values = tuple(str(s).split(s.dtype, 1)[-1] if s.is_array else str(s) for s in shapes)
         spaces = {s.layout.memory_space if s.layout else 0 for s in shapes}
-        causes.append(
-            Cause("layout", parameter, index, values, detail="memory space differs" if len(spaces) > 1 else "")
-        )
+        causes.append(Cause("layout", parameter, index, values, reason="memory_space" if len(spaces) > 1 else None))
     return causes
 
 
@@ -101,15 +99,14 @@ def shape_cause(parameter: str | None, index: int, shapes: list[Shape]) -> Cause
     """The dims of parameter `index` that vary: one value per compile (a tuple of sizes where several
     dims vary)."""
     if len({s.rank for s in shapes}) > 1:
-        return Cause("shape", parameter, index, tuple(s.dims for s in shapes), detail="the rank differs")
+        return Cause("shape", parameter, index, tuple(s.dims for s in shapes), reason="rank")
     varying = tuple(d for d in range(shapes[0].rank) if len({s.dims[d] for s in shapes}) > 1)
     values: tuple[Any, ...]
     if len(varying) == 1:
         values = tuple(s.dims[varying[0]] for s in shapes)
     else:
         values = tuple(tuple(s.dims[d] for d in varying) for s in shapes)
-    key = "a PRNG key array" if _is_key(shapes[0]) else ""
-    return Cause("shape", parameter, index, values, varying, detail=key)
+    return Cause("shape", parameter, index, values, varying, reason="prng_key" if _is_key(shapes[0]) else None)
 
 
 def _is_key(shape: Shape) -> bool:
@@ -125,7 +122,7 @@ def result_causes(headers: list[Module]) -> list[Cause]:
     for header in headers:
         found.setdefault(signature(header)[:2], []).append(header)
     return [
-        Cause("result", None, None, tuple(_without_layout(h.result_shape) for h in seen), detail="a static argument")
+        Cause("result", None, None, tuple(_without_layout(h.result_shape) for h in seen), reason="static_argument")
         for seen in found.values()
         if len({signature(h)[2] for h in seen}) > 1
     ]
@@ -139,7 +136,7 @@ def _donation_causes(headers: list[Module]) -> list[Cause]:
             f"#{index}",
             index,
             tuple(index in d for d in donated),
-            detail="donated (input_output_alias) in some compiles only",
+            reason="partial_donation",
         )
         for index in sorted(set[int]().union(*donated) - set.intersection(*donated))
     ]
