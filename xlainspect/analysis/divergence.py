@@ -14,6 +14,9 @@ compiled module), with metadata set aside: `metadata={...}` of each instruction 
 stack-frame tables (FileNames, FunctionNames, FileLocations, StackFrames; hlo/fast.py FRAME_TABLES)
 hold source places, which differ between hosts whose code is laid out differently without the
 program differing.
+
+Data only: doctor words its finding (`analysis/doctor.py`, with its other checks), the count-recompiles
+report its notes (`report/views.py`).
 """
 
 from __future__ import annotations
@@ -51,34 +54,6 @@ class HostDisagreement:
     """That line's number in the odd program's text, metadata tables aside (1 = its HloModule line)."""
     usual_count: int = 0
     odd_count: int = 0
-
-
-DIVERGENCE_EXPLANATION = (
-    "Hosts of one job compiled another program for the same function and compile (metadata aside): "
-    "in an SPMD job such a host waits at its next collective for peers that never come, and every "
-    "host still looks healthy. A Python branch on jax.process_index(), a host-local flag or environment "
-    "variable, or another library version on that host makes one."
-)
-DIVERGENCE_ACTION = (
-    "Make the traced program the same on every host (no host-dependent Python in jitted code); "
-    "`xlainspect diff` a usual and an odd host's folder shows the whole difference."
-)
-_SHOWN = 100
-
-
-def divergence_example(found: HostDisagreement) -> str:
-    """`host_2: jit_f compile 1 differs from host_0, host_1 at line 14: <usual> vs <odd>`: where to look."""
-    return (
-        f"{host_list(found.odd_hosts)}: {found.function} compile {found.compile} differs from "
-        f"{host_list(found.usual_hosts)} at line {found.line}: "
-        f"{found.usual_line[:_SHOWN]!r} vs {found.odd_line[:_SHOWN]!r}"
-    )
-
-
-def host_list(hosts: tuple[str, ...], shown: int = 3) -> str:
-    """`host_0, host_1, host_3 and 1,020 more`: a pod's hosts named without naming a thousand."""
-    named = ", ".join(h or "." for h in hosts[:shown])
-    return named + (f" and {len(hosts) - shown:,} more" if len(hosts) > shown else "")
 
 
 def host_disagreements(dump: Dump) -> list[HostDisagreement]:

@@ -14,12 +14,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xlainspect.analysis.divergence import (
-    DIVERGENCE_ACTION,
-    DIVERGENCE_EXPLANATION,
-    divergence_example,
-    host_disagreements,
-)
+from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
 from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, DumpModule, classify, dump_of, scan_dump
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
 from xlainspect.dump.model_cache import remembered
@@ -466,13 +461,41 @@ def _host_compile_counts(root: Path, dump: Dump, files: _Files) -> list[Finding]
     ]
 
 
+_DIVERGENCE_EXPLANATION = (
+    "Hosts of one job compiled another program for the same function and compile (metadata aside): "
+    "in an SPMD job such a host waits at its next collective for peers that never come, and every "
+    "host still looks healthy. A Python branch on jax.process_index(), a host-local flag or environment "
+    "variable, or another library version on that host makes one."
+)
+_DIVERGENCE_ACTION = (
+    "Make the traced program the same on every host (no host-dependent Python in jitted code); "
+    "`xlainspect diff` a usual and an odd host's folder shows the whole difference."
+)
+_SHOWN = 100
+
+
+def _divergence_example(found: HostDisagreement) -> str:
+    """`host_2: jit_f compile 1 differs from host_0, host_1 at line 14: <usual> vs <odd>`: where to look."""
+    return (
+        f"{host_list(found.odd_hosts)}: {found.function} compile {found.compile} differs from "
+        f"{host_list(found.usual_hosts)} at line {found.line}: "
+        f"{found.usual_line[:_SHOWN]!r} vs {found.odd_line[:_SHOWN]!r}"
+    )
+
+
+def host_list(hosts: tuple[str, ...], shown: int = 3) -> str:
+    """`host_0, host_1, host_3 and 1,020 more`: a pod's hosts named without naming a thousand."""
+    named = ", ".join(h or "." for h in hosts[:shown])
+    return named + (f" and {len(hosts) - shown:,} more" if len(hosts) > shown else "")
+
+
 def _host_programs(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     """Hosts that compiled another program for a function (analysis/divergence.py)."""
     found = [d for d in host_disagreements(dump) if d.compile is not None]
     if not found:
         return []
-    examples = tuple(dict.fromkeys(divergence_example(d) for d in found))[:_MAX_EXAMPLES]
-    return [Finding("host-programs", "error", len(found), examples, DIVERGENCE_EXPLANATION, DIVERGENCE_ACTION)]
+    examples = tuple(dict.fromkeys(_divergence_example(d) for d in found))[:_MAX_EXAMPLES]
+    return [Finding("host-programs", "error", len(found), examples, _DIVERGENCE_EXPLANATION, _DIVERGENCE_ACTION)]
 
 
 _CHECKS = (

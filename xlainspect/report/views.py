@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.divergence import host_list
+from xlainspect.analysis.doctor import host_list
 from xlainspect.report.document import Document, Entry, Heading, Lines, Table, fields, record, records, table
 
 if TYPE_CHECKING:
