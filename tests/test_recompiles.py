@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 from collections import Counter
 
 import pytest
 from typer.testing import CliRunner
 
+import xlainspect.settings
 from tests.conftest import DUMPS, GPU_CORPUS, JAX_VERSIONS, twins
+from xlainspect.analysis.divergence import host_disagreements
 from xlainspect.analysis.recompiles import count_recompiles
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
@@ -468,3 +472,32 @@ def test_a_user_function_and_an_eager_op_of_one_name_are_two_rows(jax_version):
     assert runner.invoke(app, [*argv, "--ignore-eager"]).exit_code == 0
     counted = runner.invoke(app, argv)
     assert counted.exit_code == 1 and "jit_matmul compiled 3 times, budget 2 (--max jit_matmul)" in counted.stderr
+
+
+@pytest.mark.parametrize(
+    ("jax_version", "scenario"),
+    twins("ragged_batch", "static_arg", "shape_branch", "sharded_mesh", "recreated_branch", "fleet_divergence"),
+)
+def test_each_file_is_opened_once(jax_version, scenario, monkeypatch):
+    """count-recompiles' routes (origin, headers, signatures, op histograms, bodies, flags, then the hosts'
+    programs) share what the dump layer read: each file of these dumps of small modules (under 16 KB, read
+    whole with their header) is opened once. Larger files are opened for the header, then again where
+    their whole text is needed."""
+    folder = str(jax_version.dumps / scenario)
+    opened: Counter[str] = Counter()
+
+    def counting(opener):
+        def open_counted(path, *args, **kwargs):
+            if os.fspath(path).startswith(folder):
+                opened[os.fspath(path)] += 1
+            return opener(path, *args, **kwargs)
+
+        return open_counted
+
+    monkeypatch.setattr(os, "open", counting(os.open))
+    monkeypatch.setattr(io, "open", counting(io.open))
+    monkeypatch.setattr(xlainspect.settings, "_cache_enabled", False)
+    dump = load_dump(folder)
+    assert count_recompiles(dump).functions
+    host_disagreements(dump)
+    assert len(opened) >= 6 and set(opened.values()) == {1}, opened.most_common(3)

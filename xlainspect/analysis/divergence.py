@@ -27,7 +27,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xlainspect.dump.directory import Dump, DumpModule
-from xlainspect.dump.files import read_bytes
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.fast import FRAME_TABLES
 
@@ -127,7 +126,7 @@ def _same_bytes(compiled: dict[str, DumpModule]) -> list[list[str]] | None:
     groups: list[list[str]] = []
     for host, module in compiled.items():
         try:
-            text = read_bytes(_program_file(module).location)
+            text = module.read(module.program_file())
         except XlaInspectError:
             continue
         at = next((i for i, seen in enumerate(texts) if seen == text), len(texts))
@@ -150,10 +149,6 @@ def _groups(compiled: dict[str, DumpModule], key) -> list[list[str]]:
     return list(groups.values())
 
 
-def _program_file(module: DumpModule):
-    return module.file("hlo", "before") or module.hlo_file()
-
-
 def _digest(lines: list[bytes] | None) -> bytes | None:
     return None if lines is None else hashlib.blake2b(b"\n".join(lines), digest_size=16).digest()
 
@@ -161,7 +156,7 @@ def _digest(lines: list[bytes] | None) -> bytes | None:
 def _program_lines(module: DumpModule) -> list[bytes] | None:
     """The module's HLO text as lines, metadata set aside; None when the file cannot be read."""
     try:
-        text = read_bytes(_program_file(module).location)
+        text = module.read(module.program_file())
     except XlaInspectError:
         return None
     return list(_without_metadata(text.splitlines()))

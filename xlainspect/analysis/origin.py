@@ -18,7 +18,6 @@ import re
 from dataclasses import dataclass
 
 from xlainspect.dump.directory import DumpModule
-from xlainspect.dump.files import read_text
 from xlainspect.errors import HloParseError, XlaInspectError
 from xlainspect.hlo.fastpath import op_names, opcodes, stack_frame_ids, stack_frames
 from xlainspect.hlo.model import StackFrame
@@ -62,11 +61,11 @@ def module_origins(modules: list[DumpModule]) -> list[Origin]:
 def _program_text(module: DumpModule) -> str | None:
     """The text of the program jax gave XLA (before_optimizations, else the compiled module); None when
     there is none or it cannot be read."""
-    dump_file = module.file("hlo", "before") or module.hlo_file()
+    dump_file = module.program_file()
     if dump_file is None:
         return None
     try:
-        return read_text(dump_file.location)
+        return module.text(dump_file)
     except XlaInspectError:
         return None
 

@@ -300,6 +300,9 @@ class DumpModule:
     files: list[DumpFile] = field(default_factory=list)
     timestamp: int | None = None
     _parsed: dict[str, Module] = field(default_factory=dict, repr=False)
+    _read: dict[str, bytes] = field(default_factory=dict, repr=False)
+    """The contents of its files read so far, by location: a command that needs a file's header, text
+    and bytes along several routes (count-recompiles' detectors) reads it once."""
 
     @property
     def stages(self) -> list[str]:
@@ -339,6 +342,26 @@ class DumpModule:
             return os.stat(self.hlo_file().location).st_size
         return 0
 
+    def read(self, dump_file: DumpFile) -> bytes:
+        """The bytes of one of its files (decompressed), read once (`forget` drops them); DumpError when
+        the file is missing or unreadable."""
+        data = self._read.get(dump_file.location)
+        if data is None:
+            from xlainspect.dump.files import read_bytes
+
+            data = self._read[dump_file.location] = read_bytes(dump_file.location)
+        return data
+
+    def text(self, dump_file: DumpFile) -> str:
+        """The text of one of its HLO files, read once; DumpError when unreadable, binary or not UTF-8."""
+        from xlainspect.dump.files import decode_text
+
+        return decode_text(self.read(dump_file), dump_file.location)
+
+    def program_file(self) -> DumpFile | None:
+        """The HLO jax gave XLA (before_optimizations, when dumped), else the compiled module's."""
+        return self.file("hlo", "before") or self.hlo_file()
+
     def module(self, stage: str = "after") -> Module:
         """The parsed HLO module (cached); raises HloParseError or DumpError for a bad file."""
         if stage not in self._parsed:
@@ -347,7 +370,8 @@ class DumpModule:
             dump_file = self.hlo_file(stage)
             if dump_file is None:
                 raise DumpError(f"module {self.label}: no HLO text file at stage {stage!r}")
-            modules = parse_file(dump_file.path)
+            known = self.text(dump_file) if dump_file.location in self._read else None
+            modules = parse_file(dump_file.path, text=known)
             if not modules or not modules[0].computations:
                 raise DumpError(f"{dump_file.path}: no computations (empty or truncated HLO file)")
             self._parsed[stage] = modules[0]
@@ -360,11 +384,10 @@ class DumpModule:
         key = f"signature:{stage}"
         if stage in self._parsed or key in self._parsed:
             return self._parsed.get(stage) or self._parsed[key]
-        from xlainspect.dump.files import read_text
         from xlainspect.hlo.parser import parse_hlo, split_computations
 
         dump_file = self.hlo_file(stage)
-        text = read_text(dump_file.path) if dump_file is not None else ""
+        text = self.text(dump_file) if dump_file is not None else ""
         header = text[: text.find("\n") + 1] if text.startswith("HloModule") else ""
         entry = next((p for p in split_computations(text) if p.startswith("ENTRY ") or "\nENTRY " in p), None)
         found = None
@@ -375,8 +398,10 @@ class DumpModule:
         return self._parsed[key]
 
     def forget(self) -> None:
-        """Drop the parsed models this module holds (a caller that visits every module of a big dump)."""
+        """Drop the parsed models and file contents this module holds (a caller that visits every module
+        of a big dump)."""
         self._parsed.clear()
+        self._read.clear()
 
     def header(self, stage: str = "after") -> Module:
         """The `HloModule` line alone, parsed (a Module without computations): name and signature.
@@ -394,9 +419,22 @@ class DumpModule:
                 raise DumpError(f"module {self.label}: no HLO text file")
             from xlainspect.hlo.parser import parse_header  # the grammar loads on the first header read
 
-            header = parse_header(header_line(dump_file.location), dump_file.location)
+            header = parse_header(self._header_line(dump_file), dump_file.location)
             self._parsed[key] = header if header.entry_computation_layout else self.module(stage)
         return self._parsed[key]
+
+    def _header_line(self, dump_file: DumpFile) -> str:
+        """`header_line` of one of its files, from its content where that was read already; a small
+        file's content, read whole by the way, is kept."""
+        from xlainspect.dump.files import edges, read_edges
+
+        data = self._read.get(dump_file.location)
+        if data is not None:
+            return checked_header_line(dump_file.location, *edges(data, TAIL_BYTES))
+        first, tail, whole = read_edges(dump_file.location, TAIL_BYTES)
+        if whole is not None:
+            self._read[dump_file.location] = whole
+        return checked_header_line(dump_file.location, first, tail)
 
     @property
     def label(self) -> str:
@@ -422,9 +460,15 @@ def header_line(path: Path | str) -> str:
     """The first line of an HLO text file (the `HloModule` header), read with the file's last bytes
     only: a file whose last line does not close a computation (a killed job, a compile still being
     written) is a DumpError, caught without reading the body."""
-    from xlainspect.dump.files import decode_text, read_first_line_and_tail
+    from xlainspect.dump.files import read_first_line_and_tail
 
-    first, tail = read_first_line_and_tail(path, TAIL_BYTES)
+    return checked_header_line(path, *read_first_line_and_tail(path, TAIL_BYTES))
+
+
+def checked_header_line(path: Path | str, first: bytes, tail: bytes) -> str:
+    """`header_line` of a file's first line and last bytes, read already."""
+    from xlainspect.dump.files import decode_text
+
     if not first.strip():
         raise DumpError(f"{path}: empty file")
     line = decode_text(first, path).rstrip("\r\n")

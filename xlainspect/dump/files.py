@@ -67,6 +67,12 @@ def read_edges(path: Path | str, tail_bytes: int) -> tuple[bytes, bytes, bytes |
         raise _read_error(path, error) from None
 
 
+def edges(data: bytes, tail_bytes: int) -> tuple[bytes, bytes]:
+    """`read_first_line_and_tail` of content already read."""
+    data = data.lstrip()
+    return data[: data.find(b"\n") + 1 or len(data)], data[-tail_bytes:]
+
+
 _HEAD_BYTES = 1 << 14
 
 
@@ -76,8 +82,7 @@ def _edges(fd: int, tail_bytes: int) -> tuple[bytes, bytes, bytes | None]:
     size = os.fstat(fd).st_size
     if head[:2] == _GZIP_MAGIC:
         whole = gzip.decompress(head + _read_to_end(fd, max(0, size - len(head))))
-        data = whole.lstrip()
-        return data[: data.find(b"\n") + 1 or len(data)], data[-tail_bytes:], whole
+        return *edges(whole, tail_bytes), whole
     start = len(head) - len(head.lstrip()) if head[:1].isspace() else 0  # no copy for a file starting with text
     if head.find(b"\n", start) < 0 and b"\x00" not in head:  # a header longer than the head (many parameters)
         head = bytearray(head)

@@ -45,11 +45,12 @@ if TYPE_CHECKING:  # the model classes load with the model cache's records (`mod
     from xlainspect.hlo.model import Module
 
 
-def parse_file(path: str | Path, *, use_cache: bool | None = None) -> list[Module]:
+def parse_file(path: str | Path, *, use_cache: bool | None = None, text: str | None = None) -> list[Module]:
     """`parse_hlo(read_text(path), str(path))`, answered from the cache when the file is unchanged.
 
-    `use_cache=None` follows `xlainspect.settings.cache_enabled()`. Raises what
-    parse_hlo and read_text raise (HloParseError, DumpError); a bad file is never cached.
+    `use_cache=None` follows `xlainspect.settings.cache_enabled()`; `text` is the file's text where the
+    caller read it already (it is not read again to be parsed). Raises what parse_hlo and read_text
+    raise (HloParseError, DumpError); a bad file is never cached.
     """
     if use_cache is None:
         use_cache = cache_enabled()
@@ -59,11 +60,11 @@ def parse_file(path: str | Path, *, use_cache: bool | None = None) -> list[Modul
     except OSError:  # missing or unreadable: read_text names the problem
         digest = None
     if digest is None:
-        return _parse(path)
+        return _parse(path, text)
     entry = cache_dir() / "models" / f"{digest}.model"
     modules = _load(entry)
     if modules is None:
-        modules = _parse(path)
+        modules = _parse(path, text)
         _store(entry, modules)
     for module in modules:  # the same text may sit at several paths
         module.path = str(path)
@@ -223,12 +224,13 @@ def _code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def _parse(path: Path) -> list[Module]:
-    """The grammar's parse (imported here: a cache hit never loads Lark)."""
+def _parse(path: Path, text: str | None = None) -> list[Module]:
+    """The grammar's parse of the file's `text`, read where not given (imported here: a cache hit never
+    loads Lark)."""
     from xlainspect.dump.files import read_text
     from xlainspect.hlo.parser import parse_hlo
 
-    return parse_hlo(read_text(path), str(path))
+    return parse_hlo(read_text(path) if text is None else text, str(path))
 
 
 def _content_digest(path: Path) -> str:

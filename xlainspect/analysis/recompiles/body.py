@@ -18,12 +18,10 @@ from xlainspect.analysis.recompiles.model import (
     Skipped,
     file_bytes,
     program,
-    program_path,
-    program_stage,
+    program_text,
 )
 from xlainspect.analysis.recompiles.sharding import sharding_causes
 from xlainspect.dump.directory import DumpModule
-from xlainspect.dump.files import read_text
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Computation
 from xlainspect.hlo.parser import parse_hlo, split_computations
@@ -36,7 +34,7 @@ def bodies(compiles: Compiles) -> list[Cause]:
     words. Both may hold for one function (re-created three times, then a static flag picks another
     program)."""
     group = compiles.modules
-    texts = [file_bytes(m.hlo_file(program_stage(m))) for m in group]
+    texts = [file_bytes(m, m.program_file()) for m in group]
     if any(t is None for t in texts):
         return []
     # one body compiled again and again is compared byte for byte, not hashed: hashing a 1,000-compile
@@ -172,7 +170,7 @@ def _differing_computations(compiles: Compiles) -> list[list[Computation]]:
     pieces = []
     for module in compiles.modules:
         try:
-            pieces.append(split_computations(read_text(program_path(module))))
+            pieces.append(split_computations(program_text(module)))
         except XlaInspectError as error:
             compiles.skip(module, error)
             raise Skipped from None

@@ -8,10 +8,9 @@ import operator
 from collections import Counter
 
 from xlainspect.analysis.ops import computation_counts, line_counts, opcode_counts
-from xlainspect.analysis.recompiles.model import Cause, Compiles, Reason, program, program_stage, programs
+from xlainspect.analysis.recompiles.model import Cause, Compiles, Reason, program, program_stage, program_text, programs
 from xlainspect.analysis.recompiles.signature import program_header
 from xlainspect.dump.directory import DumpModule
-from xlainspect.dump.files import read_text
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.fastpath import opcodes, scan
 from xlainspect.hlo.model import Module
@@ -55,7 +54,7 @@ def text_histogram(module: DumpModule) -> Counter[str]:
     numbers) is counted per computation, calls inlined (`ops.inlined`): by the line-level reader, else
     from the parsed module."""
     stage = program_stage(module)
-    text = read_text(module.hlo_file(stage).path)
+    text = program_text(module)
     if " call(" not in text:  # one pass over the text: a storm of 1,000 programs is read fast
         return Counter(op for op in opcodes(text) if op not in SIGNATURE_OPS)
     lines = scan(text)

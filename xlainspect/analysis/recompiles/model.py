@@ -6,11 +6,9 @@ Data only: the words for a cause, the advice and the gate's messages are in `xla
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from xlainspect.dump.directory import DumpFile, DumpModule, SkippedFile
-from xlainspect.dump.files import read_bytes
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.hlo.model import Module
 
@@ -150,21 +148,25 @@ def program_stage(module: DumpModule) -> str:
     return "before" if module.file("hlo", "before") else "after"
 
 
+def program_text(module: DumpModule) -> str:
+    """The text of the program jax gave XLA (`DumpModule.program_file`), read once per module."""
+    dump_file = module.program_file()
+    if dump_file is None:
+        raise DumpError(f"module {module.label}: no HLO text file")
+    return module.text(dump_file)
+
+
 def program(module: DumpModule) -> Module:
     """The program jax gave XLA, parsed (raises XlaInspectError where it does not parse)."""
     return module.module(program_stage(module))
 
 
-def program_path(module: DumpModule) -> Path:
-    return module.hlo_file(program_stage(module)).path
-
-
-def file_bytes(dump_file: DumpFile | None) -> bytes | None:
-    """A file's bytes (decompressed); None when it is absent or unreadable."""
+def file_bytes(module: DumpModule, dump_file: DumpFile | None) -> bytes | None:
+    """The bytes of one of the module's files (decompressed, read once); None when absent or unreadable."""
     if dump_file is None:
         return None
     try:
-        return read_bytes(dump_file.location)
+        return module.read(dump_file)
     except DumpError:
         return None
 
