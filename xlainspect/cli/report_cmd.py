@@ -12,7 +12,8 @@ from xlainspect.cli.options import DumpPath, StrictOpt, note_skipped, user_error
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import note
 from xlainspect.errors import XlaInspectError
-from xlainspect.report.dump_report import report_of
+from xlainspect.analysis.commands.report import report_of
+from xlainspect.report.dump_report import dump_report
 from xlainspect.report.page import render_html, render_markdown
 
 commands = commands_of("report")
@@ -46,7 +47,7 @@ def report(
     with user_errors(), progress_bars() as progress:
         if html is None and markdown is None:
             raise XlaInspectError("report: say where to write it: --html FILE and/or --markdown FILE ('-': stdout)")
-        built = report_of(path, profile=profile, log=log, strict=strict, progress=progress)
+        built = dump_report(report_of(path, profile=profile, log=log, strict=strict, progress=progress))
         for target, render in ((html, render_html), (markdown, render_markdown)):
             if target is not None:
                 _write(target, render(built))

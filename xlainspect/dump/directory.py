@@ -301,6 +301,11 @@ class DumpModule:
     timestamp: int | None = None
     _parsed: dict[str, Module] = field(default_factory=dict, repr=False)
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without its parsed models: an answer that holds a dump (`report_of`'s) stays small in
+        the command cache, and a model is parsed again, from the model cache, where one is needed."""
+        return {**self.__dict__, "_parsed": {}}
+
     @property
     def stages(self) -> list[str]:
         """HLO stages present, in compile order (before, passes by step, after)."""

@@ -23,7 +23,7 @@ from xlainspect.report.dump_report import (
     StepBreakdown,
 )
 from xlainspect.report.memory_html import module_section, page
-from xlainspect.report.timing import OpTiming
+from xlainspect.analysis.timing import OpTiming
 from xlainspect.report.views import _duration
 
 _STYLE = """nav a{margin-right:1em}.finding td{vertical-align:top}.note{color:#666;font-style:italic}

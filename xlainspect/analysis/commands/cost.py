@@ -53,7 +53,7 @@ def cost_report(
 
     key = f"cost:{chip}:{top}:{sorted(chip_table().items())}"  # the table is data, not code
     dump = load_dump(input_paths(paths))
-    rows, skipped = run_selected(
+    rows, skipped, _ = run_selected(
         dump, key, lambda m: module_cost(m.module(selection.stage), chip_for(m, chip), top), selection, progress
     )
     return CostReport(rows, [*dump.skipped, *skipped])

@@ -59,7 +59,7 @@ def fusions_report(
         )
 
     dump = load_dump(input_paths(paths))
-    per_module, skipped = run_selected(dump, "fusions", analyse, selection, progress)
+    per_module, skipped, _ = run_selected(dump, "fusions", analyse, selection, progress)
     rows = [row for module_rows, *_ in per_module for row in module_rows]
     unfused = {label: ops for _, label, ops, _ in per_module}
     contractions = [c for *_, module_contractions in per_module for c in module_contractions]
@@ -84,7 +84,7 @@ def copies_report(
     from xlainspect.analysis.copies import copies, copy_totals
 
     dump = load_dump(input_paths(paths))
-    per_module, skipped = run_selected(
+    per_module, skipped, _ = run_selected(
         dump, "copies", lambda m: copies(m.module(selection.stage), m.platform), selection, progress
     )
     rows = [row for module_rows in per_module for row in module_rows if row.layout_only or not layout_only]
@@ -108,7 +108,7 @@ def collectives_report(
     from xlainspect.analysis.collectives import collective_totals, collectives
 
     dump = load_dump(input_paths(paths))
-    per_module, skipped = run_selected(
+    per_module, skipped, _ = run_selected(
         dump, "collectives", lambda m: collectives(m.module(selection.stage)), selection, progress
     )
     rows = [row for module_rows in per_module for row in module_rows]
@@ -141,7 +141,7 @@ def ops_report(
             dump, function=selection.function, module_re=selection.module_re, stage=selection.stage, advance=advance
         )
         return OpsReport([], function_histogram(selected), dump.skipped)
-    per_module, skipped = run_selected(dump, "ops", lambda m: _histogram(m, selection.stage), selection, progress)
+    per_module, skipped, _ = run_selected(dump, "ops", lambda m: _histogram(m, selection.stage), selection, progress)
     return OpsReport([row for rows in per_module for row in rows], [], [*dump.skipped, *skipped])
 
 

@@ -60,7 +60,7 @@ def layouts_report(
 
     dump = load_dump(input_paths(path))
     chosen = select_dump_modules(dump, function=function)
-    per_module, skipped = analyse_each(
+    per_module, skipped, _ = analyse_each(
         chosen,
         lambda m: module_ledger(m, platform),
         inputs=ledger_files,

@@ -39,7 +39,7 @@ def memory_report(
         for m in select_dump_modules(dump, function=function)
         if not path.is_file() or any(f.path.resolve() == path.resolve() for f in m.files)
     ]
-    found, skipped = analyse_each(
+    found, skipped, _ = analyse_each(
         chosen,
         lambda m: module_memory(m, top),
         inputs=memory_inputs,
