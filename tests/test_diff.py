@@ -245,7 +245,7 @@ def test_a_forked_worker_sharing_the_modules_gives_the_serial_answer(tmp_path, m
     import shutil
 
     from xlainspect import settings
-    from xlainspect.analysis import diff
+    from xlainspect.analysis import commands
 
     b = tmp_path / "b"
     shutil.copytree(DUMPS / "tpu_v5e", b)
@@ -261,8 +261,8 @@ def test_a_forked_worker_sharing_the_modules_gives_the_serial_answer(tmp_path, m
     monkeypatch.setattr(settings, "_parse_workers", 1)
     serial = run()
     monkeypatch.setattr(settings, "_parse_workers", 2)
-    monkeypatch.setattr(diff, "SHARE_MIN_BYTES", 0)
-    monkeypatch.setattr(diff, "SHARE_MIN_MODULES", 0)
+    monkeypatch.setattr(commands, "SHARE_MIN_BYTES", 0)  # the per-module runner's
+    monkeypatch.setattr(commands, "SHARE_MIN_MODULES", 0)
     assert run() == serial
     assert [n.split(".")[0] for n in serial[1]] == ["module_0085", "module_0219"]
     assert sorted(row.status for row in serial[0]).count("unknown") == 1  # the truncated module's function
@@ -288,13 +288,13 @@ def _counted_facts(monkeypatch) -> list[str]:
     monkeypatch.setattr(settings, "_cache_enabled", False)
     monkeypatch.setattr(settings, "_parse_workers", 1)
     analysed = []
-    facts = diff._facts_or_error
+    facts = diff._facts_and_peak
 
     def counted(module, chip):
         analysed.append(module.label)
         return facts(module, chip)
 
-    monkeypatch.setattr(diff, "_facts_or_error", counted)
+    monkeypatch.setattr(diff, "_facts_and_peak", counted)
     return analysed
 
 
