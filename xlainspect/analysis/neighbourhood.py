@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
 from xlainspect.errors import XlaInspectError
+from xlainspect.hlo.model import Computation, Instruction, Module
 
 if TYPE_CHECKING:
     import networkx as nx
-
-    from xlainspect.hlo.model import Computation, Instruction, Module
 
 Node = tuple[str, str]
 """`(computation, instruction)`, as `xlainspect.graph.module_graph` names its nodes."""
