@@ -168,7 +168,7 @@ def _split_name(name: str | None) -> tuple[str | None, str | None]:
     return name, None
 
 
-def classify(path: str | os.PathLike, host: str = "", folder: DumpFile | None = None) -> DumpFile | None:
+def classify(path: str | os.PathLike[str], host: str = "", folder: DumpFile | None = None) -> DumpFile | None:
     """What a dump file is, from its name alone; None for files XLA's dumper does not write.
 
     `folder` is the classified per-module folder (`module_0000.jit_f/`) a file such as
