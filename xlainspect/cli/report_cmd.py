@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 
+from xlainspect.analysis.commands.report import report_of
 from xlainspect.cli.app import commands_of
 from xlainspect.cli.options import DumpPath, StrictOpt, note_skipped, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import note
 from xlainspect.errors import XlaInspectError
-from xlainspect.analysis.commands.report import report_of
 from xlainspect.report.dump_report import dump_report
 from xlainspect.report.page import render_html, render_markdown
 

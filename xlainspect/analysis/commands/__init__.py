@@ -24,9 +24,9 @@ from xlainspect.dump.directory import (
     SkippedFile,
     select_dump_modules,
 )
+from xlainspect.dump.model_cache import cached_result
 from xlainspect.errors import AnalysisBug, UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
-from xlainspect.dump.model_cache import cached_result
 from xlainspect.settings import kept_objects
 from xlainspect.workers import map_shared
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xlainspect.analysis.chips import get_chip
+from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_threshold, regressions, unknown_functions
 from xlainspect.dump.directory import SkippedFile, load_dump
 from xlainspect.dump.model_cache import remembered
 from xlainspect.progress import Progress, silent
@@ -43,16 +45,6 @@ def diff_report(
     """Per function (matched by HloModule name): what XLA did differently between two dumps, and the
     metrics that grew past `max_increase` (`METRIC=N` or `METRIC=N%`), or at all with `any_growth` and
     no `max_increase` (what `--fail-on-regression` alone gates)."""
-    from xlainspect.analysis.chips import get_chip
-    from xlainspect.analysis.diff import (
-        METRICS,
-        Threshold,
-        diff_dumps,
-        parse_threshold,
-        regressions,
-        unknown_functions,
-    )
-
     thresholds = [parse_threshold(t) for t in max_increase]
     if any_growth and not thresholds:
         thresholds = [Threshold(metric, 0, False) for metric in METRICS]
