@@ -426,34 +426,38 @@ def parse_threshold(text: str) -> Threshold:
     return Threshold(match["metric"], float(match["value"]), bool(match["percent"]))
 
 
-def unknown_functions(rows: list[FunctionDiff]) -> list[str]:
-    """One message per function on both sides that a module which did not parse leaves unknown: the
-    gate cannot pass it (it may hide a regression) nor fail it as one (exit 2: the input is bad)."""
-    return [f"{r.name}: unknown, {', '.join(r.unreadable)} did not parse" for r in rows if r.status == "unknown"]
+def unknown_functions(rows: list[FunctionDiff]) -> list[FunctionDiff]:
+    """The functions on both sides that a module which did not parse leaves unknown: the gate cannot pass
+    them (they may hide a regression) nor fail them as one (exit 2: the input is bad)."""
+    return [r for r in rows if r.status == "unknown"]
 
 
-def regressions(rows: list[FunctionDiff], thresholds: list[Threshold]) -> list[str]:
-    """One message per function and metric whose increase from A to B is over its threshold.
+@dataclass(slots=True)
+class Regression:
+    """A metric of a function that grew from A to B past its threshold."""
+
+    function: str
+    metric: MetricDelta
+    threshold: Threshold
+
+
+def regressions(rows: list[FunctionDiff], thresholds: list[Threshold]) -> list[Regression]:
+    """Each function and metric whose increase from A to B is over its threshold.
 
     Functions on one side only have nothing to compare and are never regressions. A relative
     threshold on a metric that was 0 in A fails on any increase.
     """
-    messages = []
+    found: list[Regression] = []
     for row in rows:
         metrics = {m.name: m for m in row.metrics}
         for threshold in thresholds:
             metric = metrics[threshold.metric]
-            if metric.delta is None or metric.delta <= 0:
+            if metric.delta is None or metric.delta <= 0 or metric.a is None:
                 continue
             if threshold.relative:
                 over = metric.a == 0 or 100.0 * metric.delta / metric.a > threshold.value
-                amount = f"+{metric.change:.1f}%" if metric.change is not None else "from 0"
             else:
                 over = metric.delta > threshold.value
-                amount = f"+{metric.delta:,}"
             if over:
-                messages.append(
-                    f"{row.name}: {metric.name} {metric.a:,} -> {metric.b:,} ({amount}), "
-                    f"over --max-increase {threshold}"
-                )
-    return messages
+                found.append(Regression(row.name, metric, threshold))
+    return found

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from xlainspect.analysis.commands.layouts import LayoutsReport
     from xlainspect.analysis.commands.memory import MemoryReport
     from xlainspect.analysis.commands.parse import ParseReport
+    from xlainspect.analysis.diff import Regression
     from xlainspect.analysis.doctor import DumpHealth
     from xlainspect.analysis.layouts import ArrayLayout
     from xlainspect.analysis.profile import ProfileReport
@@ -493,7 +494,7 @@ def diff_document(report: DiffReport, *, show_all: bool = False, gate: bool = Fa
         "a": str(report.a),
         "b": str(report.b),
         "functions": [_function_json(r) for r in report.functions],
-        "regressions": report.regressions,
+        "regressions": [regression_text(r) for r in report.regressions],
     }
     summary = _diff_summary(report.functions)
     blocks: list = [Lines(summary)]
@@ -501,10 +502,25 @@ def diff_document(report: DiffReport, *, show_all: bool = False, gate: bool = Fa
         blocks.append(Heading(_heading(row)))
         blocks += _sections(row)
     markdown = [Lines(f"## xlainspect diff: `{report.a}` -> `{report.b}`\n\n{summary}\n"), *blocks[1:]]
-    notes = [f"regression: {message}" for message in report.regressions]
-    notes += [f"cannot gate: {message}" for message in report.unknown] if gate else []
+    notes = [f"regression: {regression_text(r)}" for r in report.regressions]
+    notes += (
+        [f"cannot gate: {r.name}: unknown, {', '.join(r.unreadable)} did not parse" for r in report.unknown]
+        if gate
+        else []
+    )
     failed, undecided = gate and bool(report.regressions), gate and bool(report.unknown)
     return Document(data, blocks, markdown=markdown, notes=notes, gate_failed=failed, gate_undecided=undecided)
+
+
+def regression_text(found: Regression) -> str:
+    """`fn: peak_memory 396 -> 748 (+88.9%), over --max-increase peak_memory=50%`."""
+    metric = found.metric
+    if found.threshold.relative:
+        amount = f"+{metric.change:.1f}%" if metric.change is not None else "from 0"
+    else:
+        amount = f"+{metric.delta:,}"
+    over = f"over --max-increase {found.threshold}"
+    return f"{found.function}: {metric.name} {metric.a:,} -> {metric.b:,} ({amount}), {over}"
 
 
 def _function_json(row) -> dict:

@@ -5,16 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from xlainspect.analysis.chips import get_chip
-from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_threshold, regressions, unknown_functions
+from xlainspect.analysis.diff import (
+    METRICS,
+    FunctionDiff,
+    Regression,
+    Threshold,
+    diff_dumps,
+    parse_threshold,
+    regressions,
+    unknown_functions,
+)
 from xlainspect.dump.directory import SkippedFile, load_dump
 from xlainspect.dump.model_cache import remembered
 from xlainspect.progress import Progress, silent
-
-if TYPE_CHECKING:
-    from xlainspect.analysis.diff import FunctionDiff
 
 
 @dataclass
@@ -24,11 +29,11 @@ class DiffReport:
     a: Path
     b: Path
     functions: list[FunctionDiff]
-    regressions: list[str]
-    """One message per metric over its allowed increase."""
+    regressions: list[Regression]
+    """Each metric over its allowed increase."""
     skipped: list[SkippedFile]
-    unknown: list[str] = field(default_factory=list)
-    """One message per function a module that did not parse leaves unknown: the gate cannot decide."""
+    unknown: list[FunctionDiff] = field(default_factory=list[FunctionDiff])
+    """The functions a module that did not parse leaves unknown: the gate cannot decide."""
 
 
 @remembered("a", "b")
