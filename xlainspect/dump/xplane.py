@@ -97,7 +97,7 @@ class TraceEvent:
     start_ns: float
     """Nanoseconds since the trace's first event."""
     duration_ns: float
-    stats: dict = field(hash=False, compare=False)
+    stats: dict[str, int | float | str | bytes | None] = field(hash=False, compare=False)
     """The event's and its metadata's stats by name (`hlo_op`, `hlo_module`, `program_id`, `step_num`...)."""
 
 
