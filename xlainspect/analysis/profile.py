@@ -26,13 +26,14 @@ import bisect
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from statistics import median
 
 from xlainspect.analysis.chips import Chip
+from xlainspect.analysis.commands import analyse_each
 from xlainspect.analysis.cost import OpCost, module_cost
 from xlainspect.analysis.profile_compiles import COMPILE_EVENTS, CompileEvent, trace_compiles
 from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
-from xlainspect.dump.model_cache import cached_result
 from xlainspect.dump.thunks import KERNEL_KINDS, Thunk, ThunkSequence, read_thunk_sequence, thunk_files
 from xlainspect.dump.xplane import StatValue, Trace, TraceEvent, embedded_hlo_text
 from xlainspect.errors import XlaInspectError
@@ -181,14 +182,15 @@ def profile(
     op_events = [e for e in jit if "hlo_op" in e.stats]
     launched = _launch_times(trace.events, op_events)
     steps, source = _steps(trace.events, op_events, launched, step_function)
-    sequences = _thunk_sequences(dump, {_label(e) for e in op_events}) if dump is not None else {}
+    skipped: list[SkippedFile] = []
+    sequences = _thunk_sequences(dump, {_label(e) for e in op_events}, skipped) if dump is not None else {}
     placed, unplaced = _place(op_events, sequences, dump is not None)
     step_of = _step_index(steps, op_events, launched if source == "step markers" else {})
     _fill_steps(steps, op_events, step_of)
     labels = {_label(e) for e in op_events}
     notes: list[str] = []
     if dump is not None:
-        costs = _dump_costs(dump, labels, chip)
+        costs = _dump_costs(dump, labels, chip, skipped)
     else:
         costs = {label: _op_costs(m, chip) for label, m in _embedded_modules(trace, labels, notes).items()}
     busy = sum(s.busy_seconds for s in steps)
@@ -215,6 +217,7 @@ def profile(
         chip,
         hlo,
         notes,
+        skipped,
         functions=_function_times(op_events, steps, step_of),
         placed=(sum(placed.get(id(e)) is not None for e in op_events), len(op_events)),
         unplaced=unplaced,
@@ -433,8 +436,8 @@ def _by_op(op_events: list[TraceEvent], placed: dict[int, str | None]) -> dict[t
 # --- command buffers: kernels placed on the op that launched them ------------------------------------------
 
 
-def _thunk_sequences(dump: Dump, labels: set[str]) -> dict[str, ThunkSequence]:
-    """The thunk sequence of each traced module the dump has; unreadable files are skipped."""
+def _thunk_sequences(dump: Dump, labels: set[str], skipped: list[SkippedFile]) -> dict[str, ThunkSequence]:
+    """The thunk sequence of each traced module the dump has; unreadable files are added to `skipped`."""
     found: dict[str, ThunkSequence] = {}
     for module in _traced_modules(dump, labels):
         sequence, metadata = thunk_files(module)
@@ -443,14 +446,8 @@ def _thunk_sequences(dump: Dump, labels: set[str]) -> dict[str, ThunkSequence]:
         try:
             found[_dump_label(module)] = read_thunk_sequence(sequence, metadata)
         except XlaInspectError as error:
-            _skip(dump, module, error)
+            skipped.append(SkippedFile.of(Path(sequence), error))
     return found
-
-
-def _skip(dump: Dump, module: DumpModule, error: XlaInspectError) -> None:
-    """Record the module's file as skipped (the dump's folder where it has none)."""
-    hlo = module.hlo_file()
-    dump.skip(hlo.path if hlo is not None else dump.root, error)
 
 
 def _place(
@@ -624,24 +621,22 @@ def paired_compile_seconds(
     return paired, unpaired
 
 
-def _dump_costs(dump: Dump, labels: set[str], chip: Chip | None) -> dict[str, dict[str, OpCost]]:
-    """The op costs of each traced label's after-optimizations module in the dump; files that do not
-    parse are skipped."""
-    costs: dict[str, dict[str, OpCost]] = {}
-    for module in _traced_modules(dump, labels):
-        try:
-            costs[_dump_label(module)] = _cached_op_costs(module, chip)
-        except XlaInspectError as error:
-            _skip(dump, module, error)
-    return costs
-
-
-def _cached_op_costs(module: DumpModule, chip: Chip | None) -> dict[str, OpCost]:
-    """`_op_costs` of the module, answered from the results cache while its file is unchanged."""
-    hlo = module.hlo_file("after")
-    compute = lambda: _op_costs(module.module("after"), chip)  # noqa: E731
-    # the chip by every figure: each `--peak-flops`/`--hbm-bandwidth` chip is keyed `custom`
-    return compute() if hlo is None else cached_result(hlo.path, f"profile-costs:{chip!r}", compute)
+def _dump_costs(
+    dump: Dump, labels: set[str], chip: Chip | None, skipped: list[SkippedFile]
+) -> dict[str, dict[str, OpCost]]:
+    """The op costs of each traced label's after-optimizations module in the dump, by the per-module
+    runner (answered from the results cache while its file is unchanged); files that do not parse are
+    added to `skipped`."""
+    found = analyse_each(
+        _traced_modules(dump, labels),
+        lambda module: _op_costs(module.module("after"), chip),
+        inputs=DumpModule.hlo_path,
+        key=lambda _: f"profile-costs:{chip!r}",  # the chip by every figure: `--peak-flops` chips are `custom`
+        blame=DumpModule.hlo_path,
+        advance=lambda _: None,
+    )
+    skipped += found.skipped
+    return {_dump_label(module): costs for module, costs in zip(found.modules, found.results)}
 
 
 def _op_costs(module: Module, chip: Chip | None) -> dict[str, OpCost]:
