@@ -168,7 +168,7 @@ def _split_name(name: str | None) -> tuple[str | None, str | None]:
     return name, None
 
 
-def classify(path: str | os.PathLike, host: str = "", folder: DumpFile | None = None) -> DumpFile | None:
+def classify(path: str | os.PathLike[str], host: str = "", folder: DumpFile | None = None) -> DumpFile | None:
     """What a dump file is, from its name alone; None for files XLA's dumper does not write.
 
     `folder` is the classified per-module folder (`module_0000.jit_f/`) a file such as
@@ -304,6 +304,12 @@ class DumpModule:
     """The contents of its files read so far, by location: a command that needs a file's header, text
     and bytes along several routes (count-recompiles' detectors) reads it once."""
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without its parsed models and file contents: an answer that holds a dump (`report_of`'s)
+        stays small in the command cache, and a model is parsed again, from the model cache, where one is
+        needed."""
+        return {**self.__dict__, "_parsed": {}, "_read": {}}
+
     @property
     def stages(self) -> list[str]:
         """HLO stages present, in compile order (before, passes by step, after)."""
@@ -334,6 +340,14 @@ class DumpModule:
     def hlo_file(self, stage: str = "after") -> DumpFile | None:
         """The HLO text at `stage`, falling back to before_optimizations (dumps made with a module filter)."""
         return self.file("hlo", stage) or self.file("hlo", "before")
+
+    def hlo_path(self, stage: str = "after") -> Path:
+        """The path of `hlo_file(stage)`: every module of a loaded dump has one; a module made without
+        HLO text (by hand) is a DumpError naming it."""
+        found = self.hlo_file(stage)
+        if found is None:
+            raise DumpError(f"{self.label}: no HLO text in the dump")
+        return found.path
 
     def hlo_bytes(self) -> int:
         """Bytes of its HLO text (0 where it has none or it cannot be read): what analysing it costs
