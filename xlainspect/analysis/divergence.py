@@ -96,12 +96,12 @@ def _program_disagreements(function: str, hosts: dict[str, list[DumpModule]]) ->
     are compared byte for byte first, each with the few distinct texts already seen at that compile
     (the hosts of a healthy job wrote the same bytes: one text; comparing is cheaper than hashing),
     and only where they differ is the text read again with metadata set aside."""
-    found = []
+    found: list[HostDisagreement] = []
     for index in range(max(map(len, hosts.values()))):
         compiled = {host: compiles[index] for host, compiles in hosts.items() if index < len(compiles)}
         groups = _same_bytes(compiled)
         if groups is None or len(groups) > 1:
-            groups = _groups(compiled, lambda m: _digest(_program_lines(m)))
+            groups = _by_program(compiled)
         if len(groups) < 2:
             continue
         ordered = sorted(groups, key=len, reverse=True)
@@ -125,9 +125,8 @@ def _same_bytes(compiled: dict[str, DumpModule]) -> list[list[str]] | None:
     texts: list[bytes] = []
     groups: list[list[str]] = []
     for host, module in compiled.items():
-        try:
-            text = module.read(module.program_file())
-        except XlaInspectError:
+        text = _program_bytes(module)
+        if text is None:
             continue
         at = next((i for i, seen in enumerate(texts) if seen == text), len(texts))
         if at == len(texts):
@@ -139,12 +138,12 @@ def _same_bytes(compiled: dict[str, DumpModule]) -> list[list[str]] | None:
     return groups
 
 
-def _groups(compiled: dict[str, DumpModule], key) -> list[list[str]]:
-    """Hosts by the key of their module, in host order; an unreadable file keys None (its own group is
-    no program difference: doctor reports the file)."""
+def _by_program(compiled: dict[str, DumpModule]) -> list[list[str]]:
+    """Hosts by their program with metadata set aside, in host order; an unreadable file is in no group
+    (it is no program difference: doctor reports the file)."""
     groups: dict[bytes | None, list[str]] = {}
     for host, module in compiled.items():
-        groups.setdefault(key(module), []).append(host)
+        groups.setdefault(_digest(_program_lines(module)), []).append(host)
     groups.pop(None, None)
     return list(groups.values())
 
@@ -155,11 +154,19 @@ def _digest(lines: list[bytes] | None) -> bytes | None:
 
 def _program_lines(module: DumpModule) -> list[bytes] | None:
     """The module's HLO text as lines, metadata set aside; None when the file cannot be read."""
+    text = _program_bytes(module)
+    return None if text is None else list(_without_metadata(text.splitlines()))
+
+
+def _program_bytes(module: DumpModule) -> bytes | None:
+    """The bytes of the program jax gave XLA (`DumpModule.program_file`); None when it cannot be read."""
+    program = module.program_file()
+    if program is None:
+        return None
     try:
-        text = module.read(module.program_file())
+        return module.read(program)
     except XlaInspectError:
         return None
-    return list(_without_metadata(text.splitlines()))
 
 
 _TABLES = tuple(name.encode() for name in FRAME_TABLES)

@@ -319,8 +319,9 @@ class DumpModule:
     def platform_tag(self) -> str | None:
         return next((f.platform_tag for f in self.files if f.platform_tag), None)
 
-    def file(self, kind: str = "hlo", stage: str = "after") -> DumpFile | None:
-        """The file of `kind` at `stage`; "after" is the best after-optimizations one, "before" the input.
+    def file(self, kind: str = "hlo", stage: str | None = "after") -> DumpFile | None:
+        """The file of `kind` at `stage`; "after" is the best after-optimizations one, "before" the input,
+        None a file of no stage (debug_options).
 
         Side files (buffer assignment, memory report) are written for after-optimizations HLO only.
         """

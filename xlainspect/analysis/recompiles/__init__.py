@@ -31,7 +31,7 @@ from xlainspect.analysis.recompiles.gate import (
     budget_violations,
     unknown_budget_names,
 )
-from xlainspect.analysis.recompiles.model import Cause, Compiles, FunctionCompiles, new_values
+from xlainspect.analysis.recompiles.model import Cause, Compiles, FunctionCompiles, hlo_path, new_values
 from xlainspect.analysis.recompiles.signature import name_parameters, signature_causes
 from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
 from xlainspect.errors import AnalysisBug, XlaInspectError
@@ -105,7 +105,7 @@ def _function_rows(name: str, hosts: list[list[DumpModule]], skipped: list[Skipp
     readable = _readable(modules, skipped)
     unreadable = [m for m in modules if m not in readable]
     parts = _by_origin(readable) or [([], Origin(eager=False, source=None))]
-    rows = []
+    rows: list[FunctionCompiles] = []
     for number, (part, origin) in enumerate(parts):
         causes = _explain(part, origin.eager, skipped) if len(part) > 1 else ()
         counted = part + unreadable if number == 0 else part  # the first part: the user's, if any
@@ -159,12 +159,12 @@ def _usual(hosts: list[list[DumpModule]]) -> list[DumpModule]:
 
 def _readable(modules: list[DumpModule], skipped: list[SkippedFile]) -> list[DumpModule]:
     """The compiles whose HLO file has a readable header and is complete; the rest go to `skipped`."""
-    readable = []
+    readable: list[DumpModule] = []
     for module in modules:
         try:
             module.header()
         except XlaInspectError as error:
-            skipped.append(SkippedFile.of(module.hlo_file().path, error))
+            skipped.append(SkippedFile.of(hlo_path(module), error))
         else:
             readable.append(module)
     return readable

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import operator
 import re
 from collections import Counter
 from collections.abc import Hashable
@@ -30,8 +29,8 @@ from xlainspect.hlo.parser import parse_hlo, split_computations
 def bodies(compiles: Compiles) -> list[Cause]:
     """Detector for one signature compiled again. A compile whose program (instructions, metadata aside)
     an earlier compile had is identical to it: the jitted function object was re-created (for an eager
-    op, an argument's weak type, which HLO does not show). Where programs differ, what differs, in a few
-    words. Both may hold for one function (re-created three times, then a static flag picks another
+    op, an argument's weak type, which HLO does not show). Where programs differ, what differs (one body
+    cause). Both may hold for one function (re-created three times, then a static flag picks another
     program)."""
     group = compiles.modules
     texts = [file_bytes(m, m.program_file()) for m in group]
@@ -40,7 +39,7 @@ def bodies(compiles: Compiles) -> list[Cause]:
     # one body compiled again and again is compared byte for byte, not hashed: hashing a 1,000-compile
     # storm's bodies costs more than reading them
     program_of: dict[bytes | None, Hashable] = {texts[0]: texts[0]}
-    causes = []
+    causes: list[Cause] = []
     if any(text != texts[0] for text in texts):
         first_with: dict[bytes | None, DumpModule] = {}  # compiles that alternate between a few bodies: each once
         for module, text in zip(group, texts):
@@ -51,9 +50,9 @@ def bodies(compiles: Compiles) -> list[Cause]:
             return []
         differing = dict(zip(first_with, _differing_lines(computations, list(first_with))))
         program_of = {text: tuple(lines) for text, lines in differing.items()}  # equal lines: one program
-        programs: dict[Hashable, bytes | None] = {}
-        for text in first_with:
-            programs.setdefault(program_of[text], text)
+        programs: dict[tuple[str, ...], bytes | None] = {}
+        for text, lines in differing.items():
+            programs.setdefault(tuple(lines), text)
         if len(programs) > 1:
             changed = [first_with[text] for text in programs.values()]
             causes.append(_body_cause(changed, [list(lines) for lines in programs]))
@@ -97,7 +96,7 @@ def _renamed_arguments(found: list[list[Computation]]) -> Cause | None:
 def _differing_lines(computations: dict[bytes | None, list[Computation]], texts: list[bytes | None]) -> list[list[str]]:
     """Per compile, its instructions (without names and metadata) that not every compile has."""
     lines_of = {text: _instruction_lines(found) for text, found in computations.items()}
-    common = functools.reduce(operator.and_, lines_of.values())
+    common = functools.reduce(lambda a, b: a & b, lines_of.values())
     differing_of = {text: sorted((lines - common).elements()) for text, lines in lines_of.items()}
     return [differing_of[text] for text in texts]
 
@@ -167,14 +166,14 @@ def _differing_computations(compiles: Compiles) -> list[list[Computation]]:
     constant or two, and the rest of a module of any size costs one text comparison. A module whose
     pieces do not parse alone is parsed whole (what is common to all cancels out either way).
     """
-    pieces = []
+    pieces: list[list[str]] = []
     for module in compiles.modules:
         try:
             pieces.append(split_computations(program_text(module)))
         except XlaInspectError as error:
             compiles.skip(module, error)
             raise Skipped from None
-    common = functools.reduce(operator.and_, map(Counter, pieces))
+    common = functools.reduce(lambda a, b: a & b, (Counter(p) for p in pieces))
     return [_parsed_pieces(compiles, module, found, common) for module, found in zip(compiles.modules, pieces)]
 
 
@@ -182,7 +181,7 @@ def _parsed_pieces(
     compiles: Compiles, module: DumpModule, pieces: list[str], common: Counter[str]
 ) -> list[Computation]:
     """The computations of `pieces` not in `common`, parsed (the whole module where they do not parse alone)."""
-    remaining, kept = common.copy(), []
+    remaining, kept = common.copy(), list[str]()
     for piece in pieces:
         if remaining[piece] > 0:
             remaining[piece] -= 1

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-import operator
 from collections import Counter
 
 from xlainspect.analysis.ops import computation_counts, line_counts, opcode_counts
@@ -66,10 +65,10 @@ def branch_cause(histograms: list[Counter[str]], parsed: list[tuple[Module, Coun
     """Per variant the ops only it has (beyond what all share), and the source lines of the first of
     them in `parsed` (programs with their histograms, one per distinct histogram; none when they did
     not parse)."""
-    common = functools.reduce(operator.and_, histograms)
+    common = functools.reduce(lambda a, b: a & b, histograms)
     only = [h - common for h in histograms]
     placed = [(_placed_ops(p), h - common) for p, h in parsed]
-    shared = functools.reduce(operator.and_, (set(p) for p, _ in placed)) if placed else set[tuple[str, str]]()
+    shared = functools.reduce(lambda a, b: a & b, (set(p) for p, _ in placed)) if placed else set[tuple[str, str]]()
     sources = tuple(dict.fromkeys(s for p, o in placed for s in _first_sources(p, shared, o)))
     return Cause("branch", None, None, tuple(op_counts(o) for o in only), reason=reason, sources=sources)
 

@@ -54,7 +54,7 @@ def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[Viol
         ]
         if budget.baseline is not None and row.name not in baseline and limits[0][0] is None:
             limits.append((NEW_FUNCTION_BUDGET, "new"))
-        over = [(limit, kind) for limit, kind in limits if limit is not None and row.modules > limit]
+        over: list[tuple[int, Limit]] = [(n, kind) for n, kind in limits if n is not None and row.modules > n]
         if over:
             limit, kind = min(over, key=lambda o: o[0])  # a tie: the first named (the option, then the baseline)
             found.append(Violation(row.name, row.modules, limit, kind))

@@ -6,6 +6,7 @@ Data only: the words for a cause, the advice and the gate's messages are in `xla
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from xlainspect.dump.directory import DumpFile, DumpModule, SkippedFile
@@ -116,14 +117,14 @@ class Compiles:
     modules: list[DumpModule]
     position: dict[DumpModule, int]
     eager: bool
-    skipped: list[SkippedFile] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
 
     def of(self, modules: list[DumpModule]) -> Compiles:
         """The same function's compiles narrowed to `modules`, skips recorded in the same list."""
         return Compiles(modules, self.position, self.eager, self.skipped)
 
     def skip(self, module: DumpModule, error: XlaInspectError) -> None:
-        self.skipped.append(SkippedFile.of(module.hlo_file().path, error))
+        self.skipped.append(SkippedFile.of(hlo_path(module), error))
 
     def numbers(self) -> list[int]:
         return [self.position[m] for m in self.modules]
@@ -135,12 +136,19 @@ class Skipped(Exception):
 
 def new_values(values: tuple[Any, ...], numbers: list[int]) -> tuple[int, ...]:
     """The compiles (`numbers`, one per value) whose value no earlier one had."""
-    seen, new = list(values[:1]), []
+    seen: list[Any] = list(values[:1])
+    new: list[int] = []
     for value, number in zip(values[1:], numbers[1:]):
         if value not in seen:
             seen.append(value)
             new.append(number)
     return tuple(new)
+
+
+def hlo_path(module: DumpModule) -> Path:
+    """The module's HLO file, to name it (every module of a loaded dump has one; else its label)."""
+    found = module.hlo_file()
+    return found.path if found is not None else Path(module.label)
 
 
 def program_stage(module: DumpModule) -> str:

@@ -38,10 +38,10 @@ def shardings(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
 
 
 def _global_shapes(before: list[Module], causes: list[Cause]) -> list[Cause]:
-    """Shape causes recomputed on the global shapes, the per-device sizes named in the detail."""
+    """Shape causes recomputed on the global shapes, the per-device sizes kept beside them."""
     if any(h.num_partitions == 1 for h in before) or len({len(h.parameter_shapes) for h in before}) > 1:
         return causes
-    result = []
+    result: list[Cause] = []
     for cause in causes:
         if cause.kind != "shape" or cause.index is None:
             result.append(cause)
@@ -57,8 +57,8 @@ def sharding_causes(modules: list[Module]) -> list[Cause]:
     """Entry parameters whose sharding differs (the per-device shapes may still be equal), in mesh terms
     where the module carries Shardy's attributes, then the output's sharding (`out_shardings`)."""
     per_module = [{p.parameter_number: p for p in m.entry.parameters} for m in modules]
-    causes = []
-    for index in sorted(per_module[0]):
+    causes: list[Cause] = []
+    for index in sorted(i for i in per_module[0] if i is not None):
         seen = [sharding_text(parameters.get(index), _mesh_axes(m)) for m, parameters in zip(modules, per_module)]
         if len(set(seen)) > 1:
             name = per_module[0][index].op_name or f"#{index}"

@@ -138,7 +138,7 @@ def _donation_causes(headers: list[Module]) -> list[Cause]:
             tuple(index in d for d in donated),
             reason="partial_donation",
         )
-        for index in sorted(set[int]().union(*donated) - set.intersection(*donated))
+        for index in sorted(set[int]().union(*donated) - donated[0].intersection(*donated[1:]))
     ]
 
 
