@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xlainspect.dump.files import decode_text, edges, read_bytes, read_edges, read_first_line_and_tail
 from xlainspect.dump.storage import local
 from xlainspect.errors import DumpError, HloParseError, NoMatchError, XlaInspectError, no_match
 from xlainspect.settings import kept_objects
@@ -362,15 +363,11 @@ class DumpModule:
         the file is missing or unreadable."""
         data = self._read.get(dump_file.location)
         if data is None:
-            from xlainspect.dump.files import read_bytes
-
             data = self._read[dump_file.location] = read_bytes(dump_file.location)
         return data
 
     def text(self, dump_file: DumpFile) -> str:
         """The text of one of its HLO files, read once; DumpError when unreadable, binary or not UTF-8."""
-        from xlainspect.dump.files import decode_text
-
         return decode_text(self.read(dump_file), dump_file.location)
 
     def program_file(self) -> DumpFile | None:
@@ -441,8 +438,6 @@ class DumpModule:
     def _header_line(self, dump_file: DumpFile) -> str:
         """`header_line` of one of its files, from its content where that was read already; a small
         file's content, read whole by the way, is kept."""
-        from xlainspect.dump.files import edges, read_edges
-
         data = self._read.get(dump_file.location)
         if data is not None:
             return checked_header_line(dump_file.location, *edges(data, TAIL_BYTES))
@@ -475,15 +470,11 @@ def header_line(path: Path | str) -> str:
     """The first line of an HLO text file (the `HloModule` header), read with the file's last bytes
     only: a file whose last line does not close a computation (a killed job, a compile still being
     written) is a DumpError, caught without reading the body."""
-    from xlainspect.dump.files import read_first_line_and_tail
-
     return checked_header_line(path, *read_first_line_and_tail(path, TAIL_BYTES))
 
 
 def checked_header_line(path: Path | str, first: bytes, tail: bytes) -> str:
     """`header_line` of a file's first line and last bytes, read already."""
-    from xlainspect.dump.files import decode_text
-
     if not first.strip():
         raise DumpError(f"{path}: empty file")
     line = decode_text(first, path).rstrip("\r\n")
