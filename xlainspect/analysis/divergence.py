@@ -92,79 +92,68 @@ def _count_disagreements(function: str, hosts: dict[str, list[DumpModule]]) -> l
 
 
 def _program_disagreements(function: str, hosts: dict[str, list[DumpModule]]) -> list[HostDisagreement]:
-    """Compile by compile, the hosts whose program (metadata aside) is not the most hosts' one. Files
-    are compared byte for byte first, each with the few distinct texts already seen at that compile
-    (the hosts of a healthy job wrote the same bytes: one text; comparing is cheaper than hashing),
-    and only where they differ is the text read again with metadata set aside."""
+    """Compile by compile, the hosts whose program (metadata aside) is not the most hosts' one."""
     found: list[HostDisagreement] = []
     for index in range(max(map(len, hosts.values()))):
         compiled = {host: compiles[index] for host, compiles in hosts.items() if index < len(compiles)}
-        groups = _same_bytes(compiled)
-        if groups is None or len(groups) > 1:
-            groups = _by_program(compiled)
+        groups = _by_program(compiled)
         if len(groups) < 2:
             continue
-        ordered = sorted(groups, key=len, reverse=True)
-        usual = ordered[0]
-        usual_lines = _program_lines(compiled[usual[0]])
-        for odd in ordered[1:]:
-            odd_lines = _program_lines(compiled[odd[0]])
+        (usual, usual_lines), *odds = sorted(groups, key=lambda g: len(g[0]), reverse=True)  # ties: host order
+        for odd, odd_lines in odds:
             number, usual_line, odd_line = _first_difference(usual_lines, odd_lines)
             found.append(HostDisagreement(function, index + 1, tuple(usual), tuple(odd), usual_line, odd_line, number))
     return found
 
 
 _DISTINCT_TEXTS = 4
-"""Distinct file contents compared byte for byte at one compile before the hosts are grouped by their
-programs with metadata set aside instead (then they differ anyway)."""
+"""Distinct file contents compared byte for byte at one compile; the files past them are compared by
+their programs with metadata set aside at once (then the hosts differ anyway)."""
 
 
-def _same_bytes(compiled: dict[str, DumpModule]) -> list[list[str]] | None:
-    """The hosts grouped by their program file's bytes (an unreadable file in no group: doctor reports
-    it); None past `_DISTINCT_TEXTS` distinct contents."""
-    texts: list[bytes] = []
-    groups: list[list[str]] = []
+def _by_program(compiled: dict[str, DumpModule]) -> list[tuple[list[str], list[bytes]]]:
+    """The hosts grouped by their program with metadata set aside, in host order, each group with its
+    program's lines (metadata aside); an unreadable file is in no group (it is no program difference:
+    doctor reports it). Each file is read once and not kept: it is compared byte for byte with the few
+    distinct texts seen at this compile (the hosts of a healthy job wrote the same bytes: one text, and
+    comparing is cheaper than hashing); only distinct texts have their metadata set aside and hashed."""
+    distinct: list[tuple[bytes, list[str]]] = []
+    programs: dict[bytes, tuple[list[str], list[bytes]]] = {}
     for host, module in compiled.items():
         text = _program_bytes(module)
         if text is None:
             continue
-        at = next((i for i, seen in enumerate(texts) if seen == text), len(texts))
-        if at == len(texts):
-            if at == _DISTINCT_TEXTS:
-                return None
-            texts.append(text)
-            groups.append([])
-        groups[at].append(host)
-    return groups
+        same = next((hosts for seen, hosts in distinct if seen == text), None)
+        if same is not None:
+            same.append(host)
+        elif len(distinct) < _DISTINCT_TEXTS:
+            distinct.append((text, [host]))
+        else:
+            _add_program(programs, [host], text)
+    if len(distinct) < 2 and not programs:
+        return [(hosts, []) for _, hosts in distinct]
+    for text, hosts in distinct:
+        _add_program(programs, hosts, text)
+    order = {host: number for number, host in enumerate(compiled)}
+    groups = [(sorted(hosts, key=order.__getitem__), lines) for hosts, lines in programs.values()]
+    return sorted(groups, key=lambda g: order[g[0][0]])
 
 
-def _by_program(compiled: dict[str, DumpModule]) -> list[list[str]]:
-    """Hosts by their program with metadata set aside, in host order; an unreadable file is in no group
-    (it is no program difference: doctor reports the file)."""
-    groups: dict[bytes | None, list[str]] = {}
-    for host, module in compiled.items():
-        groups.setdefault(_digest(_program_lines(module)), []).append(host)
-    groups.pop(None, None)
-    return list(groups.values())
-
-
-def _digest(lines: list[bytes] | None) -> bytes | None:
-    return None if lines is None else hashlib.blake2b(b"\n".join(lines), digest_size=16).digest()
-
-
-def _program_lines(module: DumpModule) -> list[bytes] | None:
-    """The module's HLO text as lines, metadata set aside; None when the file cannot be read."""
-    text = _program_bytes(module)
-    return None if text is None else list(_without_metadata(text.splitlines()))
+def _add_program(programs: dict[bytes, tuple[list[str], list[bytes]]], hosts: list[str], text: bytes) -> None:
+    """`hosts` join the group of `text`'s program (metadata aside), a new group where none has it."""
+    lines = list(_without_metadata(text.splitlines()))
+    digest = hashlib.blake2b(b"\n".join(lines), digest_size=16).digest()
+    programs.setdefault(digest, ([], lines))[0].extend(hosts)
 
 
 def _program_bytes(module: DumpModule) -> bytes | None:
-    """The bytes of the program jax gave XLA (`DumpModule.program_file`); None when it cannot be read."""
+    """The bytes of the program jax gave XLA (`DumpModule.program_file`; what count-recompiles read of
+    it is not read again, what it did not is not kept); None when it cannot be read."""
     program = module.program_file()
     if program is None:
         return None
     try:
-        return module.read(program)
+        return module.read(program, keep=False)
     except XlaInspectError:
         return None
 
@@ -206,9 +195,8 @@ def _closing(line: bytes, at: int) -> int:
     return len(line)
 
 
-def _first_difference(usual: list[bytes] | None, odd: list[bytes] | None) -> tuple[int, str, str]:
+def _first_difference(usual: list[bytes], odd: list[bytes]) -> tuple[int, str, str]:
     """(line number in the odd program, the usual line, the odd line) of the first line that differs."""
-    usual, odd = usual or [], odd or []
     for number, (a, b) in enumerate(zip(usual, odd), 1):
         if a != b:
             return number, _text(a), _text(b)

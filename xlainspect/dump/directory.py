@@ -358,12 +358,15 @@ class DumpModule:
             return os.stat(self.hlo_file().location).st_size
         return 0
 
-    def read(self, dump_file: DumpFile) -> bytes:
-        """The bytes of one of its files (decompressed), read once (`forget` drops them); DumpError when
-        the file is missing or unreadable."""
+    def read(self, dump_file: DumpFile, *, keep: bool = True) -> bytes:
+        """The bytes of one of its files (decompressed), read once: kept for the next route that asks
+        (`forget_contents` drops them), unless `keep` is False (a caller that reads each file once and
+        many of them); DumpError when the file is missing or unreadable."""
         data = self._read.get(dump_file.location)
         if data is None:
-            data = self._read[dump_file.location] = read_bytes(dump_file.location)
+            data = read_bytes(dump_file.location)
+            if keep:
+                self._read[dump_file.location] = data
         return data
 
     def text(self, dump_file: DumpFile) -> str:
@@ -413,6 +416,10 @@ class DumpModule:
         """Drop the parsed models and file contents this module holds (a caller that visits every module
         of a big dump)."""
         self._parsed.clear()
+        self.forget_contents()
+
+    def forget_contents(self) -> None:
+        """Drop the file contents this module holds (its parsed models stay)."""
         self._read.clear()
 
     def header(self, stage: str = "after") -> Module:
