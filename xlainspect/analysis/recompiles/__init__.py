@@ -77,9 +77,10 @@ def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -
     """Per function, in first-compile order: the number of compiles and, where above one, why; in a
     dump of several hosts, those of one usual host (the hosts of one job compile alike; dumps of
     several runs, `load_dump([a, b])`, are compared instead). The dump is not changed: the files that
-    could not be read are returned, and the file contents its modules kept while a function was explained
-    are dropped after it (but for a function several hosts compiled, whose programs `divergence` reads). `advance(n)` is called with each function's module count (a
-    progress bar's)."""
+    could not be read are returned, and the file contents its modules kept while a function was
+    explained are dropped after it (but for a function several hosts compiled, whose programs
+    `divergence` reads next). `advance(n)` is called with each function's module count (a progress
+    bar's)."""
     found = Recompiles([])
     for name, compiles in dump.functions().items():
         if advance is not None:
