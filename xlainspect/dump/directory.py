@@ -471,7 +471,7 @@ class Dump:
         self.skipped.append(SkippedFile.of(path, error))
 
 
-def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
+def load_dump(path: str | Path | list[Path], *, strict: bool = False) -> Dump:
     """A dump directory (per-host sub-directories included), one HLO file, or a list of files; each a
     path or an fsspec URL (read through its local mirror, `storage.local`)."""
     with kept_objects():  # a fleet's file records and modules live to the end of the run
