@@ -22,7 +22,7 @@ Stdlib only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
@@ -373,10 +373,17 @@ def compile_totals(marks: list[CompileMark]) -> tuple[dict[str, float], dict[str
     return total, again
 
 
-def losses(ops: list[OpTiming], measured_times: bool) -> list[tuple[OpTiming, float]]:
+class OpLoss(NamedTuple):
+    """An op and the seconds per step it loses."""
+
+    op: OpTiming
+    seconds: float
+
+
+def losses(ops: list[OpTiming], measured_times: bool) -> list[OpLoss]:
     """Ops with the seconds per step they lose, largest first: measured loss with a profile, else the
     roofline's (only ops a fix applies to)."""
-    found: list[tuple[OpTiming, float]] = []
+    found: list[OpLoss] = []
     for op in ops:
         if measured_times:
             lost = op.lost_seconds if op.lost_seconds is not None else None
@@ -385,8 +392,8 @@ def losses(ops: list[OpTiming], measured_times: bool) -> list[tuple[OpTiming, fl
         else:
             lost = op.roofline_loss()
         if lost and lost > 0:
-            found.append((op, lost))
-    return sorted(found, key=lambda ol: -ol[1])
+            found.append(OpLoss(op, lost))
+    return sorted(found, key=lambda found_loss: -found_loss.seconds)
 
 
 def timing(

@@ -91,7 +91,7 @@ def analyse_each(
     blame: Callable[[DumpModule], Path],
     advance: Callable[[int], None],
     chunk: int = 1,
-    meanwhile: Callable[[], object] | None = None,
+    meanwhile: Callable[[], None] | None = None,
     same: Callable[[DumpModule], Hashable] | None = None,
 ) -> Analysed[T]:
     """The one per-module runner of every command, the report and `diff`: `analyse(m)` for each of

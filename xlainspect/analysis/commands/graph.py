@@ -165,7 +165,7 @@ class Neighbourhood:
 
     subgraph: Subgraph
     """The instructions within `depth` edges and the edges among them."""
-    centre: tuple[str, str]
+    centre: Node
     """The instruction it is drawn around, `(computation, name)`."""
 
     @property
