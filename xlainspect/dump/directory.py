@@ -337,6 +337,14 @@ class DumpModule:
         """The HLO text at `stage`, falling back to before_optimizations (dumps made with a module filter)."""
         return self.file("hlo", stage) or self.file("hlo", "before")
 
+    def hlo_path(self, stage: str = "after") -> Path:
+        """The path of `hlo_file(stage)`: every module of a loaded dump has one; a module made without
+        HLO text (by hand) is a DumpError naming it."""
+        found = self.hlo_file(stage)
+        if found is None:
+            raise DumpError(f"{self.label}: no HLO text in the dump")
+        return found.path
+
     def hlo_bytes(self) -> int:
         """Bytes of its HLO text (0 where it has none or it cannot be read): what analysing it costs
         grows with, so work shared among processes goes out largest first."""

@@ -24,7 +24,7 @@ from xlainspect.analysis.fusions import fusion_kind_totals
 from xlainspect.analysis.layouts import ledger_totals
 from xlainspect.analysis.memory import ModuleMemory
 from xlainspect.analysis.timing import CompileMark, FunctionTiming, OpTiming, Timing, losses
-from xlainspect.dump.directory import Dump
+from xlainspect.dump.directory import Dump, SkippedFile
 from xlainspect.report.causes import causes_text, for_people, suggestion
 from xlainspect.report.document import Table
 
@@ -68,7 +68,7 @@ class Section:
     findings: list[Finding] = field(default_factory=list)
     memory: list[ModuleMemory] = field(default_factory=list[ModuleMemory])
     """The rows whose curves the HTML page draws (the memory section's)."""
-    charts: list = field(default_factory=list)
+    charts: list[Chart] = field(default_factory=list)
     """What the HTML page draws as SVG: `StepBreakdown`, `Roofline`, `CompileTimeline`."""
     details: list[OpDetail] = field(default_factory=list)
     """The ops findings link to: their HLO lines and neighbourhood."""
@@ -101,6 +101,10 @@ class CompileTimeline:
     source: str
 
 
+Chart = StepBreakdown | Roofline | CompileTimeline
+"""What the HTML page draws as SVG."""
+
+
 @dataclass(slots=True)
 class OpDetail:
     """An op a finding links to: its HLO lines and those of its neighbourhood (as `graph --around`
@@ -121,7 +125,7 @@ class DumpReport:
     root: str
     modules: Table
     sections: list[Section]
-    skipped: list
+    skipped: list[SkippedFile]
 
     def findings(self) -> list[Finding]:
         """Every section's findings, costliest first within a unit, the units in `UNIT_ORDER`."""

@@ -100,7 +100,7 @@ def profile_report(
         return only_function(profile(read, None, chip_for(None, chip), step_function), function)
     loaded = load_dump(dump, strict=strict)
     report = profile(read, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
-    report.skipped = loaded.skipped
+    report.skipped = [*loaded.skipped, *report.skipped]
     if not report.joined:
         report.notes.append(
             f"{dump}: none of the traced modules is in this dump (module ids and names differ); ops are shown "

@@ -117,6 +117,7 @@ def dump_facts(
     skipped = [*dump.skipped, *found.skipped]
     skipped += [problem for f in found.results for problem in f.problems]
     times = timing([f.time for f in found.results if f.time is not None], found.modules, profiled, log)
+    skipped += profiled.skipped if profiled is not None else []
     return DumpFacts(dump, found.results, found.modules, recompiles.functions, times, [*skipped, *recompiles.skipped])
 
 
