@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple, cast
 
 from xlainspect.analysis.chips import Chip, dump_chip_key, get_chip
 from xlainspect.analysis.collectives import collectives
-from xlainspect.analysis.commands import analyse_each, hlo_path
+from xlainspect.analysis.commands import analyse_each
 from xlainspect.analysis.copies import copies
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.fusions import Fusion, fusion_kind_totals, fusions
@@ -174,13 +174,13 @@ def diff_dumps(a: Dump, b: Dump, chip: Chip | None = None, advance: Callable[[in
         functools.partial(_facts_and_peak, chip=chip),
         inputs=memory_inputs,
         key=lambda m: f"diff:{(c.key if (c := chip or _dump_chip(m)) else None)}:{m.platform}",
-        blame=hlo_path,
+        blame=DumpModule.hlo_path,
         advance=advance or (lambda n: None),
         meanwhile=functools.partial(_signatures, [*functions_a.values(), *functions_b.values()]),
         same=_inputs_digest,
     )
     facts = {id(m): result for m, result in zip(found.modules, found.results)}
-    in_a = {hlo_path(m) for modules in functions_a.values() for m in modules}
+    in_a = {m.hlo_path() for modules in functions_a.values() for m in modules}
     diffed = DumpsDiff([])
     for skipped in found.skipped:
         (diffed.skipped_a if skipped.path in in_a else diffed.skipped_b).append(skipped)
@@ -259,7 +259,7 @@ def profile(
             if first is None:
                 first = dump_module.signature()
         except XlaInspectError as error:
-            skipped.append(SkippedFile.of(hlo_path(dump_module), error))
+            skipped.append(SkippedFile.of(dump_module.hlo_path(), error))
             unreadable.append(dump_module.label)
             continue
         for metric, value in found.metrics.items():
@@ -270,7 +270,7 @@ def profile(
         targets.update(found.custom_call_targets)
         if isinstance(peak, XlaInspectError):
             assignment = dump_module.file(kind="buffer-assignment")
-            skipped.append(SkippedFile.of(assignment.path if assignment else hlo_path(dump_module), peak))
+            skipped.append(SkippedFile.of(assignment.path if assignment else dump_module.hlo_path(), peak))
         elif peak is not None:
             peaks.append(peak)
     metrics: dict[str, float | None] = {m: None if unreadable else totals.get(m, 0) for m in METRICS}

@@ -26,7 +26,7 @@ from xlainspect.dump.directory import (
     select_dump_modules,
 )
 from xlainspect.dump.model_cache import cached_result
-from xlainspect.errors import AnalysisBug, DumpError, UsageError, XlaInspectError
+from xlainspect.errors import AnalysisBug, UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
 from xlainspect.settings import kept_objects
 from xlainspect.workers import map_shared
@@ -38,15 +38,6 @@ T = TypeVar("T")
 def input_paths(paths: Paths) -> Path | list[Path]:
     """One path as a Path, several as a list of them, as `load_dump` takes them."""
     return Path(paths) if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
-
-
-def hlo_path(dump_module: DumpModule, stage: str = "after") -> Path:
-    """The path of a module's HLO text at `stage` (every module of a `Dump` has one at "after": `load_dump`
-    keeps those alone); a DumpError where it has none, as `DumpModule.module` raises."""
-    found = dump_module.hlo_file(stage)
-    if found is None:
-        raise DumpError(f"module {dump_module.label}: no HLO text file at stage {stage!r}")
-    return found.path
 
 
 class Analysed(NamedTuple, Generic[T]):
@@ -71,7 +62,7 @@ def analyse_modules(
     """`analyse(dump_module)` for each selected module, answered from the results cache while its file is
     unchanged (the module is then not even read); a file that does not parse is returned skipped."""
     selected = select_dump_modules(dump, function=function, module_re=module_re)
-    hlo = functools.partial(hlo_path, stage=stage)  # what is read, and what is skipped when it fails
+    hlo = functools.partial(DumpModule.hlo_path, stage=stage)  # what is read, and what is skipped when it fails
     return analyse_each(
         selected,
         analyse,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.commands import Paths, hlo_path, input_paths
+from xlainspect.analysis.commands import Paths, input_paths
 from xlainspect.analysis.compile_times import compile_times
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
 from xlainspect.analysis.ops import instruction_count
@@ -75,7 +75,7 @@ def modules_report(
     skipped = list(dump.skipped)
     for module in dump.modules:
         advance(1)
-        hlo = hlo_path(module)
+        hlo = module.hlo_path()
         try:
             instructions = instruction_count(module)
         except XlaInspectError as error:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from xlainspect.analysis import neighbourhood as hood
 from xlainspect.analysis.collectives import collective_totals, collectives
-from xlainspect.analysis.commands import Paths, Selection, hlo_path, input_paths, run_selected
+from xlainspect.analysis.commands import Paths, Selection, input_paths, run_selected
 from xlainspect.analysis.copies import copies, copy_totals
 from xlainspect.analysis.fusions import fusion_kind_totals, fusions, largest_fusions, unfused_contractions, unfused_ops
 from xlainspect.analysis.lookup import file_label, module_label
@@ -152,7 +152,7 @@ def ops_report(
 def _histogram(dump_module: DumpModule, stage: str) -> list[OpCount]:
     """Opcode rows of one module: from the line-level reader where it is sure of every line (no model
     is built, several times faster), from the grammar's model elsewhere."""
-    hlo = hlo_path(dump_module, stage)
+    hlo = dump_module.hlo_path(stage)
     lines = scan(read_text(hlo))
     if lines is None:
         return opcode_histogram(dump_module.module(stage))

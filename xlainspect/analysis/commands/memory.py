@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.commands import analyse_each, hlo_path
+from xlainspect.analysis.commands import analyse_each
 from xlainspect.analysis.memory import memory_inputs, module_memory
 from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump, select_dump_modules
 from xlainspect.dump.model_cache import remembered
@@ -59,4 +59,4 @@ def _assignment_path(dump_module: DumpModule) -> Path:
     """The buffer assignment a module's memory was read from (`module_memory` reads nothing without one,
     so a module that failed has one; its HLO text otherwise)."""
     found = dump_module.file(kind="buffer-assignment")
-    return found.path if found is not None else hlo_path(dump_module)
+    return found.path if found is not None else dump_module.hlo_path()

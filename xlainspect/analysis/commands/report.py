@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import Collective, collectives
-from xlainspect.analysis.commands import analyse_each, hlo_path
+from xlainspect.analysis.commands import analyse_each
 from xlainspect.analysis.commands.cost import ChipChoice, chip_for
 from xlainspect.analysis.copies import Copy, copies
 from xlainspect.analysis.cost import module_cost
@@ -106,9 +106,9 @@ def dump_facts(
     found = analyse_each(
         dump.modules,
         module_facts,
-        inputs=hlo_path,
+        inputs=DumpModule.hlo_path,
         key=_analysis_key,
-        blame=hlo_path,
+        blame=DumpModule.hlo_path,
         advance=progress("analysing modules", len(dump.modules)),
         chunk=CHUNK_MODULES if len(dump.modules) >= SHARE_MIN_MODULES else 1,
         meanwhile=lambda: also.append((count_recompiles(headers), _profiled(trace, dump))),
@@ -157,7 +157,7 @@ def module_facts(dump_module: DumpModule) -> ModuleFacts:
         ledger = LedgerInput(module, dump_module.name or module.name, dump_module.platform, assignment)
         padding = tuple(padding_ledger([ledger]))
     except XlaInspectError as error:  # a side file (buffer assignment, live ranges) unreadable: say which
-        problems.append(SkippedFile(side.path if side is not None else hlo_path(dump_module), str(error)))
+        problems.append(SkippedFile(side.path if side is not None else dump_module.hlo_path(), str(error)))
     return ModuleFacts(
         module_label(module),
         memory,
@@ -223,7 +223,7 @@ def op_lines(facts: DumpFacts, op: OpTiming) -> OpLines | None:
         graph = neighbourhood(module, name, NEIGHBOURHOOD_DEPTH)
         if len(graph.nodes) > NEIGHBOURHOOD_LINES:  # a busy op (a loop body's): its operands and users only
             graph = neighbourhood(module, name, 1)
-        path = hlo_path(dump_module, "after")
+        path = dump_module.hlo_path("after")
         text = read_text(path).splitlines()
     except XlaInspectError:
         return None
