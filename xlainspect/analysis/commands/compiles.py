@@ -30,7 +30,7 @@ from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
     from xlainspect.analysis.compile_times import CompileTimes
-    from xlainspect.analysis.recompiles import Budget, FunctionCompiles, Violation
+    from xlainspect.analysis.recompiles import FunctionCompiles, Violation
     from xlainspect.dump.jaxlog import LogCompile
 
 
