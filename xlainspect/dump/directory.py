@@ -11,7 +11,6 @@ import contextlib
 import functools
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -688,23 +687,17 @@ def _module_texts(module: DumpModule) -> tuple[str, ...]:
 
 
 def select_modules(
-    dump: Dump,
-    *,
-    function: str | None = None,
-    module_re: str | None = None,
-    stage: str = "after",
-    strict: bool = False,
-    advance: Callable[[int], None] | None = None,
-) -> list[Module]:
-    """Parsed modules of the dump (optionally one function, or names matching a regex); files that do
-    not parse are recorded in `dump.skipped` and left out, unless `strict`. `advance(1)` is called
-    after each module (a progress bar's)."""
-    parsed = []
+    dump: Dump, *, function: str | None = None, module_re: str | None = None, stage: str = "after", strict: bool = False
+) -> tuple[list[Module], list[SkippedFile]]:
+    """Parsed modules of the dump (optionally one function, or names matching a regex), and the files
+    that do not parse, left out (raised with `strict`); the dump is not changed."""
+    parsed: list[Module] = []
+    skipped: list[SkippedFile] = []
     for dump_module in select_dump_modules(dump, function=function, module_re=module_re):
         try:
             parsed.append(dump_module.module(stage))
         except XlaInspectError as error:
-            dump.skip(dump_module.hlo_file(stage).path, error, strict)
-        if advance is not None:
-            advance(1)
-    return parsed
+            if strict:
+                raise
+            skipped.append(SkippedFile.of(dump_module.hlo_path(stage), error))
+    return parsed, skipped

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -12,8 +13,15 @@ from xlainspect.analysis.commands import Paths, Selection, input_paths, run_sele
 from xlainspect.analysis.copies import copies, copy_totals
 from xlainspect.analysis.fusions import fusion_kind_totals, fusions, largest_fusions, unfused_contractions, unfused_ops
 from xlainspect.analysis.lookup import file_label, module_label
-from xlainspect.analysis.ops import function_histogram, line_histogram, opcode_histogram
-from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump, select_modules
+from xlainspect.analysis.ops import (
+    computation_counts,
+    fold_variants,
+    line_counts,
+    line_histogram,
+    opcode_counts,
+    opcode_histogram,
+)
+from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
 from xlainspect.dump.files import read_text
 from xlainspect.dump.model_cache import parse_file, remembered
 from xlainspect.errors import XlaInspectError
@@ -140,13 +148,19 @@ def ops_report(
     """Opcode histogram per module (inside and outside fusions), or per function across its variants."""
     dump = load_dump(input_paths(paths))
     if per_function:
-        advance = progress("parsing modules", len(dump.modules))
-        selected = select_modules(
-            dump, function=selection.function, module_re=selection.module_re, stage=selection.stage, advance=advance
-        )
-        return OpsReport([], function_histogram(selected), dump.skipped)
+        counted = run_selected(dump, "ops-per-function", lambda m: _counts(m, selection.stage), selection, progress)
+        return OpsReport([], fold_variants(counted.results), [*dump.skipped, *counted.skipped])
     per_module, skipped, _ = run_selected(dump, "ops", lambda m: _histogram(m, selection.stage), selection, progress)
     return OpsReport([row for rows in per_module for row in rows], [], [*dump.skipped, *skipped])
+
+
+def _counts(dump_module: DumpModule, stage: str) -> tuple[str, Counter[str]]:
+    """(function, instructions per opcode, calls looked through) of one module, read as `_histogram` reads it."""
+    lines = scan(read_text(dump_module.hlo_path(stage)))
+    if lines is None:
+        module = dump_module.module(stage)
+        return module.name, opcode_counts(*computation_counts(module))
+    return dump_module.header(stage).name, opcode_counts(*line_counts(lines))
 
 
 def _histogram(dump_module: DumpModule, stage: str) -> list[OpCount]:
