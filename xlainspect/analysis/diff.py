@@ -95,7 +95,7 @@ class SignatureChange:
 
 
 @dataclass(slots=True)
-class ModuleFacts:
+class ModuleShare:
     """One module's share of its function's `Profile`."""
 
     metrics: dict[str, float]
@@ -171,7 +171,7 @@ def diff_dumps(a: Dump, b: Dump, chip: Chip | None = None, advance: Callable[[in
     sides = [m for functions in (functions_a, functions_b) for modules in functions.values() for m in modules]
     found = analyse_each(
         sides,
-        functools.partial(_facts_and_peak, chip=chip),
+        functools.partial(_share_and_peak, chip=chip),
         inputs=memory_inputs,
         key=lambda m: f"diff:{(c.key if (c := chip or _dump_chip(m)) else None)}:{m.platform}",
         blame=DumpModule.hlo_path,
@@ -213,30 +213,30 @@ def _inputs_digest(dump_module: DumpModule) -> Hashable:
     return dump_module.platform, dump_module.platform_tag, contents
 
 
-class FactsAndPeak(NamedTuple):
+class ShareAndPeak(NamedTuple):
     """What the runner finds of one module for `diff`: its facts, and its memory peak."""
 
-    facts: ModuleFacts
+    facts: ModuleShare
     peak: int | XlaInspectError | None
     """Bytes; None without a buffer assignment; the error that kept it (`profile` skips the file it names)."""
 
 
-def _facts_and_peak(dump_module: DumpModule, chip: Chip | None) -> FactsAndPeak:
-    """`module_facts` and the module's memory peak, or the error that kept the peak (`profile` skips the
+def _share_and_peak(dump_module: DumpModule, chip: Chip | None) -> ShareAndPeak:
+    """`module_share` and the module's memory peak, or the error that kept the peak (`profile` skips the
     buffer assignment it names, and counts the rest); XlaInspectError where the HLO does not parse."""
-    facts = module_facts(dump_module, chip or _dump_chip(dump_module))
+    facts = module_share(dump_module, chip or _dump_chip(dump_module))
     try:
         memory = module_memory(dump_module, top=0)
         peak = memory.peak_bytes if memory is not None else None
     except XlaInspectError as error:
         peak = error
-    return FactsAndPeak(facts, peak)
+    return ShareAndPeak(facts, peak)
 
 
 def profile(
     name: str,
     modules: list[DumpModule],
-    facts: dict[int, FactsAndPeak],
+    facts: dict[int, ShareAndPeak],
     skipped: list[SkippedFile],
 ) -> Profile:
     """Aggregate metrics of one function's modules from their `facts` (by `id`; a module without any did
@@ -282,7 +282,7 @@ def profile(
     return Profile(name, metrics, ops, kinds, targets, first, tuple(unreadable))
 
 
-def module_facts(dump_module: DumpModule, chip: Chip | None) -> ModuleFacts:
+def module_share(dump_module: DumpModule, chip: Chip | None) -> ModuleShare:
     """One module's share of its function's profile: metrics (FLOPs included), roofline seconds on
     `chip`, op, fusion-kind and custom-call counts."""
     module = dump_module.module()
@@ -291,7 +291,7 @@ def module_facts(dump_module: DumpModule, chip: Chip | None) -> ModuleFacts:
     metrics = {**module_metrics(module, dump_module, fusion_rows), "flops": cost.flops}
     ops = Counter({row.opcode: row.count for row in opcode_histogram(module)})
     kinds = Counter({t.kind: t.count for t in fusion_kind_totals(fusion_rows)})
-    return ModuleFacts(metrics, cost.roofline_seconds, ops, kinds, _custom_call_targets(module))
+    return ModuleShare(metrics, cost.roofline_seconds, ops, kinds, _custom_call_targets(module))
 
 
 def module_metrics(module: Module, dump_module: DumpModule, fusion_rows: list[Fusion]) -> dict[str, int]:
