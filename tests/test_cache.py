@@ -10,8 +10,9 @@ import pytest
 
 from tests.conftest import DUMPS, model_summary
 from xlainspect import HloParseError, settings
-from xlainspect.dump.model_cache import cache_dir, parse_file
-from xlainspect.hlo import parser
+from xlainspect.dump import model_cache
+from xlainspect.dump.model_cache import parse_file
+from xlainspect.settings import cache_dir
 
 AFTER = DUMPS / "clean_run" / "module_0000.jit_train_step.cpu_after_optimizations.txt"
 
@@ -33,7 +34,7 @@ def _forbid_parsing(monkeypatch):
     def fail(*_args, **_kwargs):
         raise AssertionError("parsed although the cache holds this file")
 
-    monkeypatch.setattr(parser, "parse_hlo", fail)
+    monkeypatch.setattr(model_cache, "parse_hlo", fail)
 
 
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
@@ -253,9 +254,9 @@ def test_the_command_cache_sees_into_linked_folders_and_writes_nothing_when_off(
 
 def test_inputs_of_too_many_files_are_analysed_without_a_remembered_answer(dump_copy, monkeypatch):
     import xlainspect
-    from xlainspect.dump import model_cache
+    from xlainspect import cache
 
-    monkeypatch.setattr(model_cache, "REMEMBERED_FILES", len(list(dump_copy.iterdir())) - 1)
+    monkeypatch.setattr(cache, "REMEMBERED_FILES", len(list(dump_copy.iterdir())) - 1)
     first = xlainspect.modules_report(dump_copy)
     assert xlainspect.modules_report(dump_copy) == first
     assert not (cache_dir() / "commands").exists()

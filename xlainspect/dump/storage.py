@@ -32,9 +32,10 @@ import os
 import re
 from pathlib import Path
 
+from xlainspect.cache import Cache
 from xlainspect.errors import DumpError
 from xlainspect.progress import Progress, silent
-from xlainspect.settings import cache_dir, cache_enabled, write_cache_file
+from xlainspect.settings import cache_dir, cache_enabled
 
 _URL = re.compile(r"^(?P<protocol>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
 _DUMPED = re.compile(r"(?:^|/)(?:\d+\.)?(?:[A-Za-z_][\w-]*\.)?module_\d{4,}(?:[./]|$)")
@@ -143,7 +144,7 @@ def _update(fs, target: Path, objects: dict[str, tuple[str, dict]], progress: Pr
             data = fetched[objects[name][0]]
             if isinstance(data, BaseException):
                 raise data
-            write_cache_file(target / name, data)
+            Cache.write(target / name, data)
             manifest[name] = wanted[name]
         advance(len(batch))
     gone = set(manifest) - set(wanted)
@@ -153,7 +154,7 @@ def _update(fs, target: Path, objects: dict[str, tuple[str, dict]], progress: Pr
         del manifest[name]
     if missing or gone or not (target / _MANIFEST).exists():
         target.mkdir(parents=True, exist_ok=True)
-        write_cache_file(target / _MANIFEST, json.dumps(manifest, sort_keys=True).encode())
+        Cache.write(target / _MANIFEST, json.dumps(manifest, sort_keys=True).encode())
     return len(wanted)
 
 
