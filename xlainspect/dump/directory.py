@@ -14,14 +14,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from xlainspect.dump.files import decode_text, read_first_line_and_tail, read_text
+from xlainspect.dump.model_cache import parse_file
 from xlainspect.dump.storage import local
 from xlainspect.errors import DumpError, HloParseError, NoMatchError, XlaInspectError, no_match
+from xlainspect.hlo.model import Module
+from xlainspect.hlo.parser import parse_header, parse_hlo, split_computations
 from xlainspect.settings import kept_objects
-
-if TYPE_CHECKING:
-    from xlainspect.hlo.model import Module
 
 _MODULE_FILE = re.compile(
     r"^(?:(?P<ts>\d+)\.)?(?:(?P<prefix>[A-Za-z_][\w-]*)\.)?module_(?P<id>\d{4,})(?:\.(?P<rest>.+))?$"
@@ -342,8 +342,6 @@ class DumpModule:
     def module(self, stage: str = "after") -> Module:
         """The parsed HLO module (cached); raises HloParseError or DumpError for a bad file."""
         if stage not in self._parsed:
-            from xlainspect.dump.model_cache import parse_file
-
             dump_file = self.hlo_file(stage)
             if dump_file is None:
                 raise DumpError(f"module {self.label}: no HLO text file at stage {stage!r}")
@@ -360,9 +358,6 @@ class DumpModule:
         key = f"signature:{stage}"
         if stage in self._parsed or key in self._parsed:
             return self._parsed.get(stage) or self._parsed[key]
-        from xlainspect.dump.files import read_text
-        from xlainspect.hlo.parser import parse_hlo, split_computations
-
         dump_file = self.hlo_file(stage)
         text = read_text(dump_file.path) if dump_file is not None else ""
         header = text[: text.find("\n") + 1] if text.startswith("HloModule") else ""
@@ -392,8 +387,6 @@ class DumpModule:
             dump_file = self.hlo_file(stage)
             if dump_file is None:
                 raise DumpError(f"module {self.label}: no HLO text file")
-            from xlainspect.hlo.parser import parse_header  # the grammar loads on the first header read
-
             header = parse_header(header_line(dump_file.location), dump_file.location)
             self._parsed[key] = header if header.entry_computation_layout else self.module(stage)
         return self._parsed[key]
@@ -422,8 +415,6 @@ def header_line(path: Path | str) -> str:
     """The first line of an HLO text file (the `HloModule` header), read with the file's last bytes
     only: a file whose last line does not close a computation (a killed job, a compile still being
     written) is a DumpError, caught without reading the body."""
-    from xlainspect.dump.files import decode_text, read_first_line_and_tail
-
     first, tail = read_first_line_and_tail(path, TAIL_BYTES)
     if not first.strip():
         raise DumpError(f"{path}: empty file")

@@ -24,12 +24,15 @@ of one line naming the URL and the cause.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
 import logging
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 from xlainspect.cache import Cache
@@ -160,8 +163,6 @@ def _update(fs, target: Path, objects: dict[str, tuple[str, dict]], progress: Pr
 
 def _forget_folders(target: Path, folders: set[str]) -> None:
     """Delete mirrored folders (those with a manifest) whose folder left the bucket."""
-    import shutil
-
     with contextlib.suppress(OSError):
         for child in target.iterdir():
             if child.is_dir() and child.name not in folders and (child / _MANIFEST).exists():
@@ -206,10 +207,6 @@ def _mirror_folder(url: str) -> Path:
     """`cache_dir()/remote/<protocol>/<bucket and path>`, readable as the URL it mirrors; a temporary
     folder removed at exit when caching is off."""
     if not cache_enabled():
-        import atexit
-        import shutil
-        import tempfile
-
         folder = Path(tempfile.mkdtemp(prefix="xlainspect-remote-"))
         atexit.register(shutil.rmtree, folder, True)
         return folder
