@@ -36,6 +36,7 @@ from xlainspect.dump.thunks import KERNEL_KINDS, Thunk, ThunkSequence, read_thun
 from xlainspect.dump.xplane import Trace, TraceEvent, embedded_hlo_text
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Module
+from xlainspect.workers import OWNED
 
 if TYPE_CHECKING:  # the costs are computed, and the analysis imported, only where a report is made
     from xlainspect.analysis.cost import OpCost
@@ -641,7 +642,7 @@ def _embedded_modules(trace: Trace, labels: set[str], notes: list[str]) -> dict[
         if label not in labels:
             continue
         try:
-            modules[label] = parse_hlo(embedded_hlo_text(proto), label)[0]
+            modules[label] = parse_hlo(embedded_hlo_text(proto), label, runner=OWNED)[0]
         except XlaInspectError as error:
             notes.append(f"{label}: {error}")
             break  # the same reason (no jax) holds for every module

@@ -22,6 +22,7 @@ from xlainspect.errors import DumpError, HloParseError, NoMatchError, XlaInspect
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.parser import parse_header, parse_hlo, split_computations
 from xlainspect.settings import kept_objects
+from xlainspect.workers import OWNED
 
 _MODULE_FILE = re.compile(
     r"^(?:(?P<ts>\d+)\.)?(?:(?P<prefix>[A-Za-z_][\w-]*)\.)?module_(?P<id>\d{4,})(?:\.(?P<rest>.+))?$"
@@ -365,7 +366,7 @@ class DumpModule:
         found = None
         if entry is not None and header:
             with contextlib.suppress(XlaInspectError):
-                found = parse_hlo(entry if entry.startswith("HloModule") else header + entry)[0]
+                found = parse_hlo(entry if entry.startswith("HloModule") else header + entry, runner=OWNED)[0]
         self._parsed[key] = found if found is not None and found.entry.is_entry else self.module(stage)
         return self._parsed[key]
 
