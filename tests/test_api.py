@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import ast
 import csv
+import importlib
 import io
 import json
+import subprocess
+import sys
 
 import pytest
-import typer.main
 from typer.testing import CliRunner
 
 import xlainspect
 from tests.conftest import DUMPS, REPO
 from xlainspect.cli import app
+from xlainspect.cli.app import COMMANDS, command_name
 from xlainspect.report.causes import violation_text
 
 runner = CliRunner()
@@ -82,32 +85,40 @@ def test_cli_commands_are_thin():
     assert {name: lines for name, lines in bodies.items() if lines > 15} == {}
 
 
-def test_the_script_builds_the_invoked_command_only(monkeypatch, capsys):
-    """`main` registers just the command a run names (typer builds every registered one at start);
-    `--help` still lists them all, and a misspelt command gets click's suggestion."""
-    import sys
-
-    from xlainspect import settings
-    from xlainspect.cli.app import _command_name, main
-
-    monkeypatch.setattr(settings, "_cache_enabled", settings.cache_enabled())  # --no-cache below sets it
-    every = [_command_name(info) for info in app.registered_commands]
-    monkeypatch.setattr(app, "registered_commands", list(app.registered_commands))
-    monkeypatch.setattr(sys, "argv", ["xlainspect", "--help"])
-    with pytest.raises(SystemExit) as exit_:
-        main()
-    listed = capsys.readouterr().out
-    assert exit_.value.code == 0 and all(f"  {name} " in listed for name in every)
-    monkeypatch.setattr(sys, "argv", ["xlainspect", "--no-cache", "modules", str(DUMPS / "ragged_batch"), "-f", "json"])
-    built = []
-    build = typer.main.get_command_from_info
-    monkeypatch.setattr(
-        typer.main,
-        "get_command_from_info",
-        lambda *a, **kw: built.append(kw.get("command_info", a[0] if a else None)) or build(*a, **kw),
+def test_help_lists_every_command_and_imports_none():
+    """`COMMANDS` names each command's module; `--help` lists them all from it, importing no command module."""
+    code = (
+        "import sys\nfrom xlainspect.cli import main\nsys.argv = ['xlainspect', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.endswith(('_cmd', '_cmds')) or m.startswith('xlainspect.analysis')))"
     )
-    with pytest.raises(SystemExit) as exit_:
-        main()
-    assert exit_.value.code == 0 and len(json.loads(capsys.readouterr().out)) == 4
-    assert [_command_name(info) for info in built] == ["modules"]
-    assert [_command_name(info) for info in app.registered_commands] == every  # restored after the run
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert all(f"  {name} " in result.stdout for name in COMMANDS)
+    assert result.stdout.rstrip().endswith("[]")
+
+
+def test_a_run_imports_its_own_command_module_only():
+    code = (
+        "import sys\nfrom xlainspect.cli import main\n"
+        f"sys.argv = ['xlainspect', '--no-cache', 'modules', {str(DUMPS / 'ragged_batch')!r}, '-f', 'json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.endswith(('_cmd', '_cmds'))))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert len(json.loads(result.stdout[: result.stdout.rindex("[")])) == 4
+    assert result.stdout.rstrip().endswith("['dump_cmds']")
+
+
+def test_the_command_table_is_the_commands_registered():
+    """Each module `COMMANDS` names registers exactly the commands the table gives it."""
+    for module in {module for module, _ in COMMANDS.values()}:
+        registered = importlib.import_module(f"xlainspect.cli.{module}").commands.registered_commands
+        assert sorted(command_name(info) for info in registered) == sorted(
+            name for name, (owner, _) in COMMANDS.items() if owner == module
+        )
+
+
+def test_a_misspelt_command_gets_a_suggestion():
+    result = runner.invoke(app, ["count-recompile", "x"])
+    assert result.exit_code == 2
+    assert "No such command 'count-recompile'. Did you mean 'count-recompiles'?" in result.output

@@ -17,6 +17,7 @@ from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_thres
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.errors import XlaInspectError
+from xlainspect.report.views import regression_text
 
 
 def _diff(a: str, b: str, dumps=DUMPS):
@@ -162,7 +163,7 @@ def test_relative_and_absolute_thresholds():
     rows = [_diff("diff_batch_a", "diff_batch_b")]  # peak_memory 396 -> 748 (+88.9%)
     assert regressions(rows, [parse_threshold("peak_memory=100%")]) == []
     assert regressions(rows, [parse_threshold("peak_memory=352")]) == []
-    assert regressions(rows, [parse_threshold("peak_memory=50%")]) == [
+    assert [regression_text(r) for r in regressions(rows, [parse_threshold("peak_memory=50%")])] == [
         "jit_train_step: peak_memory 396 -> 748 (+88.9%), over --max-increase peak_memory=50%"
     ]
     assert parse_threshold("copies=10%") == Threshold("copies", 10.0, True)
@@ -245,7 +246,7 @@ def test_a_forked_worker_sharing_the_modules_gives_the_serial_answer(tmp_path, m
     import shutil
 
     from xlainspect import settings
-    from xlainspect.analysis import diff
+    from xlainspect.analysis import commands
 
     b = tmp_path / "b"
     shutil.copytree(DUMPS / "tpu_v5e", b)
@@ -261,8 +262,8 @@ def test_a_forked_worker_sharing_the_modules_gives_the_serial_answer(tmp_path, m
     monkeypatch.setattr(settings, "_parse_workers", 1)
     serial = run()
     monkeypatch.setattr(settings, "_parse_workers", 2)
-    monkeypatch.setattr(diff, "SHARE_MIN_BYTES", 0)
-    monkeypatch.setattr(diff, "SHARE_MIN_MODULES", 0)
+    monkeypatch.setattr(commands, "SHARE_MIN_BYTES", 0)  # the per-module runner's
+    monkeypatch.setattr(commands, "SHARE_MIN_MODULES", 0)
     assert run() == serial
     assert [n.split(".")[0] for n in serial[1]] == ["module_0085", "module_0219"]
     assert sorted(row.status for row in serial[0]).count("unknown") == 1  # the truncated module's function
@@ -288,13 +289,13 @@ def _counted_facts(monkeypatch) -> list[str]:
     monkeypatch.setattr(settings, "_cache_enabled", False)
     monkeypatch.setattr(settings, "_parse_workers", 1)
     analysed = []
-    facts = diff._facts_or_error
+    facts = diff._facts_and_peak
 
     def counted(module, chip):
         analysed.append(module.label)
         return facts(module, chip)
 
-    monkeypatch.setattr(diff, "_facts_or_error", counted)
+    monkeypatch.setattr(diff, "_facts_and_peak", counted)
     return analysed
 
 

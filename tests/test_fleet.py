@@ -99,7 +99,6 @@ def test_count_recompiles_explains_one_usual_host(tmp_path):
 def test_count_recompiles_table_says_the_counts_are_per_host(tmp_path):
     from typer.testing import CliRunner
 
-    import xlainspect.cli.commands  # noqa: F401  (registers the commands on `app`)
     from xlainspect.cli.app import app
 
     result = CliRunner().invoke(app, ["count-recompiles", str(_fleet(tmp_path, 3)), "--format", "markdown"])

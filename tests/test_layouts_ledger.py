@@ -119,7 +119,6 @@ def test_ledger_view_lists_padded_values_and_says_what_it_left_out():
 def test_layouts_of_a_dump_without_padding_is_one_sentence_and_totals():
     from typer.testing import CliRunner
 
-    import xlainspect.cli.commands  # noqa: F401
     from xlainspect.cli.app import app
 
     result = CliRunner().invoke(app, ["layouts", str(DUMPS / "clean_run")])

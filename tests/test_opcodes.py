@@ -5,10 +5,7 @@ from __future__ import annotations
 from typer.testing import CliRunner
 
 from tests.conftest import hlo_fixture_files
-from xlainspect.cli import (
-    app,
-    commands,  # noqa: F401  (registers the commands)
-)
+from xlainspect.cli import app
 from xlainspect.dump.files import read_text
 from xlainspect.hlo.opcodes import is_known_opcode, unknown_opcodes
 from xlainspect.hlo.parser import parse_hlo

@@ -6,6 +6,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import DUMPS
+from xlainspect.analysis import commands
+from xlainspect.analysis.commands import report as report_command
+from xlainspect.analysis.commands.report import dump_facts
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.report import dump_report as reports
@@ -15,7 +18,7 @@ SECTIONS = ["time", "compiles", "recompiles", "memory", "padding", "fusions", "c
 
 
 def _report(name: str):
-    return reports.dump_report(load_dump(DUMPS / name))
+    return reports.dump_report(dump_facts(load_dump(DUMPS / name)))
 
 
 def test_findings_are_ranked_extra_compiles_first_then_bytes():
@@ -139,12 +142,13 @@ def test_workers_find_the_same_report_as_one_process(tmp_path, monkeypatch):
     next(dump.glob("module_0219.*.after_optimizations-buffer-assignment.txt")).write_text("garbage\n")
     monkeypatch.setattr(settings, "_cache_enabled", False)  # the workers analyse, not read the first run's facts
     monkeypatch.setattr(settings, "_parse_workers", 1)
-    serial = reports.dump_report(load_dump(dump))
+    serial = reports.dump_report(dump_facts(load_dump(dump)))
     monkeypatch.setattr(settings, "_parse_workers", 2)
-    monkeypatch.setattr(reports, "SHARE_MIN_MODULES", 2)
-    monkeypatch.setattr(reports, "CHUNK_MODULES", 2)
+    monkeypatch.setattr(commands, "SHARE_MIN_MODULES", 2)
+    monkeypatch.setattr(report_command, "SHARE_MIN_MODULES", 2)
+    monkeypatch.setattr(report_command, "CHUNK_MODULES", 2)
     advanced = []
-    parallel = reports.dump_report(load_dump(dump), advanced.append)
+    parallel = reports.dump_report(dump_facts(load_dump(dump), lambda _stage, _total=None: advanced.append))
     skipped = [s.path.name.split(".")[0] for s in parallel.skipped]
     assert skipped == ["module_0085", "module_0219", "module_0085"]  # the last from the recompiles section
     assert parallel == serial and render_html(parallel) == render_html(serial)

@@ -13,17 +13,22 @@ from typer.testing import CliRunner
 
 from tests.conftest import DUMPS, FIXTURES
 from xlainspect.analysis.commands.cost import cost_report, profile_report
+from xlainspect.analysis.commands.report import dump_facts, report_of
+from xlainspect.analysis.timing import OpTiming, log_compiles
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.jaxlog import JaxLog, parse_jax_log, read_jax_log
 from xlainspect.report import dump_report as reports
-from xlainspect.report.dump_report import report_of
 from xlainspect.report.page import render_html, render_markdown
-from xlainspect.report.timing import OpTiming, log_compiles
 
 TRACE = FIXTURES / "profiles" / "profile_steps"
 CACHE_RUN = FIXTURES / "cache" / "runs" / "1_cold"
 GPU_DUMP, GPU_TRACE = DUMPS / "gpu_profile", FIXTURES / "profiles" / "gpu_profile"
+
+
+def _report(path, **options):
+    """The report the `report` command writes of the dump at `path`."""
+    return reports.dump_report(report_of(path, **options))
 
 
 def _section(report, key: str):
@@ -31,7 +36,7 @@ def _section(report, key: str):
 
 
 def test_measured_step_time_is_the_profiles_time_per_step():
-    report = report_of(DUMPS / "profile_steps", profile=TRACE)
+    report = _report(DUMPS / "profile_steps", profile=TRACE)
     time = _section(report, "time")
     (row,) = time.tables[0].rows
     profiled = profile_report(TRACE, DUMPS / "profile_steps")
@@ -49,7 +54,7 @@ def test_measured_step_time_is_the_profiles_time_per_step():
 
 
 def test_a_compile_in_the_profile_is_on_the_timeline_with_its_seconds():
-    report = report_of(DUMPS / "profile_steps", profile=TRACE)
+    report = _report(DUMPS / "profile_steps", profile=TRACE)
     (timeline,) = _section(report, "compiles").charts
     assert timeline.source == "profile"
     profiled = profile_report(TRACE, DUMPS / "profile_steps")
@@ -62,7 +67,7 @@ def test_a_compile_in_the_profile_is_on_the_timeline_with_its_seconds():
 
 
 def test_the_jax_log_in_the_dump_puts_compiles_on_its_clock():
-    report = report_of(CACHE_RUN)
+    report = _report(CACHE_RUN)
     compiles = _section(report, "compiles")
     (timeline,) = compiles.charts
     logged = read_jax_log(CACHE_RUN).compiles
@@ -90,7 +95,7 @@ def test_a_log_without_times_lays_compiles_back_to_back():
 
 
 def test_the_dump_alone_orders_compiles_without_seconds():
-    report = report_of(DUMPS / "ragged_batch")
+    report = _report(DUMPS / "ragged_batch")
     (timeline,) = _section(report, "compiles").charts
     assert timeline.source == "dump"
     assert [(m.function, m.start_seconds, m.seconds, m.recompile) for m in timeline.marks] == [
@@ -106,10 +111,10 @@ def test_the_dump_alone_orders_compiles_without_seconds():
 
 
 def test_page_speaks_words_not_python_literals():
-    page = render_html(report_of(DUMPS / "eager_flood"))
+    page = render_html(_report(DUMPS / "eager_flood"))
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", page)
     assert "yes" in cells and "True" not in cells and "False" not in cells
-    assert "True" not in render_markdown(report_of(DUMPS / "eager_flood"))
+    assert "True" not in render_markdown(_report(DUMPS / "eager_flood"))
 
 
 def test_what_to_do_follows_the_ops_kind():
@@ -150,7 +155,7 @@ def _module_id(cost) -> int:
 
 
 def test_gpu_roofline_estimate_is_costs_roofline_of_the_last_module():
-    report = report_of(GPU_DUMP)
+    report = _report(GPU_DUMP)
     rows = {r[0]: r for r in _section(report, "time").tables[0].rows}
     costed = cost_report(GPU_DUMP, top=None)
     last = max((m for m in costed.modules if m.function == "jit_train_step"), key=_module_id)
@@ -165,7 +170,7 @@ def test_gpu_roofline_estimate_is_costs_roofline_of_the_last_module():
 
 
 def test_gpu_findings_link_each_op_to_its_hlo_lines_and_source():
-    report = report_of(GPU_DUMP, profile=GPU_TRACE)
+    report = _report(GPU_DUMP, profile=GPU_TRACE)
     time = _section(report, "time")
     timed = [f for f in report.findings() if f.unit == "seconds"]
     assert timed == time.findings and len(timed) == 10
@@ -190,7 +195,7 @@ def test_gpu_findings_link_each_op_to_its_hlo_lines_and_source():
 
 
 def test_every_link_on_the_page_has_its_target():
-    page = render_html(report_of(GPU_DUMP, profile=GPU_TRACE))
+    page = render_html(_report(GPU_DUMP, profile=GPU_TRACE))
     targets = set(re.findall(r"id='([^']+)'", page))
     links = set(re.findall(r"href='#([^']+)'", page))
     assert links and links <= targets, sorted(links - targets)[:5]
@@ -198,7 +203,7 @@ def test_every_link_on_the_page_has_its_target():
 
 def test_a_copy_says_what_it_moves():
     """tpu_v5e's jit_dots moves values between HBM and VMEM (the copies analysis reads the memory spaces)."""
-    texts = [f.text for f in report_of(DUMPS / "tpu_v5e").findings() if f.unit == "seconds"]
+    texts = [f.text for f in _report(DUMPS / "tpu_v5e").findings() if f.unit == "seconds"]
     assert (
         "module_0219.jit_dots copy.4 (copy): copy between memory spaces (S(1)->S(0) (HBM (default))): "
         "a prefetch or offload, lost where it does not overlap compute"
@@ -206,14 +211,14 @@ def test_a_copy_says_what_it_moves():
 
 
 def test_a_profile_of_another_run_is_said_so():
-    report = report_of(DUMPS / "eager_flood", profile=TRACE)
+    report = _report(DUMPS / "eager_flood", profile=TRACE)
     assert "none of the traced modules is in this dump (module ids and names differ)" in _section(report, "time").intro
 
 
 def test_a_trace_that_starts_after_the_first_compile_marks_the_next_a_recompile():
     """gpu_profile compiled jit_train_step before the trace and again inside step 3: the dump holds both,
     the trace the second, which is the recompile."""
-    report = report_of(GPU_DUMP, profile=GPU_TRACE)
+    report = _report(GPU_DUMP, profile=GPU_TRACE)
     (timeline,) = _section(report, "compiles").charts
     (train,) = [m for m in timeline.marks if m.function == "jit_train_step"]
     assert train.recompile and train.seconds == pytest.approx(2.759099201)
@@ -223,7 +228,7 @@ def test_a_trace_that_starts_after_the_first_compile_marks_the_next_a_recompile(
 
 def test_the_timeline_draws_the_functions_with_the_most_compile_time(monkeypatch):
     monkeypatch.setattr(reports, "TIMELINE_LANES", 2)
-    report = reports.dump_report(load_dump(CACHE_RUN), None, None, read_jax_log(CACHE_RUN))  # not the cached one
+    report = reports.dump_report(dump_facts(load_dump(CACHE_RUN), log=read_jax_log(CACHE_RUN)))  # not the cached one
     compiles = _section(report, "compiles")
     (timeline,) = compiles.charts
     assert [m.function for m in timeline.marks] == ["jit_predict", "jit_predict", "jit_deep"]  # 3.70 s, 0.17 s
@@ -232,7 +237,7 @@ def test_the_timeline_draws_the_functions_with_the_most_compile_time(monkeypatch
 
 def test_the_step_chart_says_how_many_functions_it_leaves_out(monkeypatch):
     monkeypatch.setattr(reports, "CHART_FUNCTIONS", 1)
-    report = reports.dump_report(load_dump(GPU_DUMP), None, GPU_TRACE)  # not the cached one
+    report = reports.dump_report(dump_facts(load_dump(GPU_DUMP), trace=GPU_TRACE))  # not the cached one
     (chart,) = _section(report, "time").charts
     assert [f.function for f in chart.functions] == ["jit_train_step"] and chart.of == 4
     assert "<h3>Step time per function, by op kind (the 1 slowest of 4)</h3>" in render_html(report)

@@ -1,5 +1,5 @@
-"""The `xlainspect` script (`cli.run`) leaves without the interpreter's teardown: what it writes, its exit
-codes and the exit handlers of the process are those of an ordinary exit."""
+"""The `xlainspect` script (`cli.main`) in a process of its own: what it writes, its exit codes, and the
+process's exit handlers and threads are those of an ordinary exit."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ RAGGED = DUMPS / "ragged_batch"
 
 
 def _script(*args: str, before: str = "") -> subprocess.CompletedProcess:
-    """`run()` in a fresh interpreter, after the statements `before`."""
-    code = f"import sys\n{before}\nfrom xlainspect.cli import run\nsys.argv = ['xlainspect', *sys.argv[1:]]\nrun()"
+    """`main()` in a fresh interpreter, after the statements `before`."""
+    code = f"import sys\n{before}\nfrom xlainspect.cli import main\nsys.argv = ['xlainspect', *sys.argv[1:]]\nmain()"
     return subprocess.run(
         [sys.executable, "-c", code, *map(str, args)],
         cwd=REPO,

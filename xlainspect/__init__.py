@@ -33,7 +33,7 @@ _EXPORTS = {
     "cache_misses_report": _COMMANDS + ".cache",
     "diagnose": "xlainspect.analysis.doctor",
     "dump_report": "xlainspect.report.dump_report",
-    "report_of": "xlainspect.report.dump_report",
+    "report_of": _COMMANDS + ".report",
     "Selection": _COMMANDS,
     "ChipChoice": _COMMANDS + ".cost",
     "Budget": "xlainspect.analysis.recompiles",
@@ -87,6 +87,7 @@ if TYPE_CHECKING:
     from xlainspect.analysis.commands.layouts import explain_layout, layouts_report
     from xlainspect.analysis.commands.memory import memory_report
     from xlainspect.analysis.commands.parse import parse_report
+    from xlainspect.analysis.commands.report import report_of
     from xlainspect.analysis.compile_times import compile_times
     from xlainspect.analysis.cost import module_cost
     from xlainspect.analysis.doctor import diagnose
@@ -102,7 +103,7 @@ if TYPE_CHECKING:
     from xlainspect.hlo.shape import Shape
     from xlainspect.layout import Layout, Tile
     from xlainspect.report.document import Document
-    from xlainspect.report.dump_report import dump_report, report_of
+    from xlainspect.report.dump_report import dump_report
     from xlainspect.report.page import render_html, render_markdown
 
 

@@ -1,5 +1,5 @@
 """`python -m xlainspect ...` runs the CLI (the same as the `xlainspect` script)."""
 
-from xlainspect.cli import run
+from xlainspect.cli import main
 
-run()
+main()

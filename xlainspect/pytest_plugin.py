@@ -14,13 +14,18 @@ with that explanation.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+from xlainspect.capture import xla_flags_with_dump
+
+if TYPE_CHECKING:
+    from xlainspect.testing import XlaCompiles
 
 _FOLDER = pytest.StashKey[Path]()
 _WORKER = "PYTEST_XDIST_WORKER"
@@ -59,8 +64,6 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
     wanted = known.xla_dump_dir if known.xla_dump_dir is not None else "" if alone else known.xla_dump
     if wanted is None:
         return
-    from xlainspect.capture import xla_flags_with_dump
-
     folder = Path(wanted) if wanted else Path(tempfile.mkdtemp(prefix="xla-dump-"))
     folder = (folder / os.environ[_WORKER] if _WORKER in os.environ else folder).absolute()
     try:
@@ -121,75 +124,6 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return f"xla dump: {folder}" if folder is not None else None
 
 
-class XlaCompiles:
-    """The modules XLA compiled since this object was made (during one test), read from the dump folder."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self._before = _stamps(folder)
-
-    def dump(self):
-        """An `xlainspect.dump.Dump` holding only this test's modules (empty before the first compile)."""
-        from xlainspect.dump.directory import Dump, load_dump
-        from xlainspect.errors import DumpError
-
-        fresh = {path for path, stamp in _stamps(self.folder).items() if self._before.get(path) != stamp}
-        try:
-            dump = load_dump(self.folder)
-        except DumpError:  # no module files yet
-            return Dump(self.folder, [])
-        return Dump(dump.root, [m for m in dump.modules if any(str(f.path) in fresh for f in m.files)])
-
-    def functions(self) -> dict[str, int]:
-        """Compiles per function (HloModule name, e.g. `jit_train_step`), in first-compile order."""
-        return {name: len(modules) for name, modules in self.dump().functions().items()}
-
-    def count(self, function: str) -> int:
-        """Compiles of `function`; `train_step` also finds jax's `jit_train_step`."""
-        counts = self.functions()
-        return counts.get(function, counts.get(f"jit_{function}", 0))
-
-    def recompiles(self) -> list:
-        """count-recompiles' rows (`FunctionCompiles`: count, module ids, causes) for this test."""
-        from xlainspect.analysis.recompiles import count_recompiles
-
-        return count_recompiles(self.dump()).functions
-
-    def explain(self) -> str:
-        """Every function compiled more than once during the test, with its causes and a suggestion."""
-        from xlainspect.report.causes import explain_recompiles
-
-        return explain_recompiles(self.recompiles())
-
-    def over_budget(self, total: int | None = None, **per_function: int) -> list[str]:
-        """count-recompiles' gate messages for these budgets; empty when within them (a function the test
-        did not compile is within any budget)."""
-        from xlainspect.analysis.recompiles import Budget, budget_violations
-        from xlainspect.report.causes import violation_text
-
-        rows = self.recompiles()
-        names = {r.name for r in rows}
-        budgets = tuple((_resolve(name, names), limit) for name, limit in per_function.items())
-        violations = budget_violations(rows, Budget(per_name=budgets, max_total=total))
-        return [violation_text(v, "max_compiles") for v in violations]
-
-
-def _resolve(name: str, compiled: set[str]) -> str:
-    return f"jit_{name}" if name not in compiled and f"jit_{name}" in compiled else name
-
-
-def _stamps(folder: Path) -> dict[str, tuple[int, int]]:
-    """(mtime, size) of every file under the dump folder: a module's files appear or change when it compiles."""
-    stamps = {}
-    for directory, _, names in os.walk(folder):
-        for name in names:
-            path = os.path.join(directory, name)
-            with contextlib.suppress(FileNotFoundError):  # a file replaced while we walk
-                stat = os.stat(path)
-                stamps[path] = (stat.st_mtime_ns, stat.st_size)
-    return stamps
-
-
 def _folder(config: pytest.Config, what: str) -> Path:
     folder = config.stash.get(_FOLDER, None)
     if folder is None:
@@ -197,10 +131,18 @@ def _folder(config: pytest.Config, what: str) -> Path:
     return folder
 
 
+def _compiles(config: pytest.Config, what: str) -> XlaCompiles:
+    """The modules compiled from now on. Imported here, the one place: every pytest run of a machine
+    where xlainspect is installed loads this plugin, and only a run with `--xla-dump` reads a dump."""
+    from xlainspect.testing import XlaCompiles
+
+    return XlaCompiles(_folder(config, what))
+
+
 @pytest.fixture
 def xla_compiles(request: pytest.FixtureRequest) -> XlaCompiles:
     """The modules compiled during this test: `count(fn)`, `functions()`, `recompiles()`, `explain()`."""
-    return XlaCompiles(_folder(request.config, "the xla_compiles fixture"))
+    return _compiles(request.config, "the xla_compiles fixture")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -211,7 +153,7 @@ def pytest_runtest_call(item: pytest.Item):
         return (yield)
     if marker.args:
         pytest.fail("max_compiles takes keywords only: max_compiles(jit_train_step=1, total=3)", pytrace=False)
-    compiles = XlaCompiles(_folder(item.config, "@pytest.mark.max_compiles"))
+    compiles = _compiles(item.config, "@pytest.mark.max_compiles")
     result = yield
     violations = compiles.over_budget(**marker.kwargs)
     if violations:

@@ -100,7 +100,7 @@ def dump_entries(cache: CacheDir, dump: Dump, log: JaxLog | None = None) -> list
             for index, m in enumerate(modules, 1)
         ]
     stored = entries_by_function(cache)
-    rows = []
+    rows: list[DumpCompileEntry] = []
     for name, modules in dump.functions().items():
         entries = stored.get(name, [])
         for index, module in enumerate(modules, 1):

@@ -75,7 +75,7 @@ def _function_row(name: str, compiles: list[LogCompile], earlier: list[LogCompil
     statuses = [_status(c) for c in compiles]
     status = max(statuses, key=_SEVERITY.index)
     changed: dict[str, None] = {}
-    notes = []
+    notes: list[str] = []
     if len(compiles) > 1:
         counts = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
         notes.append(f"{len(compiles)} compiles: {counts}")

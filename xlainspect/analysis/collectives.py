@@ -24,11 +24,18 @@ partitioned from (`reduce_sum`, `dot_general`) or no metadata at all. Without a 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from xlainspect.analysis.lookup import instruction_index, module_label, operand_shapes, users
 from xlainspect.analysis.rows import group_sums
-from xlainspect.hlo.attributes import decode_replica_groups, decode_source_target_pairs, known_trip_count
+from xlainspect.hlo.attributes import (
+    ReplicaGroups,
+    decode_replica_groups,
+    decode_source_target_pairs,
+    known_trip_count,
+)
 from xlainspect.hlo.model import Computation, Instruction, Module
 
 KINDS = (
@@ -45,7 +52,7 @@ KINDS = (
 )
 
 #: Fraction of the payload each device sends, by kind, as a function of the group size n.
-SEND_FACTORS = {
+SEND_FACTORS: dict[str, Callable[[int], float]] = {
     "all-reduce": lambda n: 2 * (n - 1) / n,
     "all-gather": lambda n: (n - 1) / n,
     "reduce-scatter": lambda n: (n - 1) / n,
@@ -127,12 +134,13 @@ def collectives(module: Module, *, count_executions: bool = True) -> list[Collec
     """Every collective of the module, in printed order (definitions in the module docstring).
     `count_executions=False` leaves `executions` None and skips the call graph."""
     wrapped = _async_wrapped_computations(module)
-    counts = None  # the call graph is built at the first collective: most modules have none
-    rows = []
+    counts: dict[str, int | None] | None = None  # the call graph is built at the first collective: most have none
+    rows: list[Collective] = []
     for computation in module.computations:
         if computation.name in wrapped:
             continue
-        index = uses = None
+        index: dict[str, Instruction] | None = None
+        uses: dict[str, list[Instruction]] | None = None
         for instruction in computation.instructions:
             kind = _kind(module, instruction)
             if kind is None:
@@ -240,7 +248,7 @@ def _collective_attributes(module: Module, instruction: Instruction) -> dict[str
     return {**(root.attributes if root else {}), **instruction.attributes}
 
 
-def _group_size(module: Module, groups, has_channel: bool, global_ids: bool) -> int | None:
+def _group_size(module: Module, groups: ReplicaGroups, has_channel: bool, global_ids: bool) -> int | None:
     """Devices per group; `{}` means all devices of the collective's mode (reference §1.8 group modes)."""
     if groups.group_size is not None:
         return groups.group_size
@@ -302,4 +310,8 @@ def execution_counts(module: Module) -> dict[str, int | None]:
 def collective_totals(rows: list[Collective]) -> list[CollectiveTotal]:
     """Count, payload and per-step bytes per module and kind (bytes_per_step None when any is unknown)."""
     totals = group_sums(rows, lambda r: (r.module, r.kind), ["payload_bytes", "bytes_per_step"])
-    return [CollectiveTotal(module, kind, *sums) for (module, kind), sums in totals.items()]
+    # cast: the count and payload_bytes are never None (only bytes_per_step may be unknown)
+    return [
+        CollectiveTotal(module, kind, cast(int, count), cast(int, payload), per_step)
+        for (module, kind), (count, payload, per_step) in totals.items()
+    ]

@@ -38,8 +38,8 @@ class CompileTimes:
     """Compile seconds from a jax log, per function and per dump module."""
 
     functions: dict[str, FunctionTimes]
-    by_module: dict[DumpModule, LogCompile] = field(default_factory=dict)
-    unpaired: list[str] = field(default_factory=list)
+    by_module: dict[DumpModule, LogCompile] = field(default_factory=dict[DumpModule, LogCompile])
+    unpaired: list[str] = field(default_factory=list[str])
     """One sentence per function whose log and dump compiles do not pair one to one."""
 
     @property

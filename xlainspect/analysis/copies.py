@@ -13,12 +13,13 @@ with tile padding (what is written). `relayout` marks copies that change the phy
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from xlainspect.analysis.lookup import instruction_index, module_label, operand_shapes, users
 from xlainspect.analysis.rows import group_sums
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.hlo.shape import Shape
-from xlainspect.layout import Layout, format_layout, memory_space_name
+from xlainspect.layout import Layout, Tile, format_layout, memory_space_name
 
 HOST_OFFLOAD_TARGETS = ("MoveToHost", "MoveToDevice")
 
@@ -64,9 +65,10 @@ class CopyTotal:
 
 def copies(module: Module, platform: str | None = None) -> list[Copy]:
     """Every copy and layout-changing op of the module, in printed order (see the module docstring)."""
-    rows = []
+    rows: list[Copy] = []
     for computation in module.computations:
-        index = uses = None
+        index: dict[str, Instruction] | None = None
+        uses: dict[str, list[Instruction]] = {}
         for instruction in computation.instructions:
             kind = _kind(module, instruction)
             if kind is None:
@@ -154,11 +156,12 @@ def _relayout(source: Shape | None, destination: Shape | None) -> bool:
     return _physical(source.layout) != _physical(destination.layout)
 
 
-def _physical(layout: Layout | None) -> tuple | None:
+def _physical(layout: Layout | None) -> tuple[tuple[int, ...], tuple[Tile, ...], int] | None:
     return (layout.minor_to_major, layout.tiles, layout.element_size_in_bits) if layout is not None else None
 
 
 def copy_totals(rows: list[Copy]) -> list[CopyTotal]:
     """Count, bytes, relayout and layout-only counts per module and kind."""
     totals = group_sums(rows, lambda r: (r.module, r.kind), ["bytes", "relayout", "layout_only"])
-    return [CopyTotal(module, kind, *sums) for (module, kind), sums in totals.items()]
+    # cast: bytes and the flags are never None, so neither are their sums (group_sums allows None for any)
+    return [CopyTotal(module, kind, *cast(list[int], sums)) for (module, kind), sums in totals.items()]

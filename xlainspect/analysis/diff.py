@@ -19,12 +19,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from xlainspect.dump.directory import SHARE_MIN_BYTES, SHARE_MIN_MODULES, Dump, DumpModule, SkippedFile
+from xlainspect.analysis.chips import Chip, dump_chip_key, get_chip
+from xlainspect.analysis.collectives import collectives
+from xlainspect.analysis.commands import analyse_each
+from xlainspect.analysis.copies import copies
+from xlainspect.analysis.cost import module_cost
+from xlainspect.analysis.fusions import fusion_kind_totals, fusions
+from xlainspect.analysis.layouts import LedgerInput, ledger_totals, padding_ledger
+from xlainspect.analysis.memory import memory_inputs, module_memory
+from xlainspect.analysis.ops import opcode_histogram
+from xlainspect.analysis.recompiles import name_parameters, signature_causes
+from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
 from xlainspect.dump.files import read_bytes
 from xlainspect.errors import XlaInspectError
 
-if TYPE_CHECKING:  # the analyses are imported where they run: loading a cached diff needs only the rows
-    from xlainspect.analysis.chips import Chip
+if TYPE_CHECKING:
     from xlainspect.hlo.model import Module
 
 METRICS = (
@@ -82,6 +91,18 @@ class SignatureChange:
     a_bytes: int | None = None
     """Logical bytes of the parameter (or result) on each side, when it is one array or tuple."""
     b_bytes: int | None = None
+
+
+@dataclass(slots=True)
+class ModuleFacts:
+    """One module's share of its function's `Profile`."""
+
+    metrics: dict[str, int]
+    """Every metric but `modules`, `peak_memory` and `roofline_seconds`."""
+    roofline_seconds: float | None
+    ops: Counter[str]
+    fusion_kinds: Counter[str]
+    custom_call_targets: Counter[str]
 
 
 @dataclass
@@ -142,41 +163,31 @@ class DumpsDiff:
 def diff_dumps(a: Dump, b: Dump, chip: Chip | None = None, advance: Callable[[int], None] | None = None) -> DumpsDiff:
     """Every function of either dump: A's in compile order, then those only in B. `roofline_seconds` is
     on `chip`, else on the GPU a dump names (None for TPU and CPU dumps). `advance(n)` as modules are
-    analysed (a progress bar's); where xlainspect owns the process, a forked worker analyses some."""
-    from xlainspect.workers import map_shared
-
+    analysed (a progress bar's). Each module is analysed by the per-module runner (`analyse_each`):
+    answered from the results cache while its files are unchanged, shared with forked workers where
+    xlainspect owns the process, and once for modules of the same bytes on either side."""
     functions_a, functions_b = a.functions(), b.functions()
-    both = [m for functions in (functions_a, functions_b) for modules in functions.values() for m in modules]
-    analyse = functools.partial(_facts_or_error, chip=chip)
-    keys = [_inputs_digest(module) for module in both]
-    firsts: dict[object, DumpModule] = {}  # a module's inputs -> the first module made of them
-    for key, module in zip(keys, both):
-        firsts.setdefault(key, module)
-    unique = list(firsts.values())
-    found = map_shared(
-        analyse,
-        unique,
-        1,
-        advance=advance,
-        size=DumpModule.hlo_bytes,  # the two largest modules (often one per dump) are analysed at once
-        serial_below=SHARE_MIN_MODULES,
-        serial_below_size=SHARE_MIN_BYTES,
+    sides = [m for functions in (functions_a, functions_b) for modules in functions.values() for m in modules]
+    found = analyse_each(
+        sides,
+        functools.partial(_facts_and_peak, chip=chip),
+        inputs=memory_inputs,
+        key=lambda m: f"diff:{(c.key if (c := chip or _dump_chip(m)) else None)}:{m.platform}",
+        blame=lambda m: m.hlo_file().path,
+        advance=advance or (lambda n: None),
         meanwhile=functools.partial(_signatures, [*functions_a.values(), *functions_b.values()]),
+        same=_inputs_digest,
     )
-    facts = dict(zip(map(id, unique), found))
-    for key, module in zip(keys, both):
-        if id(module) not in facts:
-            shared = facts[id(firsts[key])]
-            # an error names the file it was met in: a module's own error names its own file
-            facts[id(module)] = analyse(module) if any(isinstance(f, XlaInspectError) for f in shared) else shared
-    if advance is not None:
-        advance(len(both) - len(unique))  # those compared through the module they equal
-    found = DumpsDiff([])
+    facts = {id(m): result for m, result in zip(found.modules, found.results)}
+    in_a = {m.hlo_file().path for modules in functions_a.values() for m in modules}
+    diffed = DumpsDiff([])
+    for skipped in found.skipped:
+        (diffed.skipped_a if skipped.path in in_a else diffed.skipped_b).append(skipped)
     for name in [*functions_a, *(n for n in functions_b if n not in functions_a)]:
-        left = profile(name, functions_a[name], facts, found.skipped_a) if name in functions_a else None
-        right = profile(name, functions_b[name], facts, found.skipped_b) if name in functions_b else None
-        found.functions.append(diff_profiles(name, left, right))
-    return found
+        left = profile(name, functions_a[name], facts, diffed.skipped_a) if name in functions_a else None
+        right = profile(name, functions_b[name], facts, diffed.skipped_b) if name in functions_b else None
+        diffed.functions.append(diff_profiles(name, left, right))
+    return diffed
 
 
 def _signatures(functions: list[list[DumpModule]]) -> None:
@@ -192,8 +203,6 @@ def _inputs_digest(dump_module: DumpModule) -> object:
     text and the memory side files). Two dumps of one program hold mostly the same modules byte for
     byte (the compiles a change did not touch, in any order and under any module id): each is analysed
     once. A module whose files cannot be read is its own key (its analysis names the problem)."""
-    from xlainspect.analysis.memory import memory_inputs
-
     try:
         contents = tuple(
             hashlib.blake2b(read_bytes(path), digest_size=16).digest() for path in memory_inputs(dump_module)
@@ -203,15 +212,10 @@ def _inputs_digest(dump_module: DumpModule) -> object:
     return dump_module.platform, dump_module.platform_tag, contents
 
 
-def _facts_or_error(dump_module: DumpModule, chip: Chip | None) -> tuple:
-    """`module_facts` and the module's memory peak, each fact or the error that kept it (`profile` skips
-    the file it names): what a worker sends back, never a traceback."""
-    from xlainspect.analysis.memory import module_memory
-
-    try:
-        facts = module_facts(dump_module, chip)
-    except XlaInspectError as error:
-        return error, None
+def _facts_and_peak(dump_module: DumpModule, chip: Chip | None) -> tuple[ModuleFacts, int | XlaInspectError | None]:
+    """`module_facts` and the module's memory peak, or the error that kept the peak (`profile` skips the
+    buffer assignment it names, and counts the rest); XlaInspectError where the HLO does not parse."""
+    facts = module_facts(dump_module, chip or _dump_chip(dump_module))
     try:
         memory = module_memory(dump_module, top=0)
         peak = memory.peak_bytes if memory is not None else None
@@ -220,36 +224,43 @@ def _facts_or_error(dump_module: DumpModule, chip: Chip | None) -> tuple:
     return facts, peak
 
 
-def profile(name: str, modules: list[DumpModule], facts: dict[int, tuple], skipped: list[SkippedFile]) -> Profile:
-    """Aggregate metrics of one function's modules from their `facts` (by `id`); a module that does not
-    parse is recorded in `skipped`."""
-    totals: Counter = Counter()
-    ops: Counter = Counter()
-    kinds: Counter = Counter()
-    targets: Counter = Counter()
+def profile(
+    name: str,
+    modules: list[DumpModule],
+    facts: dict[int, tuple[ModuleFacts, int | XlaInspectError | None]],
+    skipped: list[SkippedFile],
+) -> Profile:
+    """Aggregate metrics of one function's modules from their `facts` (by `id`; a module without any did
+    not parse, and the runner skipped it); a first module whose signature cannot be read, or a buffer
+    assignment that cannot, is recorded in `skipped`."""
+    totals: Counter[str] = Counter()
+    ops: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    targets: Counter[str] = Counter()
     peaks: list[int] = []
     seconds: list[float | None] = []
     first = None
-    unreadable = []
+    unreadable: list[str] = []
     for dump_module in modules:
+        if id(dump_module) not in facts:
+            unreadable.append(dump_module.label)
+            continue
         found, peak = facts[id(dump_module)]
         try:
-            if isinstance(found, XlaInspectError):
-                raise found
             if first is None:
                 first = dump_module.signature()
         except XlaInspectError as error:
             skipped.append(SkippedFile.of(dump_module.hlo_file().path, error))
             unreadable.append(dump_module.label)
             continue
-        metrics, module_seconds, module_ops, module_kinds, module_targets = found
-        totals.update(metrics)
-        seconds.append(module_seconds)
-        ops.update(module_ops)
-        kinds.update(module_kinds)
-        targets.update(module_targets)
+        totals.update(found.metrics)
+        seconds.append(found.roofline_seconds)
+        ops.update(found.ops)
+        kinds.update(found.fusion_kinds)
+        targets.update(found.custom_call_targets)
         if isinstance(peak, XlaInspectError):
-            skipped.append(SkippedFile.of(dump_module.file(kind="buffer-assignment").path, peak))
+            assignment = dump_module.file(kind="buffer-assignment")
+            skipped.append(SkippedFile.of(assignment.path if assignment else dump_module.hlo_file().path, peak))
         elif peak is not None:
             peaks.append(peak)
     metrics: dict[str, int | None] = {m: None if unreadable else totals[m] for m in METRICS}
@@ -260,37 +271,21 @@ def profile(name: str, modules: list[DumpModule], facts: dict[int, tuple], skipp
     return Profile(name, metrics, ops, kinds, targets, first, tuple(unreadable))
 
 
-def module_facts(dump_module: DumpModule, chip: Chip | None) -> tuple:
-    """One module's share of its function's profile: metrics (FLOPs included), roofline seconds, op,
-    fusion-kind and custom-call counts; answered from the results cache while its file is unchanged,
-    so diffing a dump again reads only each function's first module (its signature)."""
-    from xlainspect.dump.model_cache import cached_result
-
-    chip = chip or _dump_chip(dump_module)
-    key = f"diff:{chip.key if chip else None}:{dump_module.platform}"
-    return cached_result(dump_module.hlo_file().path, key, lambda: _module_facts(dump_module, chip))
-
-
-def _module_facts(dump_module: DumpModule, chip: Chip | None) -> tuple:
-    from xlainspect.analysis.cost import module_cost
-    from xlainspect.analysis.fusions import fusion_kind_totals, fusions
-    from xlainspect.analysis.ops import opcode_histogram
-
+def module_facts(dump_module: DumpModule, chip: Chip | None) -> ModuleFacts:
+    """One module's share of its function's profile: metrics (FLOPs included), roofline seconds on
+    `chip`, op, fusion-kind and custom-call counts."""
     module = dump_module.module()
     fusion_rows = fusions(module)
     cost = module_cost(module, chip)
     metrics = {**module_metrics(module, dump_module, fusion_rows), "flops": cost.flops}
     ops = Counter({row.opcode: row.count for row in opcode_histogram(module)})
     kinds = Counter({t.kind: t.count for t in fusion_kind_totals(fusion_rows)})
-    return metrics, cost.roofline_seconds, ops, kinds, _custom_call_targets(module)
+    return ModuleFacts(metrics, cost.roofline_seconds, ops, kinds, _custom_call_targets(module))
 
 
 def module_metrics(module: Module, dump_module: DumpModule, fusion_rows: list) -> dict[str, int]:
     """The summed metrics of one module (everything but `modules`, `peak_memory` and `flops`);
     `fusion_rows` are its `fusions`."""
-    from xlainspect.analysis.collectives import collectives
-    from xlainspect.analysis.copies import copies
-
     copy_rows = copies(module, dump_module.platform)
     collective_rows = collectives(module)
     return {
@@ -308,8 +303,6 @@ def module_metrics(module: Module, dump_module: DumpModule, fusion_rows: list) -
 
 def _dump_chip(dump_module: DumpModule) -> Chip | None:
     """The chip the module was compiled for, as `cost` reads it from the dump (an H200's dump: h200)."""
-    from xlainspect.analysis.chips import dump_chip_key, get_chip
-
     key = dump_chip_key(dump_module)
     return get_chip(key) if key else None
 
@@ -320,8 +313,6 @@ def _custom_call_targets(module: Module) -> Counter:
 
 def padding_waste(module: Module, dump_module: DumpModule) -> int:
     """Bytes lost to tile padding: the padding ledger's total for the module."""
-    from xlainspect.analysis.layouts import LedgerInput, ledger_totals, padding_ledger
-
     rows = padding_ledger([LedgerInput(module, dump_module.name or module.name, dump_module.platform)])
     return sum(t.wasted_bytes for t in ledger_totals(rows))
 
@@ -361,8 +352,6 @@ def _count_deltas(a: Counter, b: Counter) -> tuple[CountDelta, ...]:
 
 def signature_changes(a: Module, b: Module) -> tuple[SignatureChange, ...]:
     """Entry parameters (count-recompiles' causes: count, dtype, dims, layout, donation), shardings, result."""
-    from xlainspect.analysis.recompiles import name_parameters, signature_causes
-
     names = {p.parameter_number: p.op_name for p in a.entry.parameters}
     rows = [_from_cause(c, a, b) for c in name_parameters(signature_causes([a, b]), names)]
     rows += _sharding_changes(a, b, names)
@@ -437,34 +426,38 @@ def parse_threshold(text: str) -> Threshold:
     return Threshold(match["metric"], float(match["value"]), bool(match["percent"]))
 
 
-def unknown_functions(rows: list[FunctionDiff]) -> list[str]:
-    """One message per function on both sides that a module which did not parse leaves unknown: the
-    gate cannot pass it (it may hide a regression) nor fail it as one (exit 2: the input is bad)."""
-    return [f"{r.name}: unknown, {', '.join(r.unreadable)} did not parse" for r in rows if r.status == "unknown"]
+def unknown_functions(rows: list[FunctionDiff]) -> list[FunctionDiff]:
+    """The functions on both sides that a module which did not parse leaves unknown: the gate cannot pass
+    them (they may hide a regression) nor fail them as one (exit 2: the input is bad)."""
+    return [r for r in rows if r.status == "unknown"]
 
 
-def regressions(rows: list[FunctionDiff], thresholds: list[Threshold]) -> list[str]:
-    """One message per function and metric whose increase from A to B is over its threshold.
+@dataclass(slots=True)
+class Regression:
+    """A metric of a function that grew from A to B past its threshold."""
+
+    function: str
+    metric: MetricDelta
+    threshold: Threshold
+
+
+def regressions(rows: list[FunctionDiff], thresholds: list[Threshold]) -> list[Regression]:
+    """Each function and metric whose increase from A to B is over its threshold.
 
     Functions on one side only have nothing to compare and are never regressions. A relative
     threshold on a metric that was 0 in A fails on any increase.
     """
-    messages = []
+    found: list[Regression] = []
     for row in rows:
         metrics = {m.name: m for m in row.metrics}
         for threshold in thresholds:
             metric = metrics[threshold.metric]
-            if metric.delta is None or metric.delta <= 0:
+            if metric.delta is None or metric.delta <= 0 or metric.a is None:
                 continue
             if threshold.relative:
                 over = metric.a == 0 or 100.0 * metric.delta / metric.a > threshold.value
-                amount = f"+{metric.change:.1f}%" if metric.change is not None else "from 0"
             else:
                 over = metric.delta > threshold.value
-                amount = f"+{metric.delta:,}"
             if over:
-                messages.append(
-                    f"{row.name}: {metric.name} {metric.a:,} -> {metric.b:,} ({amount}), "
-                    f"over --max-increase {threshold}"
-                )
-    return messages
+                found.append(Regression(row.name, metric, threshold))
+    return found

@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,12 +73,16 @@ def diagnose(path: str | Path, progress: Progress = silent) -> DumpHealth:
             raise
         dump = Dump(root, [])  # protos only: the one finding that matters is that text dumps are off
     advance = progress("checking the dump", len(_CHECKS))
-    findings = []
+    findings: list[Finding] = []
     for check in _CHECKS:
         findings += check(root, dump, files)
         advance(1)
     findings.sort(key=lambda f: (SEVERITIES.index(f.severity), f.check))
     return DumpHealth(root, len(dump.modules), len(files.all), tuple(findings))
+
+
+_ModuleKey = tuple[str, int | None, int | None]
+"""(host, timestamp, module id): one compile of one process."""
 
 
 @dataclass(slots=True)
@@ -91,14 +96,14 @@ class _Files:
     hlo: list[DumpFile]
     between: list[DumpFile]
     """HLO files written between passes (--xla_dump_hlo_pass_re)."""
-    protos: dict[tuple, str]
+    protos: dict[_ModuleKey, str]
     """(host, timestamp, module id) -> the last by path of its HLO protos."""
     debug_options: list[DumpFile]
     """One per host, the first by path: the dump cap is an XLA flag, the same in every debug_options a
     process writes."""
     cap: tuple[int, Path] | None = None
     """What `_dump_cap_reached` finds, asked once."""
-    unknown: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list[str])
     """Files named `module_*` of no kind XLA's dumper is known to write."""
 
 
@@ -128,7 +133,9 @@ def _sorted_out(scanned: list[DumpFile]) -> _Files:
     return files
 
 
-def _finding(root: Path, check: str, severity: str, paths: list[str], explanation: str, action: str) -> list[Finding]:
+def _finding(
+    root: Path, check: str, severity: str, paths: Sequence[str | Path], explanation: str, action: str
+) -> list[Finding]:
     """[] when no path shows the problem, else the one finding with the first paths as examples."""
     if not paths:
         return []
@@ -147,7 +154,7 @@ def _texts(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     """unreadable-files, truncated-files and unparsable-modules, from one read of each HLO file: its
     first line and last bytes, and for a module's own text its content digest (a file of a few KB is
     read whole by that one read)."""
-    texts = [(m, m.hlo_file().location) for m in dump.modules]
+    texts = [(m, f.location) for m in dump.modules if (f := m.hlo_file()) is not None]  # a Dump's modules all have one
     digested = {location for _, location in texts}
     wanted = [(f.location, f.location in digested) for f in files.hlo]
     facts = dict(zip([path for path, _ in wanted], map_shared(_text_facts, wanted, _CHUNK_FILES)))
@@ -221,7 +228,7 @@ def _unparsable(
     Files already reported as unreadable or truncated are not repeated here. `texts`: each module with
     the path of its HLO text."""
     failed: list[tuple[Path, str]] = []
-    verdicts: dict[bytes, tuple[Path, str] | None] = {}  # content digest -> (path, first error line)
+    verdicts: dict[bytes | None, tuple[Path, str] | None] = {}  # content digest -> (path, first error line)
     for module, location in texts:
         problem, digest = facts.get(location) or _text_facts((location, True))
         if digest not in verdicts:
@@ -241,7 +248,7 @@ def _unparsable(
     )
 
 
-def _parse_error(module, path: Path) -> tuple[Path, str] | None:
+def _parse_error(module: DumpModule, path: Path) -> tuple[Path, str] | None:
     """(path, the first line of the parse error) when the module's HLO text does not parse; the model
     is not kept (a fleet's dump would hold every module in memory)."""
     try:
@@ -253,7 +260,7 @@ def _parse_error(module, path: Path) -> tuple[Path, str] | None:
     return None
 
 
-def _stranded(dump: Dump) -> list:
+def _stranded(dump: Dump) -> list[DumpModule]:
     """Modules dumped before optimization with no after-optimizations file."""
     return [m for m in dump.modules if _hlo_stages(m) & _STRANDED == {"before_optimizations"}]
 
@@ -266,7 +273,7 @@ def _hlo_stages(module: DumpModule) -> set[str | None]:
     return {f.stage for f in module.files if f.kind == "hlo"}
 
 
-def _cut_by_cap(dump: Dump, files: _Files) -> list:
+def _cut_by_cap(dump: Dump, files: _Files) -> list[DumpModule]:
     """The stranded modules that the dump cap explains: when the cap is reached, XLA writes no file for
     a module id new to the folder, and jax's per-module folder (written outside the cap) counts toward
     it, so the compile at the cap keeps its before_optimizations file only. Those come after every
@@ -280,7 +287,9 @@ def _cut_by_cap(dump: Dump, files: _Files) -> list:
 
 def _missing_after(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     cut = _cut_by_cap(dump, files)
-    stranded = [m.file("hlo", "before").location for m in _stranded(dump) if m not in cut]
+    stranded = [  # a stranded module has its before_optimizations file by definition
+        f.location for m in _stranded(dump) if m not in cut and (f := m.file("hlo", "before")) is not None
+    ]
     return _finding(
         root,
         "missing-after-optimizations",
@@ -305,13 +314,15 @@ def _unknown_files(root: Path, dump: Dump, files: _Files) -> list[Finding]:
 
 
 def _id_collisions(root: Path, dump: Dump, files: _Files) -> list[Finding]:
-    names: dict[tuple, set[str]] = defaultdict(set)
-    first: dict[tuple, DumpModule] = {}
+    names: dict[_ModuleKey, set[str]] = defaultdict(set)
+    first: dict[_ModuleKey, DumpModule] = {}
     for module in dump.modules:
         key = (module.host, module.timestamp, module.module_id)
         names[key].add(module.name or "")
         first.setdefault(key, module)
-    clashes = [first[key].hlo_file().location for key, found in names.items() if len(found) > 1]
+    clashes = [  # a Dump's modules all have an HLO file
+        f.location for key, found in names.items() if len(found) > 1 and (f := first[key].hlo_file()) is not None
+    ]
     return _finding(
         root,
         "module-id-collision",
@@ -369,7 +380,7 @@ def _undumped_folders(root: Path, files: _Files) -> list[str]:
     """The per-module folders jax writes (`module_0006.jit_f/`, module.mlir) whose module has no HLO file: they
     are written outside XLA's dump cap, so they count the compiles the cap left out."""
     dumped = {(f.host, f.module_id) for f in files.all if f.stage is not None}
-    folders = []
+    folders: list[str] = []
     for path in sorted(root.rglob("module_*")):
         host = path.parent.relative_to(root).as_posix()
         folder = classify(path, "" if host == "." else host) if path.is_dir() else None
@@ -406,7 +417,7 @@ def _mixed_platforms(root: Path, dump: Dump, files: _Files) -> list[Finding]:
             by_platform.setdefault(module.platform, module)
     if len(by_platform) < 2:
         return []
-    paths = [module.hlo_file().location for module in by_platform.values()]
+    paths = [f.location for module in by_platform.values() if (f := module.hlo_file()) is not None]  # all have one
     return [
         Finding(
             "mixed-platforms",
@@ -421,7 +432,7 @@ def _mixed_platforms(root: Path, dump: Dump, files: _Files) -> list[Finding]:
 
 
 def _protos_only(root: Path, dump: Dump, files: _Files) -> list[Finding]:
-    with_text = {(f.host, f.timestamp, f.module_id) for f in files.hlo} if files.protos else set()
+    with_text = {(f.host, f.timestamp, f.module_id) for f in files.hlo} if files.protos else set[_ModuleKey]()
     paths = sorted(path for key, path in files.protos.items() if key not in with_text)
     return _finding(
         root,
@@ -437,7 +448,7 @@ def _protos_only(root: Path, dump: Dump, files: _Files) -> list[Finding]:
 def _host_compile_counts(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     """Hosts of one job compile the same functions the same number of times; a host that compiled a
     function more or less often than most hosts did saw other shapes or code, or lost compiles."""
-    per_host: dict[str, Counter] = defaultdict(Counter)
+    per_host: dict[str, Counter[str]] = defaultdict(Counter[str])
     for module in dump.modules:
         per_host[module.host][module.name or module.label] += 1
     if len(per_host) < 2:

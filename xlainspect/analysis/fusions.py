@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import cast
 
+from xlainspect.analysis.cost import control_flow_costs
 from xlainspect.analysis.lookup import control_flow_computations, instruction_index, module_label, operand_shapes
 from xlainspect.analysis.rows import group_sums
 from xlainspect.graph import CallEdges, module_calls, reachable
 from xlainspect.hlo.attributes import backend_config_kind
-from xlainspect.hlo.model import Module
+from xlainspect.hlo.model import Instruction, Module
 
 #: Opcodes that are not counted as unfused compute (structure, calls, communication, plumbing).
 NOT_COMPUTE = frozenset(
@@ -122,9 +124,10 @@ class FusionKindTotal:
 
 def fusions(module: Module) -> list[Fusion]:
     """Every fusion instruction of the module (nested fusions included), in printed order."""
-    rows, calls = [], module_calls(module)
+    rows: list[Fusion] = []
+    calls = module_calls(module)
     for computation in module.computations:
-        index = None
+        index: dict[str, Instruction] | None = None
         for instruction in computation.instructions:
             if instruction.opcode != "fusion":
                 continue
@@ -177,13 +180,12 @@ def largest_fusions(rows: list[Fusion], top: int) -> list[Fusion]:
 def fusion_kind_totals(rows: list[Fusion]) -> list[FusionKindTotal]:
     """Count and output bytes per module and kind (the backend kind where there is one)."""
     totals = group_sums(rows, lambda r: (r.module, r.backend_kind or r.kind), ["output_bytes"])
-    return [FusionKindTotal(module, kind, *sums) for (module, kind), sums in totals.items()]
+    # cast: output_bytes is never None, so neither is its sum (group_sums allows None for any)
+    return [FusionKindTotal(module, kind, *cast(list[int], sums)) for (module, kind), sums in totals.items()]
 
 
 def unfused_contractions(module: Module) -> list[UnfusedContraction]:
     """Every dot and convolution outside fusions (the unfused ops of those opcodes), by name."""
-    from xlainspect.analysis.cost import control_flow_costs  # here: a report read from the cache needs no costs
-
     label = module_label(module)
     return [
         UnfusedContraction(

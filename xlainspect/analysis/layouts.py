@@ -11,10 +11,14 @@ import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, cast
 
 from xlainspect.analysis.lookup import module_label
 from xlainspect.analysis.rows import group_sums
-from xlainspect.dump.buffers import BufferAssignment
+from xlainspect.dump.buffers import BufferAssignment, read_buffer_assignment
+from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.files import read_text
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.shape import Shape
 from xlainspect.layout import DimPadding, element_bits, memory_space_name, tile_padding
@@ -103,7 +107,7 @@ def _tile_steps(shape: Shape) -> tuple[str, ...]:
     layout = shape.layout
     if layout is None or not layout.tiles:
         return ()
-    steps = []
+    steps: list[str] = []
     for level, tile in enumerate(layout.tiles):
         extents = "x".join("*" if d < 0 else str(d) for d in tile.dims)
         if level == 0:
@@ -129,7 +133,7 @@ def _tile_steps(shape: Shape) -> tuple[str, ...]:
 
 def _notes(shape: Shape, padding: tuple[DimPadding, ...], platform: str | None) -> tuple[str, ...]:
     """Which dims were padded, from what to what, by which tile; and size-rule caveats."""
-    notes = []
+    notes: list[str] = []
     for dim in padding:
         if dim.padded != dim.size:
             held = ",".join(map(str, dim.logical_dims))
@@ -219,21 +223,18 @@ class PaddingTotal:
     expansion: float
 
 
-def module_ledger(dump_module, platform: str | None = None) -> list[PaddingRow]:
+def module_ledger(dump_module: DumpModule, platform: str | None = None) -> list[PaddingRow]:
     """The padding rows of one `DumpModule` (unranked); raises XlaInspectError when it is unreadable."""
     return _module_rows(ledger_input(dump_module, platform))
 
 
-def ledger_files(dump_module) -> list:
+def ledger_files(dump_module: DumpModule) -> list[Path]:
     """The files a module's padding rows are read from: its after-optimizations HLO and buffer assignment."""
     return [f.path for f in (dump_module.hlo_file("after"), dump_module.file("buffer-assignment")) if f]
 
 
-def ledger_input(dump_module, platform: str | None = None) -> LedgerInput:
+def ledger_input(dump_module: DumpModule, platform: str | None = None) -> LedgerInput:
     """One `DumpModule`'s after-optimizations module and buffer assignment; raises XlaInspectError when unreadable."""
-    from xlainspect.dump.buffers import read_buffer_assignment
-    from xlainspect.dump.files import read_text
-
     module = dump_module.module("after")
     side = dump_module.file("buffer-assignment", "after")
     buffers = read_buffer_assignment(read_text(side.path), str(side.path)) if side else None
@@ -290,12 +291,13 @@ def ledger_view(rows: list[PaddingRow], top: int | None = None, every_value: boo
     return LedgerView(padded[:limit], ledger_totals(rows, "function"), modules[:limit], caption)
 
 
-def ledger_totals(rows: Iterable[PaddingRow], by: str = "module") -> list[PaddingTotal]:
+def ledger_totals(rows: Iterable[PaddingRow], by: Literal["module", "function"] = "module") -> list[PaddingTotal]:
     """Sums per module or per function (`by`), most wasted first."""
-    sums = group_sums(rows, lambda r: getattr(r, by), ["logical_bytes", "padded_bytes"])
+    sums = group_sums(rows, lambda r: r.module if by == "module" else r.function, ["logical_bytes", "padded_bytes"])
+    # cast: logical_bytes and padded_bytes are never None, so neither are their sums (group_sums allows None)
     totals = [
         PaddingTotal(name, n, logical, padded, padded - logical, _expansion(padded, logical))
-        for name, (n, logical, padded) in sums.items()
+        for name, (n, logical, padded) in cast(dict[str, list[int]], sums).items()
     ]
     return sorted(totals, key=lambda t: (-t.wasted_bytes, t.group))
 

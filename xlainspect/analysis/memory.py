@@ -19,14 +19,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TypeVar
 
-from xlainspect.dump.buffers import Allocation, BufferAssignment, BufferValue
-from xlainspect.errors import error_at
+from xlainspect.dump.buffers import Allocation, BufferAssignment, BufferValue, read_buffer_assignment
+from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.files import read_text
+from xlainspect.errors import XlaInspectError, error_at
+from xlainspect.hlo.model import Instruction, Module
 from xlainspect.hlo.shape import array_shape
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from xlainspect.layout import memory_space_name
 
 KINDS = ("parameter", "constant", "output", "thread-local", "preallocated-temp", "temporary")
 """Allocation kinds, in the order that decides an allocation with several flags (they sum to the total)."""
@@ -137,7 +139,7 @@ def allocation_kind(allocation: Allocation) -> str:
 
 def bytes_by_kind(assignment: BufferAssignment) -> dict[str, int]:
     """Allocation bytes per kind, every kind present (zeros included), summing to the total."""
-    totals = dict.fromkeys(KINDS, 0)
+    totals: dict[str, int] = dict.fromkeys(KINDS, 0)
     for allocation in assignment.allocations:
         totals[allocation_kind(allocation)] += allocation.size
     return totals
@@ -221,7 +223,8 @@ def live_curve(live: LiveRanges, slice_of: Callable[[LiveRange], tuple[Hashable,
             starts.setdefault(value.start, []).append(piece)
             ends.setdefault(value.end + 1, []).append(piece)
     holders: dict[Hashable, int] = {}
-    curve, current = [], 0
+    curve: list[int] = []
+    current = 0
     for time in range(live.max_time + 1):
         for key, size in ends.get(time, ()):
             holders[key] -= 1
@@ -260,14 +263,14 @@ def logical_curve(live: LiveRanges, assignment: BufferAssignment) -> tuple[int, 
     bytes, every memory space), to check this parse against the cumulative XLA printed."""
     values = value_index(assignment)
 
-    def piece(value: LiveRange):
+    def piece(value: LiveRange) -> tuple[Hashable, int] | None:
         found = values.get(value.key)
         return None if found is None else (value.key, logical_bytes(found[1]))
 
     return live_curve(live, piece)
 
 
-def peak(live: LiveRanges, assignment: BufferAssignment, module=None, color: int = 0) -> Peak:
+def peak(live: LiveRanges, assignment: BufferAssignment, module: Module | None = None, color: int = 0) -> Peak:
     """The program point where the live allocation slices of memory space `color` add up to the most
     bytes, and those slices. Color 0 is the memory that runs out (HBM, GPU device memory, CPU RAM);
     the other spaces (VMEM, SMEM, sync flags) are small scratchpads with totals of their own.
@@ -278,7 +281,7 @@ def peak(live: LiveRanges, assignment: BufferAssignment, module=None, color: int
     values = value_index(assignment)
     instructions = {i.name: i for i in module.instructions()} if module is not None else {}
 
-    def piece(value: LiveRange):
+    def piece(value: LiveRange) -> tuple[Hashable, int] | None:
         found = values.get(value.key)
         if found is None or found[0].color != color:
             return None
@@ -288,7 +291,7 @@ def peak(live: LiveRanges, assignment: BufferAssignment, module=None, color: int
     curve = live_curve(live, piece)
     top = max(curve, default=0)
     time = curve.index(top) if curve else 0
-    buffers: dict[tuple, PeakBuffer] = {}
+    buffers: dict[tuple[int, int, int], PeakBuffer] = {}
     for value in live.ranges:
         if value.start <= time <= value.end and value.key in values and values[value.key][0].color == color:
             allocation, assigned = values[value.key]
@@ -300,7 +303,14 @@ def peak(live: LiveRanges, assignment: BufferAssignment, module=None, color: int
     return Peak(time, at, top, ordered, curve)
 
 
-def _peak_buffer(value: LiveRange, allocation: Allocation, assigned: BufferValue, instruction, module) -> PeakBuffer:
+def _peak_buffer(
+    value: LiveRange,
+    allocation: Allocation,
+    assigned: BufferValue,
+    instruction: Instruction | None,
+    module: Module | None,
+) -> PeakBuffer:
+    """`instruction` is found in `module` (both None without the module, or when it lacks the value's)."""
     metadata = instruction.metadata if instruction is not None else None
     index = ",".join(map(str, value.shape_index))
     return PeakBuffer(
@@ -315,7 +325,7 @@ def _peak_buffer(value: LiveRange, allocation: Allocation, assigned: BufferValue
         live_from=value.start,
         live_to=value.end,
         op_name=metadata.op_name if metadata else None,
-        source=module.source_of(instruction) if metadata else None,
+        source=module.source_of(instruction) if module is not None and instruction is not None else None,
     )
 
 
@@ -354,15 +364,12 @@ class ModuleMemory:
     sequence: tuple[str, ...]
 
 
-def module_memory(dump_module, top: int = 10) -> ModuleMemory | None:
+def module_memory(dump_module: DumpModule, top: int = 10) -> ModuleMemory | None:
     """Memory of a `dump.DumpModule` from its side files; None when it has no buffer assignment.
 
     Raises HloParseError / DumpError for a side file that is truncated or not what its name says;
     the HLO module (for op_name and source) is optional: when it does not parse those stay None.
     """
-    from xlainspect.dump.buffers import read_buffer_assignment
-    from xlainspect.dump.files import read_text
-
     found = dump_module.file(kind="buffer-assignment")
     if found is None:
         return None
@@ -370,11 +377,11 @@ def module_memory(dump_module, top: int = 10) -> ModuleMemory | None:
     return assigned_memory(dump_module, assignment_text, read_buffer_assignment(assignment_text, str(found.path)), top)
 
 
-def assigned_memory(dump_module, assignment_text: str, assignment: BufferAssignment, top: int = 10) -> ModuleMemory:
+def assigned_memory(
+    dump_module: DumpModule, assignment_text: str, assignment: BufferAssignment, top: int = 10
+) -> ModuleMemory:
     """`module_memory` with the buffer assignment already read (its text holds older dumps' live
     ranges): the report reads each assignment once for memory and padding alike."""
-    from xlainspect.errors import XlaInspectError
-
     report = _side_file(dump_module, "memory-usage-report", lambda text, path: read_usage_report(text, path))
     reported_total = (
         report.total_bytes
@@ -382,6 +389,7 @@ def assigned_memory(dump_module, assignment_text: str, assignment: BufferAssignm
         else _side_file(dump_module, "buffer-assignment-values", lambda text, path: read_total_bytes_used(text))
     )
     live = _side_file(dump_module, "live-range", read_live_ranges) or read_live_ranges(assignment_text, assignment.path)
+    module: Module | None
     try:
         module = dump_module.module()
     except XlaInspectError:
@@ -411,15 +419,17 @@ def assigned_memory(dump_module, assignment_text: str, assignment: BufferAssignm
 SIDE_KINDS = ("buffer-assignment", "memory-usage-report", "buffer-assignment-values", "live-range")
 
 
-def memory_inputs(dump_module) -> list[Path]:
+def memory_inputs(dump_module: DumpModule) -> list[Path]:
     """Every file `module_memory` reads (the side files, the HLO for op_names): what a kept row is keyed by."""
     found = [dump_module.hlo_file(), *(dump_module.file(kind=kind) for kind in SIDE_KINDS)]
     return [f.path for f in found if f is not None]
 
 
-def _side_file(dump_module, kind: str, read: Callable):
-    from xlainspect.dump.files import read_text
+Read = TypeVar("Read")
 
+
+def _side_file(dump_module: DumpModule, kind: str, read: Callable[[str, str], Read]) -> Read | None:
+    """`read(text, path)` of the module's side file of `kind`; None when it has none."""
     found = dump_module.file(kind=kind)
     if found is None:
         return None
@@ -428,8 +438,6 @@ def _side_file(dump_module, kind: str, read: Callable):
 
 
 def _spaces(assignment: BufferAssignment, report: UsageReport | None, platform: str | None) -> tuple[SpaceUsage, ...]:
-    from xlainspect.layout import memory_space_name
-
     reported = {s.color: s for s in report.spaces} if report else {}
     return tuple(
         SpaceUsage(

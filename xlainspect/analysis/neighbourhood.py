@@ -9,17 +9,23 @@ neither networkx (~0.18 s to import) nor the whole module's graph is needed to d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from xlainspect.errors import XlaInspectError
+from xlainspect.hlo.model import Computation, Instruction, Module
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from xlainspect.hlo.model import Computation, Instruction, Module
-
 Node = tuple[str, str]
 """`(computation, instruction)`, as `xlainspect.graph.module_graph` names its nodes."""
+
+
+class Edge(TypedDict):
+    """An operand -> user edge's attributes, as `xlainspect.graph.module_graph` names them."""
+
+    operand_index: int
+    shape_index: tuple[int, ...]
 
 
 @dataclass
@@ -29,14 +35,14 @@ class Subgraph:
 
     name: str
     nodes: dict[Node, Instruction]
-    edges: dict[tuple[Node, Node], dict]
+    edges: dict[tuple[Node, Node], Edge]
 
-    def to_networkx(self) -> nx.DiGraph:
+    def to_networkx(self) -> nx.DiGraph[Node]:
         """The same subgraph as networkx builds it from `module_graph` (node attributes `instruction`,
         `computation`)."""
         import networkx as nx
 
-        graph = nx.DiGraph(name=self.name)
+        graph: nx.DiGraph[Node] = nx.DiGraph(name=self.name)
         for node, instruction in self.nodes.items():
             graph.add_node(node, instruction=instruction, computation=node[0])
         for (a, b), attributes in self.edges.items():
@@ -78,11 +84,11 @@ def neighbourhood(module: Module, name: str, depth: int = 2) -> Subgraph:
     return Subgraph(module.name, nodes, {e: a for e, a in edges.items() if e[0] in reached and e[1] in reached})
 
 
-def _edges(computation: Computation) -> dict[tuple[Node, Node], dict]:
+def _edges(computation: Computation) -> dict[tuple[Node, Node], Edge]:
     """`module_graph`'s edges inside one computation: operand -> user, the last use of a repeated operand
     naming the edge."""
     names = {i.name for i in computation.instructions}
-    edges: dict[tuple[Node, Node], dict] = {}
+    edges: dict[tuple[Node, Node], Edge] = {}
     for instruction in computation.instructions:
         if instruction.opcode in ("parameter", "constant"):
             continue

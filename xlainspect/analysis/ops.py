@@ -17,14 +17,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from xlainspect.analysis.lookup import module_label
+from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.files import read_text
 from xlainspect.graph import CallEdges, call_edges, module_calls, reachable
+from xlainspect.hlo.fastpath import InstructionLine, scan
 from xlainspect.hlo.model import Module
-
-if TYPE_CHECKING:
-    from xlainspect.hlo.fastpath import InstructionLine
 
 
 @dataclass(slots=True)
@@ -53,14 +52,13 @@ class FunctionOpCount:
     max_per_variant: int
 
 
-def instruction_count(dump_module, stage: str = "after") -> int:
+def instruction_count(dump_module: DumpModule, stage: str = "after") -> int:
     """The instructions of a dumped module, counted by the line-level reader where it is sure of every
     line (tests prove its answers are the grammar's; no model is built), else by the grammar.
-    Raises XlaInspectError for a file that cannot be read or parsed."""
-    from xlainspect.dump.files import read_text
-    from xlainspect.hlo.fastpath import scan
-
-    lines = scan(read_text(dump_module.hlo_file(stage).path))
+    Raises XlaInspectError for a file that cannot be read or parsed (DumpModule.module's DumpError for
+    a module with no HLO text)."""
+    dump_file = dump_module.hlo_file(stage)
+    lines = scan(read_text(dump_file.path)) if dump_file is not None else None
     return len(lines) if lines is not None else dump_module.module(stage).instruction_count
 
 
@@ -153,9 +151,9 @@ def function_histogram(modules: Iterable[Module]) -> list[FunctionOpCount]:
     per_function: dict[str, list[Counter[str]]] = {}
     for module in modules:
         per_function.setdefault(module.name, []).append(opcode_counts(*computation_counts(module)))
-    rows = []
+    rows: list[FunctionOpCount] = []
     for function, counters in per_function.items():
-        for opcode in sorted(set().union(*counters)):
+        for opcode in sorted(set[str]().union(*counters)):
             counts = [c[opcode] for c in counters]
             variants = sum(1 for n in counts if n)
             rows.append(FunctionOpCount(function, opcode, variants, sum(counts), min(counts), max(counts)))

@@ -46,7 +46,7 @@ def module_origins(modules: list[DumpModule]) -> list[Origin]:
     """`module_origin` of each module; a text met before is not classified again (an eager op's
     hundreds of compiles repeat a few programs, and reading one costs less than classifying it)."""
     known: dict[tuple[str, str], Origin] = {}
-    origins = []
+    origins: list[Origin] = []
     for module in modules:
         name = module.name or ""
         text = _program_text(module) if name.startswith("jit_") else None

@@ -1,29 +1,87 @@
-"""The typer application, its shared options and the one error boundary.
+"""The typer application: the root options, the command table and the one boundary for bugs.
 
-Exit codes: 0 fine, 1 a failed gate (the command says which budget), 2 a usage or input error, 3 a bug
-in xlainspect (one line naming the file it was reading; `--debug` shows the traceback).
+Each command lives in a module of its own group (`cost_cmd`, `graph_cmds`, ...) that imports what the
+command runs at its top; the root group loads the module of the command a run names, and no other
+(click's lazy subcommands: a `click.Group` whose `get_command` imports on demand). So a run imports
+one command's analyses, and `xlainspect --help` lists every command from `COMMANDS` without importing
+any of them.
+
+Exit codes: 0 fine, 1 a failed gate, 2 a usage or input error (`options.user_errors`), 3 a bug in
+xlainspect (one line naming the file it was reading; `--debug` shows the traceback).
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import enum
-import os
+import difflib
+import importlib
 import sys
-import threading
-from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from typer.core import TyperGroup
 
-from xlainspect.cli.progress import progress_bars
-from xlainspect.cli.render import OutputFormat, emit, note
-from xlainspect.errors import AnalysisBug, XlaInspectError
-from xlainspect.report.document import Document
+from xlainspect import settings
+from xlainspect.cli.render import note
+from xlainspect.errors import AnalysisBug
+
+if TYPE_CHECKING:  # typer's own click
+    from typer._click import Command, HelpFormatter
+
+EXIT_BUG = 3
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    # the command: the module of xlainspect.cli that defines it, and what `xlainspect --help` says of it
+    "report": ("report_cmd", "A whole dump on one page: where the time goes first."),
+    "count-recompiles": ("dump_cmds", "Compiles per function, and why each recompile."),
+    "capture": ("dump_cmds", "Run a program with a dump and jax's log; count-recompiles."),
+    "modules": ("dump_cmds", "The modules (compiles) of a dump, with compile seconds."),
+    "doctor": ("doctor_cmd", "Dump health: what to know before trusting a count."),
+    "cost": ("cost_cmd", "FLOPs, bytes and roofline time per op, as executed."),
+    "profile": ("profile_cmd", "Measured time per op from a jax.profiler trace."),
+    "memory": ("memory_cmd", "Memory per module: the peak and what is live there."),
+    "layouts": ("layout_cmds", "The padding ledger: values ranked by wasted bytes."),
+    "layout": ("layout_cmds", "Decode one layout: tiles, padded bytes, memory space."),
+    "fusions": ("graph_cmds", "Every fusion: kind, ops inside, bytes, library calls."),
+    "copies": ("graph_cmds", "Every copy, transpose and relayout, with its bytes."),
+    "collectives": ("graph_cmds", "Every collective: groups, payload, bytes per device."),
+    "ops": ("graph_cmds", "Opcode histogram per module or per function."),
+    "graph": ("graph_cmds", "The data-flow neighbourhood of one instruction."),
+    "diff": ("diff_cmd", "What XLA did differently between two dumps; a CI gate."),
+    "cache": ("cache_cmds", "What jax's persistent compilation cache holds."),
+    "cache-misses": ("cache_cmds", "Why a run missed jax's persistent compilation cache."),
+    "parse": ("parse_cmd", "Parse HLO text with the grammar; list its modules."),
+}
+
+
+class LazyCommands(TyperGroup):
+    """The root group: commands come from `COMMANDS`, each built from its module when a run names it."""
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Command | None:
+        if cmd_name not in COMMANDS:  # click says so; typer's "did you mean" reads `commands`, empty here
+            close = difflib.get_close_matches(cmd_name, COMMANDS)
+            if close and not ctx.resilient_parsing:
+                ctx.fail(f"No such command {cmd_name!r}. Did you mean {', '.join(map(repr, close))}?")
+            return None
+        module = importlib.import_module(f"xlainspect.cli.{COMMANDS[cmd_name][0]}")
+        info = next(i for i in module.commands.registered_commands if command_name(i) == cmd_name)
+        return typer.main.get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
+
+    def format_commands(self, ctx: typer.Context, formatter: HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, summary) for name, (_, summary) in COMMANDS.items()])
+
+
+def command_name(info: typer.models.CommandInfo) -> str:
+    """The name a registered command is invoked by: its own, else its function's (typer's rule)."""
+    return info.name or typer.main.get_command_name(info.callback.__name__)
+
 
 app = typer.Typer(
     name="xlainspect",
+    cls=LazyCommands,
     help="Read XLA dumps (--xla_dump_to) and HLO text: recompilations and why, layouts and padding, "
     "fusions, copies, collectives, memory.",
     no_args_is_help=True,
@@ -32,112 +90,15 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-EXIT_GATE_FAILED = 1
-EXIT_USAGE = 2
-EXIT_BUG = 3
 
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")]
-
-
-def readable(value: str) -> Path:
-    """A path argument as commands read it: a local path, or an fsspec URL (gs://, s3://, ...) whose
-    objects are fetched into their local mirror first, with a progress bar (an error: one line, exit 2)."""
-    from xlainspect.dump.storage import is_url, local
-
-    if not is_url(value):
-        return Path(value)
-    with user_errors(), progress_bars() as progress:
-        return local(value, progress)
-
-
-DumpPath = Annotated[
-    Path,
-    typer.Argument(
-        help="A --xla_dump_to directory, or HLO text files (a path or a URL: gs://, s3://, ...).",
-        show_default=False,
-        parser=readable,
-    ),
-]
-FunctionOpt = Annotated[str | None, typer.Option("--function", help="Only modules of this function (HloModule name).")]
-LogOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--log",
-        help="The run's jax log, for compile seconds (default: jax.log in the dump directory, as capture saves it).",
-        show_default=False,
-        parser=readable,
-        metavar="<path>",
-    ),
-]
-PathsArg = Annotated[
-    list[Path],
-    typer.Argument(
-        help="A --xla_dump_to directory, or HLO text files (paths or URLs: gs://, s3://, ...).",
-        show_default=False,
-        parser=readable,
-    ),
-]
-ModuleReOpt = Annotated[str | None, typer.Option("--module-re", help="Only modules whose name matches this regex.")]
-
-
-class Stage(str, enum.Enum):
-    before = "before"
-    after = "after"
-
-
-StageOpt = Annotated[Stage, typer.Option("--stage", help="HLO before or after optimizations (after where present).")]
-StrictOpt = Annotated[
-    bool,
-    typer.Option(
-        "--strict", help="Exit 2 when a file cannot be read or parsed (default: skip it with a note on stderr)."
-    ),
-]
-
-
-@contextlib.contextmanager
-def user_errors():
-    """Turn input errors into a message on stderr and exit code 2, never a traceback."""
-    try:
-        yield
-    except XlaInspectError as error:
-        note(str(error))
-        raise typer.Exit(EXIT_USAGE) from None
-    except (BrokenPipeError, KeyboardInterrupt):
-        raise typer.Exit(EXIT_USAGE) from None
-
-
-def note_skipped(skipped, strict: bool = False) -> None:
-    """Name each file a command left out, and why, on stderr; with --strict that is an input error (exit 2)."""
-    if not skipped:
-        return
-    note(f"skipped {len(skipped)} file(s) that could not be analysed:")
-    for one in skipped:
-        reason = one.reason.replace("\n", "\n    ")
-        note(f"  skipped {one.path}: {reason}")
-    if strict:
-        raise typer.Exit(EXIT_USAGE)
-
-
-def show(document: Document, fmt: OutputFormat, skipped=(), strict: bool = False) -> None:
-    """Write a command's document, name the files left out, and exit 1 when its gate failed."""
-    emit(document, fmt)
-    note_skipped(skipped, strict)
-    if document.gate_undecided:
-        raise typer.Exit(EXIT_USAGE)
-    if document.gate_failed:
-        raise typer.Exit(EXIT_GATE_FAILED)
+def commands_of(group: str) -> typer.Typer:
+    """The typer a command module registers its commands on (`COMMANDS` says which module runs which)."""
+    return typer.Typer(name=group, rich_markup_mode=None, pretty_exceptions_show_locals=False)
 
 
 def main() -> None:
-    """The `xlainspect` script. Typer builds every registered command's click parameters from its
-    signature at each start (~45 ms for all commands) though a run invokes one: when the first word
-    that is not an option names a command, only that command is registered (click's lazy
-    subcommands). `--help`, no command or a misspelt one build them all."""
-    invoked = next((word for word in sys.argv[1:] if not word.startswith("-")), None)
-    every = app.registered_commands
-    chosen = [info for info in every if _command_name(info) == invoked]
+    """The `xlainspect` script: the app, with a bug (not bad input) turned into one line and exit 3."""
     try:
-        app.registered_commands = chosen or every
         app()
     except BrokenPipeError:  # a reader that left (`| head`): `run` leaves as the interpreter would
         raise
@@ -146,31 +107,6 @@ def main() -> None:
             raise
         note(bug_report(error))
         raise SystemExit(EXIT_BUG) from None
-    finally:  # a caller that runs main() again (a test, a notebook) finds every command
-        app.registered_commands = every
-
-
-def run() -> None:
-    """The `xlainspect` script and `python -m xlainspect`: `main()`, then leave as the interpreter would,
-    less its teardown. Teardown frees every object one at a time: a parsed 350 KB module's are a twentieth
-    of a cold `diff`, a 45 MB module's most of a second, and a process that is ending needs none of it.
-    Files are closed and caches written before a command returns; exit handlers still run. With another
-    thread alive (an embedding program's), or an exit code that is not a number, the ordinary exit."""
-    try:
-        main()
-        code = 0
-    except SystemExit as leaving:
-        code = leaving.code
-    if not isinstance(code, int | None) or threading.active_count() > 1:
-        sys.exit(code)
-    atexit._run_exitfuncs()
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):  # a closed pipe (`| head`): the interpreter's own code for it
-        code = 120
-    with contextlib.suppress(OSError, ValueError):
-        sys.stderr.flush()
-    os._exit(code or 0)
 
 
 def bug_report(error: Exception) -> str:
@@ -181,10 +117,6 @@ def bug_report(error: Exception) -> str:
         f"xlainspect: internal error {where}: {type(cause).__name__}: {cause}. This is a bug in xlainspect, "
         "not in your input: please report it with the traceback `xlainspect --debug ...` prints"
     )
-
-
-def _command_name(info) -> str:
-    return info.name or typer.main.get_command_name(info.callback.__name__)
 
 
 @app.callback()
@@ -203,8 +135,6 @@ def _root(
 ) -> None:
     """Read XLA dumps (--xla_dump_to) and HLO text: recompilations and why, layouts and padding, fusions,
     copies, collectives, memory. Exit codes: 0 ok, 1 a CI gate failed, 2 bad usage or input, 3 a bug."""
-    from xlainspect import settings
-
     settings.own_process()
     if no_cache:
         settings.set_cache_enabled(False)

@@ -8,11 +8,16 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import FormatOpt, LogOpt, app, readable, show, user_errors
+from xlainspect.analysis.commands.cache import cache_misses_report, cache_report
+from xlainspect.cli.app import commands_of
+from xlainspect.cli.options import FormatOpt, LogOpt, readable, show, user_errors
 from xlainspect.cli.render import OutputFormat
+from xlainspect.report.views import cache_document, cache_misses_document
+
+commands = commands_of("cache")
 
 
-@app.command()
+@commands.command()
 def cache(
     path: Annotated[Path, typer.Argument(help="A jax_compilation_cache_dir.", show_default=False)],
     dump: Annotated[
@@ -31,15 +36,12 @@ def cache(
 ) -> None:
     """Per function: cache entries, bytes, the compile seconds stored in them, oldest and newest write;
     functions with many entries (one per run: jax #21159). Damaged or foreign files are named on stderr."""
-    from xlainspect.analysis.commands.cache import cache_report
-    from xlainspect.report.views import cache_document
-
     with user_errors():
         report = cache_report(path, dump=dump, log=log, many=many)
     show(cache_document(report, str(path), str(dump)), fmt, report.skipped)
 
 
-@app.command("cache-misses")
+@commands.command("cache-misses")
 def cache_misses_cmd(
     a: Annotated[
         Path,
@@ -54,9 +56,6 @@ def cache_misses_cmd(
     """Per function of run B: hit, miss or not written (and why), and for a miss of a function A compiled
     too, the cache-key components whose hashes changed (computation, XLA flags with the flags added or
     removed, compile_options, jax_lib version, backend version, accelerator_config, compression)."""
-    from xlainspect.analysis.commands.cache import cache_misses_report
-    from xlainspect.report.views import cache_misses_document
-
     with user_errors():
         rows = cache_misses_report(a, b)
     show(cache_misses_document(rows, str(a), str(b)), fmt)

@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import (
+from xlainspect.analysis.commands.cost import ChipChoice, cost_report
+from xlainspect.cli.app import commands_of
+from xlainspect.cli.options import (
     FormatOpt,
     FunctionOpt,
     ModuleReOpt,
@@ -15,13 +17,16 @@ from xlainspect.cli.app import (
     Stage,
     StageOpt,
     StrictOpt,
-    app,
+    selection,
     show,
     user_errors,
 )
-from xlainspect.cli.graph_cmds import selection
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, note
+from xlainspect.report.cost_html import write_cost_html
+from xlainspect.report.views import cost_document
+
+commands = commands_of("cost")
 
 ChipOpt = Annotated[
     str | None,
@@ -39,7 +44,7 @@ IciOpt = Annotated[
 ]
 
 
-@app.command()
+@commands.command()
 def cost(
     paths: PathsArg,
     function: FunctionOpt = None,
@@ -56,16 +61,11 @@ def cost(
 ) -> None:
     """FLOPs, transcendentals, bytes and roofline time per op and module for one call as executed (loops
     times their trip counts, cuBLAS/cuDNN custom calls counted), XLA's HloCostAnalysis figures beside."""
-    from xlainspect.analysis.commands.cost import ChipChoice, cost_report
-    from xlainspect.report.views import cost_document
-
     figures = ChipChoice(chip, peak_flops, hbm_bandwidth, ici_bandwidth)
     kept = None if html is not None or top == 0 else top  # the page draws every op
     with user_errors(), progress_bars() as progress:
         report = cost_report(paths, selection(function, module_re, stage), figures, top=kept, progress=progress)
         if html is not None:
-            from xlainspect.report.cost_html import write_cost_html
-
             write_cost_html(report.modules, html)
             note(f"wrote {html}")
     show(cost_document(report, top or None), fmt, report.skipped, strict)

@@ -8,9 +8,14 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import StrictOpt, app, readable, show, user_errors
+from xlainspect.analysis.commands.diff import diff_report
+from xlainspect.cli.app import commands_of
+from xlainspect.cli.options import StrictOpt, readable, show, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat
+from xlainspect.report.views import diff_document
+
+commands = commands_of("diff")
 
 
 class DiffFormat(str, enum.Enum):
@@ -22,7 +27,7 @@ class DiffFormat(str, enum.Enum):
 _SIDE = "A --xla_dump_to directory, or an HLO text file (a path or a URL: gs://, s3://, ...)."
 
 
-@app.command()
+@commands.command()
 def diff(
     a: Annotated[Path, typer.Argument(help=f"Before: {_SIDE}", show_default=False, parser=readable)],
     b: Annotated[Path, typer.Argument(help=f"After: {_SIDE}", show_default=False, parser=readable)],
@@ -57,9 +62,6 @@ def diff(
     """Per function (matched by HloModule name): module count, op histogram, fusions by kind, custom-call
     targets, copies, collectives and their bytes, peak memory, padding waste, and the entry signature
     (parameter shapes, dtypes, layouts, shardings, donation, result). Functions on one side are listed."""
-    from xlainspect.analysis.commands.diff import diff_report
-    from xlainspect.report.views import diff_document
-
     with user_errors(), progress_bars() as progress:
         report = diff_report(
             a,

@@ -7,19 +7,29 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import EXIT_USAGE, DumpPath, FormatOpt, LogOpt, StrictOpt, app, readable, show, user_errors
+from xlainspect.analysis.commands.compiles import (
+    capture_report,
+    modules_report,
+    named_budgets,
+    read_baseline,
+    recompiles_report,
+    write_baseline,
+)
+from xlainspect.analysis.recompiles import Budget
+from xlainspect.cli.app import commands_of
+from xlainspect.cli.options import EXIT_USAGE, DumpPath, FormatOpt, LogOpt, StrictOpt, readable, show, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.errors import XlaInspectError
+from xlainspect.report.views import modules_document, recompiles_document
+
+commands = commands_of("dump")
 
 
-@app.command()
+@commands.command()
 def modules(path: DumpPath, fmt: FormatOpt = OutputFormat.table, log: LogOpt = None, strict: StrictOpt = False) -> None:
     """List the modules (compiles) of a dump: id, function, platform, stages, instruction count, size, and
     compile seconds when the run's jax log is there."""
-    from xlainspect.analysis.commands.compiles import modules_report
-    from xlainspect.report.views import modules_document
-
     with user_errors(), progress_bars() as progress:
         report = modules_report(path, log=log, strict=strict, progress=progress)
     show(modules_document(report), fmt, report.skipped, strict)
@@ -50,7 +60,7 @@ UpdateBaselineOpt = Annotated[
 ]
 
 
-@app.command("count-recompiles")
+@commands.command("count-recompiles")
 def count_recompiles_cmd(
     path: DumpPath,
     fmt: FormatOpt = OutputFormat.table,
@@ -75,9 +85,6 @@ def count_recompiles_cmd(
 ) -> None:
     """Count compiles per function and explain every recompile (shape, dtype, layout, sharding, donation,
     body, identical module, flags); with budgets it is a CI gate (exit 1 naming each function over it)."""
-    from xlainspect.analysis.commands.compiles import recompiles_report, write_baseline
-    from xlainspect.report.views import recompiles_document
-
     with user_errors(), progress_bars() as progress:
         if update_baseline and baseline is None:
             raise XlaInspectError("--update-baseline needs --baseline FILE")
@@ -91,14 +98,11 @@ def count_recompiles_cmd(
 
 def _budget(max_per_function, max_named, max_total, ignore_eager, baseline):
     """The gate's budgets from the options (a baseline file is read here: a bad one is an input error)."""
-    from xlainspect.analysis.commands.compiles import named_budgets, read_baseline
-    from xlainspect.analysis.recompiles import Budget
-
     baseline_counts = read_baseline(baseline) if baseline is not None else None
     return Budget(max_per_function, named_budgets(max_named or []), max_total, ignore_eager, baseline_counts)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@commands.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def capture(
     command: Annotated[list[str], typer.Argument(help="The program to run, after `--`.", show_default=False)],
     dump_dir: Annotated[
@@ -117,9 +121,6 @@ def capture(
     """Run a program with XLA_FLAGS extended by --xla_dump_to and jax's compile log saved as jax.log in the
     dump, then print its count-recompiles report with compile seconds, gated like count-recompiles. The
     program's own non-zero exit status is passed on, else the gate's."""
-    from xlainspect.analysis.commands.compiles import capture_report
-    from xlainspect.report.views import recompiles_document
-
     with user_errors():
         run = capture_report(command, dump_dir, _budget(max_per_function, max_named, max_total, ignore_eager, baseline))
     for line in run.notes:

@@ -9,7 +9,15 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import (
+from xlainspect.analysis.commands.graph import (
+    collectives_report,
+    copies_report,
+    fusions_report,
+    neighbourhood_report,
+    ops_report,
+)
+from xlainspect.cli.app import commands_of
+from xlainspect.cli.options import (
     FormatOpt,
     FunctionOpt,
     ModuleReOpt,
@@ -17,22 +25,20 @@ from xlainspect.cli.app import (
     Stage,
     StageOpt,
     StrictOpt,
-    app,
     readable,
+    selection,
     show,
     user_errors,
 )
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat
+from xlainspect.report.graph_text import write_graph
+from xlainspect.report.views import collectives_document, copies_document, fusions_document, ops_document
+
+commands = commands_of("graph")
 
 
-def selection(function: str | None, module_re: str | None, stage: Stage):
-    from xlainspect.analysis.commands import Selection
-
-    return Selection(function, module_re, stage.value)
-
-
-@app.command()
+@commands.command()
 def fusions(
     paths: PathsArg,
     function: FunctionOpt = None,
@@ -45,15 +51,12 @@ def fusions(
     ] = None,
 ) -> None:
     """Every fusion: kind (and backend kind), fused computation, ops inside, bytes, library calls."""
-    from xlainspect.analysis.commands.graph import fusions_report
-    from xlainspect.report.views import fusions_document
-
     with user_errors(), progress_bars() as progress:
         report = fusions_report(paths, selection(function, module_re, stage), top=top, progress=progress)
     show(fusions_document(report), fmt, report.skipped, strict)
 
 
-@app.command()
+@commands.command()
 def copies(
     paths: PathsArg,
     function: FunctionOpt = None,
@@ -64,15 +67,12 @@ def copies(
     layout_only: Annotated[bool, typer.Option("--layout-only", help="Only relayouts within one memory space.")] = False,
 ) -> None:
     """Every copy, async copy, transpose and relayout fusion: layouts, memory spaces, bytes, producer, consumers."""
-    from xlainspect.analysis.commands.graph import copies_report
-    from xlainspect.report.views import copies_document
-
     with user_errors(), progress_bars() as progress:
         report = copies_report(paths, selection(function, module_re, stage), layout_only=layout_only, progress=progress)
     show(copies_document(report), fmt, report.skipped, strict)
 
 
-@app.command()
+@commands.command()
 def collectives(
     paths: PathsArg,
     function: FunctionOpt = None,
@@ -82,15 +82,12 @@ def collectives(
     strict: StrictOpt = False,
 ) -> None:
     """Every collective once (sync, -start/-done, async-start): groups, payload, bytes per device and per step."""
-    from xlainspect.analysis.commands.graph import collectives_report
-    from xlainspect.report.views import collectives_document
-
     with user_errors(), progress_bars() as progress:
         report = collectives_report(paths, selection(function, module_re, stage), progress=progress)
     show(collectives_document(report), fmt, report.skipped, strict)
 
 
-@app.command()
+@commands.command()
 def ops(
     paths: PathsArg,
     function: FunctionOpt = None,
@@ -101,9 +98,6 @@ def ops(
     per_function: Annotated[bool, typer.Option("--per-function", help="Fold each function's variants.")] = False,
 ) -> None:
     """Opcode histogram per module (inside and outside fusions), or per function across its variants."""
-    from xlainspect.analysis.commands.graph import ops_report
-    from xlainspect.report.views import ops_document
-
     with user_errors(), progress_bars() as progress:
         report = ops_report(paths, selection(function, module_re, stage), per_function=per_function, progress=progress)
     show(ops_document(report), fmt, report.skipped, strict)
@@ -115,7 +109,7 @@ class GraphFormat(str, enum.Enum):
     graphml = "graphml"
 
 
-@app.command()
+@commands.command()
 def graph(
     file: Annotated[
         Path, typer.Argument(help="An HLO text file (a path or a URL).", show_default=False, parser=readable)
@@ -125,8 +119,5 @@ def graph(
     fmt: Annotated[GraphFormat, typer.Option("--format", "-f", help="dot, mermaid or graphml.")] = GraphFormat.dot,
 ) -> None:
     """The data-flow neighbourhood of one instruction, for Graphviz or a Markdown page."""
-    from xlainspect.analysis.commands.graph import neighbourhood_report
-    from xlainspect.report.graph_text import write_graph
-
     with user_errors():
         sys.stdout.write(write_graph(neighbourhood_report(file, around, depth), fmt.value))

@@ -7,9 +7,14 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import DumpPath, FormatOpt, FunctionOpt, app, show, user_errors
+from xlainspect.analysis.commands.layouts import explain_layout, layouts_report
+from xlainspect.cli.app import commands_of
+from xlainspect.cli.options import DumpPath, FormatOpt, FunctionOpt, show, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat
+from xlainspect.report.views import layout_document, layouts_document
+
+commands = commands_of("layout")
 
 
 class Platform(str, enum.Enum):
@@ -24,7 +29,7 @@ PlatformOpt = Annotated[
 ]
 
 
-@app.command()
+@commands.command()
 def layout(
     shape: Annotated[
         str,
@@ -37,15 +42,12 @@ def layout(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Decode a layout: physical order, tiles, padded dims, logical vs padded bytes, memory space."""
-    from xlainspect.analysis.commands.layouts import explain_layout
-    from xlainspect.report.views import layout_document
-
     with user_errors():
         arrays = explain_layout(shape, platform.value if platform else None)
     show(layout_document(arrays), fmt)
 
 
-@app.command()
+@commands.command()
 def layouts(
     path: DumpPath,
     top: Annotated[int | None, typer.Option("--top", help="Show only the N most wasteful values.")] = None,
@@ -59,9 +61,6 @@ def layouts(
 ) -> None:
     """The padding ledger: every array value of the after-optimizations modules, ranked by wasted bytes;
     tables show the padded ones (--top, default 20) with totals per function and module."""
-    from xlainspect.analysis.commands.layouts import layouts_report
-    from xlainspect.report.views import layouts_document
-
     with user_errors(), progress_bars() as progress:
         report = layouts_report(
             path,

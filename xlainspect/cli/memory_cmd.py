@@ -7,12 +7,18 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import DumpPath, FormatOpt, FunctionOpt, app, show, user_errors
+from xlainspect.analysis.commands.memory import memory_report
+from xlainspect.cli.app import commands_of
+from xlainspect.cli.options import DumpPath, FormatOpt, FunctionOpt, show, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, note
+from xlainspect.report.memory_html import write_memory_html
+from xlainspect.report.views import memory_document
+
+commands = commands_of("memory")
 
 
-@app.command()
+@commands.command()
 def memory(
     path: DumpPath,
     function: FunctionOpt = None,
@@ -24,14 +30,9 @@ def memory(
 ) -> None:
     """Memory per compiled module from the buffer assignment, memory-usage report and live ranges: bytes by
     allocation kind, the peak (program point and instruction) and the biggest buffers live at the peak."""
-    from xlainspect.analysis.commands.memory import memory_report
-    from xlainspect.report.views import memory_document
-
     with user_errors(), progress_bars() as progress:
         report = memory_report(path, function=function, top=top, progress=progress)
         if html is not None:
-            from xlainspect.report.memory_html import write_memory_html
-
             write_memory_html(report.modules, html)
             note(f"wrote {html}")
     show(memory_document(report), fmt, report.skipped)

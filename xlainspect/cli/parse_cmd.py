@@ -7,11 +7,16 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import FormatOpt, app, readable, show, user_errors
+from xlainspect.analysis.commands.parse import parse_report
+from xlainspect.cli.app import commands_of
+from xlainspect.cli.options import FormatOpt, readable, show, user_errors
 from xlainspect.cli.render import OutputFormat
+from xlainspect.report.views import parse_document
+
+commands = commands_of("parse")
 
 
-@app.command()
+@commands.command()
 def parse(
     files: Annotated[
         list[Path], typer.Argument(help="HLO text files (paths or URLs).", show_default=False, parser=readable)
@@ -19,9 +24,6 @@ def parse(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Parse HLO text files with the grammar; list modules, computations and instruction counts."""
-    from xlainspect.analysis.commands.parse import parse_report
-    from xlainspect.report.views import parse_document
-
     with user_errors():
         report = parse_report(files)
     show(parse_document(report), fmt)

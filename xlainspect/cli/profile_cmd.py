@@ -7,9 +7,16 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import FormatOpt, FunctionOpt, StrictOpt, app, readable, show, user_errors
+from xlainspect.analysis.commands.cost import ChipChoice, profile_report
+from xlainspect.analysis.profile import compiles_after
+from xlainspect.cli.app import commands_of
 from xlainspect.cli.cost_cmd import ChipOpt, HbmOpt, IciOpt, PeakFlopsOpt
+from xlainspect.cli.options import FormatOpt, FunctionOpt, StrictOpt, readable, show, user_errors
 from xlainspect.cli.render import OutputFormat, note
+from xlainspect.report.profile_html import write_profile_html
+from xlainspect.report.views import profile_document
+
+commands = commands_of("profile")
 
 TraceArg = Annotated[
     Path,
@@ -22,7 +29,7 @@ TraceArg = Annotated[
 ]
 
 
-@app.command()
+@commands.command()
 def profile(
     trace: TraceArg,
     dump: Annotated[
@@ -75,16 +82,10 @@ def profile(
     roofline time, efficiency and time lost, and GPU kernels run in CUDA graphs placed on their op;
     every compile with its function, step and time by phase. Needs the profile extra: pip install
     'xlainspect[profile]'."""
-    from xlainspect.analysis.commands.cost import ChipChoice, profile_report
-    from xlainspect.analysis.profile import compiles_after
-    from xlainspect.report.views import profile_document
-
     with user_errors():
         figures = ChipChoice(chip, peak_flops, hbm_bandwidth, ici_bandwidth)
         report = profile_report(trace, dump, figures, function=function, strict=strict, step_function=step_function)
         if html is not None:
-            from xlainspect.report.profile_html import write_profile_html
-
             write_profile_html(report, html)
             note(f"wrote {html}")
     after = max_compiles_after_step

@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 
+from xlainspect.cli.render import stderr_console
 from xlainspect.progress import Advance, Progress
 
 #: Seconds of work before the bar appears; XLAINSPECT_PROGRESS_AFTER sets it (0: at once, as the pty test does).
@@ -49,8 +50,6 @@ def progress_bars() -> Iterator[Progress]:
 
 def _start():
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from xlainspect.cli.render import stderr_console
 
     bar = Progress(
         TextColumn("{task.description}"),

@@ -7,10 +7,16 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.cli.app import DumpPath, StrictOpt, app, note_skipped, user_errors
+from xlainspect.analysis.commands.report import report_of
+from xlainspect.cli.app import commands_of
+from xlainspect.cli.options import DumpPath, StrictOpt, note_skipped, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import note
 from xlainspect.errors import XlaInspectError
+from xlainspect.report.dump_report import dump_report
+from xlainspect.report.page import render_html, render_markdown
+
+commands = commands_of("report")
 
 OutFile = Annotated[Path | None, typer.Option(help="Write the report here ('-' for stdout).", show_default=False)]
 
@@ -18,7 +24,7 @@ OutFile = Annotated[Path | None, typer.Option(help="Write the report here ('-' f
 LOG_HELP = "jax log of the same run: compile seconds (default: the jax.log in the dump)."
 
 
-@app.command()
+@commands.command()
 def report(
     path: DumpPath,
     html: OutFile = None,
@@ -38,13 +44,10 @@ def report(
     else the roofline estimate; the ops that lose the most; compile time), then recompiles, memory,
     padding, fusions, copies and collectives, findings ranked by time on top. --html writes one
     self-contained page (charts as inline SVG, every table sortable), --markdown a Markdown document."""
-    from xlainspect.report.dump_report import report_of
-    from xlainspect.report.page import render_html, render_markdown
-
     with user_errors(), progress_bars() as progress:
         if html is None and markdown is None:
             raise XlaInspectError("report: say where to write it: --html FILE and/or --markdown FILE ('-': stdout)")
-        built = report_of(path, profile=profile, log=log, strict=strict, progress=progress)
+        built = dump_report(report_of(path, profile=profile, log=log, strict=strict, progress=progress))
         for target, render in ((html, render_html), (markdown, render_markdown)):
             if target is not None:
                 _write(target, render(built))

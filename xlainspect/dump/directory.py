@@ -169,7 +169,7 @@ def _split_name(name: str | None) -> tuple[str | None, str | None]:
     return name, None
 
 
-def classify(path: str | os.PathLike, host: str = "", folder: DumpFile | None = None) -> DumpFile | None:
+def classify(path: str | os.PathLike[str], host: str = "", folder: DumpFile | None = None) -> DumpFile | None:
     """What a dump file is, from its name alone; None for files XLA's dumper does not write.
 
     `folder` is the classified per-module folder (`module_0000.jit_f/`) a file such as
@@ -301,6 +301,11 @@ class DumpModule:
     files: list[DumpFile] = field(default_factory=list)
     timestamp: int | None = None
     _parsed: dict[str, Module] = field(default_factory=dict, repr=False)
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without its parsed models: an answer that holds a dump (`report_of`'s) stays small in
+        the command cache, and a model is parsed again, from the model cache, where one is needed."""
+        return {**self.__dict__, "_parsed": {}}
 
     @property
     def stages(self) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import math
 
-from xlainspect.report.timing import LOG_CLOCK, LOG_ORDER, CompileMark, FunctionTiming
+from xlainspect.analysis.timing import LOG_CLOCK, LOG_ORDER, CompileMark, FunctionTiming
 from xlainspect.report.views import _duration
 
 CHART_STYLE = """.kind0{fill:#1f6feb}.kind1{fill:#bf8700}.kind2{fill:#1a7f37}.kind3{fill:#8250df}.kind4{fill:#cf222e}

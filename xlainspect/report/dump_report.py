@@ -1,11 +1,10 @@
-"""`report`: one report of a whole dump, built from the analyses the other commands run.
+"""`report`: one report of a whole dump, worded from the facts the analyses found (`report_of`).
 
 A report is a list of sections, each made by one function of `SECTION_BUILDERS` from the same
-`ReportInput`: the dump and, per module, the `ModuleFacts` the analyses found in its files (computed
-once per module and kept in the results cache beside its file, so a second report of a dump reads no
-HLO). A section holds tables and findings; a finding carries what it costs, so the summary can rank
-findings from every section together. A new analysis (cost and roofline, say) joins the report by
-appending one builder to `SECTION_BUILDERS`; it may parse modules itself (`DumpModule.module()`).
+`DumpFacts`: the dump and, per module, the `ModuleFacts` the analyses found in its files. A section
+holds tables and findings; a finding carries what it costs, so the summary can rank findings from every
+section together. A new analysis joins the report by adding its facts to `ModuleFacts` (or
+`DumpFacts`) and appending one builder to `SECTION_BUILDERS`.
 
 Tables keep at most `MAX_ROWS` rows (the largest first) and memory curves are drawn for the
 `MAX_CURVES` modules with the highest peaks, each with a note naming what was left out: a dump of
@@ -14,38 +13,20 @@ thousands of modules still gives a page of a few megabytes that a browser opens 
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
 from xlainspect.analysis.chips import Chip
-from xlainspect.analysis.commands.cost import ChipChoice, chip_for
-from xlainspect.dump.directory import SHARE_MIN_BYTES, SHARE_MIN_MODULES, Dump, DumpModule, load_dump
-from xlainspect.dump.jaxlog import JaxLog, run_log
-from xlainspect.dump.model_cache import remembered
-from xlainspect.errors import UsageError, XlaInspectError
-from xlainspect.progress import Progress, silent
+from xlainspect.analysis.collectives import collective_totals
+from xlainspect.analysis.commands.report import DumpFacts, op_lines
+from xlainspect.analysis.copies import copy_totals
+from xlainspect.analysis.fusions import fusion_kind_totals
+from xlainspect.analysis.layouts import ledger_totals
+from xlainspect.analysis.memory import ModuleMemory
+from xlainspect.analysis.timing import CompileMark, FunctionTiming, OpTiming, Timing, losses
+from xlainspect.dump.directory import Dump, SkippedFile
 from xlainspect.report.causes import causes_text, for_people, suggestion
 from xlainspect.report.document import Table
-from xlainspect.report.timing import (
-    CompileMark,
-    FunctionTiming,
-    ModuleTime,
-    OpTiming,
-    Timing,
-    losses,
-    module_time,
-    timing,
-)
-from xlainspect.settings import cache_enabled, kept_objects
-from xlainspect.workers import map_shared
-
-if TYPE_CHECKING:  # read only where a profile is given
-    from xlainspect.analysis.profile import ProfileReport
-
-T = TypeVar("T")
 
 MAX_ROWS = 300
 """Rows per table; the rest is counted in the table's note (the commands themselves list every row)."""
@@ -85,9 +66,9 @@ class Section:
     intro: str
     tables: list[Table] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    memory: list = field(default_factory=list)
-    """`ModuleMemory` rows whose curves the HTML page draws (the memory section's)."""
-    charts: list = field(default_factory=list)
+    memory: list[ModuleMemory] = field(default_factory=list[ModuleMemory])
+    """The rows whose curves the HTML page draws (the memory section's)."""
+    charts: list[Chart] = field(default_factory=list)
     """What the HTML page draws as SVG: `StepBreakdown`, `Roofline`, `CompileTimeline`."""
     details: list[OpDetail] = field(default_factory=list)
     """The ops findings link to: their HLO lines and neighbourhood."""
@@ -120,6 +101,10 @@ class CompileTimeline:
     source: str
 
 
+Chart = StepBreakdown | Roofline | CompileTimeline
+"""What the HTML page draws as SVG."""
+
+
 @dataclass(slots=True)
 class OpDetail:
     """An op a finding links to: its HLO lines and those of its neighbourhood (as `graph --around`
@@ -133,39 +118,6 @@ class OpDetail:
     source: str
 
 
-@dataclass(slots=True)
-class ModuleFacts:
-    """What the analyses found in one module's after-optimizations HLO and side files."""
-
-    label: str
-    memory: object | None
-    """`ModuleMemory`, None without a buffer assignment."""
-    padding: tuple
-    """The module's `PaddingRow`s (the padding ledger)."""
-    fusions: tuple
-    unfused: dict[str, int]
-    copies: tuple
-    collectives: tuple
-    problems: tuple[tuple[str, str], ...] = ()
-    """(path, message) of side files that could not be read; the rest of the module is analysed."""
-    time: ModuleTime | None = None
-    """The module's roofline (`cost`), as the time sections keep it; None without a chip (no times)."""
-
-
-@dataclass
-class ReportInput:
-    """What every builder reads: the whole dump (headers: compiles), its count-recompiles rows and the
-    facts of each module that parsed."""
-
-    dump: Dump
-    facts: list[ModuleFacts]
-    readable: list[DumpModule]
-    recompiles: list
-    """`count_recompiles` of the dump: headers only, so it runs while workers analyse the modules."""
-    timing: Timing
-    """Step time per function, ops, compiles: measured with a profile, else the roofline estimate."""
-
-
 @dataclass
 class DumpReport:
     """One report of a whole dump: the modules table and each section."""
@@ -173,7 +125,7 @@ class DumpReport:
     root: str
     modules: Table
     sections: list[Section]
-    skipped: list
+    skipped: list[SkippedFile]
 
     def findings(self) -> list[Finding]:
         """Every section's findings, costliest first within a unit, the units in `UNIT_ORDER`."""
@@ -181,175 +133,10 @@ class DumpReport:
         return sorted(found, key=lambda f: (UNIT_ORDER.index(f.unit), -f.cost))
 
 
-def dump_report(
-    dump: Dump,
-    advance: Callable[[int], None] | None = None,
-    trace: str | Path | None = None,
-    log: JaxLog | None = None,
-) -> DumpReport:
-    """Run every section builder on the dump; `advance(n)` as modules are analysed (a progress bar's).
-    With `trace` (a jax.profiler trace of the same run) step times are measured; with `log` (its jax
-    log) compiles have seconds.
-
-    count-recompiles (headers only) and the profile run while the modules are analysed; the files
-    count-recompiles skips are kept apart and listed after those the analyses skipped, in the order a
-    serial run finds them."""
-    from xlainspect.analysis.recompiles import count_recompiles
-
-    headers = Dump(dump.root, dump.modules)
-
-    def meanwhile():
-        return count_recompiles(headers), _profiled(trace, dump)
-
-    all_facts, (recompiles, profiled) = _facts_of(dump.modules, advance or (lambda n: None), meanwhile)
-    facts, readable = [], []
-    for dump_module, found in zip(dump.modules, all_facts):
-        if isinstance(found, XlaInspectError):
-            dump.skip(dump_module.hlo_file().path, found)
-            continue
-        facts.append(found)
-        readable.append(dump_module)
-        for path, message in found.problems:
-            dump.skip(Path(path), XlaInspectError(message))
-    dump.skipped += recompiles.skipped
-    times = timing([f.time for f in facts if f.time is not None], readable, profiled, log)
-    source = ReportInput(dump, facts, readable, recompiles.functions, times)
-    sections = [section for build in SECTION_BUILDERS if (section := build(source)) is not None]
-    return DumpReport(str(dump.root), _modules_table(dump), sections, dump.skipped)
-
-
-@remembered("path", "profile", "log")
-def report_of(
-    path: str | Path,
-    *,
-    profile: str | Path | None = None,
-    log: str | Path | None = None,
-    strict: bool = False,
-    progress: Progress = silent,
-) -> DumpReport:
-    """`dump_report` of the dump under `path` (the `report` command's function), with the run's profile
-    and jax log (the log `capture` saved in the dump when none is given), answered from the command
-    cache while the inputs are unchanged."""
-    dump = load_dump(Path(path), strict=strict)
-    return dump_report(dump, progress("analysing modules", len(dump.modules)), profile, run_log(path, log))
-
-
-def _profiled(trace: str | Path | None, dump: Dump) -> ProfileReport | None:
-    """`profile` of the trace against the dump (its ops joined to their costs), None without a trace."""
-    if trace is None:
-        return None
-    from xlainspect.analysis.profile import profile
-    from xlainspect.dump.xplane import read_trace
-
-    profiled = profile(read_trace(trace), dump, _chip(next(iter(dump.modules), None)))
-    if not profiled.joined:
-        profiled.notes.append(
-            f"{trace}: none of the traced modules is in this dump (module ids and names differ): a profile of "
-            "another run? Its ops are shown without costs."
-        )
-    return profiled
-
-
-def _chip(dump_module: DumpModule | None) -> Chip | None:
-    """The GPU the dump was compiled for; None for a CPU dump, or a TPU dump that does not say which."""
-    try:
-        return chip_for(dump_module, ChipChoice())
-    except UsageError:
-        return None
-
-
-CHUNK_MODULES = 16
-"""Modules per worker task in a dump of `SHARE_MIN_MODULES` or more: few enough to balance the load,
-enough to amortise a task's round trip. Fewer modules go one at a time."""
-
-
-def _facts_of(
-    modules: list[DumpModule], advance: Callable[[int], None], meanwhile: Callable[[], T]
-) -> tuple[list[ModuleFacts | XlaInspectError], T]:
-    """Each module's facts, or the error that kept its HLO from parsing, in order, and what
-    `meanwhile()` returns: work of this process that needs no facts, done while workers find them
-    (`workers.map_shared`, the largest modules first).
-
-    Where xlainspect owns the process, garbage collection pauses until they are found (forked workers
-    inherit the pause) and what was made is frozen after: the facts and models live to the end of the run,
-    and collections scanning them would cost a tenth of the work here and half of the sections'."""
-    also: list[T] = []
-    with kept_objects():
-        found = map_shared(
-            _facts_or_error,
-            modules,
-            CHUNK_MODULES if len(modules) >= SHARE_MIN_MODULES else 1,
-            advance=advance,
-            meanwhile=lambda: also.append(meanwhile()),
-            size=DumpModule.hlo_bytes,
-            serial_below=SHARE_MIN_MODULES,
-            serial_below_size=SHARE_MIN_BYTES,
-        )
-    return found, also[0]
-
-
-def _facts_or_error(dump_module: DumpModule) -> ModuleFacts | XlaInspectError:
-    """The module's facts from the results cache, else found now; the error when its HLO does not parse."""
-    from xlainspect.dump.model_cache import cached_result
-
-    try:
-        return cached_result(dump_module.hlo_file().path, _analysis_key(dump_module), lambda: module_facts(dump_module))
-    except XlaInspectError as error:
-        return error
-
-
-def module_facts(dump_module: DumpModule) -> ModuleFacts:
-    """Run the per-module analyses once on a parsed module; raises XlaInspectError when its HLO does not parse."""
-    from xlainspect.analysis.collectives import collectives
-    from xlainspect.analysis.copies import copies
-    from xlainspect.analysis.cost import module_cost
-    from xlainspect.analysis.fusions import fusions, unfused_ops
-    from xlainspect.analysis.layouts import LedgerInput, padding_ledger
-    from xlainspect.analysis.lookup import module_label
-    from xlainspect.analysis.memory import assigned_memory
-    from xlainspect.dump.buffers import read_buffer_assignment
-    from xlainspect.dump.files import read_text
-
-    module = dump_module.module("after")
-    problems, memory, padding = [], None, ()
-    side = dump_module.file(kind="buffer-assignment")
-    try:
-        assignment = None
-        if side is not None:  # read once, for memory and padding alike
-            text = read_text(side.path)
-            assignment = read_buffer_assignment(text, str(side.path))
-            memory = assigned_memory(dump_module, text, assignment)
-        ledger = LedgerInput(module, dump_module.name or module.name, dump_module.platform, assignment)
-        padding = tuple(padding_ledger([ledger]))
-    except XlaInspectError as error:  # a side file (buffer assignment, live ranges) unreadable: say which
-        problems.append((str((side or dump_module.hlo_file()).path), str(error)))
-    return ModuleFacts(
-        module_label(module),
-        memory,
-        padding,
-        tuple(fusions(module)),
-        dict(unfused_ops(module).most_common()),
-        tuple(copies(module, dump_module.platform)),
-        tuple(collectives(module)),
-        tuple(problems),
-        module_time(module_cost(module, chip)) if (chip := _chip(dump_module)) else None,
-    )
-
-
-def _analysis_key(dump_module: DumpModule) -> str:
-    """The results cache's name for this module's facts; with the cache off, no side file is stat'ed."""
-    return f"report:{_side_stamp(dump_module)}" if cache_enabled() else "report"
-
-
-def _side_stamp(dump_module: DumpModule) -> str:
-    """Size and mtime of the side files, so cached facts follow a buffer assignment rewritten on its own."""
-    stamps = []
-    for dump_file in dump_module.files:
-        if dump_file.kind != "hlo":
-            with contextlib.suppress(OSError):
-                stat = dump_file.path.stat()
-                stamps.append(f"{dump_file.kind}:{stat.st_size}:{stat.st_mtime_ns}")
-    return ",".join(sorted(stamps))
+def dump_report(facts: DumpFacts) -> DumpReport:
+    """Every section builder run on the facts of a dump (`xlainspect.report_of`)."""
+    sections = [section for build in SECTION_BUILDERS if (section := build(facts)) is not None]
+    return DumpReport(str(facts.dump.root), _modules_table(facts.dump), sections, facts.skipped)
 
 
 def _modules_table(dump: Dump) -> Table:
@@ -381,7 +168,7 @@ TIMELINE_LANES = 30
 """Functions on the compile timeline, one lane each (those with the most compile time, else compiles)."""
 
 
-def time_section(source: ReportInput) -> Section:
+def time_section(source: DumpFacts) -> Section:
     """Where the time goes: step time per function (measured, or the roofline estimate, said which),
     split by op kind, with its compiles and memory peak; the ops that lose the most time a step are
     findings, each linked to its HLO neighbourhood and source line."""
@@ -467,7 +254,7 @@ def _share(seconds: float, whole: float | None) -> str:
     return f"{seconds / whole:.0%}" if whole else ""
 
 
-def _time_intro(source: ReportInput, peaks: dict[str, tuple[int, str]]) -> str:
+def _time_intro(source: DumpFacts, peaks: dict[str, tuple[int, str]]) -> str:
     """The first screen's words: how the times were found, compile time and the worst recompile, the peak."""
     t = source.timing
     if t.measured:
@@ -535,39 +322,15 @@ def _loss_text(op: OpTiming, copy=None) -> str:
     return f"{op.module} {op.name} ({op.kind}): {advice}"
 
 
-def _detail(source: ReportInput, op: OpTiming) -> OpDetail | None:
-    """The op's HLO line and its neighbourhood within `graph --around`'s default depth; None where its
-    module or instruction is not in the dump (a profile of another run)."""
-    from xlainspect.analysis.neighbourhood import neighbourhood
-    from xlainspect.dump.files import read_text
-
-    dump_module = next((m for m in source.readable if m.label == op.module), None)
-    if dump_module is None:
+def _detail(source: DumpFacts, op: OpTiming) -> OpDetail | None:
+    """The op's HLO lines and neighbourhood, for the page; None where its module is not in the dump."""
+    found = op_lines(source, op)
+    if found is None:
         return None
-    name = f"{op.computation}/{op.name}" if op.computation else op.name
-    try:
-        module = dump_module.module("after")
-        graph = neighbourhood(module, name, NEIGHBOURHOOD_DEPTH)
-        if len(graph.nodes) > NEIGHBOURHOOD_LINES:  # a busy op (a loop body's): its operands and users only
-            graph = neighbourhood(module, name, 1)
-        text = read_text(dump_module.hlo_file("after").path).splitlines()
-    except XlaInspectError:
-        return None
-    lines = tuple(
-        (i.line, text[i.line - 1].strip() if 0 < i.line <= len(text) else i.name, i.name == op.name)
-        for i in graph.nodes.values()
-    )
-    anchor = f"op-{op.module}-{op.name}"
-    return OpDetail(anchor, op.module, op.name, str(dump_module.hlo_file("after").path), lines, op.source or "")
+    return OpDetail(f"op-{op.module}-{op.name}", op.module, op.name, found.path, found.lines, op.source or "")
 
 
-NEIGHBOURHOOD_DEPTH = 2
-"""Edges from the op, either way, as `graph --around` draws by default."""
-NEIGHBOURHOOD_LINES = 24
-"""Past this many instructions at that depth, the page shows the op's direct neighbours only."""
-
-
-def roofline_section(source: ReportInput) -> Section | None:
+def roofline_section(source: DumpFacts) -> Section | None:
     """The roofline: ops at their achieved (measured) or roofline FLOP/s against arithmetic intensity,
     coloured by bound, on the chip's ceilings; the table of ops by time lost."""
     t = source.timing
@@ -618,7 +381,7 @@ def roofline_section(source: ReportInput) -> Section | None:
     )
 
 
-def compiles_section(source: ReportInput) -> Section | None:
+def compiles_section(source: DumpFacts) -> Section | None:
     """Compiles on a time axis, per function: seconds (profile or jax log) and what recompiled."""
     t = source.timing
     if not t.compiles:
@@ -661,7 +424,7 @@ def compiles_section(source: ReportInput) -> Section | None:
     )
 
 
-def recompiles_section(source: ReportInput) -> Section:
+def recompiles_section(source: DumpFacts) -> Section:
     """count-recompiles: the user's functions first (recompiled ones first) with their source lines,
     causes and suggestions, then the eager ops; the eager traffic is one finding (one fix)."""
     rows = source.recompiles
@@ -719,7 +482,7 @@ def _compile_finding(text: str, compiles: int, seconds: float | None, where: str
     return Finding("recompiles", text, seconds, "compile seconds", source=where)
 
 
-def memory_section(source: ReportInput) -> Section | None:
+def memory_section(source: DumpFacts) -> Section | None:
     """memory: totals and peak per module, the curve and top buffers of the highest peaks."""
     rows = [f.memory for f in source.facts if f.memory is not None]
     if not rows:
@@ -750,10 +513,8 @@ def memory_section(source: ReportInput) -> Section | None:
     return Section("memory", "Memory", intro, [tab], findings, curves)
 
 
-def padding_section(source: ReportInput) -> Section | None:
+def padding_section(source: DumpFacts) -> Section | None:
     """layouts: bytes lost to tile padding, per function and the most wasteful values."""
-    from xlainspect.analysis.layouts import ledger_totals
-
     labelled = sorted(((f.label, r) for f in source.facts for r in f.padding), key=lambda lr: -lr[1].wasted_bytes)
     rows = [r for _, r in labelled]
     if not rows:
@@ -793,10 +554,8 @@ def padding_section(source: ReportInput) -> Section | None:
     )
 
 
-def fusions_section(source: ReportInput) -> Section:
+def fusions_section(source: DumpFacts) -> Section:
     """fusions: totals per kind, the largest fusions, and compute ops left outside fusions."""
-    from xlainspect.analysis.fusions import fusion_kind_totals
-
     rows = [fusion for f in source.facts for fusion in f.fusions]
     unfused = [
         (f.label, sum(f.unfused.values()), " ".join(f"{k}:{n}" for k, n in f.unfused.items()))
@@ -828,10 +587,8 @@ def fusions_section(source: ReportInput) -> Section:
     return Section("fusions", "Fusions", intro, [kinds, largest, outside])
 
 
-def copies_section(source: ReportInput) -> Section:
+def copies_section(source: DumpFacts) -> Section:
     """copies: bytes moved per module and the largest copies."""
-    from xlainspect.analysis.copies import copy_totals
-
     rows = [c for f in source.facts for c in f.copies]
     totals = copy_totals(rows)
     findings = [
@@ -872,10 +629,8 @@ def copies_section(source: ReportInput) -> Section:
     )
 
 
-def collectives_section(source: ReportInput) -> Section:
+def collectives_section(source: DumpFacts) -> Section:
     """collectives: payload and bytes per step per module and kind, and every collective."""
-    from xlainspect.analysis.collectives import collective_totals
-
     rows = [c for f in source.facts for c in f.collectives]
     totals = collective_totals(rows)
     findings = [
@@ -934,7 +689,7 @@ def collectives_section(source: ReportInput) -> Section:
     )
 
 
-SECTION_BUILDERS: list[Callable[[ReportInput], Section | None]] = [
+SECTION_BUILDERS: list[Callable[[DumpFacts], Section | None]] = [
     time_section,
     roofline_section,
     compiles_section,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import html
 
+from xlainspect.analysis.timing import OpTiming
 from xlainspect.report.charts import CHART_STYLE, compile_timeline_svg, step_breakdown_svg
 from xlainspect.report.cost_html import ROOFLINE_STYLE, Point, roofline_svg
 from xlainspect.report.document import Table, cell_text, is_numeric, markdown_table
@@ -23,7 +24,6 @@ from xlainspect.report.dump_report import (
     StepBreakdown,
 )
 from xlainspect.report.memory_html import module_section, page
-from xlainspect.report.timing import OpTiming
 from xlainspect.report.views import _duration
 
 _STYLE = """nav a{margin-right:1em}.finding td{vertical-align:top}.note{color:#666;font-style:italic}

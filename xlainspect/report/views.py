@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from xlainspect import __version__
+from xlainspect.analysis.cache_inventory import timestamp
+from xlainspect.analysis.collectives import Collective, CollectiveTotal
+from xlainspect.analysis.commands.compiles import ModuleRow
+from xlainspect.analysis.copies import Copy, CopyTotal
 from xlainspect.analysis.divergence import host_list
+from xlainspect.analysis.doctor import Finding
+from xlainspect.analysis.fusions import Fusion, FusionKindTotal
+from xlainspect.analysis.layouts import ArrayLayout, PaddingRow, PaddingTotal
+from xlainspect.analysis.ops import FunctionOpCount, OpCount
+from xlainspect.report.causes import causes_text, for_people, suggestion, violation_text
 from xlainspect.report.document import Document, Entry, Heading, Lines, Table, fields, record, records, table
 
 if TYPE_CHECKING:
@@ -22,6 +32,7 @@ if TYPE_CHECKING:
     from xlainspect.analysis.commands.layouts import LayoutsReport
     from xlainspect.analysis.commands.memory import MemoryReport
     from xlainspect.analysis.commands.parse import ParseReport
+    from xlainspect.analysis.diff import Regression
     from xlainspect.analysis.doctor import DumpHealth
     from xlainspect.analysis.layouts import ArrayLayout
     from xlainspect.analysis.profile import ProfileReport
@@ -33,8 +44,6 @@ def parse_document(report: ParseReport) -> Document:
     rows = table(None, report.modules, columns)
     notes = []
     if report.unknown_opcodes:  # a newer XLA's opcodes parse and are kept as written; not an error
-        from xlainspect import __version__
-
         notes.append(
             f"note: opcodes unknown to xlainspect {__version__} (kept as written): " + ", ".join(report.unknown_opcodes)
         )
@@ -47,8 +56,6 @@ def parse_document(report: ParseReport) -> Document:
 def layout_document(arrays: list[ArrayLayout]) -> Document:
     """Decoded layouts: a description per array for people, a row per array for machines (JSON: always a
     list, one entry per array of the shape)."""
-    from xlainspect.analysis.layouts import ArrayLayout
-
     columns = [c for c in fields(ArrayLayout) if c not in ("picture", "padding")]
     rows = table(None, arrays, columns)
     return Document(records(arrays), [Lines(_describe(a)) for a in arrays], csv=rows, markdown=[rows])
@@ -76,8 +83,6 @@ def _describe(a: ArrayLayout) -> str:
 
 
 def layouts_document(report: LayoutsReport) -> Document:
-    from xlainspect.analysis.layouts import PaddingRow, PaddingTotal
-
     view, totals = report.view, fields(PaddingTotal)
     data = {
         "values": records(report.values),
@@ -169,7 +174,6 @@ def _json_record(row: dict) -> dict:
 
 def fusions_document(report: FusionsReport) -> Document:
     extra = {"unfused_ops": report.unfused_ops, "unfused_contractions": records(report.unfused_contractions)}
-    from xlainspect.analysis.fusions import Fusion, FusionKindTotal
 
     types = (Fusion, FusionKindTotal)
     document = _rows_and_totals("fusions", report.fusions, report.totals, types, FUSION_COLUMNS, extra)
@@ -186,22 +190,16 @@ def fusions_document(report: FusionsReport) -> Document:
 
 
 def copies_document(report: CopiesReport) -> Document:
-    from xlainspect.analysis.copies import Copy, CopyTotal
-
     return _rows_and_totals("copies", report.copies, report.totals, (Copy, CopyTotal), COPY_COLUMNS)
 
 
 def collectives_document(report: CollectivesReport) -> Document:
-    from xlainspect.analysis.collectives import Collective, CollectiveTotal
-
     types = (Collective, CollectiveTotal)
     return _rows_and_totals("collectives", report.collectives, report.totals, types, COLLECTIVE_COLUMNS)
 
 
 def ops_document(report: OpsReport) -> Document:
     """JSON: a list of rows, per module or (`--per-function`) per function."""
-    from xlainspect.analysis.ops import FunctionOpCount, OpCount
-
     if report.functions:
         rows = table("opcodes per function", report.functions, fields(FunctionOpCount))
         return Document(records(report.functions), [rows], csv=rows)
@@ -213,8 +211,6 @@ def ops_document(report: OpsReport) -> Document:
 
 
 def doctor_document(health: DumpHealth) -> Document:
-    from xlainspect.analysis.doctor import Finding
-
     data = {"root": str(health.root), "modules": health.modules, "files": health.files}
     data["findings"] = records(health.findings)
     verdict = f"{len(health.findings)} findings" if health.findings else "no findings: the dump looks healthy"
@@ -226,8 +222,6 @@ def doctor_document(health: DumpHealth) -> Document:
 def modules_document(report: ModulesReport) -> Document:
     """JSON: a list of modules. The host column only where the dump has hosts, seconds and the cache
     outcome only with the run's log."""
-    from xlainspect.analysis.commands.compiles import ModuleRow
-
     columns = [
         c
         for c in fields(ModuleRow)
@@ -275,8 +269,6 @@ def _unpaired(times) -> list[str]:
 def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) -> Document:
     """JSON: every function with its causes and times; tables: recompiled functions first, eager ops
     compiled once folded into one row; `over budget:` notes and a failed gate for each violation."""
-    from xlainspect.report.causes import violation_text
-
     shown = [r for r in report.functions if not (ignore_eager and r.eager)]
     times, profiled = report.times, report.profiled
     data = {
@@ -325,8 +317,6 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
 
 def _function_record(row: FunctionCompiles) -> dict:
     """A function's JSON: its fields, the suggestion after its causes."""
-    from xlainspect.report.causes import suggestion
-
     data = record(row)
     at = list(data).index("causes") + 1
     return dict([*list(data.items())[:at], ("suggestion", suggestion(row)), *list(data.items())[at:]])
@@ -361,8 +351,6 @@ def _times_json(times, name: str) -> dict:
 
 
 def _table_row(row, times=None) -> dict:
-    from xlainspect.report.causes import causes_text, suggestion
-
     function = times.functions.get(row.name) if times else None
     seconds = (
         {}
@@ -397,8 +385,6 @@ def _compile_cell(seconds: float | None, cache: str | None) -> str:
 def _for_people(rows: list, times=None) -> list[dict]:
     """The user's functions first (recompiled ones first), then the eager traffic folded into one row:
     an eager flood is one problem with one fix, not dozens."""
-    from xlainspect.report.causes import for_people, suggestion
-
     user, eager = for_people(rows)
     people = [_table_row(r, times) for r in user]
     if eager is None:
@@ -508,7 +494,7 @@ def diff_document(report: DiffReport, *, show_all: bool = False, gate: bool = Fa
         "a": str(report.a),
         "b": str(report.b),
         "functions": [_function_json(r) for r in report.functions],
-        "regressions": report.regressions,
+        "regressions": [regression_text(r) for r in report.regressions],
     }
     summary = _diff_summary(report.functions)
     blocks: list = [Lines(summary)]
@@ -516,10 +502,25 @@ def diff_document(report: DiffReport, *, show_all: bool = False, gate: bool = Fa
         blocks.append(Heading(_heading(row)))
         blocks += _sections(row)
     markdown = [Lines(f"## xlainspect diff: `{report.a}` -> `{report.b}`\n\n{summary}\n"), *blocks[1:]]
-    notes = [f"regression: {message}" for message in report.regressions]
-    notes += [f"cannot gate: {message}" for message in report.unknown] if gate else []
+    notes = [f"regression: {regression_text(r)}" for r in report.regressions]
+    notes += (
+        [f"cannot gate: {r.name}: unknown, {', '.join(r.unreadable)} did not parse" for r in report.unknown]
+        if gate
+        else []
+    )
     failed, undecided = gate and bool(report.regressions), gate and bool(report.unknown)
     return Document(data, blocks, markdown=markdown, notes=notes, gate_failed=failed, gate_undecided=undecided)
+
+
+def regression_text(found: Regression) -> str:
+    """`fn: peak_memory 396 -> 748 (+88.9%), over --max-increase peak_memory=50%`."""
+    metric = found.metric
+    if found.threshold.relative:
+        amount = f"+{metric.change:.1f}%" if metric.change is not None else "from 0"
+    else:
+        amount = f"+{metric.delta:,}"
+    over = f"over --max-increase {found.threshold}"
+    return f"{found.function}: {metric.name} {metric.a:,} -> {metric.b:,} ({amount}), {over}"
 
 
 def _function_json(row) -> dict:
@@ -959,8 +960,6 @@ def _profile_title(report: ProfileReport) -> str:
 
 def cache_document(report: CacheReport, where: str, dump: str) -> Document:
     """`{"functions", "entries"}` (and `"dump"` with one), entry times as UTC ISO 8601."""
-    from xlainspect.analysis.cache_inventory import timestamp
-
     cached, functions, joined = report.cached, report.functions, report.joined
     entries = [record(e) | {"modified": timestamp(e.modified)} for e in cached.entries]
     data = {"functions": records(functions), "entries": entries}

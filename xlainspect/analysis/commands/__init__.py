@@ -11,7 +11,7 @@ report classes of its own command only (a dataclass takes 0.4 to 1 ms to create,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar
@@ -24,8 +24,10 @@ from xlainspect.dump.directory import (
     SkippedFile,
     select_dump_modules,
 )
+from xlainspect.dump.model_cache import cached_result
 from xlainspect.errors import AnalysisBug, UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
+from xlainspect.settings import kept_objects
 from xlainspect.workers import map_shared
 
 Paths = str | Path | Sequence[str | Path]
@@ -38,11 +40,12 @@ def input_paths(paths: Paths) -> Path | list[Path]:
 
 
 class Analysed(NamedTuple, Generic[T]):
-    """What `analyse_each` found: one result per module analysed, and the files it could not analyse
-    (the `Dump` it was given is not changed; a report lists these after the dump's own)."""
+    """What `analyse_each` found: one result per module analysed (`modules`, in order), and the files it
+    could not analyse (the `Dump` it was given is not changed; a report lists these after the dump's own)."""
 
     results: list[T]
     skipped: list[SkippedFile]
+    modules: list[DumpModule]
 
 
 def analyse_modules(
@@ -77,13 +80,25 @@ def analyse_each(
     key: Callable[[DumpModule], str],
     blame: Callable[[DumpModule], Path],
     advance: Callable[[int], None],
+    chunk: int = 1,
+    meanwhile: Callable[[], object] | None = None,
+    same: Callable[[DumpModule], Hashable] | None = None,
 ) -> Analysed[T]:
-    """`analyse(m)` for each of `modules`, in order, answered from the results cache (under `key(m)`)
-    while the files `inputs(m)` are unchanged; a module it cannot analyse (`inputs` or `analyse` raise
-    XlaInspectError) is returned skipped under the file `blame(m)`; any other exception is a bug, raised
-    as AnalysisBug naming that file. Where xlainspect owns the process and the modules are many or large,
-    a forked worker shares them, the largest first."""
-    from xlainspect.dump.model_cache import cached_result
+    """The one per-module runner of every command, the report and `diff`: `analyse(m)` for each of
+    `modules`, in order, answered from the results cache (under `key(m)`) while the files `inputs(m)` are
+    unchanged; a module it cannot analyse (`inputs` or `analyse` raise XlaInspectError) is returned
+    skipped under the file `blame(m)`; any other exception is a bug, raised as AnalysisBug naming that file.
+
+    Where xlainspect owns the process and the modules are many or large, forked workers share them, the
+    largest first, `chunk` modules a task, while this process runs `meanwhile()` (work that needs no
+    result); garbage collection pauses meanwhile, and what was made is frozen after (it lives to the end
+    of the run). Modules whose `same(m)` is equal (made of the same bytes) are analysed once, the first;
+    an error is met again in each module's own files, so that it names them."""
+    keys: list[Hashable] = [same(m) for m in modules] if same is not None else [id(m) for m in modules]
+    firsts: dict[Hashable, DumpModule] = {}
+    for k, dump_module in zip(keys, modules):
+        firsts.setdefault(k, dump_module)
+    shared = list(firsts.values())
 
     def result_or_error(dump_module: DumpModule) -> T | XlaInspectError:
         try:
@@ -95,21 +110,29 @@ def analyse_each(
         except Exception as error:  # noqa: BLE001 (not bad input: a bug, named with the file it was reading)
             raise AnalysisBug(blame(dump_module), error) from error
 
-    found = map_shared(
-        result_or_error,
-        modules,
-        1,
-        advance=advance,
-        size=DumpModule.hlo_bytes,
-        serial_below=SHARE_MIN_MODULES,
-        serial_below_size=SHARE_MIN_BYTES,
-    )
-    analysed: Analysed[T] = Analysed([], [])
-    for dump_module, result in zip(modules, found):
+    with kept_objects():
+        found = map_shared(
+            result_or_error,
+            shared,
+            chunk,
+            advance=advance,
+            meanwhile=meanwhile,
+            size=DumpModule.hlo_bytes,
+            serial_below=SHARE_MIN_MODULES,
+            serial_below_size=SHARE_MIN_BYTES,
+        )
+    results = dict(zip(firsts, found))  # by the key of the module that was analysed
+    analysed: Analysed[T] = Analysed([], [], [])
+    for k, dump_module in zip(keys, modules):
+        result = results[k]
+        if firsts[k] is not dump_module:  # answered by the module it equals
+            result = result_or_error(dump_module) if isinstance(result, XlaInspectError) else result
+            advance(1)
         if isinstance(result, XlaInspectError):
             analysed.skipped.append(SkippedFile.of(blame(dump_module), result))
         else:
             analysed.results.append(result)
+            analysed.modules.append(dump_module)
     return analysed
 
 

@@ -6,7 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries
+from xlainspect.analysis.cache_misses import cache_misses
+from xlainspect.dump.compilation_cache import read_cache_dir
 from xlainspect.dump.directory import Dump, SkippedFile, load_dump
+from xlainspect.dump.jaxlog import read_jax_log, run_log
 from xlainspect.dump.model_cache import remembered
 from xlainspect.errors import XlaInspectError
 
@@ -33,10 +37,6 @@ def cache_report(
 ) -> CacheReport:
     """What jax's persistent compilation cache holds, per function; functions with more than `many`
     entries are flagged (a key that changes per run: jax #21159). `log` is the run log of `dump`."""
-    from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries
-    from xlainspect.dump.compilation_cache import read_cache_dir
-    from xlainspect.dump.jaxlog import run_log
-
     if log is not None and dump is None:
         raise XlaInspectError("--log is the log of the run of --dump DIR: give both")
     cached = read_cache_dir(path)
@@ -48,9 +48,6 @@ def cache_report(
 def cache_misses_report(a: str | Path, b: str | Path) -> list[CacheMiss]:
     """Per function of run B: hit, miss or not written, and for a miss the cache-key components that
     changed since run A. A run is a jax log, or a folder holding jax.log (with its dump, for the HLO)."""
-    from xlainspect.analysis.cache_misses import cache_misses
-    from xlainspect.dump.jaxlog import read_jax_log
-
     return cache_misses(read_jax_log(a), read_jax_log(b), _dump_if_any(Path(b)))
 
 

@@ -9,9 +9,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.commands import Paths, input_paths
+from xlainspect.analysis.compile_times import compile_times
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
+from xlainspect.analysis.ops import instruction_count
+from xlainspect.analysis.profile import paired_compile_seconds, profile
+from xlainspect.analysis.recompiles import (
+    Budget,
+    baseline_counts,
+    budget_violations,
+    count_recompiles,
+    unknown_budget_names,
+)
+from xlainspect.capture import dump_folder, run_with_dump
 from xlainspect.dump.directory import Dump, SkippedFile, load_dump
+from xlainspect.dump.jaxlog import run_log
 from xlainspect.dump.model_cache import remembered
+from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import XlaInspectError, no_match
 from xlainspect.progress import Progress, silent
 
@@ -54,8 +67,6 @@ def modules_report(
 ) -> ModulesReport:
     """The modules (compiles) of a dump: id, function, platform, stages, instruction count, size, and
     compile seconds when the run's jax log is there."""
-    from xlainspect.analysis.ops import instruction_count
-
     dump = load_dump(input_paths(path), strict=strict)
     times = _compile_times(dump, path, log)
     advance = progress("reading modules", len(dump.modules))
@@ -90,9 +101,6 @@ def _compile_times(dump: Dump, path: Paths, log: Path | None) -> CompileTimes | 
     """Compile seconds from the run's jax log: `log`, else the one capture saved in the dump folder `path`
     (a folder given alone: files given name no folder, and their answer is remembered by those files
     alone); None without one."""
-    from xlainspect.analysis.compile_times import compile_times
-    from xlainspect.dump.jaxlog import run_log
-
     found = run_log(path if isinstance(path, (str, Path)) else None, log)
     return None if found is None else compile_times(dump, found)
 
@@ -127,8 +135,6 @@ def recompiles_report(
 ) -> RecompileReport:
     """Compiles per function and why each recompile happened; `budget` makes it a gate (`violations`).
     Raises NoMatchError for a per-name budget naming no function (a misspelt name would budget nothing)."""
-    from xlainspect.analysis.recompiles import Budget, budget_violations, count_recompiles, unknown_budget_names
-
     dump = load_dump(input_paths(path), strict=strict)
     found = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
     rows, budget = found.functions, budget or Budget()
@@ -159,8 +165,6 @@ def capture_report(command: Sequence[str], dump_dir: Path | None = None, budget:
     """Run `command` with XLA dumping on and jax's compile log saved in the dump, then count its
     recompiles against `budget`. Without `dump_dir` the dump goes to a new temporary folder that is
     kept (the other commands read it), and a note says where."""
-    from xlainspect.capture import dump_folder, run_with_dump
-
     target = dump_folder(dump_dir)
     status = run_with_dump(list(command), target)
     notes = [] if dump_dir is not None else [f"dump kept in {target} (--dump-dir chooses where)"]
@@ -174,8 +178,6 @@ def _profiled_seconds(rows: list, trace: Path | None) -> tuple[dict[str, tuple],
     """Measured compile seconds per function from a jax.profiler trace, paired in order with the dump's."""
     if trace is None:
         return {}, []
-    from xlainspect.analysis.profile import paired_compile_seconds, profile
-    from xlainspect.dump.xplane import read_trace
 
     return paired_compile_seconds({r.name: r.modules for r in rows}, profile(read_trace(trace)))
 
@@ -192,8 +194,6 @@ def read_baseline(path: Path) -> tuple[tuple[str, int], ...]:
 
 
 def write_baseline(path: Path, report: RecompileReport, ignore_eager: bool = False) -> None:
-    from xlainspect.analysis.recompiles import baseline_counts
-
     rows = [r for r in report.functions if not (ignore_eager and r.eager)]
     Path(path).write_text(json.dumps(baseline_counts(rows), indent=2) + "\n", encoding="utf-8")
 

@@ -6,9 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xlainspect.analysis.chips import chip_table, custom_chip, dump_chip_key, get_chip
 from xlainspect.analysis.commands import Paths, Selection, input_paths, run_selected
+from xlainspect.analysis.cost import module_cost
+from xlainspect.analysis.profile import only_function, profile
 from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
 from xlainspect.dump.model_cache import remembered
+from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
 
@@ -48,12 +52,9 @@ def cost_report(
     """FLOPs, transcendentals, bytes and roofline time per op and module for one call as it executes
     (loops times their trip counts, custom calls by target), XLA's HloCostAnalysis figures beside;
     each module keeps its `top` ops by roofline time per call (None: all)."""
-    from xlainspect.analysis.chips import chip_table
-    from xlainspect.analysis.cost import module_cost
-
     key = f"cost:{chip}:{top}:{sorted(chip_table().items())}"  # the table is data, not code
     dump = load_dump(input_paths(paths))
-    rows, skipped = run_selected(
+    rows, skipped, _ = run_selected(
         dump, key, lambda m: module_cost(m.module(selection.stage), chip_for(m, chip), top), selection, progress
     )
     return CostReport(rows, [*dump.skipped, *skipped])
@@ -62,8 +63,6 @@ def cost_report(
 def chip_for(dump_module: DumpModule | None, choice: ChipChoice) -> Chip | None:
     """The chip named, else the one the dump was compiled for (its GPU or TPU, as its files say); None
     where neither says (counts without times). Figures without a chip to complete them are a usage error."""
-    from xlainspect.analysis.chips import chip_table, custom_chip, dump_chip_key, get_chip
-
     figures = (choice.peak_flops, choice.hbm_bandwidth, choice.ici_bandwidth)
     if choice.key is None and choice.peak_flops and choice.hbm_bandwidth:
         return custom_chip(*figures)
@@ -96,9 +95,6 @@ def profile_report(
     efficiency and time lost, GPU kernels run in command buffers placed on their op. `function` narrows
     it to one function (one that matches nothing is an error); `step_function` names the function whose
     executions are the steps (without step markers, the one with the most device time)."""
-    from xlainspect.analysis.profile import only_function, profile
-    from xlainspect.dump.xplane import read_trace
-
     read = read_trace(trace)
     if dump is None:
         return only_function(profile(read, None, chip_for(None, chip), step_function), function)

@@ -5,14 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from xlainspect.analysis.chips import get_chip
+from xlainspect.analysis.diff import (
+    METRICS,
+    FunctionDiff,
+    Regression,
+    Threshold,
+    diff_dumps,
+    parse_threshold,
+    regressions,
+    unknown_functions,
+)
 from xlainspect.dump.directory import SkippedFile, load_dump
 from xlainspect.dump.model_cache import remembered
 from xlainspect.progress import Progress, silent
-
-if TYPE_CHECKING:
-    from xlainspect.analysis.diff import FunctionDiff
 
 
 @dataclass
@@ -22,11 +29,11 @@ class DiffReport:
     a: Path
     b: Path
     functions: list[FunctionDiff]
-    regressions: list[str]
-    """One message per metric over its allowed increase."""
+    regressions: list[Regression]
+    """Each metric over its allowed increase."""
     skipped: list[SkippedFile]
-    unknown: list[str] = field(default_factory=list)
-    """One message per function a module that did not parse leaves unknown: the gate cannot decide."""
+    unknown: list[FunctionDiff] = field(default_factory=list[FunctionDiff])
+    """The functions a module that did not parse leaves unknown: the gate cannot decide."""
 
 
 @remembered("a", "b")
@@ -43,16 +50,6 @@ def diff_report(
     """Per function (matched by HloModule name): what XLA did differently between two dumps, and the
     metrics that grew past `max_increase` (`METRIC=N` or `METRIC=N%`), or at all with `any_growth` and
     no `max_increase` (what `--fail-on-regression` alone gates)."""
-    from xlainspect.analysis.chips import get_chip
-    from xlainspect.analysis.diff import (
-        METRICS,
-        Threshold,
-        diff_dumps,
-        parse_threshold,
-        regressions,
-        unknown_functions,
-    )
-
     thresholds = [parse_threshold(t) for t in max_increase]
     if any_growth and not thresholds:
         thresholds = [Threshold(metric, 0, False) for metric in METRICS]

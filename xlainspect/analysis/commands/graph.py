@@ -6,10 +6,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xlainspect.analysis import neighbourhood as hood
+from xlainspect.analysis.collectives import collective_totals, collectives
 from xlainspect.analysis.commands import Paths, Selection, input_paths, run_selected
-from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
-from xlainspect.dump.model_cache import remembered
+from xlainspect.analysis.copies import copies, copy_totals
+from xlainspect.analysis.fusions import fusion_kind_totals, fusions, largest_fusions, unfused_contractions, unfused_ops
+from xlainspect.analysis.lookup import file_label, module_label
+from xlainspect.analysis.ops import function_histogram, line_histogram, opcode_histogram
+from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump, select_modules
+from xlainspect.dump.files import read_text
+from xlainspect.dump.model_cache import parse_file, remembered
 from xlainspect.errors import XlaInspectError
+from xlainspect.hlo.fastpath import scan
 from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -40,14 +48,6 @@ def fusions_report(
 ) -> FusionsReport:
     """Every fusion (kind, backend kind, fused computation, ops inside, bytes, library calls), or the
     `top` moving the most bytes (the totals count every one), and what was left unfused."""
-    from xlainspect.analysis.fusions import (
-        fusion_kind_totals,
-        fusions,
-        largest_fusions,
-        unfused_contractions,
-        unfused_ops,
-    )
-    from xlainspect.analysis.lookup import module_label
 
     def analyse(dump_module: DumpModule) -> tuple:
         module = dump_module.module(selection.stage)
@@ -59,7 +59,7 @@ def fusions_report(
         )
 
     dump = load_dump(input_paths(paths))
-    per_module, skipped = run_selected(dump, "fusions", analyse, selection, progress)
+    per_module, skipped, _ = run_selected(dump, "fusions", analyse, selection, progress)
     rows = [row for module_rows, *_ in per_module for row in module_rows]
     unfused = {label: ops for _, label, ops, _ in per_module}
     contractions = [c for *_, module_contractions in per_module for c in module_contractions]
@@ -81,10 +81,8 @@ def copies_report(
     paths: Paths, selection: Selection = Selection(), *, layout_only: bool = False, progress: Progress = silent
 ) -> CopiesReport:
     """Every copy, async copy, transpose and relayout fusion: layouts, memory spaces, bytes, producer, consumers."""
-    from xlainspect.analysis.copies import copies, copy_totals
-
     dump = load_dump(input_paths(paths))
-    per_module, skipped = run_selected(
+    per_module, skipped, _ = run_selected(
         dump, "copies", lambda m: copies(m.module(selection.stage), m.platform), selection, progress
     )
     rows = [row for module_rows in per_module for row in module_rows if row.layout_only or not layout_only]
@@ -105,10 +103,8 @@ def collectives_report(
     paths: Paths, selection: Selection = Selection(), *, progress: Progress = silent
 ) -> CollectivesReport:
     """Every collective once (sync, -start/-done, async-start): groups, payload, bytes per device and per step."""
-    from xlainspect.analysis.collectives import collective_totals, collectives
-
     dump = load_dump(input_paths(paths))
-    per_module, skipped = run_selected(
+    per_module, skipped, _ = run_selected(
         dump, "collectives", lambda m: collectives(m.module(selection.stage)), selection, progress
     )
     rows = [row for module_rows in per_module for row in module_rows]
@@ -131,9 +127,6 @@ def ops_report(
     paths: Paths, selection: Selection = Selection(), *, per_function: bool = False, progress: Progress = silent
 ) -> OpsReport:
     """Opcode histogram per module (inside and outside fusions), or per function across its variants."""
-    from xlainspect.analysis.ops import function_histogram
-    from xlainspect.dump.directory import select_modules
-
     dump = load_dump(input_paths(paths))
     if per_function:
         advance = progress("parsing modules", len(dump.modules))
@@ -141,18 +134,13 @@ def ops_report(
             dump, function=selection.function, module_re=selection.module_re, stage=selection.stage, advance=advance
         )
         return OpsReport([], function_histogram(selected), dump.skipped)
-    per_module, skipped = run_selected(dump, "ops", lambda m: _histogram(m, selection.stage), selection, progress)
+    per_module, skipped, _ = run_selected(dump, "ops", lambda m: _histogram(m, selection.stage), selection, progress)
     return OpsReport([row for rows in per_module for row in rows], [], [*dump.skipped, *skipped])
 
 
 def _histogram(dump_module: DumpModule, stage: str) -> list[OpCount]:
     """Opcode rows of one module: from the line-level reader where it is sure of every line (no model
     is built, several times faster), from the grammar's model elsewhere."""
-    from xlainspect.analysis.lookup import file_label
-    from xlainspect.analysis.ops import line_histogram, opcode_histogram
-    from xlainspect.dump.files import read_text
-    from xlainspect.hlo.fastpath import scan
-
     hlo = dump_module.hlo_file(stage)
     lines = scan(read_text(hlo.path))
     if lines is None:
@@ -178,9 +166,6 @@ class Neighbourhood:
 @remembered("file")
 def neighbourhood_report(file: str | Path, around: str, depth: int = 2) -> Neighbourhood:
     """The data-flow neighbourhood of one instruction (`computation/name` where the name is ambiguous)."""
-    from xlainspect.analysis import neighbourhood as hood
-    from xlainspect.dump.model_cache import parse_file
-
     modules = parse_file(file)
     short = around.lstrip("%").rpartition("/")[2]
     module = next(

@@ -6,8 +6,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.commands import Paths, analyse_each, input_paths
+from xlainspect.analysis.layouts import (
+    explain_shape,
+    filter_ledger,
+    ledger_files,
+    ledger_totals,
+    ledger_view,
+    module_ledger,
+    ranked,
+)
 from xlainspect.dump.directory import SkippedFile, load_dump, select_dump_modules
 from xlainspect.dump.model_cache import remembered
+from xlainspect.hlo.shape_text import parse_shape
 from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -16,9 +26,6 @@ if TYPE_CHECKING:
 
 def explain_layout(shape: str, platform: str | None = None) -> list[ArrayLayout]:
     """What each array of a shape with layout costs (`bf16[3,5]{1,0:T(8,128)(2,1)}`); a tuple gives one per leaf."""
-    from xlainspect.analysis.layouts import explain_shape
-    from xlainspect.hlo.shape_text import parse_shape
-
     return explain_shape(parse_shape(shape), platform)
 
 
@@ -49,18 +56,9 @@ def layouts_report(
     progress: Progress = silent,
 ) -> LayoutsReport:
     """The padding ledger: every array value of the after-optimizations modules, most wasted bytes first."""
-    from xlainspect.analysis.layouts import (
-        filter_ledger,
-        ledger_files,
-        ledger_totals,
-        ledger_view,
-        module_ledger,
-        ranked,
-    )
-
     dump = load_dump(input_paths(path))
     chosen = select_dump_modules(dump, function=function)
-    per_module, skipped = analyse_each(
+    per_module, skipped, _ = analyse_each(
         chosen,
         lambda m: module_ledger(m, platform),
         inputs=ledger_files,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.commands import analyse_each
+from xlainspect.analysis.memory import memory_inputs, module_memory
 from xlainspect.dump.directory import SkippedFile, load_dump, select_dump_modules
 from xlainspect.dump.model_cache import remembered
 from xlainspect.errors import DumpError
@@ -30,8 +31,6 @@ def memory_report(
 ) -> MemoryReport:
     """Memory per compiled module from the buffer assignment, memory-usage report and live ranges: bytes
     by allocation kind, the peak and the `top` biggest buffers live there. `path` may be one dump file."""
-    from xlainspect.analysis.memory import memory_inputs, module_memory
-
     path = Path(path)
     dump = load_dump(path.parent if path.is_file() else path)
     chosen = [
@@ -39,7 +38,7 @@ def memory_report(
         for m in select_dump_modules(dump, function=function)
         if not path.is_file() or any(f.path.resolve() == path.resolve() for f in m.files)
     ]
-    found, skipped = analyse_each(
+    found, skipped, _ = analyse_each(
         chosen,
         lambda m: module_memory(m, top),
         inputs=memory_inputs,

@@ -1,0 +1,121 @@
+"""What every command module shares: the common options, the error boundary for bad input, and `show`.
+
+Exit codes: 0 fine, 1 a failed gate (the command says which budget), 2 a usage or input error, 3 a bug
+in xlainspect (one line naming the file it was reading; `--debug` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from xlainspect.analysis.commands import Selection
+from xlainspect.cli.progress import progress_bars
+from xlainspect.cli.render import OutputFormat, emit, note
+from xlainspect.dump.directory import SkippedFile
+from xlainspect.dump.storage import is_url, local
+from xlainspect.errors import XlaInspectError
+from xlainspect.report.document import Document
+
+EXIT_GATE_FAILED = 1
+EXIT_USAGE = 2
+EXIT_BUG = 3
+
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")]
+
+
+def readable(value: str) -> Path:
+    """A path argument as commands read it: a local path, or an fsspec URL (gs://, s3://, ...) whose
+    objects are fetched into their local mirror first, with a progress bar (an error: one line, exit 2)."""
+    if not is_url(value):
+        return Path(value)
+    with user_errors(), progress_bars() as progress:
+        return local(value, progress)
+
+
+DumpPath = Annotated[
+    Path,
+    typer.Argument(
+        help="A --xla_dump_to directory, or HLO text files (a path or a URL: gs://, s3://, ...).",
+        show_default=False,
+        parser=readable,
+    ),
+]
+FunctionOpt = Annotated[str | None, typer.Option("--function", help="Only modules of this function (HloModule name).")]
+LogOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--log",
+        help="The run's jax log, for compile seconds (default: jax.log in the dump directory, as capture saves it).",
+        show_default=False,
+        parser=readable,
+        metavar="<path>",
+    ),
+]
+PathsArg = Annotated[
+    list[Path],
+    typer.Argument(
+        help="A --xla_dump_to directory, or HLO text files (paths or URLs: gs://, s3://, ...).",
+        show_default=False,
+        parser=readable,
+    ),
+]
+ModuleReOpt = Annotated[str | None, typer.Option("--module-re", help="Only modules whose name matches this regex.")]
+
+
+class Stage(str, enum.Enum):
+    before = "before"
+    after = "after"
+
+
+StageOpt = Annotated[Stage, typer.Option("--stage", help="HLO before or after optimizations (after where present).")]
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict", help="Exit 2 when a file cannot be read or parsed (default: skip it with a note on stderr)."
+    ),
+]
+
+
+def selection(function: str | None, module_re: str | None, stage: Stage) -> Selection:
+    """The modules `--function`, `--module-re` and `--stage` name."""
+    return Selection(function, module_re, stage.value)
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn input errors into a message on stderr and exit code 2, never a traceback."""
+    try:
+        yield
+    except XlaInspectError as error:
+        note(str(error))
+        raise typer.Exit(EXIT_USAGE) from None
+    except (BrokenPipeError, KeyboardInterrupt):
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def note_skipped(skipped: Sequence[SkippedFile], strict: bool = False) -> None:
+    """Name each file a command left out, and why, on stderr; with --strict that is an input error (exit 2)."""
+    if not skipped:
+        return
+    note(f"skipped {len(skipped)} file(s) that could not be analysed:")
+    for one in skipped:
+        reason = one.reason.replace("\n", "\n    ")
+        note(f"  skipped {one.path}: {reason}")
+    if strict:
+        raise typer.Exit(EXIT_USAGE)
+
+
+def show(document: Document, fmt: OutputFormat, skipped: Sequence[SkippedFile] = (), strict: bool = False) -> None:
+    """Write a command's document, name the files left out, and exit 1 when its gate failed."""
+    emit(document, fmt)
+    note_skipped(skipped, strict)
+    if document.gate_undecided:
+        raise typer.Exit(EXIT_USAGE)
+    if document.gate_failed:
+        raise typer.Exit(EXIT_GATE_FAILED)
