@@ -43,15 +43,17 @@ class TableCache(Protocol):
         ...
 
 
-_kept: list[TableCache] = []
+_kept: TableCache | None = None
+"""The process's one setting in `hlo`, read when a table is first built (never during a parse)."""
 
 
 def keep_tables(cache: TableCache | None) -> None:
     """Read and save the grammar's tables in `cache` from now on (None: build them in memory, the
     library's default). Tables built already stay as they are: they are the same wherever they come from."""
-    _kept[:] = [] if cache is None else [cache]
+    global _kept
+    _kept = cache
 
 
 def table_cache() -> TableCache | None:
     """The cache lent by `keep_tables`, if any."""
-    return _kept[0] if _kept else None
+    return _kept

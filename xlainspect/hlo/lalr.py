@@ -130,19 +130,15 @@ class _ModelBuilder(Transformer[Token, Any]):
     """LALR callbacks: one method per grammar rule, each returning a model object.
 
     Attribute values are the text XLA printed, cut from the parsed text by position, so spacing and
-    nesting come out as written. `line_offset` is added to every line number: a caller that parses a
-    piece of a file gives the lines before the piece. Both are the parse's own (`_source`).
+    nesting come out as written. The lines before the text in its file are added to every line number
+    (a caller may parse a piece of a file). Both are the parse's own (`_source`).
     """
-
-    @property
-    def line_offset(self) -> int:
-        return _source.get()[1]
 
     def start(self, *items: Any) -> list[Any]:
         return list(items)
 
     def module_header(self, name: Token, *attributes: tuple[str, str]) -> HeaderItem:
-        return ("header", str(name).rstrip(":"), attribute_dict(attributes), _line(name) + self.line_offset)
+        return ("header", str(name).rstrip(":"), attribute_dict(attributes), _line(name) + _source.get()[1])
 
     def stack_frames(self, *tables: dict[int, str]) -> FramesItem:
         return ("stack_frames", cast(FrameTables, tables))  # the grammar's rule names four tables
@@ -177,7 +173,7 @@ class _ModelBuilder(Transformer[Token, Any]):
         return ("nested", computation) if any(isinstance(item, list) for item in items) else computation
 
     def computation_head(self, entry: Token | None, name: Token, signature: Signature | None) -> ComputationHead:
-        return entry is not None, _strip(name), _line(name) + self.line_offset, signature
+        return entry is not None, _strip(name), _line(name) + _source.get()[1], signature
 
     def signature(self, *items: Any) -> Signature:
         *params, result = items
@@ -216,7 +212,7 @@ class _ModelBuilder(Transformer[Token, Any]):
             operands=names,
             attributes=attribute_dict(attributes),
             is_root=root is not None,
-            line=_line(name) + self.line_offset,
+            line=_line(name) + _source.get()[1],
             operand_shape_indices=indices,
         )
         return [*nested, instruction] if nested else instruction
@@ -226,7 +222,7 @@ class _ModelBuilder(Transformer[Token, Any]):
         XLA's ParseOperands adds them to the computation). Its name here holds a blank, which no HLO
         name does, and is unique in the file; the module names it as XLA's parser does, once the
         names before it are known (`xlainspect.hlo.parser.name_nested_instructions`)."""
-        line = _line(opcode) + self.line_offset
+        line = _line(opcode) + _source.get()[1]
         name = Token("NAME", f"{opcode}.anon {line}:{opcode.column}", line=opcode.line)
         return _as_list(self.instruction(None, name, shape, opcode, operands))
 
