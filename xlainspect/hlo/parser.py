@@ -14,6 +14,7 @@ import hashlib
 import importlib.util
 import itertools
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -22,7 +23,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 
 from xlainspect.errors import HloParseError, error_at
 from xlainspect.hlo.attributes import decode_braced_fields, unquote
-from xlainspect.hlo.fast import FramesItem, FrameTables, HeaderItem, Item, LineReader, ShapeReader
+from xlainspect.hlo.fast import FrameTables, Item, LineReader, ShapeReader
 from xlainspect.hlo.grammar import grammar_text, table_cache
 from xlainspect.hlo.model import Computation, ComputationRecord, Module, StackFrame
 from xlainspect.hlo.opcodes import ASYNC_SUFFIXES, KNOWN_OPCODES, is_known_opcode
@@ -186,7 +187,7 @@ def _run_in_workers(text: str, path: str | None, runner: Runner) -> list[Item] |
     on, so its instructions' line numbers are those of the file. The workers inherit the text and the
     compiled regexes through the fork: neither is pickled; each sends its computations back as records
     (`Computation.to_record`): pickling a slotted object calls back into Python for each of hundreds of
-    thousands of instructions, a tuple does not.
+    thousands of instructions, a tuple does not. What this process reads itself stays as it is.
     """
     parts = _split_at_computations(text, runner.workers)
     if len(parts) < 2:
@@ -194,28 +195,29 @@ def _run_in_workers(text: str, path: str | None, runner: Runner) -> list[Item] |
     _line_reader().compile_all()
     jobs = [(text.count("\n", 0, start) + 1, start, end, path) for start, end in parts]
     try:
-        found = runner.map(functools.partial(_part_records, text=text), jobs)
+        found = runner.map(functools.partial(_read_part, text=text, home=os.getpid()), jobs)
     except HloParseError:
         return None
-    return [_item(record) for part in found for record in part]
+    return [_item(item) for part in found for item in part]
 
 
-PartRecord = HeaderItem | FramesItem | tuple[Literal["computation"], ComputationRecord]
-"""An item of a part as a worker sends it: a computation as its record."""
+PartItem = Item | tuple[Literal["computation"], ComputationRecord]
+"""An item of a part; a computation a worker read comes as its record."""
 
 
-def _part_records(job: tuple[int, int, int, str | None], text: str) -> list[PartRecord]:
+def _read_part(job: tuple[int, int, int, str | None], text: str, home: int) -> list[PartItem]:
+    """The items of one part; read by a worker (a process other than `home`), its computations as records."""
     first_line, start, end, path = job
-    return [
-        ("computation", item.to_record()) if isinstance(item, Computation) else item
-        for item in _read(text[start:end], path, first_line)
-    ]
+    items = _read(text[start:end], path, first_line)
+    if os.getpid() == home:
+        return list(items)
+    return [("computation", item.to_record()) if isinstance(item, Computation) else item for item in items]
 
 
-def _item(record: PartRecord) -> Item:
-    if record[0] == "computation":
-        return Computation.from_record(record[1])
-    return record
+def _item(item: PartItem) -> Item:
+    if not isinstance(item, Computation) and item[0] == "computation":
+        return Computation.from_record(item[1])
+    return item
 
 
 def _split_at_computations(text: str, pieces: int) -> list[tuple[int, int]]:
