@@ -136,14 +136,17 @@ class Cache:
     def write(target: Path, data: bytes) -> None:
         """Write an entry through a temporary file and a rename, so a reader never sees half of one (a
         crashed or concurrent run); any error only costs the entry."""
+        written = None
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".tmp-", delete=False) as handle:
+                written = handle.name
                 handle.write(data)
-            os.replace(handle.name, target)
+            os.replace(written, target)
         except OSError:
-            with contextlib.suppress(OSError, NameError):
-                os.unlink(handle.name)
+            if written is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(written)
 
 
 def listing(paths: Iterable[str | Path]) -> list[str]:
