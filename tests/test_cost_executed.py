@@ -15,6 +15,7 @@ from xlainspect.analysis.chips import dump_chip_key
 from xlainspect.analysis.cost import module_cost, op_executions
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
+from xlainspect.errors import HloParseError
 from xlainspect.hlo.parser import parse_hlo
 
 CPU, GPU = DUMPS / "loop_twins", DUMPS / "gpu_loop_twins"
@@ -175,6 +176,24 @@ def test_a_bug_in_a_rule_is_not_a_damaged_file(monkeypatch):
     monkeypatch.setitem(cost_module._HANDLERS, "dot", broken)
     with pytest.raises(TypeError, match="a bug"):
         module_cost(_module(CPU, "jit_cond_step"), None)
+
+
+SHAPELESS_CONVOLUTION = """HloModule m
+ENTRY e {
+  a = f32[1,4,4,1]{3,2,1,0} parameter(0)
+  b = f32[1,1,1,1]{3,2,1,0} parameter(1)
+  ROOT c = custom-call(a, b), custom_call_target="__cudnn$convForward"
+}
+"""
+"""A cuDNN convolution whose result shape is left out, as XLA's parser test InferDotShape
+(hlo_parser_test.cc) leaves a dot's: a shape XLA cannot infer for a custom call."""
+
+
+def test_a_custom_call_without_its_shape_is_named_not_a_crash():
+    """The rules read the call's result shape: where the text leaves it out, the place is named."""
+    with pytest.raises(HloParseError, match="the shape of c is not printed") as raised:
+        module_cost(parse_hlo(SHAPELESS_CONVOLUTION, "x")[0], None)
+    assert raised.value.line == 5
 
 
 def test_op_executions_give_profile_the_runs_per_call():

@@ -15,11 +15,27 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NotRequired, TypedDict, cast
 
 from xlainspect.dump.directory import DumpModule
 from xlainspect.errors import XlaInspectError
 
 DTYPE_CLASSES = ("bf16", "f32", "fp8", "int8")
+
+
+class ChipEntry(TypedDict):
+    """One chip of `xlainspect/data/chips.json`, as the file spells it."""
+
+    name: str
+    platform: str
+    peak_flops: dict[str, float | None]
+    hbm_bandwidth: float
+    ici_bandwidth: float
+    sources: dict[str, str]
+    device_description: NotRequired[str]
+    compute_capability: NotRequired[str]
+    tpu_version: NotRequired[str]
+    tpu_variant: NotRequired[str]
 
 
 @dataclass(slots=True)
@@ -35,7 +51,8 @@ class Chip:
 
     def peak_flops(self, dtype: str) -> float:
         """The peak for an op whose output is `dtype`; a class the chip lacks runs at its bf16 peak."""
-        return self.flops.get(dtype_class(dtype)) or self.flops["bf16"]
+        # every chip has a bf16 peak: chips.json gives one for each, --peak-flops sets every class
+        return cast(float, self.flops.get(dtype_class(dtype)) or self.flops["bf16"])
 
 
 def dtype_class(dtype: str) -> str:
@@ -50,12 +67,13 @@ def dtype_class(dtype: str) -> str:
 
 
 @functools.cache
-def chip_table() -> dict[str, dict]:
+def chip_table() -> dict[str, ChipEntry]:
     """The chips of the data file, by key."""
     # beside the package's modules, as the wheel installs it (importlib.resources, for zipped packages,
     # costs every command that draws a roofline 5 ms of imports)
     text = (Path(__file__).parents[1] / "data" / "chips.json").read_text(encoding="utf-8")
-    return json.loads(text)["chips"]
+    chips: dict[str, ChipEntry] = json.loads(text)["chips"]
+    return chips
 
 
 def get_chip(
@@ -65,7 +83,9 @@ def get_chip(
     entry = chip_table().get(key.lower())
     if entry is None:
         raise XlaInspectError(f"unknown chip {key!r}; known chips: {', '.join(chip_table())}")
-    flops = dict.fromkeys(DTYPE_CLASSES, peak_flops) if peak_flops else dict(entry["peak_flops"])
+    flops: dict[str, float | None] = (
+        dict.fromkeys(DTYPE_CLASSES, peak_flops) if peak_flops else dict(entry["peak_flops"])
+    )
     return Chip(
         key.lower(),
         entry["name"],
@@ -77,9 +97,8 @@ def get_chip(
 
 def custom_chip(peak_flops: float, hbm_bandwidth: float, ici_bandwidth: float | None) -> Chip:
     """A chip given only by its figures (all of --peak-flops and --hbm-bandwidth, without --chip)."""
-    return Chip(
-        "custom", "custom", dict.fromkeys(DTYPE_CLASSES, peak_flops), hbm_bandwidth, ici_bandwidth or float("inf")
-    )
+    flops: dict[str, float | None] = dict.fromkeys(DTYPE_CLASSES, peak_flops)
+    return Chip("custom", "custom", flops, hbm_bandwidth, ici_bandwidth or float("inf"))
 
 
 def default_chip_key(platform: str | None, platform_tag: str | None) -> str | None:
@@ -120,7 +139,7 @@ def _side_texts(dump_module: DumpModule, suffixes: tuple[str, ...]) -> list[str]
     folders = dict.fromkeys(Path(f.location).parent for f in dump_module.files)
     paths = [Path(f.location) for suffix in suffixes for f in dump_module.files if f.location.endswith(suffix)]
     paths += [folder / suffix for suffix in suffixes for folder in folders]
-    texts = []
+    texts: list[str] = []
     for path in dict.fromkeys(paths):
         try:
             texts.append(path.read_text(encoding="utf-8", errors="replace"))

@@ -45,9 +45,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, Literal, NamedTuple, TypeAlias, TypedDict, cast
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import collectives
@@ -154,9 +154,16 @@ class Cost(NamedTuple):
         """The flops and transcendentals of `factor` applications (bytes are the caller's own)."""
         return Cost(self.flops * factor, self.transcendentals * factor)
 
-    def times(self, factor: float) -> Cost:
+    def times(self, factor: int) -> Cost:
         """Every property of `factor` executions (a loop body's bytes are moved on each trip)."""
-        return Cost(*(value * factor for value in self))
+        return Cost(
+            self.flops * factor,
+            self.transcendentals * factor,
+            self.bytes * factor,
+            self.written * factor,
+            self.padded_bytes * factor,
+            self.padded_written * factor,
+        )
 
 
 @dataclass(slots=True)
@@ -172,7 +179,7 @@ class OpCost:
     """Fusion kind (backend kind where printed), collective kind, custom-call target, or the opcode."""
     dtype: str
     """The output element type the chip's peak is chosen by."""
-    executions: float
+    executions: int
     """Runs per call: the product of trip counts along its call chain (0 in a conditional's branch
     that is not counted)."""
     trip_count: int | None
@@ -213,7 +220,7 @@ class Loop:
     name: str
     computation: str
     trip_count: int | None
-    executions: float
+    executions: int
     op_name: str | None
 
 
@@ -242,10 +249,10 @@ class ModuleCost:
     """The figures the times were computed with (overrides included)."""
     ops: list[OpCost] = field(hash=False, repr=False)
     """The counted ops, slowest first (the `top` asked for)."""
-    loops: list[Loop] = field(default_factory=list, hash=False, repr=False)
-    branches: dict[str, int] = field(default_factory=dict, hash=False, repr=False)
+    loops: list[Loop] = field(default_factory=list[Loop], hash=False, repr=False)
+    branches: dict[str, int] = field(default_factory=dict[str, int], hash=False, repr=False)
     """Conditional name -> the index of the branch counted (the most expensive)."""
-    not_counted: dict[str, int] = field(default_factory=dict, hash=False, repr=False)
+    not_counted: dict[str, int] = field(default_factory=dict[str, int], hash=False, repr=False)
     """Custom-call target -> calls counted as 0 (no rule for the target)."""
 
 
@@ -258,7 +265,7 @@ def module_cost(module: Module, chip: Chip | None, top: int | None = None) -> Mo
     total, xla = executed.computation(module.entry), static.computation(module.entry)
     runs, trips = executed.executions(), _innermost_trip_counts(executed)
     sent = _collective_bytes(module)
-    timed = []
+    timed: list[_Timed] = []
     for name in control_flow_computations(module):
         computation = module.computations_by_name[name]
         index = static.index(computation)
@@ -297,14 +304,14 @@ def module_cost(module: Module, chip: Chip | None, top: int | None = None) -> Mo
     )
 
 
-def op_executions(module: Module) -> dict[str, tuple[float, Cost]]:
+def op_executions(module: Module) -> dict[str, tuple[int, Cost]]:
     """Instruction name -> (executions per call, the cost of one execution) of every op `cost` counts
     (outside fusion bodies): what a profile's kernel counts per step are checked against."""
     static = _Analysis(module)
     executed = _Executed(static)
     executed.computation(module.entry)
     runs = executed.executions()
-    result = {}
+    result: dict[str, tuple[int, Cost]] = {}
     for name in control_flow_computations(module):
         computation = module.computations_by_name[name]
         index = static.index(computation)
@@ -335,8 +342,8 @@ def _innermost_trip_counts(executed: _Executed) -> dict[str, int | None]:
     return trips
 
 
-def _loops(executed: _Executed, runs: dict[str, float]) -> list[Loop]:
-    loops = []
+def _loops(executed: _Executed, runs: dict[str, int]) -> list[Loop]:
+    loops: list[Loop] = []
     for name in control_flow_computations(executed.module):
         for instruction in executed.module.computations_by_name[name].instructions:
             if instruction.opcode == "while" and instruction.name in executed.trip_counts:
@@ -346,16 +353,20 @@ def _loops(executed: _Executed, runs: dict[str, float]) -> list[Loop]:
 
 
 _NO_COST = Cost()
-_UNTIMED = (None, None, None, None, None)
+Times: TypeAlias = tuple[float | None, float | None, float | None, float | None, str | None]
+"""(compute, memory, collective, roofline, bound), each None without a chip."""
+_UNTIMED: Times = (None, None, None, None, None)
+_Timed: TypeAlias = tuple[Times, Computation, Instruction, Cost, int | None, int, int | None, dict[str, Instruction]]
+"""An op timed for the module's roofline: (times, computation, instruction, cost of one execution, bytes
+it sends, executions, trip count, the computation's instruction index): `_row`'s arguments after the module's."""
 
 
-def control_flow_costs(module: Module, wanted: Callable[[Instruction], bool]):
+def control_flow_costs(
+    module: Module, wanted: Callable[[Instruction], bool]
+) -> Iterator[tuple[Computation, Instruction, Cost]]:
     """XLA's cost of each instruction `wanted` selects outside fusion bodies (the entry and the
     computations it runs as control flow): (computation, instruction, Cost), each counted once."""
     return _Analysis(module).control_flow_costs(wanted)
-
-
-Times = tuple  # (compute, memory, collective, roofline, bound), each None without a chip
 
 
 def _times(cost: Cost, sent: int | None, dtype: str, chip: Chip | None, executions: float = 1) -> Times:
@@ -379,16 +390,16 @@ def _module_time(times: list[Times], chip: Chip | None) -> tuple[float | None, s
         return None, None
     by_bound: dict[str, float] = {}
     for _, _, _, seconds, bound in times:
-        if bound is not None:
+        if bound is not None and seconds is not None:  # both or neither (`_times`)
             by_bound[bound] = by_bound.get(bound, 0.0) + seconds
     if not by_bound:
         return 0.0, None
-    return sum(by_bound.values()), max(by_bound, key=by_bound.get)
+    return sum(by_bound.values()), max(by_bound, key=by_bound.__getitem__)
 
 
 def _collective_bytes(module: Module) -> dict[str, int]:
     """Instruction name -> bytes each device sends; an async wrapper's inner collective is named too."""
-    sent = {}
+    sent: dict[str, int] = {}
     for row in collectives(module, count_executions=False):
         if row.bytes_per_device is None:
             continue
@@ -410,7 +421,7 @@ def _row(
     instruction: Instruction,
     cost: Cost,
     sent: int | None,
-    executions: float,
+    executions: int,
     trip: int | None,
     index: dict[str, Instruction],
 ) -> OpCost:
@@ -528,6 +539,21 @@ def _operand(instruction: Instruction, k: int, index: dict[str, Instruction]) ->
     return shape
 
 
+def _shape(instruction: Instruction) -> Shape:
+    """The instruction's shape, or _Uncountable when the text leaves it for XLA to infer."""
+    if instruction.shape is None:
+        raise _Uncountable(f"the shape of {instruction.name} is not printed")
+    return instruction.shape
+
+
+def _root(computation: Computation) -> Instruction:
+    """The computation's root, or _Uncountable for a computation without instructions."""
+    root = computation.root
+    if root is None:
+        raise _Uncountable(f"computation {computation.name} has no instructions")
+    return root
+
+
 class _Analysis:
     """HloCostAnalysis over one module: per-instruction costs, computations' sums cached by name."""
 
@@ -543,7 +569,9 @@ class _Analysis:
             self._indexes[computation.name] = instruction_index(computation)
         return self._indexes[computation.name]
 
-    def control_flow_costs(self, wanted: Callable[[Instruction], bool]):
+    def control_flow_costs(
+        self, wanted: Callable[[Instruction], bool]
+    ) -> Iterator[tuple[Computation, Instruction, Cost]]:
         """(computation, instruction, cost) for each instruction `wanted` selects in the entry and the
         computations it runs as control flow."""
         for name in control_flow_computations(self.module):
@@ -592,7 +620,7 @@ class _Analysis:
         try:
             if instruction.shape is None:
                 raise _Uncountable("its shape is not printed")
-            return self._count(instruction, index, flops_only)
+            return self._count(instruction, instruction.shape, index, flops_only)
         except _MALFORMED + (_Uncountable,) as error:
             # Text XLA's parser infers from (a shape left out) or attributes it would reject: name the place.
             raise HloParseError(
@@ -602,24 +630,29 @@ class _Analysis:
                 instruction.line,
             ) from None
 
-    def _count(self, instruction: Instruction, index: dict[str, Instruction], flops_only: bool) -> Cost:
+    def _count(self, instruction: Instruction, shape: Shape, index: dict[str, Instruction], flops_only: bool) -> Cost:
         opcode = instruction.opcode
         handler = _HANDLERS.get(opcode)
         if handler is None and opcode.endswith("-start"):
             handler = _HANDLERS.get(opcode.removesuffix("-start"))  # async sugar: `reduce-scatter-start`
         if handler is not None:
             return handler(self, instruction, index)
-        flops, transcendentals = _compute(instruction)
+        flops, transcendentals = _compute(opcode, shape)
         if flops_only:
             return Cost(flops, transcendentals)
-        return self._default(instruction, index, flops, transcendentals)
+        return self._default(instruction, shape, index, flops, transcendentals)
 
     def default_bytes(self, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
         """Every operand read whole, the output written whole (XLA's `Preprocess`)."""
-        return self._default(instruction, index, 0, 0)
+        return self._default(instruction, _shape(instruction), index, 0, 0)
 
     def _default(
-        self, instruction: Instruction, index: dict[str, Instruction], flops: float, transcendentals: float
+        self,
+        instruction: Instruction,
+        shape: Shape,
+        index: dict[str, Instruction],
+        flops: float,
+        transcendentals: float,
     ) -> Cost:
         if instruction.opcode in NO_BYTES or _is_bitcast_transpose(instruction, index):
             return Cost(flops, transcendentals)
@@ -628,7 +661,7 @@ class _Analysis:
             logical, padded = _size(_operand(instruction, position, index))
             read += logical
             padded_read += padded
-        written, padded_written = _leaves_size(instruction.shape)
+        written, padded_written = _leaves_size(shape)
         return Cost(flops, transcendentals, read + written, written, padded_read + padded_written, padded_written)
 
     def users(self, computation: Computation) -> dict[str, list[Instruction]]:
@@ -638,13 +671,12 @@ class _Analysis:
         return self._users[computation.name]
 
 
-def _compute(instruction: Instruction) -> tuple[int, int]:
+def _compute(opcode: str, shape: Shape) -> tuple[int, int]:
     """(flops, transcendentals) of the elementwise ops: one per output element; none for the rest."""
-    opcode = instruction.opcode
     if opcode in ELEMENTWISE:
-        return instruction.shape.num_elements, 0
+        return shape.num_elements, 0
     if opcode in TRANSCENDENTAL:
-        return 0, instruction.shape.num_elements
+        return 0, shape.num_elements
     return 0, 0
 
 
@@ -652,7 +684,7 @@ def _is_bitcast_transpose(instruction: Instruction, index: dict[str, Instruction
     """A transpose whose layouts make it a bitcast (`ShapeUtil::TransposeIsBitcast`)."""
     if instruction.opcode != "transpose":
         return False
-    source, result = _operand(instruction, 0, index), instruction.shape
+    source, result = _operand(instruction, 0, index), _shape(instruction)
     permutation = _ints(instruction.attributes.get("dimensions"))
     if source.layout is None or result.layout is None or len(permutation) != result.rank:
         return False
@@ -669,19 +701,19 @@ def _ints(text: str | None) -> tuple[int, ...]:
 # ---- handlers, one per opcode XLA handles specially
 
 
-def _dot(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _dot(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     lhs = _operand(instruction, 0, index)
     width = math.prod(lhs.dims[d] for d in _ints(instruction.attributes.get("lhs_contracting_dims")))
-    dims = list(instruction.shape.dims)
+    dims = list(_shape(instruction).dims)
     if instruction.opcode == "ragged-dot":  # XLA deletes dimension i for each rhs group dim i
         for i in range(len(_ints(instruction.attributes.get("rhs_group_dims")))):
             del dims[i]
     return analysis.default_bytes(instruction, index) + Cost(flops=2 * math.prod(dims) * width)
 
 
-def _convolution(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _convolution(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """XLA's `GetConvolutionFlops`: valid (output position, kernel tap) pairs per spatial dim."""
-    shapes = [_operand(instruction, 0, index), _operand(instruction, 1, index), instruction.shape]
+    shapes = [_operand(instruction, 0, index), _operand(instruction, 1, index), _shape(instruction)]
     return analysis.default_bytes(instruction, index) + Cost(flops=_convolution_flops(instruction, *shapes))
 
 
@@ -746,7 +778,18 @@ def _parts(text: str | None) -> list[int]:
     return [int(p) for p in text.split("x")] if text else []
 
 
-def _dim_labels(text: str) -> dict:
+class _DimLabels(TypedDict):
+    """Positions of a convolution's dims in its operands and output, from `dim_labels`."""
+
+    lhs_batch: int
+    lhs_feature: int
+    out_feature: int
+    lhs_spatial: list[int]
+    rhs_spatial: list[int]
+    out_spatial: list[int]
+
+
+def _dim_labels(text: str) -> _DimLabels:
     """Positions of batch, feature and spatial dims in `b01f_01io->b01f` (lhs_rhs->output)."""
     lhs, rest = text.split("_", 1)
     rhs, out = rest.split("->")
@@ -805,37 +848,38 @@ def _first_array(shape: Shape) -> Shape:
     return shape.tuple_shapes[0] if shape.is_tuple else shape
 
 
-def _reduce(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    count = _operand(instruction, 0, index).num_elements - _first_array(instruction.shape).num_elements
+def _reduce(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
+    count = _operand(instruction, 0, index).num_elements - _first_array(_shape(instruction)).num_elements
     return analysis.default_bytes(instruction, index) + _applied(analysis, instruction).scaled(count)
 
 
-def _reduce_window(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    window = _window(instruction.attributes.get("window"), instruction.shape.rank)
-    elements = _first_array(instruction.shape).num_elements
+def _reduce_window(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
+    shape = _shape(instruction)
+    window = _window(instruction.attributes.get("window"), shape.rank)
+    elements = _first_array(shape).num_elements
     count = (math.prod(d.size for d in window) - 1) * elements
     reduced = [d for d in window if d.size != 1]
     padded = [d for d in window if d.pad_low or d.pad_high]
-    if len(reduced) == 1 and len(padded) == 1 and not instruction.shape.is_tuple:
+    if len(reduced) == 1 and len(padded) == 1 and not shape.is_tuple:
         # XLA's special case: a reduce followed by a broadcast of one dimension.
         for position, d in enumerate(window):
             if d.size != 1 and d.pad_low and d.pad_high and d.pad_low == d.pad_high and d.size == 2 * d.pad_low + 1:
-                span = instruction.shape.dims[position]
+                span = shape.dims[position]
                 if d.pad_low == span - 1:
                     count = elements // span + span - 1
                 break
     return analysis.default_bytes(instruction, index) + _applied(analysis, instruction).scaled(count)
 
 
-def _map(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _map(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     return analysis.default_bytes(instruction, index) + _applied(analysis, instruction).scaled(
-        instruction.shape.num_elements
+        _shape(instruction).num_elements
     )
 
 
-def _select_and_scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _select_and_scatter(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     source = _operand(instruction, 1, index).num_elements
-    window = math.prod(d.size for d in _window(instruction.attributes.get("window"), instruction.shape.rank))
+    window = math.prod(d.size for d in _window(instruction.attributes.get("window"), _shape(instruction).rank))
     select = analysis.named(instruction.attributes.get("select", ""))
     scatter = analysis.named(instruction.attributes.get("scatter", ""))
     return (
@@ -849,45 +893,46 @@ def _strip(name: str) -> str:
     return name.strip().lstrip("%")
 
 
-def _sort(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _sort(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     n = _operand(instruction, 0, index).num_elements
     return analysis.default_bytes(instruction, index) + Cost(flops=n * max(n - 1, 0).bit_length())
 
 
-def _fft(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _fft(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     logs = math.prod(max(n, 1).bit_length() - 1 for n in _ints(instruction.attributes.get("fft_length")))
     elements = _first_array(_operand(instruction, 0, index)).num_elements
     return analysis.default_bytes(instruction, index) + Cost(flops=2 * 4 * logs * elements)
 
 
-def _rng(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    elements = sum(s.num_elements for s in instruction.shape.leaves() if s.is_array)
+def _rng(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
+    elements = sum(s.num_elements for s in _shape(instruction).leaves() if s.is_array)
     return analysis.default_bytes(instruction, index) + Cost(transcendentals=elements)
 
 
-def _all_reduce(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _all_reduce(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     read = [_size(_operand(instruction, i, index)) for i in range(len(instruction.operands))]
-    elements = sum(s.num_elements for s in instruction.shape.leaves() if s.is_array)
-    return _bytes(read, _leaves_size(instruction.shape)) + Cost(flops=elements)
+    shape = _shape(instruction)
+    elements = sum(s.num_elements for s in shape.leaves() if s.is_array)
+    return _bytes(read, _leaves_size(shape)) + Cost(flops=elements)
 
 
-def _slice(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    out = _size(instruction.shape)
+def _slice(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
+    out = _size(_shape(instruction))
     extra = [_size(_operand(instruction, 1, index))] if instruction.opcode == "dynamic-slice" else []
     return _bytes([out, *extra], out)
 
 
-def _dynamic_update_slice(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _dynamic_update_slice(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     update = _size(_operand(instruction, 1, index))
     return _bytes([update, _size(_operand(instruction, 2, index))], update)
 
 
-def _gather(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    out = _size(instruction.shape)
+def _gather(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
+    out = _size(_shape(instruction))
     return _bytes([out, _size(_operand(instruction, 1, index))], out)
 
 
-def _scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _scatter(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     n = (len(instruction.operands) - 1) // 2
     updates = [_size(_operand(instruction, n + 1 + i, index)) for i in range(n)]
     total = (sum(u[0] for u in updates), sum(u[1] for u in updates))
@@ -897,32 +942,34 @@ def _scatter(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     ).scaled(elements)
 
 
-def _outfeed(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _outfeed(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """Every array of every operand read, tuples by their elements (the token writes nothing)."""
     return _bytes([_leaves_size(_operand(instruction, i, index)) for i in range(len(instruction.operands))], (0, 0))
 
 
-def _tuple(analysis: _Analysis, instruction: Instruction, index) -> Cost:
-    return _bytes([], _size(instruction.shape))
+def _tuple(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
+    return _bytes([], _size(_shape(instruction)))
 
 
-def _custom_call(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _custom_call(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     return Cost(flops=-1, bytes=-1, written=-1, padded_bytes=-1, padded_written=-1)
 
 
-def _triangular_solve(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _triangular_solve(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     a, b = _operand(instruction, 0, index), _operand(instruction, 1, index)
-    half = tuple(s // 2 for s in _size(a))
-    return _bytes([half, _size(b)], _size(instruction.shape)) + Cost(flops=2 * a.dims[-1] * b.num_elements)
+    logical, padded = _size(a)
+    half = (logical // 2, padded // 2)
+    return _bytes([half, _size(b)], _size(_shape(instruction))) + Cost(flops=2 * a.dims[-1] * b.num_elements)
 
 
-def _cholesky(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _cholesky(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     a = _operand(instruction, 0, index)
-    half = tuple(s // 2 for s in _size(a))
+    logical, padded = _size(a)
+    half = (logical // 2, padded // 2)
     return _bytes([half], half) + Cost(flops=a.dims[-1] * a.num_elements // 3)
 
 
-def _called_sum(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _called_sum(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """Call and async-start: the called computation's properties; while: body + condition, once."""
     return sum(
         (analysis.computation(analysis.named(name)) for name in instruction.called_computations),
@@ -930,13 +977,13 @@ def _called_sum(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     )
 
 
-def _conditional(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _conditional(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """The largest branch, per property (XLA's `HandleConditional`)."""
     branches = [tuple(analysis.computation(analysis.named(name))) for name in instruction.called_computations]
     return Cost(*(max(values) for values in zip(*branches))) if branches else Cost()
 
 
-def _fusion(analysis: _Analysis, instruction: Instruction, index) -> Cost:
+def _fusion(analysis: _Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """The fused instructions' FLOPs; bytes: outputs, parameter reads and large constants."""
     body = analysis.called(instruction)
     if instruction.attributes.get("kind") == "kCustom":
@@ -947,14 +994,14 @@ def _fusion(analysis: _Analysis, instruction: Instruction, index) -> Cost:
     read = [
         _parameter_read(analysis, body, parameter) for parameter in body.instructions if parameter.opcode == "parameter"
     ]
-    read += [_size(i.shape) for i in body.instructions if i.opcode == "constant" and i.shape.num_elements > 1]
+    read += [_size(_shape(i)) for i in body.instructions if i.opcode == "constant" and _shape(i).num_elements > 1]
     return _bytes(read, _fusion_written(analysis, instruction, body)) + Cost(inside.flops, inside.transcendentals)
 
 
 def _fusion_written(analysis: _Analysis, fusion: Instruction, body: Computation) -> tuple[int, int]:
     """Each array output, except a dynamic-update-slice root writes only its update."""
-    root, index = body.root, analysis.index(body)
-    shape = fusion.shape
+    root, index = _root(body), analysis.index(body)
+    shape = _shape(fusion)
     if not shape.is_tuple:
         return _size(_operand(root, 1, index)) if root.opcode == "dynamic-update-slice" else _size(shape)
     total = [0, 0]
@@ -971,11 +1018,12 @@ def _fusion_written(analysis: _Analysis, fusion: Instruction, body: Computation)
 
 def _parameter_read(analysis: _Analysis, body: Computation, parameter: Instruction) -> tuple[int, int]:
     """`FusionParameterReadBytes`, for a tuple parameter per leaf through its get-tuple-elements."""
-    if not parameter.shape.is_tuple:
+    shape = _shape(parameter)
+    if not shape.is_tuple:
         return _read_bytes(analysis, body, parameter)
     users = analysis.users(body)
     total = [0, 0]
-    for leaf_index in _leaf_indices(parameter.shape):
+    for leaf_index in _leaf_indices(shape):
         value = parameter
         for position in leaf_index:
             value = next(
@@ -1009,9 +1057,9 @@ def _read_bytes(analysis: _Analysis, body: Computation, value: Instruction) -> t
         elif sliced is not None:
             size, seen = sliced
         elif user.opcode in ("broadcast", "reshape"):
-            size = _size(value.shape)
+            size = _size(_shape(value))
         else:
-            size, seen = ((0, 0) if seen else _size(value.shape)), True
+            size, seen = ((0, 0) if seen else _size(_shape(value))), True
         total[0] += size[0]
         total[1] += size[1]
     return total[0], total[1]
@@ -1022,13 +1070,13 @@ def _sliced_read(user: Instruction, value: Instruction, seen: bool) -> tuple[tup
     the slice; its start indices and a dynamic-update-slice's update share the one whole read; the
     buffer a dynamic-update-slice updates in place is not read. None for other users."""
     if user.opcode == "slice":
-        return _size(user.shape), seen
+        return _size(_shape(user)), seen
     if user.opcode == "dynamic-slice" and user.operands[0] == value.name:
-        return _size(user.shape), seen
+        return _size(_shape(user)), seen
     if user.opcode == "dynamic-update-slice" and user.operands[0] == value.name:
         return (0, 0), seen
     if user.opcode in ("dynamic-slice", "dynamic-update-slice"):
-        return ((0, 0) if seen else _size(value.shape)), True
+        return ((0, 0) if seen else _size(_shape(value))), True
     return None
 
 
@@ -1037,12 +1085,11 @@ def _nested_read(analysis: _Analysis, body: Computation, nested: Instruction, va
     the parameter feeds the nested root directly, else by how the nested computation reads it, once."""
     inner = analysis.called(nested)
     parameters = {p.parameter_number: p for p in inner.instructions if p.opcode == "parameter"}
-    root = inner.root
     total = [0, 0]
     for position, operand in enumerate(nested.operands):
         if operand != value.name:
             continue
-        parameter = parameters[position]
+        parameter, root = parameters[position], _root(inner)
         simple = not root.operands or root.opcode in ("parameter", "constant") or root.operands[0] == parameter.name
         seen = False
         for user in analysis.users(body).get(nested.name, ()):
@@ -1056,7 +1103,7 @@ def _nested_read(analysis: _Analysis, body: Computation, nested: Instruction, va
     return total[0], total[1]
 
 
-_HANDLERS: dict[str, Callable[[_Analysis, Instruction, dict], Cost]] = {
+_HANDLERS: dict[str, Callable[[_Analysis, Instruction, dict[str, Instruction]], Cost]] = {
     "dot": _dot,
     "ragged-dot": _dot,
     "convolution": _convolution,
@@ -1131,12 +1178,12 @@ class _Executed:
                 ) from None
         return cost
 
-    def executions(self) -> dict[str, float]:
+    def executions(self) -> dict[str, int]:
         """Computation -> runs per call of the entry: the product of trip counts along each call
         chain, summed over the chains (a conditional's uncounted branches run 0 times here)."""
-        runs: dict[str, float] = {}
+        runs: dict[str, int] = {}
 
-        def visit(computation: Computation, times: float) -> None:
+        def visit(computation: Computation, times: int) -> None:
             runs[computation.name] = runs.get(computation.name, 0) + times
             for instruction in computation.instructions:
                 for position, callee in enumerate(_run_callees(instruction)):
@@ -1145,7 +1192,7 @@ class _Executed:
         visit(self.module.entry, 1)
         return runs
 
-    def _factor(self, instruction: Instruction, position: int) -> float:
+    def _factor(self, instruction: Instruction, position: int) -> int:
         if instruction.opcode == "while":
             trip = self.trip_counts.get(instruction.name)
             return 1 if trip is None else trip
@@ -1161,19 +1208,19 @@ def _run_callees(instruction: Instruction) -> tuple[str, ...]:
     return ()
 
 
-def _executed_while(executed: _Executed, instruction: Instruction, index) -> Cost:
+def _executed_while(executed: _Executed, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """Body and condition times the trip count (once where it is not known)."""
     trip = executed.trip_counts[instruction.name] = trip_count(executed.static, instruction, index)
     once = sum((executed.computation(executed.static.named(n)) for n in instruction.called_computations), _NO_COST)
     return once.times(trip if trip is not None else 1)
 
 
-def _executed_call(executed: _Executed, instruction: Instruction, index) -> Cost:
+def _executed_call(executed: _Executed, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """Call and async-start: what their computation executes (an async-done adds only its bytes)."""
     return sum((executed.computation(executed.static.named(n)) for n in instruction.called_computations), _NO_COST)
 
 
-def _executed_conditional(executed: _Executed, instruction: Instruction, index) -> Cost:
+def _executed_conditional(executed: _Executed, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """The most expensive branch (by FLOPs, then transcendentals, then bytes), its index kept."""
     branches = [executed.computation(executed.static.named(n)) for n in instruction.called_computations]
     if not branches:
@@ -1183,7 +1230,7 @@ def _executed_conditional(executed: _Executed, instruction: Instruction, index) 
     return branches[chosen]
 
 
-def _executed_custom_call(executed: _Executed, instruction: Instruction, index) -> Cost:
+def _executed_custom_call(executed: _Executed, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """A custom call by its target (xla/service/gpu/model/gpu_hlo_cost_analysis.cc `HandleCustomCall`,
     target names from xla/service/gpu/cublas_cudnn.h); a target without a rule, or a call without what
     its rule reads (a backend_config, a called computation), counts 0 and is listed."""
@@ -1206,7 +1253,7 @@ _CUDNN_FMHA = "__cudnn$fmha"
 """cuDNN fused attention: `__cudnn$fmhaSoftmax`, `...ScaleBiasSoftmax...`, `...Dropout`, `...Backward`, `...F8`."""
 
 
-def _gemm(executed: _Executed, instruction: Instruction, index) -> Cost | None:
+def _gemm(executed: _Executed, instruction: Instruction, index: dict[str, Instruction]) -> Cost | None:
     """cuBLAS: XLA's `GetDotFlops` of operand 0 and the result (the first tuple element) with the
     backend_config's dot dimension numbers: 2 x result elements (batch included) x the contracted
     size, as GpuHloCostAnalysis counts it; plus what XLA's HloCostAnalysis counts for the elementwise
@@ -1215,10 +1262,10 @@ def _gemm(executed: _Executed, instruction: Instruction, index) -> Cost | None:
     config = _backend_config(instruction, "gemm_backend_config")
     if config is None:
         return None
-    numbers = config.get("dot_dimension_numbers") or {}
+    numbers: dict[str, Any] = config.get("dot_dimension_numbers") or {}
     lhs = _operand(instruction, 0, index)
     width = math.prod(lhs.dims[int(d)] for d in numbers.get("lhs_contracting_dimensions", ()))
-    outputs = _results(instruction.shape)
+    outputs = _results(_shape(instruction))
     if len(outputs) > 1 and outputs[-1].dtype in ("s8", "u8"):
         outputs = outputs[:-1]
     elements = outputs[0].num_elements
@@ -1235,7 +1282,7 @@ def _gemm(executed: _Executed, instruction: Instruction, index) -> Cost | None:
 _EPILOGUE_PARTS = {"BIAS": (1, 0), "RELU": (1, 0), "GELU": (8, 1), "SILU": (1, 1), "AUX": (0, 0), "DEFAULT": (0, 0)}
 
 
-def _epilogue(config: dict) -> tuple[int, int]:
+def _epilogue(config: dict[str, Any]) -> tuple[int, int]:
     """(flops, transcendentals) per output element of a gemm's alpha, beta and epilogue: alpha != 1 a
     multiply, beta != 0 an add of C (and a multiply unless beta is 1), then the epilogue's parts."""
     flops = int(config.get("alpha_real", 1) != 1 or config.get("alpha_imag", 0) != 0)
@@ -1249,7 +1296,7 @@ def _epilogue(config: dict) -> tuple[int, int]:
     return flops, transcendentals
 
 
-def _dnn_convolution(executed: _Executed, instruction: Instruction, index) -> Cost:
+def _dnn_convolution(executed: _Executed, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """CuDNN convolutions: the FLOPs of the forward convolution each computes (its input, kernel and
     output taken from operands and result by the kind, as xla/service/gpu/gpu_conv_runner.cc binds
     them: backward-input reads the output gradient and kernel and writes the input gradient,
@@ -1260,7 +1307,7 @@ def _dnn_convolution(executed: _Executed, instruction: Instruction, index) -> Co
     half for backward-filter); we follow its rule for the forward kind and bind the backward kinds'
     roles. Bytes: operands and the result, not the scratch buffer (`GpuHloCostAnalysis` counts
     `tuple_shapes(0)` only)."""
-    result = _results(instruction.shape)[0]
+    result = _results(_shape(instruction))[0]
     first, second = _operand(instruction, 0, index), _operand(instruction, 1, index)
     roles = {
         "__cudnn$convBackwardInput": (result, second, first),
@@ -1269,32 +1316,33 @@ def _dnn_convolution(executed: _Executed, instruction: Instruction, index) -> Co
     return _custom_call_bytes(instruction, index, [result]) + Cost(flops=_convolution_flops(instruction, *roles))
 
 
-def _fused_attention(executed: _Executed, instruction: Instruction, index) -> Cost | None:
+def _fused_attention(executed: _Executed, instruction: Instruction, index: dict[str, Instruction]) -> Cost | None:
     """CuDNN fused (flash) attention: the two batched matmuls of the score matrix, whose [batch, heads,
     q length, kv length] shape the backend_config's `intermediate_tensor_shape` holds (as jax's
     fused_attention_stablehlo.py writes it), Q's head size D and V's Dv the last dims of operands 0 and 2:
     forward Q.K^T and P.V, 2 x scores x (D + Dv); backward recomputes Q.K^T and runs dQ, dK (D) and dP,
     dV (Dv): 2 x scores x (3D + 2Dv). Masked (causal) blocks are counted as the shapes say."""
     config = _backend_config(instruction, "cudnn_fmha_backend_config")
-    dims = ((config or {}).get("intermediate_tensor_shape") or {}).get("dimensions")
+    scores_shape: dict[str, Any] = (config or {}).get("intermediate_tensor_shape") or {}
+    dims = scores_shape.get("dimensions")
     if not dims:
         return None
     scores = math.prod(int(d) for d in dims)
     head, value_head = _operand(instruction, 0, index).dims[-1], _operand(instruction, 2, index).dims[-1]
     matmuls = 3 * head + 2 * value_head if "Backward" in (instruction.custom_call_target or "") else head + value_head
-    outputs = _results(instruction.shape)
+    outputs = _results(_shape(instruction))
     if len(outputs) > 1 and outputs[-1].dtype in ("s8", "u8"):
         outputs = outputs[:-1]
     return _custom_call_bytes(instruction, index, outputs) + Cost(flops=2 * scores * matmuls)
 
 
-def _triton(executed: _Executed, instruction: Instruction, index) -> Cost | None:
+def _triton(executed: _Executed, instruction: Instruction, index: dict[str, Instruction]) -> Cost | None:
     """A Triton kernel: the FLOPs of the computation it was emitted from; bytes its operands and results.
     A kernel given only as Triton IR in its backend_config (jax's Pallas calls) names no computation."""
     if not instruction.called_computations:
         return None
     inside = executed.static.computation(executed.static.called(instruction), flops_only=True)
-    return _custom_call_bytes(instruction, index, _results(instruction.shape)) + Cost(
+    return _custom_call_bytes(instruction, index, _results(_shape(instruction))) + Cost(
         inside.flops, inside.transcendentals
     )
 
@@ -1303,18 +1351,18 @@ def _results(shape: Shape) -> list[Shape]:
     return [leaf for leaf in shape.leaves() if leaf.is_array] if shape.is_tuple else [shape]
 
 
-def _custom_call_bytes(instruction: Instruction, index, written: list[Shape]) -> Cost:
+def _custom_call_bytes(instruction: Instruction, index: dict[str, Instruction], written: list[Shape]) -> Cost:
     read = [_size(_operand(instruction, k, index)) for k in range(len(instruction.operands))]
     sizes = [_size(shape) for shape in written]
     return _bytes(read, (sum(s[0] for s in sizes), sum(s[1] for s in sizes)))
 
 
-def _backend_config(instruction: Instruction, key: str) -> dict | None:
+def _backend_config(instruction: Instruction, key: str) -> dict[str, Any] | None:
     config = (decode_json(instruction.attributes.get("backend_config")) or {}).get(key)
-    return config if isinstance(config, dict) else None
+    return cast("dict[str, Any]", config) if isinstance(config, dict) else None  # a JSON object: str keys
 
 
-_CUSTOM_CALLS: dict[str, Callable[[_Executed, Instruction, dict], Cost | None]] = {
+_CUSTOM_CALLS: dict[str, Callable[[_Executed, Instruction, dict[str, Instruction]], Cost | None]] = {
     "__cublas$gemm": _gemm,
     "__cudnn$convForward": _dnn_convolution,
     "__cudnn$convBackwardInput": _dnn_convolution,
@@ -1323,7 +1371,7 @@ _CUSTOM_CALLS: dict[str, Callable[[_Executed, Instruction, dict], Cost | None]] 
     "__cudnn$convForwardGraph": _dnn_convolution,
     "__gpu$xla.gpu.triton": _triton,
 }
-_EXECUTED: dict[str, Callable[[_Executed, Instruction, dict], Cost]] = {
+_EXECUTED: dict[str, Callable[[_Executed, Instruction, dict[str, Instruction]], Cost]] = {
     "while": _executed_while,
     "call": _executed_call,
     "async-start": _executed_call,
@@ -1346,7 +1394,7 @@ def trip_count(analysis: _Analysis, instruction: Instruction, index: dict[str, I
         return known
     condition = analysis.named(instruction.attributes.get("condition", ""))
     body = analysis.named(instruction.attributes.get("body", ""))
-    compare = _term(analysis, analysis.index(condition), condition.root.name, (), _loop_state)
+    compare = _term(analysis, analysis.index(condition), _root(condition).name, (), _loop_state)
     if compare is None or compare[0] != "compare":
         return None
     _, direction, lhs, rhs = compare
@@ -1356,7 +1404,7 @@ def trip_count(analysis: _Analysis, instruction: Instruction, index: dict[str, I
         return None
     element = lhs[1]
     init = _operand_term(analysis, index, instruction, 0, (element,), _unbound)
-    step = _term(analysis, analysis.index(body), body.root.name, (element,), _loop_state)
+    step = _term(analysis, analysis.index(body), _root(body).name, (element,), _loop_state)
     if init is None or init[0] != "const" or step is None or step[0] != "add":
         return None
     increments = [t[1] for t in step[1:] if t is not None and t[0] == "const"]
@@ -1365,23 +1413,31 @@ def trip_count(analysis: _Analysis, instruction: Instruction, index: dict[str, I
     return _iterations(init[1], rhs[1], increments[0], direction)
 
 
-Term = tuple
+Term: TypeAlias = (
+    tuple[Literal["const"], int]
+    | tuple[Literal["element"], int]
+    | tuple[Literal["add"], "Term | None", "Term | None"]
+    | tuple[Literal["compare"], str | None, "Term | None", "Term | None"]
+)
 """A value of the loop pattern: ("const", n), ("element", k) (element k of the loop state), ("add", a, b),
 ("compare", direction, a, b); None for anything else."""
-_FLIPPED = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}
+_Bind: TypeAlias = Callable[[int | None, tuple[int, ...]], "Term | None"]
+"""The term of a computation's parameter (by number; None: not a parameter) at a shape index."""
+_FLIPPED: dict[str | None, str | None] = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}
+"""A compare's direction with its operands swapped (keyed by `str | None`: a compare may print none)."""
 
 
-def _loop_state(parameter: int, shape_index: tuple[int, ...]) -> Term | None:
+def _loop_state(parameter: int | None, shape_index: tuple[int, ...]) -> Term | None:
     """In a while body or condition, element k of parameter 0 is the loop state's element k."""
     return ("element", shape_index[0]) if parameter == 0 and len(shape_index) == 1 else None
 
 
-def _unbound(parameter: int, shape_index: tuple[int, ...]) -> Term | None:
+def _unbound(parameter: int | None, shape_index: tuple[int, ...]) -> Term | None:
     return None
 
 
 def _term(
-    analysis: _Analysis, index: dict[str, Instruction], name: str, shape_index: tuple[int, ...], bind
+    analysis: _Analysis, index: dict[str, Instruction], name: str, shape_index: tuple[int, ...], bind: _Bind
 ) -> Term | None:
     """The pattern term of value `name` (at `shape_index` into its tuple); a fusion is looked through,
     its parameters bound to its operands; `bind` gives the computation's own parameters."""
@@ -1405,7 +1461,9 @@ def _term(
     return _scalar_term(analysis, index, instruction, bind)
 
 
-def _scalar_term(analysis: _Analysis, index: dict[str, Instruction], instruction: Instruction, bind) -> Term | None:
+def _scalar_term(
+    analysis: _Analysis, index: dict[str, Instruction], instruction: Instruction, bind: _Bind
+) -> Term | None:
     """An integer constant, or a copy, add or compare of terms."""
     opcode = instruction.opcode
     if opcode == "constant":
@@ -1414,14 +1472,16 @@ def _scalar_term(analysis: _Analysis, index: dict[str, Instruction], instruction
     if opcode == "copy":
         return _operand_term(analysis, index, instruction, 0, (), bind)
     if opcode == "add":
-        return ("add", *(_operand_term(analysis, index, instruction, k, (), bind) for k in (0, 1)))
+        first = _operand_term(analysis, index, instruction, 0, (), bind)
+        return ("add", first, _operand_term(analysis, index, instruction, 1, (), bind))
     if opcode == "compare":
-        operands = (_operand_term(analysis, index, instruction, k, (), bind) for k in (0, 1))
-        return ("compare", instruction.attributes.get("direction"), *operands)
+        direction = instruction.attributes.get("direction")
+        first = _operand_term(analysis, index, instruction, 0, (), bind)
+        return ("compare", direction, first, _operand_term(analysis, index, instruction, 1, (), bind))
     return None
 
 
-def _fused_term(analysis: _Analysis, index: dict[str, Instruction], fusion: Instruction, bind) -> Term | None:
+def _fused_term(analysis: _Analysis, index: dict[str, Instruction], fusion: Instruction, bind: _Bind) -> Term | None:
     """The fused root's term, its parameters standing for the fusion's operands."""
     fused = analysis.called(fusion)
 
@@ -1430,11 +1490,16 @@ def _fused_term(analysis: _Analysis, index: dict[str, Instruction], fusion: Inst
             return None
         return _operand_term(analysis, index, fusion, parameter, inner_index, bind)
 
-    return _term(analysis, analysis.index(fused), fused.root.name, (), through)
+    return _term(analysis, analysis.index(fused), _root(fused).name, (), through)
 
 
 def _operand_term(
-    analysis: _Analysis, index: dict[str, Instruction], instruction: Instruction, k: int, shape_index, bind
+    analysis: _Analysis,
+    index: dict[str, Instruction],
+    instruction: Instruction,
+    k: int,
+    shape_index: tuple[int, ...],
+    bind: _Bind,
 ) -> Term | None:
     """Operand k's term; a compact get-tuple-element operand (`%p#1`) adds its own index in front."""
     return _term(analysis, index, instruction.operands[k], (*instruction.operand_shape_index(k), *shape_index), bind)

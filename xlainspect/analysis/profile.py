@@ -24,22 +24,22 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from statistics import median
-from typing import TYPE_CHECKING
 
 from xlainspect.analysis.chips import Chip
+from xlainspect.analysis.commands import analyse_each
+from xlainspect.analysis.cost import OpCost, module_cost
 from xlainspect.analysis.profile_compiles import COMPILE_EVENTS, CompileEvent, trace_compiles
-from xlainspect.dump.directory import Dump, DumpModule
-from xlainspect.dump.model_cache import cached_result
+from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
 from xlainspect.dump.thunks import KERNEL_KINDS, Thunk, ThunkSequence, read_thunk_sequence, thunk_files
-from xlainspect.dump.xplane import Trace, TraceEvent, embedded_hlo_text
+from xlainspect.dump.xplane import StatValue, Trace, TraceEvent, embedded_hlo_text
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Module
+from xlainspect.hlo.parser import parse_hlo
 from xlainspect.workers import OWNED
-
-if TYPE_CHECKING:  # the costs are computed, and the analysis imported, only where a report is made
-    from xlainspect.analysis.cost import OpCost
 
 COMMAND_BUFFER = "command_buffer_"
 _CONTROL_KINDS = frozenset(
@@ -123,7 +123,8 @@ class Unplaced:
     kernel: str
     count: int
     seconds: float
-    reason: str
+    reason: str | None
+    """None: the commands that ran them name no HLO op (a thunk without metadata)."""
 
 
 @dataclass(slots=True)
@@ -147,23 +148,23 @@ class ProfileReport:
     ops: list[OpTime]
     """Ranked by time lost (measured - roofline) where a roofline is known, else by measured time."""
     compiles: list[CompileEvent]
-    joined: list[str] = field(default_factory=list)
+    joined: list[str] = field(default_factory=list[str])
     """Modules whose ops were joined with a dump module's cost."""
-    op_events: list[TraceEvent] = field(default_factory=list, repr=False)
+    op_events: list[TraceEvent] = field(default_factory=list[TraceEvent], repr=False)
     """The op events themselves (compiled functions' kernels), for the timeline."""
     chip: Chip | None = field(default=None, repr=False)
     """The chip the roofline times are for."""
     hlo_source: str | None = None
     """Where the ops' costs come from: `dump`, `embedded in the trace`, or None (no costs)."""
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list[str])
     """Why costs are missing, for stderr."""
-    skipped: list = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
     """`SkippedFile`s of the dump that could not be read."""
-    functions: list[FunctionTime] = field(default_factory=list)
+    functions: list[FunctionTime] = field(default_factory=list[FunctionTime])
     """Device time per compiled function, most first."""
     placed: tuple[int, int] = (0, 0)
     """(kernel executions on an HLO op, kernel executions of compiled functions)."""
-    unplaced: list[Unplaced] = field(default_factory=list)
+    unplaced: list[Unplaced] = field(default_factory=list[Unplaced])
     autotuning: Autotuning | None = None
     other_device: tuple[int, float] = (0, 0.0)
     """(events, seconds) of device work of no module outside compiles: transfers of a program's inputs
@@ -182,13 +183,15 @@ def profile(
     op_events = [e for e in jit if "hlo_op" in e.stats]
     launched = _launch_times(trace.events, op_events)
     steps, source = _steps(trace.events, op_events, launched, step_function)
-    sequences = _thunk_sequences(dump, {_label(e) for e in op_events}) if dump is not None else {}
+    skipped: list[SkippedFile] = []
+    sequences = _thunk_sequences(dump, {_label(e) for e in op_events}, skipped) if dump is not None else {}
     placed, unplaced = _place(op_events, sequences, dump is not None)
     step_of = _step_index(steps, op_events, launched if source == "step markers" else {})
     _fill_steps(steps, op_events, step_of)
-    labels, notes = {_label(e) for e in op_events}, []
+    labels = {_label(e) for e in op_events}
+    notes: list[str] = []
     if dump is not None:
-        costs = _dump_costs(dump, labels, chip)
+        costs = _dump_costs(dump, labels, chip, skipped)
     else:
         costs = {label: _op_costs(m, chip) for label, m in _embedded_modules(trace, labels, notes).items()}
     busy = sum(s.busy_seconds for s in steps)
@@ -215,6 +218,7 @@ def profile(
         chip,
         hlo,
         notes,
+        skipped,
         functions=_function_times(op_events, steps, step_of),
         placed=(sum(placed.get(id(e)) is not None for e in op_events), len(op_events)),
         unplaced=unplaced,
@@ -223,7 +227,9 @@ def profile(
     )
 
 
-def _with_modules(compiles: list[CompileEvent], op_events: list[TraceEvent], launched) -> list[CompileEvent]:
+def _with_modules(
+    compiles: list[CompileEvent], op_events: list[TraceEvent], launched: dict[int, tuple[str, float]]
+) -> list[CompileEvent]:
     """Each compile with the module it made: its function's first module to run (be launched) after it."""
     runs: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for event in op_events:
@@ -246,8 +252,10 @@ def _split_autotuning(
     carry its `program_id`, or (a trace without module ids) a module name the dump has, or any name when
     neither tells; autotuning's carry a fusion's name, or no module at all while a compile runs."""
     with_ids = any("program_id" in e.stats for e in annotated)
-    dumped = {m.name for m in dump.modules} if dump is not None else set()
-    jit, tuning, other = [], [], []
+    dumped: set[str | None] = {m.name for m in dump.modules} if dump is not None else set()
+    jit: list[TraceEvent] = []
+    tuning: list[TraceEvent] = []
+    other: list[TraceEvent] = []
     for event in annotated:
         if "program_id" in event.stats or str(event.stats["hlo_module"]) in dumped or not (with_ids or dumped):
             jit.append(event)
@@ -280,7 +288,7 @@ def _launch_times(events: list[TraceEvent], op_events: list[TraceEvent]) -> dict
     wanted = {e.stats["correlation_id"] for e in device if "correlation_id" in e.stats}
     if not wanted:
         return {}
-    host = {}
+    host: dict[StatValue, tuple[str, float]] = {}
     for event in events:
         corr = event.stats.get("correlation_id")
         if corr in wanted and not event.plane.startswith("/device") and corr not in host:
@@ -303,7 +311,7 @@ def _steps(
             marked[int(number)] = (min(start, event.start_ns), max(end, event.start_ns + event.duration_ns))
     if marked and step_function is None:
         return [Step(n, s / 1e9, (e - s) / 1e9) for n, (s, e) in sorted(marked.items())], "step markers"
-    device_time = Counter()
+    device_time: dict[str, float] = defaultdict(float)
     for event in op_events:
         device_time[str(event.stats["hlo_module"])] += event.duration_ns
     if step_function is not None and step_function not in device_time:
@@ -311,24 +319,26 @@ def _steps(
         raise XlaInspectError(f"--step-function {step_function}: no kernel of it in the trace; it has: {known}")
     if not device_time:
         return [], "none"
-    function = step_function or device_time.most_common(1)[0][0]
+    function = step_function or max(device_time, key=device_time.__getitem__)  # most_common(1)[0][0]
     how = "named by --step-function" if step_function else "the function with the most device time"
     spans = sorted(_executions([e for e in op_events if e.stats["hlo_module"] == function], events, launched))
     steps = [Step(n, s / 1e9, (e - s) / 1e9) for n, (s, e) in enumerate(spans)]
     return steps, f"executions of {function}, {how}"
 
 
-def _executions(function_events: list[TraceEvent], events: list[TraceEvent], launched) -> list[tuple[float, float]]:
+def _executions(
+    function_events: list[TraceEvent], events: list[TraceEvent], launched: dict[int, tuple[str, float]]
+) -> list[tuple[float, float]]:
     """(start, end) of each execution of one function: its events grouped by `run_id` (theirs, or that
     of the host `...Execute` event around the call that launched them: PjRt's `run_id` stat)."""
-    runs: dict[str, list[tuple[float, float, object]]] = defaultdict(list)
+    runs: dict[str, list[tuple[float, float, StatValue]]] = defaultdict(list)
     for event in events:
         if "run_id" in event.stats and not event.plane.startswith("/device"):
             runs[event.line].append((event.start_ns, event.start_ns + event.duration_ns, event.stats["run_id"]))
     starts = {line: [r[0] for r in spans] for line, spans in runs.items()}
-    grouped: dict[object, list[TraceEvent]] = defaultdict(list)
+    grouped: dict[tuple[str, StatValue | tuple[StatValue, float]], list[TraceEvent]] = defaultdict(list)
     for event in function_events:
-        run = event.stats.get("run_id")
+        run: StatValue | tuple[StatValue, float] = event.stats.get("run_id")
         if run is None and id(event) in launched:
             line, at = launched[id(event)]
             index = bisect.bisect_right(starts.get(line, []), at) - 1
@@ -343,11 +353,13 @@ def _step_at(steps: list[Step], seconds: float) -> int | None:
     return started[-1].number if started else None
 
 
-def _step_index(steps: list[Step], op_events: list[TraceEvent], launched) -> dict[int, int]:
+def _step_index(
+    steps: list[Step], op_events: list[TraceEvent], launched: dict[int, tuple[str, float]]
+) -> dict[int, int]:
     """id(op event) -> index in `steps` of the step it belongs to: launched during it (step markers are
     host spans), else run during it (steps that are executions are spans of device time)."""
     starts = [s.start_seconds * 1e9 for s in steps]
-    found = {}
+    found: dict[int, int] = {}
     for event in op_events:
         at = launched[id(event)][1] if id(event) in launched else event.start_ns
         index = bisect.bisect_right(starts, at) - 1
@@ -379,7 +391,7 @@ def _function_times(op_events: list[TraceEvent], steps: list[Step], step_of: dic
     per: dict[str, list[TraceEvent]] = defaultdict(list)
     for event in op_events:
         per[str(event.stats["hlo_module"])].append(event)
-    found = []
+    found: list[FunctionTime] = []
     for function, events in per.items():
         per_step = [0.0] * len(steps)
         for event in events:
@@ -425,9 +437,9 @@ def _by_op(op_events: list[TraceEvent], placed: dict[int, str | None]) -> dict[t
 # --- command buffers: kernels placed on the op that launched them ------------------------------------------
 
 
-def _thunk_sequences(dump: Dump, labels: set[str]) -> dict[str, ThunkSequence]:
-    """The thunk sequence of each traced module the dump has; unreadable files are skipped."""
-    found = {}
+def _thunk_sequences(dump: Dump, labels: set[str], skipped: list[SkippedFile]) -> dict[str, ThunkSequence]:
+    """The thunk sequence of each traced module the dump has; unreadable files are added to `skipped`."""
+    found: dict[str, ThunkSequence] = {}
     for module in _traced_modules(dump, labels):
         sequence, metadata = thunk_files(module)
         if sequence is None:
@@ -435,7 +447,7 @@ def _thunk_sequences(dump: Dump, labels: set[str]) -> dict[str, ThunkSequence]:
         try:
             found[_dump_label(module)] = read_thunk_sequence(sequence, metadata)
         except XlaInspectError as error:
-            dump.skip(module.hlo_file().path if module.hlo_file() else dump.root, error)
+            skipped.append(SkippedFile.of(Path(sequence), error))
     return found
 
 
@@ -444,14 +456,14 @@ def _place(
 ) -> tuple[dict[int, str | None], list[Unplaced]]:
     """id(event) -> the HLO op it ran for (None: not placed), and the unplaced kernels with the reason."""
     placed: dict[int, str | None] = {}
-    launches: dict[tuple, list[TraceEvent]] = defaultdict(list)
+    launches: dict[tuple[str, str, str, StatValue], list[TraceEvent]] = defaultdict(list)
     for event in op_events:
         op = _op_name(event)
         if op.startswith(COMMAND_BUFFER):
             launches[(_label(event), op, event.plane, event.stats.get("correlation_id"))].append(event)
         else:
             placed[id(event)] = op
-    failed: dict[tuple[str, str, str, str], list[TraceEvent]] = defaultdict(list)
+    failed: dict[tuple[str, str, str, str | None], list[TraceEvent]] = defaultdict(list)
     for (label, buffer, _, _), events in launches.items():
         events.sort(key=lambda e: (e.stats.get("cuda_graph_node_id", 0), e.start_ns))
         sequence = sequences.get(label)
@@ -479,7 +491,9 @@ def _place(
     return placed, sorted(unplaced, key=lambda u: -u.seconds)
 
 
-def _place_launch(events: list[TraceEvent], commands: list[Thunk], buffer: str):
+def _place_launch(
+    events: list[TraceEvent], commands: list[Thunk], buffer: str
+) -> Iterator[tuple[TraceEvent, str | None, str | None]]:
     """(event, op or None, reason) for one launch of a command buffer, its events in graph order.
 
     A kernel a kernel command names goes to the k-th command of that name at its k-th run. The others
@@ -518,7 +532,7 @@ def _named_commands(events: list[TraceEvent], commands: list[Thunk]) -> list[int
     for index, command in enumerate(commands):
         if command.kernel:
             by_kernel[command.kernel].append(index)
-    seen: Counter = Counter()
+    seen: Counter[str] = Counter()
     at: list[int | None] = []
     for event in events:
         same = by_kernel.get(event.name)
@@ -529,8 +543,8 @@ def _named_commands(events: list[TraceEvent], commands: list[Thunk]) -> list[int
 
 def _between(at: list[int | None], position: int, commands: list[Thunk], kind: str) -> Thunk | None:
     """The one command of `kind` between the commands of the named kernels before and after `position`."""
-    before = next((at[k] for k in range(position - 1, -1, -1) if at[k] is not None), -1)
-    after = next((at[k] for k in range(position + 1, len(at)) if at[k] is not None), len(commands))
+    before = next((index for index in reversed(at[:position]) if index is not None), -1)
+    after = next((index for index in at[position + 1 :] if index is not None), len(commands))
     if after <= before:  # the graph's loop started again: up to the end
         after = len(commands)
     found = [c for c in commands[before + 1 : after] if c.kernel is None and _command_kind(c) == kind]
@@ -587,12 +601,15 @@ def compile_seconds(report: ProfileReport) -> dict[str, list[float]]:
     return dict(seconds)
 
 
-def paired_compile_seconds(counts: dict[str, int], report: ProfileReport) -> tuple[dict[str, tuple], list[str]]:
+def paired_compile_seconds(
+    counts: dict[str, int], report: ProfileReport
+) -> tuple[dict[str, tuple[float | None, ...]], list[str]]:
     """Per function of a dump (`counts`: its compiles), the measured seconds of the trace's compiles paired
     in order with its modules (None past the trace's), and a sentence for each function whose counts
     differ: a trace covers a window of the run, so compiles before or after it are not in it."""
     measured = compile_seconds(report)
-    paired, unpaired = {}, []
+    paired: dict[str, tuple[float | None, ...]] = {}
+    unpaired: list[str] = []
     for name, count in counts.items():
         seconds = measured.pop(name, [])
         paired[name] = tuple(seconds[:count]) + (None,) * (count - len(seconds))
@@ -605,38 +622,31 @@ def paired_compile_seconds(counts: dict[str, int], report: ProfileReport) -> tup
     return paired, unpaired
 
 
-def _dump_costs(dump: Dump, labels: set[str], chip: Chip | None) -> dict[str, dict[str, OpCost]]:
-    """The op costs of each traced label's after-optimizations module in the dump; files that do not
-    parse are skipped."""
-    costs = {}
-    for module in _traced_modules(dump, labels):
-        try:
-            costs[_dump_label(module)] = _cached_op_costs(module, chip)
-        except XlaInspectError as error:
-            dump.skip(module.hlo_file().path, error)
-    return costs
-
-
-def _cached_op_costs(module: DumpModule, chip: Chip | None) -> dict[str, OpCost]:
-    """`_op_costs` of the module, answered from the results cache while its file is unchanged."""
-    hlo = module.hlo_file("after")
-    compute = lambda: _op_costs(module.module("after"), chip)  # noqa: E731
-    # the chip by every figure: each `--peak-flops`/`--hbm-bandwidth` chip is keyed `custom`
-    return compute() if hlo is None else cached_result(hlo.path, f"profile-costs:{chip!r}", compute)
+def _dump_costs(
+    dump: Dump, labels: set[str], chip: Chip | None, skipped: list[SkippedFile]
+) -> dict[str, dict[str, OpCost]]:
+    """The op costs of each traced label's after-optimizations module in the dump, by the per-module
+    runner (answered from the results cache while its file is unchanged); files that do not parse are
+    added to `skipped`."""
+    found = analyse_each(
+        _traced_modules(dump, labels),
+        lambda module: _op_costs(module.module("after"), chip),
+        inputs=DumpModule.hlo_path,
+        key=lambda _: f"profile-costs:{chip!r}",  # the chip by every figure: `--peak-flops` chips are `custom`
+        blame=DumpModule.hlo_path,
+        advance=lambda _: None,
+    )
+    skipped += found.skipped
+    return {_dump_label(module): costs for module, costs in zip(found.modules, found.results)}
 
 
 def _op_costs(module: Module, chip: Chip | None) -> dict[str, OpCost]:
-    from xlainspect.analysis.cost import module_cost
-
     return {row.name: row for row in module_cost(module, chip).ops}
 
 
 def _embedded_modules(trace: Trace, labels: set[str], notes: list[str]) -> dict[str, Module]:
-    """The HLO modules the trace embeds (XLA's optimized HLO, with the names the op events carry). The
-    parser is imported here: with a dump whose costs are cached, a profile never loads Lark."""
-    from xlainspect.hlo.parser import parse_hlo
-
-    modules = {}
+    """The HLO modules the trace embeds (XLA's optimized HLO, with the names the op events carry)."""
+    modules: dict[str, Module] = {}
     for program_id, (name, proto) in sorted(trace.hlo_protos.items()):
         label = _module_label(program_id, name)
         if label not in labels:
@@ -664,7 +674,7 @@ def _op_time(
     steps: list[Step],
     busy: float,
     step_of: dict[int, int],
-    costs: dict,
+    costs: dict[str, OpCost],
 ) -> OpTime:
     label, function, name = key
     seconds = [e.duration_ns / 1e9 for e in events]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xlainspect.dump.xplane import TraceEvent
@@ -64,9 +65,9 @@ class CompilePhases:
     passes_seconds: float
     autotuning_seconds: float
     codegen_seconds: float
-    passes: list[PassTime] = field(default_factory=list)
+    passes: list[PassTime] = field(default_factory=list[PassTime])
     """The slowest passes, autotuning passes left out."""
-    tuned: list[TunedFusion] = field(default_factory=list)
+    tuned: list[TunedFusion] = field(default_factory=list[TunedFusion])
 
 
 @dataclass(slots=True)
@@ -87,11 +88,13 @@ class CompileEvent:
     (jax runs what it just compiled), where the trace names module ids."""
 
 
-def trace_compiles(events: list[TraceEvent], is_tuning, step_at) -> list[CompileEvent]:
+def trace_compiles(
+    events: list[TraceEvent], is_tuning: Callable[[TraceEvent], bool], step_at: Callable[[float], int | None]
+) -> list[CompileEvent]:
     """Every compile event of `events` (sorted by start) with its function, phases and step.
     `is_tuning(event)`: whether a device event is autotuning's (no compiled function's); `step_at(seconds)`:
     the step at that time."""
-    found = []
+    found: list[CompileEvent] = []
     compile_events = [e for e in events if e.name in COMPILE_EVENTS]
     if not compile_events:
         return found
@@ -142,13 +145,22 @@ def _is_function(module: str) -> bool:
     return not module.startswith("__compute_module") and not module.endswith("_kernel_module")
 
 
-def _phases(compile_event, own, during, function, caller, lowerings, is_tuning) -> CompilePhases:
+def _phases(
+    compile_event: TraceEvent,
+    own: list[TraceEvent],
+    during: list[TraceEvent],
+    function: str | None,
+    caller: TraceEvent | None,
+    lowerings: list[TraceEvent],
+    is_tuning: Callable[[TraceEvent], bool],
+) -> CompilePhases:
     thread = _compiling_thread(own, during, function)
     outer = _outermost([e for e in thread if e.stats.get("module") == function])
     passes = _children(thread, outer)
     tuning_work = [e for e in during if is_tuning(e)]
     work_starts = [w.start_ns for w in tuning_work]  # sorted, as `during` is
-    tuning_passes, by_name = [], defaultdict(list)
+    tuning_passes: list[TraceEvent] = []
+    by_name: dict[str, list[float]] = defaultdict(list)
     for p in passes:
         if bisect.bisect_right(work_starts, _end(p)) > bisect.bisect_left(work_starts, p.start_ns):
             tuning_passes.append(p)
@@ -199,7 +211,8 @@ def _outermost(spans: list[TraceEvent]) -> list[TraceEvent]:
 def _children(own: list[TraceEvent], parents: list[TraceEvent]) -> list[TraceEvent]:
     """The events directly nested in any of `parents` on their thread (`own` sorted by start)."""
     wanted = {id(p) for p in parents}
-    found, stack = [], []
+    found: list[TraceEvent] = []
+    stack: list[TraceEvent] = []
     for event in own:
         while stack and event.start_ns >= _end(stack[-1]):
             stack.pop()

@@ -11,7 +11,6 @@ import contextlib
 import functools
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -338,6 +337,14 @@ class DumpModule:
         """The HLO text at `stage`, falling back to before_optimizations (dumps made with a module filter)."""
         return self.file("hlo", stage) or self.file("hlo", "before")
 
+    def hlo_path(self, stage: str = "after") -> Path:
+        """The path of `hlo_file(stage)`: every module of a loaded dump has one; a module made without
+        HLO text (by hand) is a DumpError naming it."""
+        found = self.hlo_file(stage)
+        if found is None:
+            raise DumpError(f"{self.label}: no HLO text in the dump")
+        return found.path
+
     def hlo_bytes(self) -> int:
         """Bytes of its HLO text (0 where it has none or it cannot be read): what analysing it costs
         grows with, so work shared among processes goes out largest first."""
@@ -463,7 +470,7 @@ class Dump:
         self.skipped.append(SkippedFile.of(path, error))
 
 
-def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
+def load_dump(path: str | Path | list[Path], *, strict: bool = False) -> Dump:
     """A dump directory (per-host sub-directories included), one HLO file, or a list of files; each a
     path or an fsspec URL (read through its local mirror, `storage.local`)."""
     with kept_objects():  # a fleet's file records and modules live to the end of the run
@@ -672,23 +679,17 @@ def _module_texts(module: DumpModule) -> tuple[str, ...]:
 
 
 def select_modules(
-    dump: Dump,
-    *,
-    function: str | None = None,
-    module_re: str | None = None,
-    stage: str = "after",
-    strict: bool = False,
-    advance: Callable[[int], None] | None = None,
-) -> list[Module]:
-    """Parsed modules of the dump (optionally one function, or names matching a regex); files that do
-    not parse are recorded in `dump.skipped` and left out, unless `strict`. `advance(1)` is called
-    after each module (a progress bar's)."""
-    parsed = []
+    dump: Dump, *, function: str | None = None, module_re: str | None = None, stage: str = "after", strict: bool = False
+) -> tuple[list[Module], list[SkippedFile]]:
+    """Parsed modules of the dump (optionally one function, or names matching a regex), and the files
+    that do not parse, left out (raised with `strict`); the dump is not changed."""
+    parsed: list[Module] = []
+    skipped: list[SkippedFile] = []
     for dump_module in select_dump_modules(dump, function=function, module_re=module_re):
         try:
             parsed.append(dump_module.module(stage))
         except XlaInspectError as error:
-            dump.skip(dump_module.hlo_file(stage).path, error, strict)
-        if advance is not None:
-            advance(1)
-    return parsed
+            if strict:
+                raise
+            skipped.append(SkippedFile.of(dump_module.hlo_path(stage), error))
+    return parsed, skipped

@@ -82,6 +82,10 @@ _SCHEMA = {
 }
 
 
+StatValue = int | float | str | bytes | None
+"""An XStat's value: a number, string or bytes, a referenced stat's name (str), None where it holds none."""
+
+
 class ProfileDependencyError(XlaInspectError):
     """The `profile` extra (protobuf) is not installed."""
 
@@ -97,7 +101,7 @@ class TraceEvent:
     start_ns: float
     """Nanoseconds since the trace's first event."""
     duration_ns: float
-    stats: dict = field(hash=False, compare=False)
+    stats: dict[str, StatValue] = field(hash=False, compare=False)
     """The event's and its metadata's stats by name (`hlo_op`, `hlo_module`, `program_id`, `step_num`...)."""
 
 

@@ -65,7 +65,7 @@ def chip_for(dump_module: DumpModule | None, choice: ChipChoice) -> Chip | None:
     where neither says (counts without times). Figures without a chip to complete them are a usage error."""
     figures = (choice.peak_flops, choice.hbm_bandwidth, choice.ici_bandwidth)
     if choice.key is None and choice.peak_flops and choice.hbm_bandwidth:
-        return custom_chip(*figures)
+        return custom_chip(choice.peak_flops, choice.hbm_bandwidth, choice.ici_bandwidth)
     key = choice.key or (dump_chip_key(dump_module) if dump_module else None)
     if key is None and not any(figures):
         return None
@@ -100,7 +100,7 @@ def profile_report(
         return only_function(profile(read, None, chip_for(None, chip), step_function), function)
     loaded = load_dump(dump, strict=strict)
     report = profile(read, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
-    report.skipped = loaded.skipped
+    report.skipped = [*loaded.skipped, *report.skipped]
     if not report.joined:
         report.notes.append(
             f"{dump}: none of the traced modules is in this dump (module ids and names differ); ops are shown "
