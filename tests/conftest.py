@@ -19,7 +19,8 @@ CORPUS = Path(os.environ.get("XLAINSPECT_CORPUS", REPO.parent / "shared" / "corp
 GPU_CORPUS = Path(os.environ.get("XLAINSPECT_GPU_CORPUS", REPO.parent / "shared" / "gpu-corpus"))
 """Real jax 0.11.2 output of an H200 (its README); tests that read it in place pass over it when absent."""
 
-# The parsed-model cache (xlainspect.dump.model_cache) of a test run goes to a fresh directory, never ~/.cache.
+# xlainspect's cache (xlainspect.cache: parsed models, results, answers, grammar tables) of a test run goes to a
+# fresh directory, never ~/.cache.
 os.environ["XLAINSPECT_CACHE_DIR"] = tempfile.mkdtemp(prefix="xlainspect-test-cache-")
 
 
