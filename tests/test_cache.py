@@ -327,3 +327,20 @@ def test_records_hold_the_whole_model():
             assert repr(again.stack_frames) == repr(module.stack_frames)
             shapes = [(i.shape, c.parameter_shapes, c.result_shape) for c in module.computations for i in c]
             assert [(i.shape, c.parameter_shapes, c.result_shape) for c in again.computations for i in c] == shapes
+
+
+def test_an_answer_pickle_cannot_write_is_returned_and_not_kept(tmp_path):
+    import threading
+
+    from xlainspect.cache import Cache, Codec, Key
+
+    cache = Cache(tmp_path)
+    lock = threading.Lock()
+    assert cache.answer("results", Key("code", (), "lock"), lambda: lock) is lock
+    assert not (tmp_path / "results").exists()
+
+    def broken(_value) -> bytes:
+        raise KeyError("a bug in an encoder")
+
+    with pytest.raises(KeyError):  # a bug is no unwritable value: it surfaces
+        cache.answer("results", Key("code", (), "bug"), lambda: 1, Codec("x", broken, bytes, (ValueError,)))

@@ -55,7 +55,7 @@ class TooManyFiles(Exception):
 @dataclass(frozen=True)
 class Key:
     """What an answer is computed from: the code (a `fingerprint`), its inputs (content digests, or
-    `Cache.listing`'s stat lines) and its arguments (their text)."""
+    `listing`'s stat lines) and its arguments (their text)."""
 
     code: str
     inputs: tuple[str, ...]
@@ -68,17 +68,22 @@ class Key:
 
 @dataclass(frozen=True)
 class Codec:
-    """How an answer is written (`suffix` names its files)."""
+    """How an answer is written (`suffix` names its files); `unwritable`: what `dumps` raises for a value
+    it cannot write (the answer is then returned, not kept; anything else is a bug, and raised)."""
 
     suffix: str
     dumps: Callable[[Any], bytes]
     loads: Callable[[bytes], Any]
+    unwritable: tuple[type[Exception], ...]
 
 
-PICKLE = Codec("pickle", lambda value: pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), pickle.loads)
-
-#: What a value that cannot be written raises (its answer is then returned, not kept).
-_UNWRITABLE = (pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError)
+PICKLE = Codec(
+    "pickle",
+    lambda value: pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL),
+    pickle.loads,
+    # a lock, a local function or class, a nesting too deep: pickle says so with any of these
+    (pickle.PicklingError, TypeError, AttributeError, RecursionError),
+)
 
 
 class Cache:
@@ -103,7 +108,7 @@ class Cache:
         except Exception:  # noqa: BLE001 (missing, truncated or foreign: a miss)
             pass
         result = compute()
-        with contextlib.suppress(*_UNWRITABLE):
+        with contextlib.suppress(*codec.unwritable):
             self.write(entry, codec.dumps(result))
         return result
 

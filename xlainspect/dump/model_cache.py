@@ -177,5 +177,6 @@ def _load_models(data: bytes) -> list[Module]:
         return [Module.from_record(record) for record in marshal.loads(data)]
 
 
-_MODELS = Codec("model", lambda modules: marshal.dumps([m.to_record() for m in modules]), _load_models)
-"""Parsed modules as their records (`Module.to_record`), written with marshal."""
+_MODELS = Codec("model", lambda modules: marshal.dumps([m.to_record() for m in modules]), _load_models, (ValueError,))
+"""Parsed modules as their records (`Module.to_record`), written with marshal (a ValueError: a record
+too deep for it)."""
