@@ -40,13 +40,11 @@ _PACKAGE = Path(__file__).parents[1]
 
 
 def open_cache(enabled: bool | None = None) -> Cache:
-    """The cache the settings name (on or off as they say, else as `enabled` says), lent to the
-    grammar for its tables."""
+    """The cache the settings name, lent to the grammar for its tables; on or off as the settings say,
+    or as `enabled` says for this call's answer (the tables follow the settings)."""
     cache = Cache.configured()
-    if enabled is not None:
-        cache.enabled = enabled
     keep_tables(cache)
-    return cache
+    return cache if enabled is None else Cache(cache.directory, enabled=enabled)
 
 
 def parse_file(path: str | Path, *, use_cache: bool | None = None) -> list[Module]:
