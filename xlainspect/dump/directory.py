@@ -13,14 +13,15 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from xlainspect.dump.files import decode_text, read_first_line_and_tail, read_text
+from xlainspect.dump.model_cache import parse_file
 from xlainspect.dump.storage import local
 from xlainspect.errors import DumpError, HloParseError, NoMatchError, XlaInspectError, no_match
+from xlainspect.hlo.model import Module
+from xlainspect.hlo.parser import parse_header, parse_hlo, split_computations
 from xlainspect.settings import kept_objects
-
-if TYPE_CHECKING:
-    from xlainspect.hlo.model import Module
+from xlainspect.workers import OWNED
 
 _MODULE_FILE = re.compile(
     r"^(?:(?P<ts>\d+)\.)?(?:(?P<prefix>[A-Za-z_][\w-]*)\.)?module_(?P<id>\d{4,})(?:\.(?P<rest>.+))?$"
@@ -354,8 +355,6 @@ class DumpModule:
     def module(self, stage: str = "after") -> Module:
         """The parsed HLO module (cached); raises HloParseError or DumpError for a bad file."""
         if stage not in self._parsed:
-            from xlainspect.dump.model_cache import parse_file
-
             dump_file = self.hlo_file(stage)
             if dump_file is None:
                 raise DumpError(f"module {self.label}: no HLO text file at stage {stage!r}")
@@ -372,9 +371,6 @@ class DumpModule:
         key = f"signature:{stage}"
         if stage in self._parsed or key in self._parsed:
             return self._parsed.get(stage) or self._parsed[key]
-        from xlainspect.dump.files import read_text
-        from xlainspect.hlo.parser import parse_hlo, split_computations
-
         dump_file = self.hlo_file(stage)
         text = read_text(dump_file.path) if dump_file is not None else ""
         header = text[: text.find("\n") + 1] if text.startswith("HloModule") else ""
@@ -382,7 +378,7 @@ class DumpModule:
         found = None
         if entry is not None and header:
             with contextlib.suppress(XlaInspectError):
-                found = parse_hlo(entry if entry.startswith("HloModule") else header + entry)[0]
+                found = parse_hlo(entry if entry.startswith("HloModule") else header + entry, runner=OWNED)[0]
         self._parsed[key] = found if found is not None and found.entry.is_entry else self.module(stage)
         return self._parsed[key]
 
@@ -404,8 +400,6 @@ class DumpModule:
             dump_file = self.hlo_file(stage)
             if dump_file is None:
                 raise DumpError(f"module {self.label}: no HLO text file")
-            from xlainspect.hlo.parser import parse_header  # the grammar loads on the first header read
-
             header = parse_header(header_line(dump_file.location), dump_file.location)
             self._parsed[key] = header if header.entry_computation_layout else self.module(stage)
         return self._parsed[key]
@@ -434,8 +428,6 @@ def header_line(path: Path | str) -> str:
     """The first line of an HLO text file (the `HloModule` header), read with the file's last bytes
     only: a file whose last line does not close a computation (a killed job, a compile still being
     written) is a DumpError, caught without reading the body."""
-    from xlainspect.dump.files import decode_text, read_first_line_and_tail
-
     first, tail = read_first_line_and_tail(path, TAIL_BYTES)
     if not first.strip():
         raise DumpError(f"{path}: empty file")

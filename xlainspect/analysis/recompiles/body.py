@@ -27,6 +27,7 @@ from xlainspect.dump.files import read_text
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Computation
 from xlainspect.hlo.parser import parse_hlo, split_computations
+from xlainspect.workers import OWNED
 
 WEAK_TYPE = (
     "the same program compiled again for jax's own function: an argument's weak type differs (a Python "
@@ -225,7 +226,7 @@ def _parsed_pieces(
         else:
             kept.append(piece)
     try:
-        return [c for parsed in parse_hlo("".join(kept)) for c in parsed.computations] if kept else []
+        return [c for parsed in parse_hlo("".join(kept), runner=OWNED) for c in parsed.computations] if kept else []
     except XlaInspectError:
         try:
             return list(program(module).computations)
