@@ -664,10 +664,13 @@ import json, sys, time
 from xlainspect import settings
 from xlainspect.hlo import parser
 from xlainspect.dump.files import read_text
-settings.own_process()  # as the CLI parses
+from xlainspect.dump.model_cache import open_cache
+from xlainspect.workers import OWNED
+settings.own_process()  # as the CLI parses: its processes, and the grammar's saved tables
+open_cache()
 text = read_text(sys.argv[-1])
 start = time.perf_counter()
-parser.parse_hlo(text, sys.argv[-1])
+parser.parse_hlo(text, sys.argv[-1], runner=OWNED)
 print(json.dumps({"s": time.perf_counter() - start}))
 """
 
@@ -764,11 +767,14 @@ import json, resource, sys, time
 from xlainspect import settings
 from xlainspect.hlo import parser
 from xlainspect.dump.files import read_text
-settings.own_process(1 if sys.argv[-2] == "1" else None)  # as the CLI parses
+from xlainspect.dump.model_cache import open_cache
+from xlainspect.workers import OWNED
+settings.own_process(1 if sys.argv[-2] == "1" else None)  # as the CLI parses: its processes and saved tables
+open_cache()
 parser._line_reader()
 text = read_text(sys.argv[-1])
 start = time.perf_counter()
-modules = parser.parse_hlo(text, sys.argv[-1])
+modules = parser.parse_hlo(text, sys.argv[-1], runner=OWNED)
 elapsed = time.perf_counter() - start
 instructions = sum(m.instruction_count for m in modules)
 print(json.dumps({"s": elapsed, "instructions": instructions,

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from xlainspect.hlo.model import Module
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
 DUMPS = FIXTURES / "dumps"
@@ -17,7 +19,8 @@ CORPUS = Path(os.environ.get("XLAINSPECT_CORPUS", REPO.parent / "shared" / "corp
 GPU_CORPUS = Path(os.environ.get("XLAINSPECT_GPU_CORPUS", REPO.parent / "shared" / "gpu-corpus"))
 """Real jax 0.11.2 output of an H200 (its README); tests that read it in place pass over it when absent."""
 
-# The parsed-model cache (xlainspect.dump.model_cache) of a test run goes to a fresh directory, never ~/.cache.
+# xlainspect's cache (xlainspect.cache: parsed models, results, answers, grammar tables) of a test run goes to a
+# fresh directory, never ~/.cache.
 os.environ["XLAINSPECT_CACHE_DIR"] = tempfile.mkdtemp(prefix="xlainspect-test-cache-")
 
 
@@ -99,43 +102,18 @@ def hlo_fixture_files(roots: tuple[Path, ...] = (DUMPS,)) -> list[Path]:
 
 
 def model_summary(modules, lines: bool = True) -> list:
-    """Every field of a parsed model as plain values: models compare by identity, this by content.
-    `lines=False` leaves out the line numbers (text printed from a model has its own)."""
-    return [
-        (
-            m.name,
-            m.attributes,
-            repr(m.stack_frames),
-            m.line if lines else 0,
-            m.has_header,
-            m.entry_computation_layout,
-            [
-                (
-                    c.name,
-                    c.is_entry,
-                    c.parameter_shapes,
-                    c.result_shape,
-                    c.attributes,
-                    c.line if lines else 0,
-                    [
-                        (
-                            i.name,
-                            i.opcode,
-                            i.shape,
-                            i.operands,
-                            i.attributes,
-                            i.is_root,
-                            i.line if lines else 0,
-                            i.operand_shape_indices,
-                        )
-                        for i in c.instructions
-                    ],
-                )
-                for c in m.computations
-            ],
-        )
-        for m in modules
-    ]
+    """Every field of a parsed model as plain values (`Module.to_record`): models compare by identity,
+    records by content. `lines=False` sets the line numbers to 0 first (text printed from a model has
+    its own)."""
+    if not lines:
+        modules = [Module.from_record(m.to_record()) for m in modules]
+        for module in modules:
+            module.line = 0
+            for computation in module.computations:
+                computation.line = 0
+                for instruction in computation.instructions:
+                    instruction.line = 0
+    return [m.to_record() for m in modules]
 
 
 requires_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus not present")

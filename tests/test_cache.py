@@ -10,8 +10,9 @@ import pytest
 
 from tests.conftest import DUMPS, model_summary
 from xlainspect import HloParseError, settings
-from xlainspect.dump.model_cache import cache_dir, parse_file
-from xlainspect.hlo import parser
+from xlainspect.dump import model_cache
+from xlainspect.dump.model_cache import parse_file
+from xlainspect.settings import cache_dir
 
 AFTER = DUMPS / "clean_run" / "module_0000.jit_train_step.cpu_after_optimizations.txt"
 
@@ -33,7 +34,7 @@ def _forbid_parsing(monkeypatch):
     def fail(*_args, **_kwargs):
         raise AssertionError("parsed although the cache holds this file")
 
-    monkeypatch.setattr(parser, "parse_hlo", fail)
+    monkeypatch.setattr(model_cache, "parse_hlo", fail)
 
 
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
@@ -253,9 +254,93 @@ def test_the_command_cache_sees_into_linked_folders_and_writes_nothing_when_off(
 
 def test_inputs_of_too_many_files_are_analysed_without_a_remembered_answer(dump_copy, monkeypatch):
     import xlainspect
-    from xlainspect.dump import model_cache
+    from xlainspect import cache
 
-    monkeypatch.setattr(model_cache, "REMEMBERED_FILES", len(list(dump_copy.iterdir())) - 1)
+    monkeypatch.setattr(cache, "REMEMBERED_FILES", len(list(dump_copy.iterdir())) - 1)
     first = xlainspect.modules_report(dump_copy)
     assert xlainspect.modules_report(dump_copy) == first
     assert not (cache_dir() / "commands").exists()
+
+
+def test_one_key_policy_code_inputs_and_arguments(tmp_path):
+    """An answer is found by the code that computed it, its inputs' content and its arguments: a change
+    to any of them is a miss, and nothing else is (`xlainspect.cache.Key`)."""
+    from xlainspect.cache import Cache, Key
+
+    cache = Cache(tmp_path / "cache")
+    source = tmp_path / "input.txt"
+    source.write_text("one")
+    calls = []
+
+    def answer(code: str, arguments: str):
+        key = Key(code, (cache.digest(source),), arguments)
+        return cache.answer("results", key, lambda: calls.append(1) or f"{source.read_text()}:{arguments}")
+
+    assert answer("code-1", "top=3") == "one:top=3" and len(calls) == 1
+    assert answer("code-1", "top=3") == "one:top=3" and len(calls) == 1  # a hit
+    assert answer("code-1", "top=4") == "one:top=4" and len(calls) == 2  # another argument
+    assert answer("code-2", "top=3") == "one:top=3" and len(calls) == 3  # other code
+    source.write_text("two")
+    assert answer("code-1", "top=3") == "two:top=3" and len(calls) == 4  # a changed input
+    assert len(list((tmp_path / "cache" / "results").glob("*.pickle"))) == 4
+
+
+def test_a_disabled_cache_computes_and_writes_nothing_but_reads_saved_tables(tmp_path):
+    from xlainspect.cache import Cache, Key
+
+    Cache(tmp_path).write_table("grammar-x.lark", b"tables")
+    off = Cache(tmp_path, enabled=False)
+    calls = []
+    for _ in range(2):
+        assert off.answer("results", Key("code", (), ""), lambda: calls.append(1) or 7) == 7
+    assert len(calls) == 2 and not (tmp_path / "results").exists()
+    assert off.table_file("grammar-x.lark") == tmp_path / "grammar-x.lark"  # saved: read
+    assert off.table_file("grammar-y.lark") is None  # not saved: never written
+    off.write_table("grammar-y.lark", b"tables")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["grammar-x.lark"]
+
+
+def test_a_changed_parser_misses_the_parsed_models(hlo, monkeypatch):
+    """The models are keyed by the parser's code: another fingerprint parses again (a change to an
+    analysis, outside xlainspect/hlo, keeps them)."""
+    parse_file(hlo)
+    monkeypatch.setattr(model_cache, "_parser_fingerprint", lambda: "another parser")
+    (module,) = parse_file(hlo)
+    assert module.name == "jit_train_step"
+    assert len(list((cache_dir() / "models").glob("*.model"))) == 2
+
+
+def test_records_hold_the_whole_model():
+    """`Module.from_record(module.to_record())` is the module, shapes and stack frames as objects
+    equal to the parsed ones (the record is what the cache keeps and the tests compare)."""
+    from tests.conftest import hlo_fixture_files
+    from xlainspect.hlo.model import Module
+    from xlainspect.hlo.parser import parse_hlo
+
+    paths = hlo_fixture_files()[::7]
+    assert len(paths) > 30
+    for path in paths:
+        for module in parse_hlo(path.read_text(), str(path)):
+            again = Module.from_record(module.to_record(), module.path)
+            assert again.to_record() == module.to_record()
+            assert (again.path, again.entry_computation_layout) == (module.path, module.entry_computation_layout)
+            assert repr(again.stack_frames) == repr(module.stack_frames)
+            shapes = [(i.shape, c.parameter_shapes, c.result_shape) for c in module.computations for i in c]
+            assert [(i.shape, c.parameter_shapes, c.result_shape) for c in again.computations for i in c] == shapes
+
+
+def test_an_answer_pickle_cannot_write_is_returned_and_not_kept(tmp_path):
+    import threading
+
+    from xlainspect.cache import Cache, Codec, Key
+
+    cache = Cache(tmp_path)
+    lock = threading.Lock()
+    assert cache.answer("results", Key("code", (), "lock"), lambda: lock) is lock
+    assert not (tmp_path / "results").exists()
+
+    def broken(_value) -> bytes:
+        raise KeyError("a bug in an encoder")
+
+    with pytest.raises(KeyError):  # a bug is no unwritable value: it surfaces
+        cache.answer("results", Key("code", (), "bug"), lambda: 1, Codec("x", broken, bytes, (ValueError,)))

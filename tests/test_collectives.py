@@ -16,7 +16,7 @@ SYNC_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "colle
 
 
 def _rows(scenario: str, function: str, dumps=DUMPS) -> list:
-    (module,) = select_modules(load_dump(dumps / scenario), function=function)
+    (module,), _ = select_modules(load_dump(dumps / scenario), function=function)
     return collectives(module)
 
 
@@ -113,7 +113,7 @@ ENTRY %e (x: f32[8]) -> f32[32] {
 
 
 def test_execution_counts_follow_nested_calls():
-    (module,) = select_modules(load_dump(DUMPS / "collectives_cpu"), function="jit_ring_body")
+    (module,), _ = select_modules(load_dump(DUMPS / "collectives_cpu"), function="jit_ring_body")
     counts = execution_counts(module)
     assert counts[module.entry.name] == 1
     assert counts["region_0.2_spmd"] == 5

@@ -13,7 +13,7 @@ from xlainspect.hlo.parser import parse_hlo
 
 
 def _module(scenario: str, function: str):
-    (module,) = select_modules(load_dump(DUMPS / scenario), function=function)
+    (module,), _ = select_modules(load_dump(DUMPS / scenario), function=function)
     return module
 
 

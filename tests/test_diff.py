@@ -290,13 +290,13 @@ def _counted_facts(monkeypatch) -> list[str]:
     monkeypatch.setattr(settings, "_cache_enabled", False)
     monkeypatch.setattr(settings, "_parse_workers", 1)
     analysed = []
-    facts = diff._facts_and_peak
+    facts = diff._share_and_peak
 
     def counted(module, chip):
         analysed.append(module.label)
         return facts(module, chip)
 
-    monkeypatch.setattr(diff, "_facts_and_peak", counted)
+    monkeypatch.setattr(diff, "_share_and_peak", counted)
     return analysed
 
 

@@ -14,7 +14,7 @@ from xlainspect.hlo.parser import parse_hlo
 
 
 def _module(scenario: str, function: str, dumps=DUMPS):
-    (module,) = select_modules(load_dump(dumps / scenario), function=function)
+    (module,), _ = select_modules(load_dump(dumps / scenario), function=function)
     return module
 
 
@@ -98,7 +98,7 @@ ENTRY %e (x: f32[4]) -> f32[4] {
 
 def test_cpu_ynnpack_fusions_are_read_as_backend_kinds(jax_version):
     """XLA:CPU wraps YNNPACK library calls as kCustom fusions, backend_config {"fusion_config":{"kind":"__ynn_fusion"}}."""
-    (module,) = select_modules(load_dump(jax_version.dumps / "shape_branch"), module_re="module_0004")
+    (module,), _ = select_modules(load_dump(jax_version.dumps / "shape_branch"), module_re="module_0004")
     rows = fusions(module)
     assert [(r.name, r.kind, r.backend_kind) for r in rows if r.kind == "kCustom"] == [
         ("ynn_fusion", "kCustom", "__ynn_fusion")
@@ -109,7 +109,7 @@ def test_cpu_ynnpack_fusions_are_read_as_backend_kinds(jax_version):
 def test_largest_fusions_rank_by_bytes_moved(jax_version):
     from xlainspect.analysis.fusions import largest_fusions
 
-    rows = [f for m in select_modules(load_dump(jax_version.dumps / "ragged_batch")) for f in fusions(m)]
+    rows = [f for m in select_modules(load_dump(jax_version.dumps / "ragged_batch"))[0] for f in fusions(m)]
     top = largest_fusions(rows, 5)
     assert len(rows) == 20
     assert [r.output_bytes + r.operand_bytes for r in top] == [1204, 1204, 1204, 1204, 420]

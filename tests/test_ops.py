@@ -13,7 +13,7 @@ from xlainspect.dump.files import read_text
 
 
 def test_histogram_counts_every_instruction_and_splits_fused(jax_version):
-    (module,) = select_modules(load_dump(jax_version.dumps / "collectives_cpu"), function="jit_ring_body")
+    (module,), _ = select_modules(load_dump(jax_version.dumps / "collectives_cpu"), function="jit_ring_body")
     rows = {r.opcode: r for r in opcode_histogram(module)}
     assert sum(r.count for r in rows.values()) == module.instruction_count
     assert (rows["copy"].count, rows["copy"].unfused, rows["copy"].fused) == (2, 2, 0)
@@ -23,7 +23,7 @@ def test_histogram_counts_every_instruction_and_splits_fused(jax_version):
 
 
 def test_function_histogram_folds_variants():
-    modules = select_modules(load_dump(DUMPS / "tpu_v5e"), function="jit_layouts")
+    modules, _ = select_modules(load_dump(DUMPS / "tpu_v5e"), function="jit_layouts")
     assert len(modules) == 12
     rows = {r.opcode: r for r in function_histogram(modules)}
     copies = [Counter(i.opcode for i in m.instructions())["copy"] for m in modules]

@@ -5,8 +5,16 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import DUMPS, corpus_files, model_summary
-from xlainspect import HloParseError
+from xlainspect import HloParseError, settings
 from xlainspect.hlo import parser
+from xlainspect.workers import OWNED
+
+
+@pytest.fixture
+def two_workers(monkeypatch):
+    """The runner the dump layer lends parse_hlo, with two processes."""
+    monkeypatch.setattr(settings, "_parse_workers", 2)
+    return OWNED
 
 
 def _texts():
@@ -17,22 +25,22 @@ def _texts():
 
 
 @pytest.mark.parametrize("index", range(len(_texts())))
-def test_parts_give_the_serial_model(index, monkeypatch):
+def test_parts_give_the_serial_model(index, monkeypatch, two_workers):
     text = _texts()[index]
     serial = parser.parse_hlo(text, "x.hlo")
     monkeypatch.setattr(parser, "PARALLEL_MIN_BYTES", 0)
     assert len(parser._split_at_computations(text, 2)) == 2
-    assert model_summary(parser.parse_hlo(text, "x.hlo", workers=2)) == model_summary(serial)
+    assert model_summary(parser.parse_hlo(text, "x.hlo", runner=two_workers)) == model_summary(serial)
 
 
-def test_an_error_in_a_later_part_is_reported_as_serially(monkeypatch):
+def test_an_error_in_a_later_part_is_reported_as_serially(monkeypatch, two_workers):
     text = (DUMPS / "clean_run" / "module_0000.jit_train_step.cpu_after_optimizations.txt").read_text()
     bad = text[: len(text) * 3 // 4] + text[len(text) * 3 // 4 :].replace(" = f32[", " = f33[", 1)
     with pytest.raises(HloParseError) as serial:
         parser.parse_hlo(bad, "bad.hlo")
     monkeypatch.setattr(parser, "PARALLEL_MIN_BYTES", 0)
     with pytest.raises(HloParseError) as parallel:
-        parser.parse_hlo(bad, "bad.hlo", workers=2)
+        parser.parse_hlo(bad, "bad.hlo", runner=two_workers)
     assert (parallel.value.line, parallel.value.column, parallel.value.message) == (
         serial.value.line,
         serial.value.column,
@@ -57,11 +65,9 @@ def test_a_library_parse_leaves_the_process_as_it_found_it(monkeypatch):
     def no_workers(*args):
         raise AssertionError("a library call must not fork")
 
-    from xlainspect import settings
-
     text = _texts()[0]
-    monkeypatch.setattr(settings, "_parse_workers", 1)  # the defaults (CLI tests in this process opt in)
-    monkeypatch.setattr(settings, "_pause_gc", False)
+    monkeypatch.setattr(settings, "_parse_workers", 4)  # what the CLI sets: a library parse must not read it
+    monkeypatch.setattr(settings, "_pause_gc", True)
     monkeypatch.setattr(parser, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(parser, "_run_in_workers", no_workers)
     frozen, enabled = gc.get_freeze_count(), gc.isenabled()

@@ -23,7 +23,7 @@ COMMANDS = {
     "memory": (["memory", str(DUMPS / "tpu_v5e")], "reading buffer assignments", 18),
     "layouts": (["layouts", str(DUMPS / "tpu_v5e")], "reading modules", 18),
     "fusions": (["fusions", str(DUMPS / "tpu_v5e")], "analysing modules", 18),
-    "ops": (["ops", "--per-function", str(DUMPS / "tpu_v5e")], "parsing modules", 18),
+    "ops": (["ops", "--per-function", str(DUMPS / "tpu_v5e")], "analysing modules", 18),
     "diff": (["diff", str(DUMPS / "diff_batch_a"), str(DUMPS / "diff_batch_b")], "comparing modules", 2),
     "report": (["report", str(DUMPS / "tpu_v5e"), "--markdown", os.devnull], "analysing modules", 18),
 }

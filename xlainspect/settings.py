@@ -3,7 +3,8 @@
 The library's defaults change nothing a caller did not ask for: `parse_hlo` parses in the calling
 process with garbage collection as the caller left it. The CLI owns its process and opts in
 (`own_process`): a large text is parsed by one worker process per core, and collection pauses
-while millions of long-lived model objects are made. `--no-cache` (`set_cache_enabled(False)`)
+while millions of long-lived model objects are made (the dump layer lends these to the parser as
+`workers.OWNED`; `hlo` never reads this module). `--no-cache` (`set_cache_enabled(False)`)
 makes xlainspect write nothing: neither parsed models nor the grammar's LALR tables.
 """
 
@@ -18,21 +19,6 @@ from pathlib import Path
 _cache_enabled = os.environ.get("XLAINSPECT_NO_CACHE", "") in ("", "0")
 _parse_workers = 1
 _pause_gc = False
-
-
-def write_cache_file(target: Path, data: bytes) -> None:
-    """Write a cache entry through a temporary file and a rename, so a reader never sees half of one (a
-    crashed or concurrent run); any error only costs the entry."""
-    import tempfile  # here: a run that writes no cache never pays its import
-
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".tmp-", delete=False) as handle:
-            handle.write(data)
-        os.replace(handle.name, target)
-    except OSError:
-        with contextlib.suppress(OSError, NameError):
-            os.unlink(handle.name)
 
 
 def cache_dir() -> Path:

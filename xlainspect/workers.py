@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar
 
-from xlainspect.settings import parse_workers
+from xlainspect.settings import parse_workers, paused_gc
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -106,6 +106,26 @@ def _shared(function: Callable, items: list, chunk: int, advance, meanwhile) -> 
     for k in sorted(set(range(len(spans))) - done):  # a worker that failed: its chunks here
         found[spans[k]] = _here(function, items[spans[k]], advance)
     return found
+
+
+class OwnedProcess:
+    """What `xlainspect.hlo.parser.parse_hlo` may do to a process xlainspect owns (its `Runner`), as the
+    settings say (`settings.own_process`): parse a large text's parts in `parse_workers()` processes,
+    and pause garbage collection while the model is made. The dump layer lends it; `hlo` imports
+    neither this module nor the settings."""
+
+    @property
+    def workers(self) -> int:
+        return parse_workers()
+
+    def map(self, function: Callable[[T], R], items: list[T]) -> list[R]:
+        return map_shared(function, items, 1)
+
+    def paused_gc(self) -> contextlib.AbstractContextManager[object]:
+        return paused_gc()
+
+
+OWNED = OwnedProcess()
 
 
 class Claims:

@@ -15,20 +15,20 @@ import functools
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from xlainspect.analysis.chips import Chip, dump_chip_key, get_chip
 from xlainspect.analysis.collectives import collectives
 from xlainspect.analysis.commands import analyse_each
 from xlainspect.analysis.copies import copies
 from xlainspect.analysis.cost import module_cost
-from xlainspect.analysis.fusions import fusion_kind_totals, fusions
+from xlainspect.analysis.fusions import Fusion, fusion_kind_totals, fusions
 from xlainspect.analysis.layouts import LedgerInput, ledger_totals, padding_ledger
 from xlainspect.analysis.memory import memory_inputs, module_memory
 from xlainspect.analysis.ops import opcode_histogram
-from xlainspect.analysis.recompiles import name_parameters, signature_causes
+from xlainspect.analysis.recompiles import Cause, name_parameters, signature_causes
 from xlainspect.analysis.recompiles.model import Reason
 from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
 from xlainspect.dump.files import read_bytes
@@ -60,10 +60,11 @@ class MetricDelta:
     """One metric of a function on both sides of a diff."""
 
     name: str
-    a: int | None
-    """None when the side has no such data (e.g. no buffer assignment for peak_memory)."""
-    b: int | None
-    delta: int | None
+    a: float | None
+    """None when the side has no such data (e.g. no buffer assignment for peak_memory); an int but for
+    `flops` and `roofline_seconds`."""
+    b: float | None
+    delta: float | None
     change: float | None
     """Relative change in percent; None when either side is unknown or `a` is 0."""
 
@@ -98,11 +99,11 @@ class SignatureChange:
 
 
 @dataclass(slots=True)
-class ModuleFacts:
+class ModuleShare:
     """One module's share of its function's `Profile`."""
 
-    metrics: dict[str, int]
-    """Every metric but `modules`, `peak_memory` and `roofline_seconds`."""
+    metrics: dict[str, float]
+    """Every metric but `modules`, `peak_memory` and `roofline_seconds` (ints but `flops`)."""
     roofline_seconds: float | None
     ops: Counter[str]
     fusion_kinds: Counter[str]
@@ -114,10 +115,10 @@ class Profile:
     """One function on one side: its aggregate metrics and histograms."""
 
     name: str
-    metrics: dict[str, int | None]
-    ops: Counter
-    fusion_kinds: Counter
-    custom_call_targets: Counter
+    metrics: dict[str, float | None]
+    ops: Counter[str]
+    fusion_kinds: Counter[str]
+    custom_call_targets: Counter[str]
     first: Module | None
     """The first module that parsed (its signature is the one compared)."""
     unreadable: tuple[str, ...] = ()
@@ -174,16 +175,16 @@ def diff_dumps(a: Dump, b: Dump, chip: Chip | None = None, advance: Callable[[in
     sides = [m for functions in (functions_a, functions_b) for modules in functions.values() for m in modules]
     found = analyse_each(
         sides,
-        functools.partial(_facts_and_peak, chip=chip),
+        functools.partial(_share_and_peak, chip=chip),
         inputs=memory_inputs,
         key=lambda m: f"diff:{(c.key if (c := chip or _dump_chip(m)) else None)}:{m.platform}",
-        blame=lambda m: m.hlo_file().path,
+        blame=DumpModule.hlo_path,
         advance=advance or (lambda n: None),
         meanwhile=functools.partial(_signatures, [*functions_a.values(), *functions_b.values()]),
         same=_inputs_digest,
     )
     facts = {id(m): result for m, result in zip(found.modules, found.results)}
-    in_a = {m.hlo_file().path for modules in functions_a.values() for m in modules}
+    in_a = {m.hlo_path() for modules in functions_a.values() for m in modules}
     diffed = DumpsDiff([])
     for skipped in found.skipped:
         (diffed.skipped_a if skipped.path in in_a else diffed.skipped_b).append(skipped)
@@ -202,7 +203,7 @@ def _signatures(functions: list[list[DumpModule]]) -> None:
             modules[0].signature()
 
 
-def _inputs_digest(dump_module: DumpModule) -> object:
+def _inputs_digest(dump_module: DumpModule) -> Hashable:
     """What a module's facts are made of: its platform and the bytes of the files they read (its HLO
     text and the memory side files). Two dumps of one program hold mostly the same modules byte for
     byte (the compiles a change did not touch, in any order and under any module id): each is analysed
@@ -216,28 +217,36 @@ def _inputs_digest(dump_module: DumpModule) -> object:
     return dump_module.platform, dump_module.platform_tag, contents
 
 
-def _facts_and_peak(dump_module: DumpModule, chip: Chip | None) -> tuple[ModuleFacts, int | XlaInspectError | None]:
-    """`module_facts` and the module's memory peak, or the error that kept the peak (`profile` skips the
+class ShareAndPeak(NamedTuple):
+    """What the runner finds of one module for `diff`: its facts, and its memory peak."""
+
+    facts: ModuleShare
+    peak: int | XlaInspectError | None
+    """Bytes; None without a buffer assignment; the error that kept it (`profile` skips the file it names)."""
+
+
+def _share_and_peak(dump_module: DumpModule, chip: Chip | None) -> ShareAndPeak:
+    """`module_share` and the module's memory peak, or the error that kept the peak (`profile` skips the
     buffer assignment it names, and counts the rest); XlaInspectError where the HLO does not parse."""
-    facts = module_facts(dump_module, chip or _dump_chip(dump_module))
+    facts = module_share(dump_module, chip or _dump_chip(dump_module))
     try:
         memory = module_memory(dump_module, top=0)
         peak = memory.peak_bytes if memory is not None else None
     except XlaInspectError as error:
         peak = error
-    return facts, peak
+    return ShareAndPeak(facts, peak)
 
 
 def profile(
     name: str,
     modules: list[DumpModule],
-    facts: dict[int, tuple[ModuleFacts, int | XlaInspectError | None]],
+    facts: dict[int, ShareAndPeak],
     skipped: list[SkippedFile],
 ) -> Profile:
     """Aggregate metrics of one function's modules from their `facts` (by `id`; a module without any did
     not parse, and the runner skipped it); a first module whose signature cannot be read, or a buffer
     assignment that cannot, is recorded in `skipped`."""
-    totals: Counter[str] = Counter()
+    totals: dict[str, float] = {}
     ops: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     targets: Counter[str] = Counter()
@@ -254,28 +263,30 @@ def profile(
             if first is None:
                 first = dump_module.signature()
         except XlaInspectError as error:
-            skipped.append(SkippedFile.of(dump_module.hlo_file().path, error))
+            skipped.append(SkippedFile.of(dump_module.hlo_path(), error))
             unreadable.append(dump_module.label)
             continue
-        totals.update(found.metrics)
+        for metric, value in found.metrics.items():
+            totals[metric] = totals.get(metric, 0) + value
         seconds.append(found.roofline_seconds)
         ops.update(found.ops)
         kinds.update(found.fusion_kinds)
         targets.update(found.custom_call_targets)
         if isinstance(peak, XlaInspectError):
             assignment = dump_module.file(kind="buffer-assignment")
-            skipped.append(SkippedFile.of(assignment.path if assignment else dump_module.hlo_file().path, peak))
+            skipped.append(SkippedFile.of(assignment.path if assignment else dump_module.hlo_path(), peak))
         elif peak is not None:
             peaks.append(peak)
-    metrics: dict[str, int | None] = {m: None if unreadable else totals[m] for m in METRICS}
+    metrics: dict[str, float | None] = {m: None if unreadable else totals.get(m, 0) for m in METRICS}
     metrics["modules"] = len(modules)
     if not unreadable:
         metrics["peak_memory"] = max(peaks) if peaks else None
-        metrics["roofline_seconds"] = sum(seconds) if seconds and None not in seconds else None
+        known = [s for s in seconds if s is not None]
+        metrics["roofline_seconds"] = sum(known) if seconds and len(known) == len(seconds) else None
     return Profile(name, metrics, ops, kinds, targets, first, tuple(unreadable))
 
 
-def module_facts(dump_module: DumpModule, chip: Chip | None) -> ModuleFacts:
+def module_share(dump_module: DumpModule, chip: Chip | None) -> ModuleShare:
     """One module's share of its function's profile: metrics (FLOPs included), roofline seconds on
     `chip`, op, fusion-kind and custom-call counts."""
     module = dump_module.module()
@@ -284,10 +295,10 @@ def module_facts(dump_module: DumpModule, chip: Chip | None) -> ModuleFacts:
     metrics = {**module_metrics(module, dump_module, fusion_rows), "flops": cost.flops}
     ops = Counter({row.opcode: row.count for row in opcode_histogram(module)})
     kinds = Counter({t.kind: t.count for t in fusion_kind_totals(fusion_rows)})
-    return ModuleFacts(metrics, cost.roofline_seconds, ops, kinds, _custom_call_targets(module))
+    return ModuleShare(metrics, cost.roofline_seconds, ops, kinds, _custom_call_targets(module))
 
 
-def module_metrics(module: Module, dump_module: DumpModule, fusion_rows: list) -> dict[str, int]:
+def module_metrics(module: Module, dump_module: DumpModule, fusion_rows: list[Fusion]) -> dict[str, int]:
     """The summed metrics of one module (everything but `modules`, `peak_memory` and `flops`);
     `fusion_rows` are its `fusions`."""
     copy_rows = copies(module, dump_module.platform)
@@ -311,7 +322,7 @@ def _dump_chip(dump_module: DumpModule) -> Chip | None:
     return get_chip(key) if key else None
 
 
-def _custom_call_targets(module: Module) -> Counter:
+def _custom_call_targets(module: Module) -> Counter[str]:
     return Counter(i.custom_call_target or "" for i in module.instructions() if i.opcode == "custom-call")
 
 
@@ -338,7 +349,7 @@ def diff_profiles(name: str, a: Profile | None, b: Profile | None) -> FunctionDi
 
 
 def _metric_deltas(a: Profile | None, b: Profile | None) -> tuple[MetricDelta, ...]:
-    rows = []
+    rows: list[MetricDelta] = []
     for name in METRICS:
         left = a.metrics[name] if a is not None else None
         right = b.metrics[name] if b is not None else None
@@ -348,7 +359,7 @@ def _metric_deltas(a: Profile | None, b: Profile | None) -> tuple[MetricDelta, .
     return tuple(rows)
 
 
-def _count_deltas(a: Counter, b: Counter) -> tuple[CountDelta, ...]:
+def _count_deltas(a: Counter[str], b: Counter[str]) -> tuple[CountDelta, ...]:
     """Keys whose count differs, largest change first."""
     rows = [CountDelta(key, a[key], b[key], b[key] - a[key]) for key in sorted(set(a) | set(b)) if a[key] != b[key]]
     return tuple(sorted(rows, key=lambda r: (-abs(r.delta), r.key)))
@@ -366,14 +377,14 @@ def signature_changes(a: Module, b: Module) -> tuple[SignatureChange, ...]:
                 "(result)",
                 str(a.result_shape),
                 str(b.result_shape),
-                a_bytes=a.result_shape.logical_bytes,
-                b_bytes=b.result_shape.logical_bytes,
+                a_bytes=a.result_shape.logical_bytes if a.result_shape is not None else None,
+                b_bytes=b.result_shape.logical_bytes if b.result_shape is not None else None,
             )
         )
     return tuple(rows)
 
 
-def _from_cause(cause, a: Module, b: Module) -> SignatureChange:
+def _from_cause(cause: Cause, a: Module, b: Module) -> SignatureChange:
     left, right = (_text(v) for v in cause.values)
     detail = f"dim {', '.join(map(str, cause.dims))}" if cause.dims else ""
     if cause.index is None:
@@ -390,27 +401,35 @@ def _from_cause(cause, a: Module, b: Module) -> SignatureChange:
     )
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
+    """One of a cause's `values` (a dtype, a layout, dims...) as the diff prints it."""
     if isinstance(value, tuple):
-        return "[" + ",".join(map(str, value)) + "]"
+        items = cast("tuple[object, ...]", value)  # isinstance leaves the items unknown; str() takes any
+        return "[" + ",".join(map(str, items)) + "]"
     return str(value)
 
 
-def _sharding_changes(a: Module, b: Module, names: dict) -> list[SignatureChange]:
+def _sharding_changes(a: Module, b: Module, names: dict[int | None, str | None]) -> list[SignatureChange]:
     """`sharding=` of entry parameters (by number, when both sides have as many) and of the entry root,
     which the header leaves out."""
-    left = {p.parameter_number: p.attributes.get("sharding", "") for p in a.entry.parameters}
-    right = {p.parameter_number: p.attributes.get("sharding", "") for p in b.entry.parameters}
+    left, right = (_parameter_shardings(m) for m in (a, b))
     paired = sorted(left) if left.keys() == right.keys() else []
     rows = [
         SignatureChange("sharding", names.get(n) or f"#{n}", left[n] or "(none)", right[n] or "(none)")
         for n in paired
         if left[n] != right[n]
     ]
-    root_a, root_b = (m.entry.root.attributes.get("sharding", "") for m in (a, b))
+    root_a, root_b = (root.attributes.get("sharding", "") if (root := m.entry.root) else "" for m in (a, b))
     if root_a != root_b:
         rows.append(SignatureChange("sharding", "(result)", root_a or "(none)", root_b or "(none)"))
     return rows
+
+
+def _parameter_shardings(module: Module) -> dict[int, str]:
+    """`sharding=` of each entry parameter, by number ("" where it has none)."""
+    return {
+        n: p.attributes.get("sharding", "") for p in module.entry.parameters if (n := p.parameter_number) is not None
+    }
 
 
 _THRESHOLD = re.compile(r"^(?P<metric>[\w-]+)=(?P<value>\d+(?:\.\d+)?)(?P<percent>%?)$")

@@ -148,9 +148,14 @@ def opcode_counts(counts: Counter[tuple[str, str]], calls: CallEdges) -> Counter
 def function_histogram(modules: Iterable[Module]) -> list[FunctionOpCount]:
     """Per function (module name), each opcode's total and per-variant range over its modules (calls
     looked through)."""
+    return fold_variants((module.name, opcode_counts(*computation_counts(module))) for module in modules)
+
+
+def fold_variants(counted: Iterable[tuple[str, Counter[str]]]) -> list[FunctionOpCount]:
+    """`function_histogram` of each module's (function, instructions per opcode)."""
     per_function: dict[str, list[Counter[str]]] = {}
-    for module in modules:
-        per_function.setdefault(module.name, []).append(opcode_counts(*computation_counts(module)))
+    for function, counts in counted:
+        per_function.setdefault(function, []).append(counts)
     rows: list[FunctionOpCount] = []
     for function, counters in per_function.items():
         for opcode in sorted(set[str]().union(*counters)):

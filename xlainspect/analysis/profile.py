@@ -39,6 +39,7 @@ from xlainspect.dump.xplane import StatValue, Trace, TraceEvent, embedded_hlo_te
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.parser import parse_hlo
+from xlainspect.workers import OWNED
 
 COMMAND_BUFFER = "command_buffer_"
 _CONTROL_KINDS = frozenset(
@@ -651,7 +652,7 @@ def _embedded_modules(trace: Trace, labels: set[str], notes: list[str]) -> dict[
         if label not in labels:
             continue
         try:
-            modules[label] = parse_hlo(embedded_hlo_text(proto), label)[0]
+            modules[label] = parse_hlo(embedded_hlo_text(proto), label, runner=OWNED)[0]
         except XlaInspectError as error:
             notes.append(f"{label}: {error}")
             break  # the same reason (no jax) holds for every module

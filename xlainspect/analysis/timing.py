@@ -22,7 +22,7 @@ Stdlib only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
@@ -136,7 +136,7 @@ class FunctionTiming:
     measured: bool
     module: str | None
     """The module the roofline estimate is of (the one compiled last)."""
-    by_kind: dict[str, float] = field(default_factory=dict)
+    by_kind: dict[str, float] = field(default_factory=dict[str, float])
     """Seconds per op kind (fusion kind, collective, opcode), largest first."""
     bound: str | None = None
 
@@ -167,10 +167,10 @@ class Timing:
     """Steps the profile found (None: no profile, or none found)."""
     chip: Chip | None = None
     """The chip the roofline is drawn for (None: no chip known)."""
-    compile_seconds: dict[str, float] = field(default_factory=dict)
+    compile_seconds: dict[str, float] = field(default_factory=dict[str, float])
     """Per function, its compile seconds (all compiles); empty where none is known."""
-    recompile_seconds: dict[str, float] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    recompile_seconds: dict[str, float] = field(default_factory=dict[str, float])
+    notes: list[str] = field(default_factory=list[str])
 
 
 # ---- the roofline estimate, from `module_cost` (run per module by the report's workers)
@@ -259,7 +259,7 @@ def measured(
     steps = len(report.steps)
     functions: dict[str, FunctionTiming] = {}
     bounds: dict[str, dict[str, float]] = {}
-    ops = []
+    ops: list[OpTiming] = []
     for op in report.ops:
         per_step = op.per_step_seconds if op.per_step_seconds is not None else op.total_seconds
         per_run = op.total_seconds / op.count if op.count else None
@@ -296,14 +296,14 @@ def measured(
     for timing in functions.values():
         timing.by_kind = dict(sorted(timing.by_kind.items(), key=lambda kv: -kv[1]))
         by_bound = bounds.get(timing.function)
-        timing.bound = max(by_bound, key=by_bound.get) if by_bound else None
+        timing.bound = max(by_bound, key=by_bound.__getitem__) if by_bound else None
     return sorted(functions.values(), key=lambda f: -(f.seconds or 0)), ops
 
 
 def _device_time(report: ProfileReport) -> dict[str, float]:
     """Per function, the profile's mean device time a step (`ProfileReport.functions`: every kernel of
     the function, those not placed on an op included), its whole time without steps."""
-    found = {}
+    found: dict[str, float] = {}
     for function in report.functions:
         steps = function.per_step_seconds
         found[function.function] = sum(steps) / len(steps) if steps else function.seconds
@@ -318,7 +318,7 @@ def profile_compiles(report: ProfileReport, compiles: dict[str, int]) -> list[Co
     for event in report.compiles:
         traced[event.function or event.name] = traced.get(event.function or event.name, 0) + 1
     seen = {name: max(compiles.get(name, count) - count, 0) for name, count in traced.items()}
-    marks = []
+    marks: list[CompileMark] = []
     for event in sorted(report.compiles, key=lambda e: e.start_seconds):
         function = event.function or event.name
         marks.append(CompileMark(function, event.start_seconds, event.seconds, seen[function] > 0))
@@ -336,9 +336,10 @@ def log_compiles(log: JaxLog) -> tuple[list[CompileMark], str]:
     too. The second value says which."""
     seen: set[str] = set()
     logged = log.compiles
-    clocked = all(c.finished_at is not None and c.seconds is not None for c in logged)
-    starts = [c.finished_at - c.seconds for c in logged] if clocked else []
-    marks, start = [], 0.0
+    starts = [c.finished_at - c.seconds for c in logged if c.finished_at is not None and c.seconds is not None]
+    clocked = len(starts) == len(logged)  # every line has its time
+    marks: list[CompileMark] = []
+    start = 0.0
     for index, compile_ in enumerate(logged):
         begins = starts[index] - min(starts) if clocked else start
         marks.append(CompileMark(compile_.module, begins, compile_.seconds, compile_.module in seen))
@@ -350,7 +351,7 @@ def log_compiles(log: JaxLog) -> tuple[list[CompileMark], str]:
 def dump_compiles(modules: list[DumpModule]) -> list[CompileMark]:
     """The dump's modules in module-id order: one compile each, without seconds."""
     seen: set[str] = set()
-    marks = []
+    marks: list[CompileMark] = []
     ordered = sorted(modules, key=lambda m: (m.module_id is None, m.module_id or 0))
     for index, module in enumerate(ordered):
         function = module.name or module.label
@@ -372,10 +373,17 @@ def compile_totals(marks: list[CompileMark]) -> tuple[dict[str, float], dict[str
     return total, again
 
 
-def losses(ops: list[OpTiming], measured_times: bool) -> list[tuple[OpTiming, float]]:
+class OpLoss(NamedTuple):
+    """An op and the seconds per step it loses."""
+
+    op: OpTiming
+    seconds: float
+
+
+def losses(ops: list[OpTiming], measured_times: bool) -> list[OpLoss]:
     """Ops with the seconds per step they lose, largest first: measured loss with a profile, else the
     roofline's (only ops a fix applies to)."""
-    found = []
+    found: list[OpLoss] = []
     for op in ops:
         if measured_times:
             lost = op.lost_seconds if op.lost_seconds is not None else None
@@ -384,8 +392,8 @@ def losses(ops: list[OpTiming], measured_times: bool) -> list[tuple[OpTiming, fl
         else:
             lost = op.roofline_loss()
         if lost and lost > 0:
-            found.append((op, lost))
-    return sorted(found, key=lambda ol: -ol[1])
+            found.append(OpLoss(op, lost))
+    return sorted(found, key=lambda found_loss: -found_loss.seconds)
 
 
 def timing(

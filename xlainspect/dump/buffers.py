@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from xlainspect.errors import HloParseError, error_at
+from xlainspect.hlo.parser import decode_shape
 from xlainspect.hlo.shape import Shape
 
 _ALLOCATION = re.compile(r"allocation (?P<index>\d+): size (?P<size>\d+)(?P<rest>.*):\s*$")
@@ -45,8 +46,6 @@ class BufferValue:
     @property
     def shape(self) -> Shape:
         """The value's shape, decoded with the HLO grammar (tuples included)."""
-        from xlainspect.hlo.parser import decode_shape
-
         return decode_shape(self.shape_text)
 
 

@@ -11,18 +11,17 @@ import contextlib
 import functools
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from xlainspect.dump.files import decode_text, edges, read_bytes, read_edges, read_first_line_and_tail
+from xlainspect.dump.model_cache import parse_file
 from xlainspect.dump.storage import local
 from xlainspect.errors import DumpError, HloParseError, NoMatchError, XlaInspectError, no_match
+from xlainspect.hlo.model import Module
+from xlainspect.hlo.parser import parse_header, parse_hlo, split_computations
 from xlainspect.settings import kept_objects
-
-if TYPE_CHECKING:
-    from xlainspect.hlo.model import Module
+from xlainspect.workers import OWNED
 
 _MODULE_FILE = re.compile(
     r"^(?:(?P<ts>\d+)\.)?(?:(?P<prefix>[A-Za-z_][\w-]*)\.)?module_(?P<id>\d{4,})(?:\.(?P<rest>.+))?$"
@@ -380,8 +379,6 @@ class DumpModule:
     def module(self, stage: str = "after") -> Module:
         """The parsed HLO module (cached); raises HloParseError or DumpError for a bad file."""
         if stage not in self._parsed:
-            from xlainspect.dump.model_cache import parse_file
-
             dump_file = self.hlo_file(stage)
             if dump_file is None:
                 raise DumpError(f"module {self.label}: no HLO text file at stage {stage!r}")
@@ -399,8 +396,6 @@ class DumpModule:
         key = f"signature:{stage}"
         if stage in self._parsed or key in self._parsed:
             return self._parsed.get(stage) or self._parsed[key]
-        from xlainspect.hlo.parser import parse_hlo, split_computations
-
         dump_file = self.hlo_file(stage)
         text = self.text(dump_file) if dump_file is not None else ""
         header = text[: text.find("\n") + 1] if text.startswith("HloModule") else ""
@@ -408,7 +403,7 @@ class DumpModule:
         found = None
         if entry is not None and header:
             with contextlib.suppress(XlaInspectError):
-                found = parse_hlo(entry if entry.startswith("HloModule") else header + entry)[0]
+                found = parse_hlo(entry if entry.startswith("HloModule") else header + entry, runner=OWNED)[0]
         self._parsed[key] = found if found is not None and found.entry.is_entry else self.module(stage)
         return self._parsed[key]
 
@@ -436,8 +431,6 @@ class DumpModule:
             dump_file = self.hlo_file(stage)
             if dump_file is None:
                 raise DumpError(f"module {self.label}: no HLO text file")
-            from xlainspect.hlo.parser import parse_header  # the grammar loads on the first header read
-
             header = parse_header(self._header_line(dump_file), dump_file.location)
             self._parsed[key] = header if header.entry_computation_layout else self.module(stage)
         return self._parsed[key]
@@ -523,7 +516,7 @@ class Dump:
         self.skipped.append(SkippedFile.of(path, error))
 
 
-def load_dump(path: str | Path, *, strict: bool = False) -> Dump:
+def load_dump(path: str | Path | list[Path], *, strict: bool = False) -> Dump:
     """A dump directory (per-host sub-directories included), one HLO file, or a list of files; each a
     path or an fsspec URL (read through its local mirror, `storage.local`)."""
     with kept_objects():  # a fleet's file records and modules live to the end of the run
@@ -732,23 +725,17 @@ def _module_texts(module: DumpModule) -> tuple[str, ...]:
 
 
 def select_modules(
-    dump: Dump,
-    *,
-    function: str | None = None,
-    module_re: str | None = None,
-    stage: str = "after",
-    strict: bool = False,
-    advance: Callable[[int], None] | None = None,
-) -> list[Module]:
-    """Parsed modules of the dump (optionally one function, or names matching a regex); files that do
-    not parse are recorded in `dump.skipped` and left out, unless `strict`. `advance(1)` is called
-    after each module (a progress bar's)."""
-    parsed = []
+    dump: Dump, *, function: str | None = None, module_re: str | None = None, stage: str = "after", strict: bool = False
+) -> tuple[list[Module], list[SkippedFile]]:
+    """Parsed modules of the dump (optionally one function, or names matching a regex), and the files
+    that do not parse, left out (raised with `strict`); the dump is not changed."""
+    parsed: list[Module] = []
+    skipped: list[SkippedFile] = []
     for dump_module in select_dump_modules(dump, function=function, module_re=module_re):
         try:
             parsed.append(dump_module.module(stage))
         except XlaInspectError as error:
-            dump.skip(dump_module.hlo_file(stage).path, error, strict)
-        if advance is not None:
-            advance(1)
-    return parsed
+            if strict:
+                raise
+            skipped.append(SkippedFile.of(dump_module.hlo_path(stage), error))
+    return parsed, skipped

@@ -7,15 +7,15 @@ per-file overhead is most of a command's cost. A URL is turned into such a path 
 command: the objects under it are listed (one listing per top-level folder, all at once: a host's
 folder each, in a per-host dump), the ones the mirror lacks are fetched with fsspec's bulk `cat` (its
 async file systems, gcsfs and s3fs, send a batch of requests concurrently, never one file after
-another), and written under `cache_dir()/remote/<protocol>/<bucket>/<path>`. The mirror keeps each
-object's generation (gcsfs), ETag (s3fs) or modification time (file systems without either) and size
-in a manifest: a later command fetches only objects whose version or size changed, and a changed
-object is rewritten, so the parse and answer caches, which key local files by size and mtime, see it
-change. With the cache off (`XLAINSPECT_NO_CACHE=1`, `--no-cache`) the mirror is a temporary folder,
-removed at exit.
+another), and written under `<cache directory>/remote/<protocol>/<bucket>/<path>` (`xlainspect.cache`).
+The mirror keeps each object's generation (gcsfs), ETag (s3fs) or modification time (file systems
+without either) and size in a manifest: a later command fetches only objects whose version or size
+changed, and a changed object is rewritten, so the parse and answer caches, which key local files by
+size and mtime, see it change. With the cache off (`XLAINSPECT_NO_CACHE=1`, `--no-cache`) the mirror
+is a temporary folder, removed at exit.
 
 fsspec, gcsfs and s3fs are the `remote` extra (`pip install 'xlainspect[remote]'`), imported only when
-a URL is given, as are the other modules only a URL needs: a run on local files never pays for them.
+a URL is given (asyncio too, for their batches): a run on local files never pays for them.
 Credentials are found the way those libraries find them (gcloud's application default
 credentials, the AWS credential chain, `STORAGE_EMULATOR_HOST`, `AWS_ENDPOINT_URL`); nothing here
 stores them. A bad URL, a missing bucket or object, a refused permission or no network is a DumpError
@@ -24,17 +24,20 @@ of one line naming the URL and the cause.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import json
 import logging
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
+from xlainspect.cache import Cache
 from xlainspect.errors import DumpError
 from xlainspect.progress import Progress, silent
-from xlainspect.settings import cache_dir, cache_enabled, write_cache_file
 
 _URL = re.compile(r"^(?P<protocol>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
 _DUMPED = re.compile(r"(?:^|/)(?:\d+\.)?(?:[A-Za-z_][\w-]*\.)?module_\d{4,}(?:[./]|$)")
@@ -143,7 +146,7 @@ def _update(fs, target: Path, objects: dict[str, tuple[str, dict]], progress: Pr
             data = fetched[objects[name][0]]
             if isinstance(data, BaseException):
                 raise data
-            write_cache_file(target / name, data)
+            Cache.write(target / name, data)
             manifest[name] = wanted[name]
         advance(len(batch))
     gone = set(manifest) - set(wanted)
@@ -153,14 +156,12 @@ def _update(fs, target: Path, objects: dict[str, tuple[str, dict]], progress: Pr
         del manifest[name]
     if missing or gone or not (target / _MANIFEST).exists():
         target.mkdir(parents=True, exist_ok=True)
-        write_cache_file(target / _MANIFEST, json.dumps(manifest, sort_keys=True).encode())
+        Cache.write(target / _MANIFEST, json.dumps(manifest, sort_keys=True).encode())
     return len(wanted)
 
 
 def _forget_folders(target: Path, folders: set[str]) -> None:
     """Delete mirrored folders (those with a manifest) whose folder left the bucket."""
-    import shutil
-
     with contextlib.suppress(OSError):
         for child in target.iterdir():
             if child.is_dir() and child.name not in folders and (child / _MANIFEST).exists():
@@ -202,20 +203,17 @@ def _version(info: dict) -> list:
 
 
 def _mirror_folder(url: str) -> Path:
-    """`cache_dir()/remote/<protocol>/<bucket and path>`, readable as the URL it mirrors; a temporary
-    folder removed at exit when caching is off."""
-    if not cache_enabled():
-        import atexit
-        import shutil
-        import tempfile
-
+    """`<cache directory>/remote/<protocol>/<bucket and path>`, readable as the URL it mirrors; a
+    temporary folder removed at exit when caching is off."""
+    cache = Cache.configured()
+    if not cache.enabled:
         folder = Path(tempfile.mkdtemp(prefix="xlainspect-remote-"))
         atexit.register(shutil.rmtree, folder, True)
         return folder
     match = _URL.match(url)
     parts = [p for p in match["rest"].split("/") if p not in ("", ".", "..")]
     digest = hashlib.blake2b(url.encode(), digest_size=4).hexdigest()  # URLs differing only in what was dropped
-    return cache_dir().joinpath("remote", match["protocol"], *parts[:-1], f"{parts[-1] if parts else ''}.{digest}")
+    return cache.directory.joinpath("remote", match["protocol"], *parts[:-1], f"{parts[-1] if parts else ''}.{digest}")
 
 
 def _read_manifest(folder: Path) -> dict[str, list]:

@@ -2,6 +2,10 @@
 
 The grammar is compiled once per start symbol, lazily, with an embedded transformer: LALR callbacks
 build the model directly, so no parse tree is ever built (Lark's own advice for speed and memory).
+The parser is reentrant: the one transformer a Lark parser embeds holds no state; what a parse's
+callbacks need (the text and the lines before it) is the context variable `_source`, which `run`
+sets for its parse alone, so parses in several threads (or one begun inside another) never see each
+other's text.
 Only this module imports Lark: `xlainspect.hlo.parser` reads plain text with the speed layer and
 comes here for the rest (and for every error, which the grammar words and places).
 """
@@ -11,6 +15,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import threading
+from contextvars import ContextVar
 from sys import intern
 from typing import Any, TypeVar, cast
 
@@ -21,10 +27,9 @@ from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from xlainspect.errors import HloParseError, error_at
 from xlainspect.hlo.attributes import is_frame_entry
 from xlainspect.hlo.fast import FramesItem, FrameTables, HeaderItem
-from xlainspect.hlo.grammar import grammar_text
+from xlainspect.hlo.grammar import grammar_text, table_cache
 from xlainspect.hlo.model import Computation, Instruction, attribute_dict
 from xlainspect.hlo.shape import Shape, array_shape, tuple_shape
-from xlainspect.settings import cache_dir, cache_enabled
 
 #: How Lark's terminal names read in an error message: what was found (`unexpected name 'x'`)
 #: and, with an article, what was expected.
@@ -116,23 +121,24 @@ def _inline(cls: _Class) -> _Class:
     return cast(_Class, v_args(inline=True)(cls))
 
 
+_source: ContextVar[tuple[str, int]] = ContextVar("_source")
+"""The text being parsed and the lines before it in its file, set by `run` for one parse."""
+
+
 @_inline
 class _ModelBuilder(Transformer[Token, Any]):
     """LALR callbacks: one method per grammar rule, each returning a model object.
 
-    Attribute values are the text XLA printed, cut from the parsed text by position (`text` is set
-    before each parse), so spacing and nesting come out as written. `line_offset` is added to every
-    line number: a caller that parses a piece of a file gives the lines before the piece.
+    Attribute values are the text XLA printed, cut from the parsed text by position, so spacing and
+    nesting come out as written. The lines before the text in its file are added to every line number
+    (a caller may parse a piece of a file). Both are the parse's own (`_source`).
     """
-
-    text = ""
-    line_offset = 0
 
     def start(self, *items: Any) -> list[Any]:
         return list(items)
 
     def module_header(self, name: Token, *attributes: tuple[str, str]) -> HeaderItem:
-        return ("header", str(name).rstrip(":"), attribute_dict(attributes), _line(name) + self.line_offset)
+        return ("header", str(name).rstrip(":"), attribute_dict(attributes), _line(name) + _source.get()[1])
 
     def stack_frames(self, *tables: dict[int, str]) -> FramesItem:
         return ("stack_frames", cast(FrameTables, tables))  # the grammar's rule names four tables
@@ -167,7 +173,7 @@ class _ModelBuilder(Transformer[Token, Any]):
         return ("nested", computation) if any(isinstance(item, list) for item in items) else computation
 
     def computation_head(self, entry: Token | None, name: Token, signature: Signature | None) -> ComputationHead:
-        return entry is not None, _strip(name), _line(name) + self.line_offset, signature
+        return entry is not None, _strip(name), _line(name) + _source.get()[1], signature
 
     def signature(self, *items: Any) -> Signature:
         *params, result = items
@@ -206,7 +212,7 @@ class _ModelBuilder(Transformer[Token, Any]):
             operands=names,
             attributes=attribute_dict(attributes),
             is_root=root is not None,
-            line=_line(name) + self.line_offset,
+            line=_line(name) + _source.get()[1],
             operand_shape_indices=indices,
         )
         return [*nested, instruction] if nested else instruction
@@ -216,7 +222,7 @@ class _ModelBuilder(Transformer[Token, Any]):
         XLA's ParseOperands adds them to the computation). Its name here holds a blank, which no HLO
         name does, and is unique in the file; the module names it as XLA's parser does, once the
         names before it are known (`xlainspect.hlo.parser.name_nested_instructions`)."""
-        line = _line(opcode) + self.line_offset
+        line = _line(opcode) + _source.get()[1]
         name = Token("NAME", f"{opcode}.anon {line}:{opcode.column}", line=opcode.line)
         return _as_list(self.instruction(None, name, shape, opcode, operands))
 
@@ -279,7 +285,7 @@ class _ModelBuilder(Transformer[Token, Any]):
         return tuple(p for p in params if p is not None), result
 
     def _slice(self, first: Piece, last: Piece) -> str:
-        return intern(self.text[_start(first) : _end(last)])
+        return intern(_source.get()[0][_start(first) : _end(last)])
 
 
 def _token_at(item: Piece) -> Token:
@@ -295,12 +301,22 @@ def _strip(name: Token | str) -> str:
     return str(name).lstrip("%")
 
 
-@functools.cache
+_building = threading.Lock()
+
+
 def _lark(start: str = "start") -> Lark:
-    """The parser, its LALR tables loaded from xlainspect's cache directory when an earlier run saved
-    them for this grammar text and Lark version (0.1 s saved at every start, per start symbol); with
-    the cache off (`xlainspect.settings`) tables an earlier run saved are still read, and tables
-    not saved yet are built in memory, never written.
+    """The parser of `start`, built once (by one thread: two building at once would write one table
+    file together)."""
+    with _building:
+        return _build(start)
+
+
+@functools.cache
+def _build(start: str) -> Lark:
+    """The parser, its LALR tables loaded from the cache lent to the grammar (`grammar.keep_tables`)
+    when an earlier run saved them for this grammar text and Lark version (0.1 s saved at every start,
+    per start symbol); where the cache is read-only (`--no-cache`) tables an earlier run saved are
+    still read, and tables not saved yet are built in memory, never written.
 
     Each start symbol gets its own parser of the same grammar: the automaton for `header_line` or
     `program_shape` has only those states, so its contextual lexer never compiles the regexes of the
@@ -315,8 +331,9 @@ def _lark(start: str = "start") -> Lark:
         "start": start,
     }
     key = hashlib.blake2b(f"{lark_version}\n{start}\n{text}".encode(), digest_size=10).hexdigest()
-    tables = cache_dir() / f"grammar-{key}.lark"
-    if not cache_enabled() and not tables.is_file():  # with the cache off, saved tables are read, never written
+    cache = table_cache()
+    tables = None if cache is None else cache.table_file(f"grammar-{key}.lark")
+    if tables is None:
         return Lark(text, **options)
     try:
         tables.parent.mkdir(parents=True, exist_ok=True)
@@ -338,16 +355,17 @@ def run(text: str, start: str, path: str | None, what: str = "HLO", span: tuple[
     """Parse `text` (or its `span`: start offset, end offset, lines before it) from `start`: what the
     start symbol's rule builds (items for `start`, a Shape for `shape_text`, ...)."""
     begin, end, lines_before = span if span else (0, len(text), 0)
-    builder = cast(_ModelBuilder, _lark(start).options.transformer)  # pyright: ignore[reportUnknownMemberType]
-    builder.text, builder.line_offset = text[begin:end] if span else text, lines_before
+    source = text[begin:end] if span else text
+    parser = _lark(start)
+    token = _source.set((source, lines_before))
     try:
-        return cast(Any, _lark(start).parse(builder.text))  # pyright: ignore[reportUnknownMemberType]
+        return cast(Any, parser.parse(source))  # pyright: ignore[reportUnknownMemberType]
     except UnexpectedInput as error:
         raise _syntax_error(error, text, path, what, begin) from None
     except _TokenError as error:
         raise error_at(text, begin + _start(error.token) + error.offset, error.message, path) from None
     finally:
-        builder.text = ""
+        _source.reset(token)
 
 
 def _syntax_error(error: UnexpectedInput, text: str, path: str | None, what: str, begin: int) -> HloParseError:

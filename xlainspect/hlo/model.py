@@ -20,7 +20,7 @@ from xlainspect.hlo.attributes import (
     decode_metadata,
     unquote,
 )
-from xlainspect.hlo.shape import Shape
+from xlainspect.hlo.shape import Shape, array_shape, tuple_shape
 
 
 def attribute_dict(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -89,6 +89,25 @@ class Instruction:
     def parameter_number(self) -> int | None:
         return int(self.operands[0]) if self.opcode == "parameter" and self.operands else None
 
+    def to_record(self) -> InstructionRecord:
+        return (
+            self.name,
+            self.opcode,
+            None if self.shape is None else _shape_record(self.shape),
+            self.operands,
+            self.attributes,
+            self.is_root,
+            self.line,
+            self.operand_shape_indices,
+        )
+
+    @staticmethod
+    def from_record(record: InstructionRecord) -> Instruction:
+        name, opcode, shape, operands, attributes, is_root, line, indices = record
+        return Instruction(
+            name, opcode, None if shape is None else _shape_of(shape), operands, attributes, is_root, line, indices
+        )
+
 
 @dataclass(slots=True, eq=False)
 class Computation:
@@ -122,6 +141,30 @@ class Computation:
 
     def __len__(self) -> int:
         return len(self.instructions)
+
+    def to_record(self) -> ComputationRecord:
+        return (
+            self.name,
+            self.is_entry,
+            None if self.parameter_shapes is None else tuple((n, _shape_record(s)) for n, s in self.parameter_shapes),
+            None if self.result_shape is None else _shape_record(self.result_shape),
+            self.attributes,
+            self.line,
+            tuple(i.to_record() for i in self.instructions),
+        )
+
+    @staticmethod
+    def from_record(record: ComputationRecord) -> Computation:
+        name, is_entry, parameters, result, attributes, line, instructions = record
+        return Computation(
+            name,
+            [Instruction.from_record(i) for i in instructions],
+            is_entry,
+            None if parameters is None else tuple((n, _shape_of(s)) for n, s in parameters),
+            None if result is None else _shape_of(result),
+            attributes,
+            line,
+        )
 
 
 @dataclass(slots=True, eq=False)
@@ -222,3 +265,75 @@ class Module:
     def input_output_alias(self):
         """Decoded `input_output_alias` entries (output index, parameter, parameter index, kind)."""
         return decode_input_output_alias(self.attributes.get("input_output_alias"))
+
+    def to_record(self) -> ModuleRecord:
+        """Every field but `path` (where the text was read: the caller's to say) as plain tuples, dicts,
+        strings and numbers: what the parsed-model cache writes with marshal and the tests compare."""
+        layout = self.entry_computation_layout
+        return (
+            self.name,
+            self.attributes,
+            tuple((k, f.file, f.function, f.line, f.column, f.parent) for k, f in self.stack_frames.items()),
+            self.line,
+            self.has_header,
+            tuple(c.to_record() for c in self.computations),
+            None if layout is None else (tuple(_shape_record(s) for s in layout[0]), _shape_record(layout[1])),
+        )
+
+    @staticmethod
+    def from_record(record: ModuleRecord, path: str | None = None) -> Module:
+        name, attributes, frames, line, has_header, computations, layout = record
+        decoded = None if layout is None else (tuple(map(_shape_of, layout[0])), _shape_of(layout[1]))
+        return Module(
+            name=name,
+            computations=[Computation.from_record(c) for c in computations],
+            attributes=attributes,
+            stack_frames={f[0]: StackFrame(f[1], f[2], f[3], f[4], f[5]) for f in frames},
+            path=path,
+            line=line,
+            has_header=has_header,
+            entry_computation_layout=decoded,
+        )
+
+
+ShapeRecord = str | tuple["ShapeRecord", ...]
+"""An array shape as XLA prints it; a tuple shape as the tuple of its elements' records."""
+InstructionRecord = tuple[
+    str, str, ShapeRecord | None, tuple[str, ...], dict[str, str], bool, int, tuple[tuple[int, ...], ...]
+]
+"""An Instruction's fields in its constructor's order, its shape as a record."""
+ComputationRecord = tuple[
+    str,
+    bool,
+    tuple[tuple[str, ShapeRecord], ...] | None,
+    ShapeRecord | None,
+    dict[str, str],
+    int,
+    tuple[InstructionRecord, ...],
+]
+"""name, is_entry, parameter_shapes, result_shape, attributes, line, instructions."""
+ModuleRecord = tuple[
+    str,
+    dict[str, str],
+    tuple[tuple[int, str, str, int, int, int], ...],
+    int,
+    bool,
+    tuple[ComputationRecord, ...],
+    tuple[tuple[ShapeRecord, ...], ShapeRecord] | None,
+]
+"""name, attributes, stack frames (id first), line, has_header, computations, entry_computation_layout.
+
+The one plain form of the model (`Module.to_record`, `Module.from_record`): the parsed-model cache
+writes it with marshal, a worker process sends its part of a parse in it, and the tests compare
+models by it. Loading one is mostly building the objects, several times faster than unpickling
+slotted objects, which calls back into Python for each of them."""
+
+
+def _shape_record(shape: Shape) -> ShapeRecord:
+    return tuple(_shape_record(s) for s in shape.tuple_shapes) if shape.is_tuple else str(shape)
+
+
+@functools.lru_cache(maxsize=16384)
+def _shape_of(record: ShapeRecord) -> Shape:
+    """A record's shape; the same text decoded once (a module repeats a few hundred shapes)."""
+    return tuple_shape(tuple(_shape_of(r) for r in record)) if isinstance(record, tuple) else array_shape(record)

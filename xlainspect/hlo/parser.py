@@ -14,44 +14,73 @@ import hashlib
 import importlib.util
 import itertools
 import json
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 from xlainspect.errors import HloParseError, error_at
-from xlainspect.hlo.fast import FramesItem, FrameTables, HeaderItem, Item, LineReader, ShapeReader
-from xlainspect.hlo.grammar import grammar_text
-from xlainspect.hlo.model import Computation, Instruction, Module, StackFrame
+from xlainspect.hlo.attributes import decode_braced_fields, unquote
+from xlainspect.hlo.fast import FrameTables, Item, LineReader, ShapeReader
+from xlainspect.hlo.grammar import grammar_text, table_cache
+from xlainspect.hlo.model import Computation, ComputationRecord, Module, StackFrame
 from xlainspect.hlo.opcodes import ASYNC_SUFFIXES, KNOWN_OPCODES, is_known_opcode
 from xlainspect.hlo.shape import Shape
-from xlainspect.settings import cache_dir, cache_enabled, parse_workers, paused_gc, write_cache_file
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+class Runner(Protocol):
+    """What a caller that owns the process lends `parse_hlo` (`xlainspect.workers.OWNED` is one):
+    processes to parse a large text's parts in, and a pause of garbage collection while the model's
+    millions of long-lived objects are made. A library call lends nothing: one process, collection as
+    the caller left it."""
+
+    @property
+    def workers(self) -> int:
+        """Processes to parse in, this one included."""
+        ...
+
+    def map(self, function: Callable[[_T], _R], items: list[_T]) -> list[_R]:
+        """`[function(item) for item in items]`, computed in `workers` processes (forked: they inherit
+        the text and the compiled regexes); an exception raised here as a serial run raises it."""
+        ...
+
+    def paused_gc(self) -> AbstractContextManager[object]: ...
+
+
+def _grammar():
+    """The grammar's parser module, imported on first need: plain text never imports Lark (~40 ms)."""
+    from xlainspect.hlo import lalr
+
+    return lalr
 
 
 def _run(text: str, start: str, path: str | None, what: str = "HLO", span: tuple[int, int, int] | None = None) -> Any:
     """The grammar's parse of `text` (or of its `span`) from the start symbol `start` (`lalr.run`): a
     list of items from `start`, a Shape from `shape_text`, ... (its type is the start symbol's)."""
-    from xlainspect.hlo import lalr
-
-    return lalr.run(text, start, path, what, span)
+    return _grammar().run(text, start, path, what, span)
 
 
-def parse_hlo(text: str, path: str | None = None, *, fast: bool = True, workers: int | None = None) -> list[Module]:
+def parse_hlo(text: str, path: str | None = None, *, fast: bool = True, runner: Runner | None = None) -> list[Module]:
     """Parse HLO text (one or more modules, or header-less computations) into the model.
 
     `fast=False` parses with the grammar alone (the definition); the default reads plain
     computations with the speed layer and gives the grammar the rest: the same model, faster.
-    `workers` > 1 parses a text of 4 MB or more in that many processes (forked); the default is
-    `xlainspect.settings.parse_workers()`: 1, unless the caller let xlainspect own the process.
+    With a `runner` of 2 workers or more, a text of 4 MB or more is parsed in that many processes.
     Raises HloParseError with path, line, column and a caret rendering on bad text.
     """
-    workers = parse_workers() if workers is None else workers
     items: Sequence[GrammarItem]
-    with paused_gc():
+    with nullcontext() if runner is None else runner.paused_gc():
         if not fast:
             items = _run(text, "start", path)
         else:
-            shared = _run_in_workers(text, path, workers) if workers > 1 and len(text) >= PARALLEL_MIN_BYTES else None
+            shared = None
+            if runner is not None and runner.workers > 1 and len(text) >= PARALLEL_MIN_BYTES:
+                shared = _run_in_workers(text, path, runner)
             items = shared if shared is not None else _read(text, path)
         modules = _assemble(items, path, text)
     for module in modules:
@@ -81,32 +110,29 @@ def _read(text: str, path: str | None, first_line: int = 1) -> list[Item]:
 def terminal(name: str) -> str:
     """The regex of one of the grammar's terminals: the speed layers build theirs from these."""
     found = _terminals().get(name)
-    if found is None:
-        from xlainspect.hlo import lalr
-
-        found = lalr.terminals()[name]
-    return found
+    return _grammar().terminals()[name] if found is None else found
 
 
 @functools.cache
 def _terminals() -> dict[str, str]:
     """Every terminal's regex as Lark translates the grammar's, saved beside the grammar tables by the
-    first run: reading plain text then never imports Lark (~40 ms of every start). The file is named by
-    a digest of the grammar and of Lark's version file; with the cache off a saved file is read, never
-    written, as the tables are."""
+    first run in the cache lent to the grammar (`grammar.keep_tables`): reading plain text then never
+    imports Lark (~40 ms of every start). The file is named by a digest of the grammar and of Lark's
+    version file; a read-only cache's saved file is read, never written, as the tables are."""
+    cache = table_cache()
+    if cache is None:
+        return _grammar().terminals()
     lark = importlib.util.find_spec("lark")
     version = Path(lark.origin).read_bytes() if lark and lark.origin else b""
-    key = hashlib.blake2b(grammar_text().encode() + version, digest_size=10).hexdigest()
-    saved = cache_dir() / f"terminals-{key}.json"
-    with contextlib.suppress(OSError, ValueError):
-        found = json.loads(saved.read_text(encoding="utf-8"))
-        if isinstance(found, dict):
-            return cast("dict[str, str]", found)
-    from xlainspect.hlo import lalr
-
-    found = lalr.terminals()
-    if cache_enabled():
-        write_cache_file(saved, json.dumps(found).encode())
+    name = f"terminals-{hashlib.blake2b(grammar_text().encode() + version, digest_size=10).hexdigest()}.json"
+    saved = cache.table_file(name)
+    if saved is not None:
+        with contextlib.suppress(OSError, ValueError):
+            found = json.loads(saved.read_text(encoding="utf-8"))
+            if isinstance(found, dict):
+                return cast("dict[str, str]", found)
+    found = _grammar().terminals()
+    cache.write_table(name, json.dumps(found).encode())
     return found
 
 
@@ -153,94 +179,45 @@ def _header(line: str) -> Module:
 PARALLEL_MIN_BYTES = 4 << 20
 
 
-def _run_in_workers(text: str, path: str | None, workers: int) -> list[Item] | None:
-    """The items of `text` read by this process and worker processes, one part each.
+def _run_in_workers(text: str, path: str | None, runner: Runner) -> list[Item] | None:
+    """The items of `text` read in the runner's processes, one part each.
 
-    None when the text cannot be split, the platform cannot fork, or a part fails: the caller then
-    reads the whole text, so a syntax error is reported exactly as a serial parse reports it. Each part
-    knows the line it starts on, so its instructions' line numbers are those of the file. This process
-    reads the first part itself: a worker's result costs a pickle round trip on top of its parse
-    (equal parts measured fastest all the same). The workers inherit the text and the
-    compiled regexes through the fork: neither is pickled.
+    None when the text cannot be split or a part fails: the caller then reads the whole text, so a
+    syntax error is reported exactly as a serial parse reports it. Each part knows the line it starts
+    on, so its instructions' line numbers are those of the file. The workers inherit the text and the
+    compiled regexes through the fork: neither is pickled; each sends its computations back as records
+    (`Computation.to_record`): pickling a slotted object calls back into Python for each of hundreds of
+    thousands of instructions, a tuple does not. What this process reads itself stays as it is.
     """
-    from xlainspect.workers import can_fork, forked
-
-    parts = _split_at_computations(text, workers)
-    if len(parts) < 2 or not can_fork():
+    parts = _split_at_computations(text, runner.workers)
+    if len(parts) < 2:
         return None
     _line_reader().compile_all()
     jobs = [(text.count("\n", 0, start) + 1, start, end, path) for start, end in parts]
     try:
-        with forked([functools.partial(_compact_parts, job, text) for job in jobs[1:]]) as others:
-            items = _run_part(jobs[0], text)
-            for job, other in zip(jobs[1:], others):
-                parts, finished = other.answers()
-                items.extend(map(_expand, parts[0]) if finished else _run_part(job, text))  # a failed part: here
-        return items
+        found = runner.map(functools.partial(_read_part, text=text, home=os.getpid()), jobs)
     except HloParseError:
         return None
+    return [_item(item) for part in found for item in part]
 
 
-def _run_part(job: tuple[int, int, int, str | None], text: str) -> list[Item]:
+PartItem = Item | tuple[Literal["computation"], ComputationRecord]
+"""An item of a part; a computation a worker read comes as its record."""
+
+
+def _read_part(job: tuple[int, int, int, str | None], text: str, home: int) -> list[PartItem]:
+    """The items of one part; read by a worker (a process other than `home`), its computations as records."""
     first_line, start, end, path = job
-    return _read(text[start:end], path, first_line)
+    items = _read(text[start:end], path, first_line)
+    if os.getpid() == home:
+        return list(items)
+    return [("computation", item.to_record()) if isinstance(item, Computation) else item for item in items]
 
 
-InstructionFields = tuple[
-    str, str, Shape | None, tuple[str, ...], dict[str, str], bool, int, tuple[tuple[int, ...], ...]
-]
-"""An Instruction's fields in its constructor's order."""
-CompactComputation = tuple[
-    Literal["computation"],
-    str,
-    list[InstructionFields],
-    bool,
-    tuple[tuple[str, Shape], ...] | None,
-    Shape | None,
-    dict[str, str],
-    int,
-]
-CompactItem = HeaderItem | FramesItem | CompactComputation
-
-
-def _compact_parts(job: tuple[int, int, int, str | None], text: str) -> list[list[CompactItem]]:
-    """A worker's one part with its computations as plain tuples: pickling a slotted object calls
-    back into Python for each of hundreds of thousands of instructions, a tuple does not."""
-    return [[_compact(item) for item in _run_part(job, text)]]
-
-
-def _compact(item: Item) -> CompactItem:
-    if not isinstance(item, Computation):
-        return item  # ("header", ...) and ("stack_frames", ...) tuples
-    instructions: list[InstructionFields] = [
-        (i.name, i.opcode, i.shape, i.operands, i.attributes, i.is_root, i.line, i.operand_shape_indices)
-        for i in item.instructions
-    ]
-    return (
-        "computation",
-        item.name,
-        instructions,
-        item.is_entry,
-        item.parameter_shapes,
-        item.result_shape,
-        item.attributes,
-        item.line,
-    )
-
-
-def _expand(item: CompactItem) -> Item:
-    if item[0] != "computation":
-        return item
-    _, name, instructions, is_entry, parameter_shapes, result_shape, attributes, line = item
-    return Computation(
-        name,
-        [Instruction(*fields) for fields in instructions],
-        is_entry,
-        parameter_shapes,
-        result_shape,
-        attributes,
-        line,
-    )
+def _item(item: PartItem) -> Item:
+    if not isinstance(item, Computation) and item[0] == "computation":
+        return Computation.from_record(item[1])
+    return item
 
 
 def _split_at_computations(text: str, pieces: int) -> list[tuple[int, int]]:
@@ -437,8 +414,6 @@ def parse_stack_frames(head: str, path: str | None = None) -> dict[int, StackFra
 def _resolve_stack_frames(tables: FrameTables) -> dict[int, StackFrame]:
     """Join the four index tables (files, functions, locations, frames) into frames by id."""
     files, functions, locations, frames = tables
-    from xlainspect.hlo.attributes import decode_braced_fields, unquote
-
     result: dict[int, StackFrame] = {}
     for frame_id, text in frames.items():
         frame = decode_braced_fields(text)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from xlainspect.errors import error_at
+from xlainspect.hlo.parser import decode_shape
 from xlainspect.hlo.shape import Shape
 
 _ANGLE_LAYOUT = re.compile(r"\]<([^<>]*)>")
@@ -25,8 +26,6 @@ def parse_shape(text: str) -> Shape:
     >>> parse_shape("bf16[3,5]<1,0:T(8,128)(2,1)>").padded_bytes
     2048
     """
-    from xlainspect.hlo.parser import decode_shape
-
     normalized = _normalize(text)
     if normalized.startswith("{"):
         raise error_at(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +30,8 @@ from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
     from xlainspect.analysis.compile_times import CompileTimes
-    from xlainspect.analysis.recompiles import Budget, FunctionCompiles, Violation
+    from xlainspect.analysis.recompiles import FunctionCompiles, Violation
+    from xlainspect.dump.jaxlog import LogCompile
 
 
 @dataclass(slots=True)
@@ -70,30 +71,27 @@ def modules_report(
     dump = load_dump(input_paths(path), strict=strict)
     times = _compile_times(dump, path, log)
     advance = progress("reading modules", len(dump.modules))
-    rows, skipped = [], list(dump.skipped)
+    rows: list[ModuleRow] = []
+    skipped = list(dump.skipped)
     for module in dump.modules:
         advance(1)
-        hlo = module.hlo_file()
+        hlo = module.hlo_path()
         try:
             instructions = instruction_count(module)
         except XlaInspectError as error:
             if strict:
                 raise
-            skipped.append(SkippedFile.of(hlo.path, error))
+            skipped.append(SkippedFile.of(hlo, error))
             instructions = None
         paired = times.by_module.get(module) if times else None
         stages = ", ".join(s.replace("optimizations", "opt") for s in module.stages)
         platform = module.platform_tag or module.platform
-        row = ModuleRow(
-            module.host, module.module_id, module.name, platform, stages, instructions, hlo.path.stat().st_size
-        )
+        row = ModuleRow(module.host, module.module_id, module.name, platform, stages, instructions, hlo.stat().st_size)
         rows.append(row if paired is None else _with_time(row, paired))
     return ModulesReport(dump.root, rows, times, skipped)
 
 
-def _with_time(row: ModuleRow, paired) -> ModuleRow:
-    from dataclasses import replace
-
+def _with_time(row: ModuleRow, paired: LogCompile) -> ModuleRow:
     return replace(row, seconds=paired.seconds, cache=paired.cache)
 
 
@@ -114,11 +112,11 @@ class RecompileReport:
     violations: list[Violation]
     """The budgets exceeded (a failed gate; `xlainspect.report.causes.violation_text` words them)."""
     times: CompileTimes | None
-    profiled: dict[str, tuple] = field(default_factory=dict)
-    """Measured compile seconds per function, from a jax.profiler trace."""
-    profile_unpaired: list[str] = field(default_factory=list)
-    skipped: list[SkippedFile] = field(default_factory=list)
-    disagreements: list[HostDisagreement] = field(default_factory=list)
+    profiled: dict[str, tuple[float | None, ...]] = field(default_factory=dict[str, tuple[float | None, ...]])
+    """Measured compile seconds per function, from a jax.profiler trace (None past the trace's compiles)."""
+    profile_unpaired: list[str] = field(default_factory=list[str])
+    skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
+    disagreements: list[HostDisagreement] = field(default_factory=list[HostDisagreement])
     """Functions whose hosts compiled another program or another number of times: the counts shown
     are then not every host's (analysis/divergence.py)."""
 
@@ -157,7 +155,7 @@ class CaptureReport:
     dump: Path
     recompiles: RecompileReport | None
     """None when the dump cannot be read (`notes` say why; a program that failed early dumps nothing)."""
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list[str])
     """Where the dump was kept, when no folder was given; why it could not be counted."""
 
 
@@ -167,14 +165,16 @@ def capture_report(command: Sequence[str], dump_dir: Path | None = None, budget:
     kept (the other commands read it), and a note says where."""
     target = dump_folder(dump_dir)
     status = run_with_dump(list(command), target)
-    notes = [] if dump_dir is not None else [f"dump kept in {target} (--dump-dir chooses where)"]
+    notes: list[str] = [] if dump_dir is not None else [f"dump kept in {target} (--dump-dir chooses where)"]
     try:
         return CaptureReport(status, target, recompiles_report(target, budget), notes)
     except XlaInspectError as error:
         return CaptureReport(status, target, None, [*notes, str(error)])
 
 
-def _profiled_seconds(rows: list, trace: Path | None) -> tuple[dict[str, tuple], list[str]]:
+def _profiled_seconds(
+    rows: list[FunctionCompiles], trace: Path | None
+) -> tuple[dict[str, tuple[float | None, ...]], list[str]]:
     """Measured compile seconds per function from a jax.profiler trace, paired in order with the dump's."""
     if trace is None:
         return {}, []
@@ -200,7 +200,7 @@ def write_baseline(path: Path, report: RecompileReport, ignore_eager: bool = Fal
 
 def named_budgets(items: Sequence[str]) -> tuple[tuple[str, int], ...]:
     """`NAME=N` budgets (`--max jit_train_step=1`)."""
-    budgets = []
+    budgets: list[tuple[str, int]] = []
     for item in items:
         name, _, count = item.rpartition("=")
         if not name or not count.isdigit():

@@ -65,7 +65,7 @@ def chip_for(dump_module: DumpModule | None, choice: ChipChoice) -> Chip | None:
     where neither says (counts without times). Figures without a chip to complete them are a usage error."""
     figures = (choice.peak_flops, choice.hbm_bandwidth, choice.ici_bandwidth)
     if choice.key is None and choice.peak_flops and choice.hbm_bandwidth:
-        return custom_chip(*figures)
+        return custom_chip(choice.peak_flops, choice.hbm_bandwidth, choice.ici_bandwidth)
     key = choice.key or (dump_chip_key(dump_module) if dump_module else None)
     if key is None and not any(figures):
         return None

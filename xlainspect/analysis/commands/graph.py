@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from xlainspect.analysis import neighbourhood as hood
 from xlainspect.analysis.collectives import collective_totals, collectives
@@ -12,8 +13,15 @@ from xlainspect.analysis.commands import Paths, Selection, input_paths, run_sele
 from xlainspect.analysis.copies import copies, copy_totals
 from xlainspect.analysis.fusions import fusion_kind_totals, fusions, largest_fusions, unfused_contractions, unfused_ops
 from xlainspect.analysis.lookup import file_label, module_label
-from xlainspect.analysis.ops import function_histogram, line_histogram, opcode_histogram
-from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump, select_modules
+from xlainspect.analysis.ops import (
+    computation_counts,
+    fold_variants,
+    line_counts,
+    line_histogram,
+    opcode_counts,
+    opcode_histogram,
+)
+from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
 from xlainspect.dump.files import read_text
 from xlainspect.dump.model_cache import parse_file, remembered
 from xlainspect.errors import XlaInspectError
@@ -26,7 +34,7 @@ if TYPE_CHECKING:
     from xlainspect.analysis.collectives import Collective, CollectiveTotal
     from xlainspect.analysis.copies import Copy, CopyTotal
     from xlainspect.analysis.fusions import Fusion, FusionKindTotal, UnfusedContraction
-    from xlainspect.analysis.neighbourhood import Subgraph
+    from xlainspect.analysis.neighbourhood import Node, Subgraph
     from xlainspect.analysis.ops import FunctionOpCount, OpCount
 
 
@@ -42,6 +50,17 @@ class FusionsReport:
     skipped: list[SkippedFile]
 
 
+class ModuleFusions(NamedTuple):
+    """What `fusions_report` reads of one module (the results cache keeps it)."""
+
+    fusions: list[Fusion]
+    label: str
+    """The module's label (`module_label`), which `unfused_ops` is keyed by."""
+    unfused_ops: dict[str, int]
+    """Compute ops left outside any fusion, most common first."""
+    unfused_contractions: list[UnfusedContraction]
+
+
 @remembered("paths")
 def fusions_report(
     paths: Paths, selection: Selection = Selection(), *, top: int | None = None, progress: Progress = silent
@@ -49,9 +68,9 @@ def fusions_report(
     """Every fusion (kind, backend kind, fused computation, ops inside, bytes, library calls), or the
     `top` moving the most bytes (the totals count every one), and what was left unfused."""
 
-    def analyse(dump_module: DumpModule) -> tuple:
+    def analyse(dump_module: DumpModule) -> ModuleFusions:
         module = dump_module.module(selection.stage)
-        return (
+        return ModuleFusions(
             fusions(module),
             module_label(module),
             dict(unfused_ops(module).most_common()),
@@ -60,9 +79,9 @@ def fusions_report(
 
     dump = load_dump(input_paths(paths))
     per_module, skipped, _ = run_selected(dump, "fusions", analyse, selection, progress)
-    rows = [row for module_rows, *_ in per_module for row in module_rows]
-    unfused = {label: ops for _, label, ops, _ in per_module}
-    contractions = [c for *_, module_contractions in per_module for c in module_contractions]
+    rows = [row for found in per_module for row in found.fusions]
+    unfused = {found.label: found.unfused_ops for found in per_module}
+    contractions = [c for found in per_module for c in found.unfused_contractions]
     shown = rows if top is None else largest_fusions(rows, top)
     return FusionsReport(shown, fusion_kind_totals(rows), unfused, contractions, [*dump.skipped, *skipped])
 
@@ -129,23 +148,29 @@ def ops_report(
     """Opcode histogram per module (inside and outside fusions), or per function across its variants."""
     dump = load_dump(input_paths(paths))
     if per_function:
-        advance = progress("parsing modules", len(dump.modules))
-        selected = select_modules(
-            dump, function=selection.function, module_re=selection.module_re, stage=selection.stage, advance=advance
-        )
-        return OpsReport([], function_histogram(selected), dump.skipped)
+        counted = run_selected(dump, "ops-per-function", lambda m: _counts(m, selection.stage), selection, progress)
+        return OpsReport([], fold_variants(counted.results), [*dump.skipped, *counted.skipped])
     per_module, skipped, _ = run_selected(dump, "ops", lambda m: _histogram(m, selection.stage), selection, progress)
     return OpsReport([row for rows in per_module for row in rows], [], [*dump.skipped, *skipped])
+
+
+def _counts(dump_module: DumpModule, stage: str) -> tuple[str, Counter[str]]:
+    """(function, instructions per opcode, calls looked through) of one module, read as `_histogram` reads it."""
+    lines = scan(read_text(dump_module.hlo_path(stage)))
+    if lines is None:
+        module = dump_module.module(stage)
+        return module.name, opcode_counts(*computation_counts(module))
+    return dump_module.header(stage).name, opcode_counts(*line_counts(lines))
 
 
 def _histogram(dump_module: DumpModule, stage: str) -> list[OpCount]:
     """Opcode rows of one module: from the line-level reader where it is sure of every line (no model
     is built, several times faster), from the grammar's model elsewhere."""
-    hlo = dump_module.hlo_file(stage)
-    lines = scan(read_text(hlo.path))
+    hlo = dump_module.hlo_path(stage)
+    lines = scan(read_text(hlo))
     if lines is None:
         return opcode_histogram(dump_module.module(stage))
-    return line_histogram(file_label(str(hlo.path), dump_module.header(stage).name), lines)
+    return line_histogram(file_label(str(hlo), dump_module.header(stage).name), lines)
 
 
 @dataclass
@@ -154,11 +179,11 @@ class Neighbourhood:
 
     subgraph: Subgraph
     """The instructions within `depth` edges and the edges among them."""
-    centre: tuple[str, str]
+    centre: Node
     """The instruction it is drawn around, `(computation, name)`."""
 
     @property
-    def graph(self) -> nx.DiGraph:
+    def graph(self) -> nx.DiGraph[Node]:
         """The subgraph as a networkx DiGraph (built on first use: the writers need no networkx)."""
         return self.subgraph.to_networkx()
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from xlainspect.analysis.commands import analyse_each
 from xlainspect.analysis.memory import memory_inputs, module_memory
-from xlainspect.dump.directory import SkippedFile, load_dump, select_dump_modules
+from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump, select_dump_modules
 from xlainspect.dump.model_cache import remembered
 from xlainspect.errors import DumpError
 from xlainspect.progress import Progress, silent
@@ -43,7 +43,7 @@ def memory_report(
         lambda m: module_memory(m, top),
         inputs=memory_inputs,
         key=lambda m: f"memory:{top}",
-        blame=lambda m: m.file(kind="buffer-assignment").path,  # reported and skipped, like a truncated file
+        blame=_assignment_path,  # reported and skipped, like a truncated file
         advance=progress("reading buffer assignments", len(chosen)),
     )
     rows = [row for row in found if row is not None]
@@ -53,3 +53,10 @@ def memory_report(
             "after optimizations, with --xla_dump_to and text dumps)"
         )
     return MemoryReport(rows, [*dump.skipped, *skipped])
+
+
+def _assignment_path(dump_module: DumpModule) -> Path:
+    """The buffer assignment a module's memory was read from (`module_memory` reads nothing without one,
+    so a module that failed has one; its HLO text otherwise)."""
+    found = dump_module.file(kind="buffer-assignment")
+    return found.path if found is not None else dump_module.hlo_path()

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from xlainspect.analysis.commands import Paths
 from xlainspect.dump.model_cache import parse_file, remembered
 from xlainspect.hlo.opcodes import unknown_opcodes
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(slots=True)
@@ -38,7 +34,8 @@ class ParseReport:
 def parse_report(files: Paths) -> ParseReport:
     """Parse HLO text files with the grammar (an error is raised with its place); count what is in them.
     An unchanged file is answered from the parsed-model cache, which holds only texts that parsed."""
-    rows, opcodes = [], set()
+    rows: list[ParsedModule] = []
+    opcodes: set[str] = set()
     for path in [Path(files)] if isinstance(files, (str, Path)) else map(Path, files):
         for module in parse_file(path):
             entry = module.entry.name

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import Collective, collectives
@@ -25,7 +26,7 @@ from xlainspect.analysis.lookup import module_label
 from xlainspect.analysis.memory import ModuleMemory, assigned_memory
 from xlainspect.analysis.neighbourhood import neighbourhood
 from xlainspect.analysis.profile import ProfileReport, profile
-from xlainspect.analysis.recompiles import FunctionCompiles, count_recompiles
+from xlainspect.analysis.recompiles import FunctionCompiles, Recompiles, count_recompiles
 from xlainspect.analysis.timing import ModuleTime, OpTiming, Timing, module_time, timing
 from xlainspect.dump.buffers import read_buffer_assignment
 from xlainspect.dump.directory import SHARE_MIN_MODULES, Dump, DumpModule, SkippedFile, load_dump
@@ -51,8 +52,8 @@ class ModuleFacts:
     unfused: dict[str, int]
     copies: tuple[Copy, ...]
     collectives: tuple[Collective, ...]
-    problems: tuple[tuple[str, str], ...] = ()
-    """(path, message) of side files that could not be read; the rest of the module is analysed."""
+    problems: tuple[SkippedFile, ...] = ()
+    """Side files that could not be read, and why; the rest of the module is analysed."""
     time: ModuleTime | None = None
     """The module's roofline (`cost`), as the time sections keep it; None without a chip (no times)."""
 
@@ -101,20 +102,20 @@ def dump_facts(
     while the modules are analysed; the files count-recompiles skips are listed after those the
     analyses skipped, in the order a serial run finds them."""
     headers = Dump(dump.root, dump.modules)
-    also: list[tuple] = []
+    also: list[tuple[Recompiles, ProfileReport | None]] = []
     found = analyse_each(
         dump.modules,
         module_facts,
-        inputs=lambda m: m.hlo_file().path,
+        inputs=DumpModule.hlo_path,
         key=_analysis_key,
-        blame=lambda m: m.hlo_file().path,
+        blame=DumpModule.hlo_path,
         advance=progress("analysing modules", len(dump.modules)),
         chunk=CHUNK_MODULES if len(dump.modules) >= SHARE_MIN_MODULES else 1,
         meanwhile=lambda: also.append((count_recompiles(headers), _profiled(trace, dump))),
     )
     (recompiles, profiled) = also[0]
     skipped = [*dump.skipped, *found.skipped]
-    skipped += [SkippedFile(Path(path), message) for f in found.results for path, message in f.problems]
+    skipped += [problem for f in found.results for problem in f.problems]
     times = timing([f.time for f in found.results if f.time is not None], found.modules, profiled, log)
     skipped += profiled.skipped if profiled is not None else []
     return DumpFacts(dump, found.results, found.modules, recompiles.functions, times, [*skipped, *recompiles.skipped])
@@ -144,7 +145,7 @@ def _chip(dump_module: DumpModule | None) -> Chip | None:
 def module_facts(dump_module: DumpModule) -> ModuleFacts:
     """Run the per-module analyses once on a parsed module; raises XlaInspectError when its HLO does not parse."""
     module = dump_module.module("after")
-    problems: list[tuple[str, str]] = []
+    problems: list[SkippedFile] = []
     memory, padding = None, ()
     side = dump_module.file(kind="buffer-assignment")
     try:
@@ -156,7 +157,7 @@ def module_facts(dump_module: DumpModule) -> ModuleFacts:
         ledger = LedgerInput(module, dump_module.name or module.name, dump_module.platform, assignment)
         padding = tuple(padding_ledger([ledger]))
     except XlaInspectError as error:  # a side file (buffer assignment, live ranges) unreadable: say which
-        problems.append((str((side or dump_module.hlo_file()).path), str(error)))
+        problems.append(SkippedFile(side.path if side is not None else dump_module.hlo_path(), str(error)))
     return ModuleFacts(
         module_label(module),
         memory,
@@ -177,7 +178,7 @@ def _analysis_key(dump_module: DumpModule) -> str:
 
 def _side_stamp(dump_module: DumpModule) -> str:
     """Size and mtime of the side files, so cached facts follow a buffer assignment rewritten on its own."""
-    stamps = []
+    stamps: list[str] = []
     for dump_file in dump_module.files:
         if dump_file.kind != "hlo":
             with contextlib.suppress(OSError):
@@ -186,13 +187,22 @@ def _side_stamp(dump_module: DumpModule) -> str:
     return ",".join(sorted(stamps))
 
 
+class HloLine(NamedTuple):
+    """One line of HLO text an op's page shows."""
+
+    number: int
+    text: str
+    is_op: bool
+    """The line of the op itself (not of a neighbour)."""
+
+
 @dataclass(slots=True)
 class OpLines:
-    """An op's HLO lines and those of its neighbourhood (as `graph --around` finds it), each
-    `(line number, text, is the op)`, and the file they are in."""
+    """An op's HLO lines and those of its neighbourhood (as `graph --around` finds it), and the file they
+    are in."""
 
     path: str
-    lines: tuple[tuple[int, str, bool], ...]
+    lines: tuple[HloLine, ...]
 
 
 NEIGHBOURHOOD_DEPTH = 2
@@ -213,11 +223,12 @@ def op_lines(facts: DumpFacts, op: OpTiming) -> OpLines | None:
         graph = neighbourhood(module, name, NEIGHBOURHOOD_DEPTH)
         if len(graph.nodes) > NEIGHBOURHOOD_LINES:  # a busy op (a loop body's): its operands and users only
             graph = neighbourhood(module, name, 1)
-        text = read_text(dump_module.hlo_file("after").path).splitlines()
+        path = dump_module.hlo_path("after")
+        text = read_text(path).splitlines()
     except XlaInspectError:
         return None
     lines = tuple(
-        (i.line, text[i.line - 1].strip() if 0 < i.line <= len(text) else i.name, i.name == op.name)
+        HloLine(i.line, text[i.line - 1].strip() if 0 < i.line <= len(text) else i.name, i.name == op.name)
         for i in graph.nodes.values()
     )
-    return OpLines(str(dump_module.hlo_file("after").path), lines)
+    return OpLines(str(path), lines)

@@ -24,6 +24,7 @@ from xlainspect.dump.directory import DumpModule
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Computation
 from xlainspect.hlo.parser import parse_hlo, split_computations
+from xlainspect.workers import OWNED
 
 
 def bodies(compiles: Compiles) -> list[Cause]:
@@ -188,7 +189,7 @@ def _parsed_pieces(
         else:
             kept.append(piece)
     try:
-        return [c for parsed in parse_hlo("".join(kept)) for c in parsed.computations] if kept else []
+        return [c for parsed in parse_hlo("".join(kept), runner=OWNED) for c in parsed.computations] if kept else []
     except XlaInspectError:
         try:
             return list(program(module).computations)
