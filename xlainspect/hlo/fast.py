@@ -6,7 +6,9 @@ loop (about 3 us a token). `LineReader.read` reads one computation (with the hea
 stack-frame tables before it) and answers None as soon as a line is not plain: a comment, a
 multi-line value, a nested operand, braces nested deeper than 8, tuples deeper than 3. The caller
 then parses that computation with the grammar, the definition of HLO text. The regexes are made
-of the grammar's terminals (`terminal(name)`), so a token means the same here and there;
+of the grammar's terminals (`terminals`, name -> regex, handed down by the parser as data), so a
+token means the same here and there; a shape the speed layer cannot read (a buffer shape) sends its
+computation to the grammar too, so the speed layer never calls back into the parser;
 tests/test_differential.py proves that both build equal models on every fixture, corpus module and
 syntax example.
 """
@@ -14,7 +16,7 @@ syntax example.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from sys import intern
 from typing import Literal
 
@@ -47,16 +49,16 @@ def _list(element: str) -> str:
     return f"(?:{element}{_BLANK}(?:,{_BLANK}(?!\\))|(?=\\))))*"
 
 
-def plain_operand_list(terminal: Callable[[str], str]) -> str:
+def plain_operand_list(terminals: Mapping[str, str]) -> str:
     """The regex of a printed operand list between its parentheses: `[shape] name[#i...]` or an integer,
     comma separated, a tuple shape matched as its balanced parentheses. An operand written as an
     instruction (`s32[] constant(16)`, a form only XLA's parser reads, never printed) does not match, so
     a reader that meets one leaves the line to the grammar."""
     b = _BLANK
     balanced = _nested(r"\(", r"\)", r"(?>[^()\n]+)", _TUPLE_DEPTH + 1)
-    shape = f"(?:{terminal('ARRAY_SHAPE')}|{balanced})"
-    name, index = terminal("NAME"), terminal("TUPLE_INDEX")
-    return _list(f"{_INDEX_COMMENT}(?:(?:{shape}{b})?(?:{name})(?:{index})*|(?:{terminal('INT')}))")
+    shape = f"(?:{terminals['ARRAY_SHAPE']}|{balanced})"
+    name, index = terminals["NAME"], terminals["TUPLE_INDEX"]
+    return _list(f"{_INDEX_COMMENT}(?:(?:{shape}{b})?(?:{name})(?:{index})*|(?:{terminals['INT']}))")
 
 
 FrameTables = tuple[dict[int, str], dict[int, str], dict[int, str], dict[int, str]]
@@ -95,9 +97,9 @@ class LineReader:
     _frame_line: re.Pattern[str]
     _frame_lines: re.Pattern[str]
 
-    def __init__(self, terminal: Callable[[str], str], tuple_shape_of: Callable[[str], Shape]) -> None:
+    def __init__(self, terminals: Mapping[str, str]) -> None:
         t = {
-            name: f"(?:{terminal(name)})"
+            name: f"(?:{terminals[name]})"
             for name in (
                 "ARRAY_SHAPE",
                 "NAME",
@@ -170,7 +172,9 @@ class LineReader:
             "_frame_line": frame_line,
             "_frame_lines": f"(?:{frame_line})*",
         }
-        self._tuple_shape_of = tuple_shape_of
+        self._shapes = ShapeReader(terminals)
+        self._tuples: dict[str, Shape] = {}
+        """Tuple shapes read, by their text: a module repeats a few of them many times."""
         self._ready = False
 
     def _compile(self, names: Iterable[str]) -> None:
@@ -295,8 +299,8 @@ class LineReader:
                     return None
                 attributes, position = found
                 instructions.append(instruction_of(match, attributes, line))
-        except HloParseError:
-            return None  # the grammar reports it, at its place
+        except (HloParseError, _NotPlain):
+            return None  # the grammar reads it, or reports it at its place
         close = self._close.match(text, position)
         if close is None or (attributes := self._attributes(text, close.end())) is None:
             return None
@@ -360,7 +364,17 @@ class LineReader:
         return None if match is None else match.end()
 
     def _shape(self, text: str) -> Shape:
-        return self._tuple_shape_of(text) if text.startswith("(") else array_shape(text)
+        if not text.startswith("("):
+            return array_shape(text)
+        found = self._tuples.get(text) or self._shapes.shape(text)
+        if found is None:
+            raise _NotPlain  # a buffer shape, or bad text: the grammar reads the computation
+        self._tuples[text] = found
+        return found
+
+
+class _NotPlain(Exception):
+    """A value of a line that only the grammar reads."""
 
 
 class ShapeReader:
@@ -369,9 +383,9 @@ class ShapeReader:
     text), which the grammar then reads or rejects with its error. Blanks and comments may come
     between the tokens, as the grammar ignores them."""
 
-    def __init__(self, terminal: Callable[[str], str]) -> None:
-        self._array = re.compile(terminal("ARRAY_SHAPE"))
-        self._ignored = re.compile(rf"(?:{terminal('WHITESPACE')}|{terminal('COMMENT')})*")
+    def __init__(self, terminals: Mapping[str, str]) -> None:
+        self._array = re.compile(terminals["ARRAY_SHAPE"])
+        self._ignored = re.compile(rf"(?:{terminals['WHITESPACE']}|{terminals['COMMENT']})*")
 
     def shape(self, text: str) -> Shape | None:
         found = self._shape_at(text, self._skip(text, 0))

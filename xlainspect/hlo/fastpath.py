@@ -20,7 +20,7 @@ from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import CALLED_COMPUTATION_ATTRIBUTES, called_computation_names, unquote
 from xlainspect.hlo.fast import FRAME_TABLES, plain_operand_list
 from xlainspect.hlo.model import StackFrame
-from xlainspect.hlo.parser import decode_shape, parse_stack_frames, terminal
+from xlainspect.hlo.parser import decode_shape, parse_stack_frames, terminal, terminals
 from xlainspect.hlo.shape import array_shape
 
 
@@ -50,7 +50,7 @@ def _patterns() -> _Patterns:
         computation=re.compile(rf"(?:({terminal('ENTRY')})\s+)?({name})\b[^\n]*\{{\s*$"),
         instruction=re.compile(
             rf"\s+(?:({terminal('ROOT')})\s+)?({name}) = ({shape}|\([^\n]*?\)) ({name})\("
-            rf"(?:(?<= constant\()|[ \t]*{plain_operand_list(terminal)}[ \t]*\))"
+            rf"(?:(?<= constant\()|[ \t]*{plain_operand_list(terminals())}[ \t]*\))"
         ),
         calls=re.compile(rf", ({called})=(\{{[^{{}}\"]*\}}|{name})"),
         unsure=(re.compile(r"/\*(?!index=)"), re.compile("//"), re.compile(rf"={name}, %")),

@@ -109,12 +109,11 @@ def _read(text: str, path: str | None, first_line: int = 1) -> list[Item]:
 
 def terminal(name: str) -> str:
     """The regex of one of the grammar's terminals: the speed layers build theirs from these."""
-    found = _terminals().get(name)
-    return _grammar().terminals()[name] if found is None else found
+    return terminals()[name]
 
 
 @functools.cache
-def _terminals() -> dict[str, str]:
+def terminals() -> dict[str, str]:
     """Every terminal's regex as Lark translates the grammar's, saved beside the grammar tables by the
     first run in the cache lent to the grammar (`grammar.keep_tables`): reading plain text then never
     imports Lark (~40 ms of every start). The file is named by a digest of the grammar and of Lark's
@@ -138,12 +137,12 @@ def _terminals() -> dict[str, str]:
 
 @functools.cache
 def _line_reader() -> LineReader:
-    return LineReader(terminal, decode_shape)
+    return LineReader(terminals())
 
 
 @functools.cache
 def _shape_reader() -> ShapeReader:
-    return ShapeReader(terminal)
+    return ShapeReader(terminals())
 
 
 @functools.lru_cache(maxsize=16384)
