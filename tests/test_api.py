@@ -9,6 +9,7 @@ import csv
 import importlib
 import io
 import json
+import pickle
 import subprocess
 import sys
 
@@ -17,8 +18,11 @@ from typer.testing import CliRunner
 
 import xlainspect
 from tests.conftest import DUMPS, REPO
+from xlainspect.analysis.recompiles import Budget
 from xlainspect.cli import app
 from xlainspect.cli.app import COMMANDS, command_name
+from xlainspect.cli.options import option
+from xlainspect.errors import UsageError, literal
 from xlainspect.report.causes import violation_text
 
 runner = CliRunner()
@@ -122,3 +126,19 @@ def test_a_misspelt_command_gets_a_suggestion():
     result = runner.invoke(app, ["count-recompile", "x"])
     assert result.exit_code == 2
     assert "No such command 'count-recompile'. Did you mean 'count-recompiles'?" in result.output
+
+
+def test_a_usage_error_names_the_argument_from_python_and_the_option_on_the_command_line():
+    """The analyses name no CLI option: a `UsageError` says `$argument`, which `str()` writes as the
+    argument and the CLI as its option (typer's rule, `per_name` is `--max`)."""
+    budget = Budget(per_name=(("train_step", 1),))
+    with pytest.raises(UsageError) as raised:
+        xlainspect.recompiles_report(DUMPS / "ragged_batch", budget)
+    assert str(raised.value) == "per_name train_step: no function of that name; did you mean jit_train_step?"
+    assert raised.value.worded(option).startswith("--max train_step: no function of that name")
+    found = UsageError("$step_function " + literal("jit_$x: no kernel") + " ($chip)")
+    assert (str(found), found.worded(option)) == (
+        "step_function jit_$x: no kernel (chip)",
+        "--step-function jit_$x: no kernel (--chip)",
+    )
+    assert pickle.loads(pickle.dumps(found)).worded(option) == found.worded(option)  # as a worker sends it back

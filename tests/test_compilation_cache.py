@@ -160,4 +160,4 @@ def test_dump_join_by_order_without_a_log(tmp_path):
 
 def test_log_without_dump_is_a_usage_error():
     result = runner.invoke(app, ["cache", str(CACHE), "--log", str(RUNS / "1_cold" / "jax.log.gz")])
-    assert result.exit_code == 2 and "--log is the log of the run of --dump DIR" in result.output
+    assert result.exit_code == 2 and "--log is the log of the run of --dump: give both" in result.output

@@ -233,7 +233,7 @@ def test_step_function_overrides_the_step_markers(traces):
     report = profile(traces["cnn_profile"], step_function="jit_dynamic_slice")
     assert report.step_source == "executions of jit_dynamic_slice, named by --step-function"
     assert len(report.steps) == 2
-    with pytest.raises(XlaInspectError, match="--step-function jit_nothing: no kernel of it in the trace"):
+    with pytest.raises(XlaInspectError, match="step_function jit_nothing: no kernel of it in the trace"):
         profile(traces["cnn_profile"], step_function="jit_nothing")
 
 

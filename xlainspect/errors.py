@@ -5,6 +5,8 @@ Only stdlib here, so the model and the layout decoder can raise them without pul
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from os import PathLike
 
@@ -88,7 +90,30 @@ class DumpError(XlaInspectError):
 
 class UsageError(XlaInspectError):
     """A command asked for something no input can give (a chip the dump does not name): an error of the
-    whole command, never a file to skip and go on."""
+    whole command, never a file to skip and go on.
+
+    Its message names the library's arguments as `$name` (`$peak_flops`): `str()` writes the argument,
+    the CLI the option that sets it (`--peak-flops`, `worded`), so the analyses name no CLI option. A
+    value written into the message goes through `literal` (a `$` in it stays a `$`)."""
+
+    def __init__(self, message: str) -> None:
+        self.template = message
+        super().__init__(self.worded(lambda argument: argument))
+
+    def worded(self, option_of: Callable[[str], str]) -> str:
+        """The message, each `$argument` written as `option_of(argument)`."""
+        return _ARGUMENT.sub(lambda m: "$" if m.group(1) == "$" else option_of(m.group(1)), self.template)
+
+    def __reduce__(self) -> tuple[type[UsageError], tuple[str]]:
+        return type(self), (self.template,)
+
+
+_ARGUMENT = re.compile(r"\$(\$|[a-z][a-z_]*)")
+
+
+def literal(value: object) -> str:
+    """A value as a `UsageError` message shows it, whatever `$` it holds."""
+    return str(value).replace("$", "$$")
 
 
 class NoMatchError(UsageError):
@@ -98,8 +123,8 @@ class NoMatchError(UsageError):
     print nothing and exit 0, which reads as "nothing to see"."""
 
 
-def no_match(option: str, value: str, candidates: list[str], what: str = "function") -> NoMatchError:
-    """`--function train_step: no function of that name; did you mean jit_train_step?` — names that
+def no_match(argument: str, value: str, candidates: list[str], what: str = "function") -> NoMatchError:
+    """`$function train_step: no function of that name; did you mean jit_train_step?` — names that
     contain the value first (jax prefixes `jit_`), then difflib's close matches."""
     import difflib
 
@@ -107,7 +132,7 @@ def no_match(option: str, value: str, candidates: list[str], what: str = "functi
     near = [n for n in names if value.lower() in n.lower()]
     near += [n for n in difflib.get_close_matches(value, names, n=3, cutoff=0.6) if n not in near]
     hint = f"; did you mean {' or '.join(near[:3])}?" if near else f"; the dump has {_some(names)}"
-    return NoMatchError(f"{option} {value}: no {what} of that name{hint}")
+    return NoMatchError(f"${argument} " + literal(f"{value}: no {what} of that name{hint}"))
 
 
 def _some(names: list[str], shown: int = 5) -> str:

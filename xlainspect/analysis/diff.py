@@ -32,7 +32,7 @@ from xlainspect.analysis.recompiles import Cause, name_parameters, signature_cau
 from xlainspect.analysis.recompiles.model import Reason
 from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
 from xlainspect.dump.files import read_bytes
-from xlainspect.errors import XlaInspectError
+from xlainspect.errors import UsageError, XlaInspectError, literal
 
 if TYPE_CHECKING:
     from xlainspect.hlo.model import Module
@@ -439,13 +439,14 @@ def parse_threshold(text: str) -> Threshold:
     """`peak_memory=5%` (relative) or `collective_bytes=0` (absolute); XlaInspectError names the valid metrics."""
     match = _THRESHOLD.match(text.strip())
     if match is None:
-        raise XlaInspectError(
-            f"--max-increase {text!r}: expected METRIC=NUMBER or METRIC=NUMBER% "
+        raise UsageError(
+            f"$max_increase {literal(repr(text))}: expected METRIC=NUMBER or METRIC=NUMBER% "
             f"(e.g. peak_memory=5%, collective_bytes=0)"
         )
     if match["metric"] not in METRICS:
-        raise XlaInspectError(
-            f"--max-increase {text!r}: unknown metric {match['metric']!r}; valid metrics: {', '.join(METRICS)}"
+        raise UsageError(
+            f"$max_increase {literal(repr(text))}: unknown metric {literal(repr(match['metric']))}; "
+            f"valid metrics: {', '.join(METRICS)}"
         )
     return Threshold(match["metric"], float(match["value"]), bool(match["percent"]))
 

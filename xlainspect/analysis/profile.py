@@ -36,7 +36,7 @@ from xlainspect.analysis.profile_compiles import COMPILE_EVENTS, CompileEvent, t
 from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
 from xlainspect.dump.thunks import KERNEL_KINDS, Thunk, ThunkSequence, read_thunk_sequence, thunk_files
 from xlainspect.dump.xplane import StatValue, Trace, TraceEvent, embedded_hlo_text
-from xlainspect.errors import XlaInspectError
+from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.parser import parse_hlo
 from xlainspect.workers import OWNED
@@ -316,7 +316,7 @@ def _steps(
         device_time[str(event.stats["hlo_module"])] += event.duration_ns
     if step_function is not None and step_function not in device_time:
         known = ", ".join(sorted(device_time)) or "none"
-        raise XlaInspectError(f"--step-function {step_function}: no kernel of it in the trace; it has: {known}")
+        raise UsageError("$step_function " + literal(f"{step_function}: no kernel of it in the trace; it has: {known}"))
     if not device_time:
         return [], "none"
     function = step_function or max(device_time, key=device_time.__getitem__)  # most_common(1)[0][0]
@@ -581,7 +581,9 @@ def only_function(report: ProfileReport, function: str | None) -> ProfileReport:
     compiles = [c for c in report.compiles if c.function == function]
     if not ops and not compiles:
         known = sorted({op.function for op in report.ops} | {c.function or "?" for c in report.compiles})
-        raise XlaInspectError(f"--function {function}: no op or compile of it in the trace; it has: {', '.join(known)}")
+        raise UsageError(
+            "$function " + literal(f"{function}: no op or compile of it in the trace; it has: {', '.join(known)}")
+        )
     events = [e for e in report.op_events if e.stats.get("hlo_module") == function]
     functions = [f for f in report.functions if f.function == function]
     unplaced = [u for u in report.unplaced if u.module.rpartition(".")[2] == function or u.module == function]

@@ -19,7 +19,7 @@ from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, emit, note
 from xlainspect.dump.directory import SkippedFile
 from xlainspect.dump.storage import is_url, local
-from xlainspect.errors import XlaInspectError
+from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.report.document import Document
 
 EXIT_GATE_FAILED = 1
@@ -87,11 +87,24 @@ def selection(function: str | None, module_re: str | None, stage: Stage) -> Sele
     return Selection(function, module_re, stage.value)
 
 
+OPTIONS = {"per_name": "--max"}
+"""The option that sets a library argument, where typer's rule (`step_function`: `--step-function`) does not
+give it: a `Budget`'s `per_name` is `--max NAME=N`."""
+
+
+def option(argument: str) -> str:
+    """The command-line option of a library argument a `UsageError` names."""
+    return OPTIONS.get(argument) or "--" + argument.replace("_", "-")
+
+
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
     """Turn input errors into a message on stderr and exit code 2, never a traceback."""
     try:
         yield
+    except UsageError as error:
+        note(error.worded(option))
+        raise typer.Exit(EXIT_USAGE) from None
     except XlaInspectError as error:
         note(str(error))
         raise typer.Exit(EXIT_USAGE) from None

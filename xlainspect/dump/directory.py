@@ -17,7 +17,7 @@ from pathlib import Path
 from xlainspect.dump.files import decode_text, edges, read_bytes, read_edges, read_first_line_and_tail
 from xlainspect.dump.model_cache import parse_file
 from xlainspect.dump.storage import local
-from xlainspect.errors import DumpError, HloParseError, NoMatchError, XlaInspectError, no_match
+from xlainspect.errors import DumpError, HloParseError, NoMatchError, XlaInspectError, literal, no_match
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.parser import parse_header, parse_hlo, split_computations
 from xlainspect.settings import kept_objects
@@ -696,7 +696,7 @@ def select_dump_modules(dump: Dump, *, function: str | None = None, module_re: s
     if function is not None:
         chosen = [m for m in chosen if m.name == function]
         if not chosen:
-            raise no_match("--function", function, [m.name for m in dump.modules if m.name])
+            raise no_match("function", function, [m.name for m in dump.modules if m.name])
     if module_re is not None:
         pattern = _module_pattern(module_re)
         matched = [m for m in chosen if any(pattern.search(text) for text in _module_texts(m))]
@@ -704,7 +704,7 @@ def select_dump_modules(dump: Dump, *, function: str | None = None, module_re: s
             where = f" of function {function}" if function else ""
             labels = ", ".join(_module_texts(m)[-1] for m in chosen[:3])
             raise NoMatchError(
-                f"--module-re {module_re}: matches no module{where} (modules are labelled like {labels})"
+                "$module_re " + literal(f"{module_re}: matches no module{where} (modules are labelled like {labels})")
             )
         chosen = matched
     return chosen
@@ -714,7 +714,7 @@ def _module_pattern(module_re: str) -> re.Pattern:
     try:
         return re.compile(module_re)
     except re.error as error:
-        raise NoMatchError(f"--module-re {module_re}: not a regular expression ({error})") from None
+        raise NoMatchError("$module_re " + literal(f"{module_re}: not a regular expression ({error})")) from None
 
 
 def _module_texts(module: DumpModule) -> tuple[str, ...]:

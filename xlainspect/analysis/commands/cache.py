@@ -12,7 +12,7 @@ from xlainspect.dump.compilation_cache import read_cache_dir
 from xlainspect.dump.directory import Dump, SkippedFile, load_dump
 from xlainspect.dump.jaxlog import read_jax_log, run_log
 from xlainspect.dump.model_cache import remembered
-from xlainspect.errors import XlaInspectError
+from xlainspect.errors import UsageError, XlaInspectError
 
 if TYPE_CHECKING:
     from xlainspect.analysis.cache_inventory import CachedFunction, DumpCompileEntry
@@ -38,7 +38,7 @@ def cache_report(
     """What jax's persistent compilation cache holds, per function; functions with more than `many`
     entries are flagged (a key that changes per run: jax #21159). `log` is the run log of `dump`."""
     if log is not None and dump is None:
-        raise XlaInspectError("--log is the log of the run of --dump DIR: give both")
+        raise UsageError("$log is the log of the run of $dump: give both")
     cached = read_cache_dir(path)
     joined = dump_entries(cached, load_dump(dump), run_log(dump, log)) if dump is not None else None
     return CacheReport(cached, cache_inventory(cached, many), joined, cached.skipped)

@@ -25,7 +25,7 @@ from xlainspect.dump.directory import Dump, SkippedFile, load_dump
 from xlainspect.dump.jaxlog import run_log
 from xlainspect.dump.model_cache import remembered
 from xlainspect.dump.xplane import read_trace
-from xlainspect.errors import XlaInspectError, no_match
+from xlainspect.errors import UsageError, XlaInspectError, literal, no_match
 from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ def recompiles_report(
     found = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
     rows, budget = found.functions, budget or Budget()
     for name in unknown_budget_names(rows, budget):
-        raise no_match("--max", name, [r.name for r in rows])
+        raise no_match("per_name", name, [r.name for r in rows])
     times = _compile_times(dump, path, log)
     profiled, unpaired = _profiled_seconds(rows, trace)
     violations = budget_violations(rows, budget)
@@ -188,7 +188,7 @@ def read_baseline(path: Path) -> tuple[tuple[str, int], ...]:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
         return tuple((str(k), int(v)) for k, v in document["functions"].items())
     except FileNotFoundError:
-        raise XlaInspectError(f"{path}: no such baseline file (create it with --update-baseline)") from None
+        raise UsageError(f"{literal(path)}: no such baseline file (write it with $update_baseline)") from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise XlaInspectError(f'{path}: not a baseline file ({{"functions": {{name: count}}}}): {error}') from None
 
@@ -204,6 +204,6 @@ def named_budgets(items: Sequence[str]) -> tuple[tuple[str, int], ...]:
     for item in items:
         name, _, count = item.rpartition("=")
         if not name or not count.isdigit():
-            raise XlaInspectError(f"--max {item}: expected NAME=N, e.g. --max jit_train_step=1")
+            raise UsageError(f"$per_name {literal(item)}: expected NAME=N, e.g. jit_train_step=1")
         budgets.append((name, int(count)))
     return tuple(budgets)

@@ -13,7 +13,7 @@ from xlainspect.analysis.profile import only_function, profile
 from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
 from xlainspect.dump.model_cache import remembered
 from xlainspect.dump.xplane import read_trace
-from xlainspect.errors import UsageError, XlaInspectError
+from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -72,8 +72,8 @@ def chip_for(dump_module: DumpModule | None, choice: ChipChoice) -> Chip | None:
     if key is None:
         where = dump_module.label if dump_module else "the trace"
         raise UsageError(
-            f"{where}: the dump does not say which chip it was compiled for, so --peak-flops and "
-            f"--hbm-bandwidth are needed together, or --chip, one of: {', '.join(chip_table())}"
+            f"{literal(where)}: the dump does not say which chip it was compiled for, so $peak_flops and "
+            f"$hbm_bandwidth are needed together, or $chip, one of: {', '.join(chip_table())}"
         )
     try:
         return get_chip(key, *figures)
