@@ -147,7 +147,7 @@ def test_unknown_trip_count_is_counted_once_and_said():
     assert cost.flops == pytest.approx(module_cost(module, None).xla_flops, rel=0.01)
 
     from xlainspect.analysis.commands.cost import CostReport
-    from xlainspect.report.views import cost_notes
+    from xlainspect.report.views.cost import cost_notes
 
     assert any("trip count not known for 1 while loop" in n for n in cost_notes(CostReport([cost], [])))
 

@@ -17,7 +17,7 @@ from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_thres
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.errors import XlaInspectError
-from xlainspect.report.views import regression_text
+from xlainspect.report.views.diff import regression_text
 
 
 def _diff(a: str, b: str, dumps=DUMPS):

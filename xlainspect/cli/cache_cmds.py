@@ -12,7 +12,7 @@ from xlainspect.analysis.commands.cache import cache_misses_report, cache_report
 from xlainspect.cli.app import commands_of
 from xlainspect.cli.options import FormatOpt, LogOpt, readable, show, user_errors
 from xlainspect.cli.render import OutputFormat
-from xlainspect.report.views import cache_document, cache_misses_document
+from xlainspect.report.views.cache import cache_document, cache_misses_document
 
 commands = commands_of("cache")
 

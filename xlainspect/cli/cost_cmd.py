@@ -24,7 +24,7 @@ from xlainspect.cli.options import (
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.report.cost_html import write_cost_html
-from xlainspect.report.views import cost_document
+from xlainspect.report.views.cost import cost_document
 
 commands = commands_of("cost")
 

@@ -13,7 +13,7 @@ from xlainspect.cli.app import commands_of
 from xlainspect.cli.options import StrictOpt, readable, show, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat
-from xlainspect.report.views import diff_document
+from xlainspect.report.views.diff import diff_document
 
 commands = commands_of("diff")
 

@@ -7,7 +7,7 @@ from xlainspect.cli.app import commands_of
 from xlainspect.cli.options import DumpPath, FormatOpt, show, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat
-from xlainspect.report.views import doctor_document
+from xlainspect.report.views.doctor import doctor_document
 
 commands = commands_of("doctor")
 

@@ -21,7 +21,7 @@ from xlainspect.cli.options import EXIT_USAGE, DumpPath, FormatOpt, LogOpt, Stri
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.errors import XlaInspectError
-from xlainspect.report.views import modules_document, recompiles_document
+from xlainspect.report.views.compiles import modules_document, recompiles_document
 
 commands = commands_of("dump")
 

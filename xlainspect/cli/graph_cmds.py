@@ -33,7 +33,7 @@ from xlainspect.cli.options import (
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat
 from xlainspect.report.graph_text import write_graph
-from xlainspect.report.views import collectives_document, copies_document, fusions_document, ops_document
+from xlainspect.report.views.graph import collectives_document, copies_document, fusions_document, ops_document
 
 commands = commands_of("graph")
 

@@ -12,7 +12,7 @@ from xlainspect.cli.app import commands_of
 from xlainspect.cli.options import DumpPath, FormatOpt, FunctionOpt, show, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat
-from xlainspect.report.views import layout_document, layouts_document
+from xlainspect.report.views.layouts import layout_document, layouts_document
 
 commands = commands_of("layout")
 

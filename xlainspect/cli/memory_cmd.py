@@ -13,7 +13,7 @@ from xlainspect.cli.options import DumpPath, FormatOpt, FunctionOpt, show, user_
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.report.memory_html import write_memory_html
-from xlainspect.report.views import memory_document
+from xlainspect.report.views.memory import memory_document
 
 commands = commands_of("memory")
 

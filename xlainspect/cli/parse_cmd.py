@@ -11,7 +11,7 @@ from xlainspect.analysis.commands.parse import parse_report
 from xlainspect.cli.app import commands_of
 from xlainspect.cli.options import FormatOpt, readable, show, user_errors
 from xlainspect.cli.render import OutputFormat
-from xlainspect.report.views import parse_document
+from xlainspect.report.views.parse import parse_document
 
 commands = commands_of("parse")
 

@@ -14,7 +14,7 @@ from xlainspect.cli.cost_cmd import ChipOpt, HbmOpt, IciOpt, PeakFlopsOpt
 from xlainspect.cli.options import FormatOpt, FunctionOpt, StrictOpt, readable, show, user_errors
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.report.profile_html import write_profile_html
-from xlainspect.report.views import profile_document
+from xlainspect.report.views.cost import profile_document
 
 commands = commands_of("profile")
 

@@ -14,7 +14,7 @@ import html
 import math
 
 from xlainspect.analysis.timing import LOG_CLOCK, LOG_ORDER, CompileMark, FunctionTiming
-from xlainspect.report.views import _duration
+from xlainspect.report.views.cost import duration
 
 CHART_STYLE = """.kind0{fill:#1f6feb}.kind1{fill:#bf8700}.kind2{fill:#1a7f37}.kind3{fill:#8250df}.kind4{fill:#cf222e}
 .kind5{fill:#0598bc}.kind6{fill:#9a6700}.kind7{fill:#6e7781}.compile{fill:#1f6feb}.compile.recompile{fill:#d1242f}
@@ -40,7 +40,7 @@ def step_breakdown_svg(functions: list[FunctionTiming]) -> str:
         for kind, seconds in _split(timing, kinds):
             width = seconds * scale
             css = f"kind{kinds.index(kind)}" if kind in kinds else f"kind{KINDS_DRAWN}"
-            tip = f"{timing.function}: {kind} {_duration(seconds)} a step"
+            tip = f"{timing.function}: {kind} {duration(seconds)} a step"
             parts.append(
                 f"<rect class='{css}' x='{x:.1f}' y='{y}' width='{max(width, 0.5):.1f}' height='{_BAR - 6}' "
                 f"data-function='{html.escape(timing.function)}' data-kind='{html.escape(kind)}' "
@@ -49,7 +49,7 @@ def step_breakdown_svg(functions: list[FunctionTiming]) -> str:
             x += width
         parts.append(
             f"<text class='value' x='{x + 4:.1f}' y='{y + 14}' data-function='{html.escape(timing.function)}' "
-            f"data-step-seconds='{timing.seconds!r}'>{_duration(timing.seconds)}</text>"
+            f"data-step-seconds='{timing.seconds!r}'>{duration(timing.seconds)}</text>"
         )
     legend_y = height - 14
     names = [*kinds, "other"]

@@ -24,7 +24,7 @@ from xlainspect.report.dump_report import (
     StepBreakdown,
 )
 from xlainspect.report.memory_html import module_section, page
-from xlainspect.report.views import _duration
+from xlainspect.report.views.cost import duration
 
 _STYLE = """nav a{margin-right:1em}.finding td{vertical-align:top}.note{color:#666;font-style:italic}
 .intro{max-width:70em}td a{color:#0b5394}tr:target{background:#fff3b0}.chart{display:block;margin:.8em 0}
@@ -96,7 +96,7 @@ def _summary_html(report: DumpReport) -> str:
 
 def _cost(finding: Finding) -> str:
     if finding.unit == "seconds":
-        return f"{_duration(finding.cost)} a step"
+        return f"{duration(finding.cost)} a step"
     if finding.unit == "compile seconds":
         return f"{finding.cost:,.2f} s compiling"
     if finding.unit == "compiles":
@@ -166,7 +166,7 @@ def _point(op: OpTiming) -> Point:
     said = "measured" if op.measured_seconds else "roofline"
     tip = (
         f"{op.module} {op.name} ({op.kind}): {op.intensity:.3g} FLOP/B, {op.flops_per_second:.3g} FLOP/s "
-        f"({said}), {_duration(seconds)} per run, {op.bound or '?'} bound; {op.op_name or ''}"
+        f"({said}), {duration(seconds)} per run, {op.bound or '?'} bound; {op.op_name or ''}"
     )
     data = {
         "module": op.module,

@@ -1,0 +1,73 @@
+"""`layout` and `layouts`: what one layout costs, and the padding ledger."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xlainspect.analysis.layouts import ArrayLayout, PaddingRow, PaddingTotal
+from xlainspect.report.document import Document, Lines, fields, records, table
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.commands.layouts import LayoutsReport
+    from xlainspect.analysis.layouts import ArrayLayout
+
+
+def layout_document(arrays: list[ArrayLayout]) -> Document:
+    """Decoded layouts: a description per array for people, a row per array for machines (JSON: always a
+    list, one entry per array of the shape)."""
+    columns = [c for c in fields(ArrayLayout) if c not in ("picture", "padding")]
+    rows = table(None, arrays, columns)
+    return Document(records(arrays), [Lines(_describe(a)) for a in arrays], csv=rows, markdown=[rows])
+
+
+def _describe(a: ArrayLayout) -> str:
+    lines = [
+        a.shape,
+        f"  element type     {a.dtype}, {a.element_size_bits} bits",
+        f"  logical dims     [{','.join(map(str, a.dims))}]",
+        f"  minor_to_major   {{{','.join(map(str, a.minor_to_major))}}}  physical order (major to minor): "
+        f"dims {','.join(map(str, a.physical_order))}",
+    ]
+    lines += [f"  tile level {i}     {step}" for i, step in enumerate(a.tile_steps)]
+    lines += [
+        f"  padded dims      [{','.join(map(str, a.padded_dims))}] (physical order)",
+        f"  elements         {a.logical_elements:,} logical, {a.padded_elements:,} stored",
+        f"  bytes            {a.logical_bytes:,} of data in {a.backend_bytes:,} bytes: "
+        f"{a.wasted_bytes:,} wasted, {a.expansion}x",
+        f"  memory space     S({a.memory_space}) {a.memory_space_name}",
+    ]
+    lines += [f"  note             {note}" for note in a.notes]
+    lines += ["", *(f"  {line}" for line in a.picture)] if a.picture else []
+    return "\n".join(lines)
+
+
+def layouts_document(report: LayoutsReport) -> Document:
+    view, totals = report.view, fields(PaddingTotal)
+    data = {
+        "values": records(report.values),
+        "modules": records(report.modules),
+        "functions": records(report.functions),
+    }
+    blocks: list = [table(view.caption, view.values, LEDGER_COLUMNS)] if view.values else [Lines(view.caption)]
+    blocks.append(table("per function", view.functions, totals))
+    if view.modules:
+        blocks.append(table("per module (those losing bytes to padding)", view.modules, totals))
+    return Document(data, blocks, csv=table(None, report.values, fields(PaddingRow)))
+
+
+#: The ledger columns a table shows (JSON and CSV carry every field).
+
+
+LEDGER_COLUMNS = (
+    "module",
+    "instruction",
+    "shape",
+    "logical_bytes",
+    "padded_bytes",
+    "wasted_bytes",
+    "expansion",
+    "op_name",
+)
+
+
+# --- fusions, copies, collectives, ops -----------------------------------------------------------------
