@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import re
 from collections import Counter
 from collections.abc import Hashable
+from typing import NamedTuple
 
 from xlainspect.analysis.recompiles.branch import same_signature_branch, text_histogram
 from xlainspect.analysis.recompiles.model import (
@@ -51,7 +51,7 @@ def bodies(compiles: Compiles) -> list[Cause]:
             return []
         differing = dict(zip(first_with, _differing_lines(computations, list(first_with))))
         program_of = {text: tuple(lines) for text, lines in differing.items()}  # equal lines: one program
-        programs: dict[tuple[str, ...], bytes | None] = {}
+        programs: dict[tuple[Line, ...], bytes | None] = {}
         for text, lines in differing.items():
             programs.setdefault(tuple(lines), text)
         if len(programs) > 1:
@@ -94,7 +94,18 @@ def _renamed_arguments(found: list[list[Computation]]) -> Cause | None:
     return Cause("pytree", "(argument paths)", None, tuple(tuple(n[i] for i in changed) for n in names))
 
 
-def _differing_lines(computations: dict[bytes | None, list[Computation]], texts: list[bytes | None]) -> list[list[str]]:
+class Line(NamedTuple):
+    """An instruction without its name and metadata, as compiles are compared: its text, and for a
+    constant its literal as printed and its dtype."""
+
+    text: str
+    literal: str | None = None
+    dtype: str | None = None
+
+
+def _differing_lines(
+    computations: dict[bytes | None, list[Computation]], texts: list[bytes | None]
+) -> list[list[Line]]:
     """Per compile, its instructions (without names and metadata) that not every compile has."""
     lines_of = {text: _instruction_lines(found) for text, found in computations.items()}
     common = functools.reduce(lambda a, b: a & b, lines_of.values())
@@ -102,7 +113,7 @@ def _differing_lines(computations: dict[bytes | None, list[Computation]], texts:
     return [differing_of[text] for text in texts]
 
 
-def _body_cause(changed: list[DumpModule], differing: list[list[str]]) -> Cause:
+def _body_cause(changed: list[DumpModule], differing: list[list[Line]]) -> Cause:
     """The one cause a same-signature body difference has: output sharding, a loop unrolled, another
     branch, or constants (a Python value baked in)."""
     with contextlib.suppress(XlaInspectError):
@@ -110,7 +121,7 @@ def _body_cause(changed: list[DumpModule], differing: list[list[str]]) -> Cause:
         if shardings:
             return shardings[0]
     constants = [
-        tuple(dict.fromkeys(_constant_value(line) for line in lines if " constant(" in line)) for lines in differing
+        tuple(dict.fromkeys(_constant_value(line) for line in lines if line.literal is not None)) for lines in differing
     ]
     try:
         histograms = [text_histogram(m) for m in changed]
@@ -120,11 +131,13 @@ def _body_cause(changed: list[DumpModule], differing: list[list[str]]) -> Cause:
     if len({frozenset(h.items()) for h in histograms}) > 1:
         structure = _unrolled(histograms) or same_signature_branch(changed, histograms)
     if any(constants) and (structure is None or _folded(histograms)):
-        types = tuple(sorted({line.split("[", 1)[0] for lines in differing for line in lines if " constant(" in line}))
+        types = tuple(sorted({line.dtype for lines in differing for line in lines if line.dtype is not None}))
         return Cause("body", None, None, tuple(constants), reason="baked_in", constant_types=types)
     if structure is not None:
         return structure
-    return Cause("body", None, None, tuple(tuple(lines) for lines in differing), reason="instructions")
+    return Cause(
+        "body", None, None, tuple(tuple(line.text for line in lines) for lines in differing), reason="instructions"
+    )
 
 
 _FOLDABLE = frozenset({"add", "subtract", "multiply", "divide"})
@@ -149,14 +162,12 @@ def _unrolled(histograms: list[Counter[str]]) -> Cause | None:
     return Cause("body", None, None, values, reason="unrolled", factor=int(factor))
 
 
-_NUMBER = re.compile(r" constant\(\{?([^{},]*)\}?\)")
-
-
-def _constant_value(line: str) -> str:
-    """`-0.05` from `f32[] constant(-0.05)` or `f32[1]{0} constant({-0.05})`; the whole line for
-    constants of more values."""
-    match = _NUMBER.search(line)
-    return match.group(1) if match else line
+def _constant_value(line: Line) -> str:
+    """`-0.05` of `f32[] constant(-0.05)` or `f32[1]{0} constant({-0.05})` (a literal of one value);
+    the whole line for a constant of more values."""
+    literal = line.literal or ""
+    one = literal[1:-1] if literal.startswith("{") and literal.endswith("}") else literal
+    return line.text if any(c in one for c in "{},") else one
 
 
 def _differing_computations(compiles: Compiles) -> list[list[Computation]]:
@@ -198,9 +209,9 @@ def _parsed_pieces(
             raise Skipped from None
 
 
-def _instruction_lines(computations: list[Computation]) -> Counter[str]:
+def _instruction_lines(computations: list[Computation]) -> Counter[Line]:
     """Instructions without names or metadata, so that only what the program computes is compared."""
-    lines: Counter[str] = Counter()
+    lines: Counter[Line] = Counter()
     for instruction in (i for computation in computations for i in computation.instructions):
         attributes = ", ".join(
             f"{k}={v}"
@@ -209,5 +220,10 @@ def _instruction_lines(computations: list[Computation]) -> Counter[str]:
             and not k.startswith(("calls", "to_apply", "body", "condition"))
         )
         operands = f"({', '.join(instruction.operands)})" if instruction.opcode in ("constant", "parameter") else ""
-        lines[f"{instruction.shape} {instruction.opcode}{operands}" + (f", {attributes}" if attributes else "")] += 1
+        text = f"{instruction.shape} {instruction.opcode}{operands}" + (f", {attributes}" if attributes else "")
+        if instruction.opcode == "constant":
+            dtype = instruction.shape.dtype if instruction.shape else None
+            lines[Line(text, ", ".join(instruction.operands), dtype)] += 1
+        else:
+            lines[Line(text)] += 1
     return lines
