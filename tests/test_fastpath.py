@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tests.conftest import CORPUS, DUMPS, hlo_fixture_files
+from tests.conftest import CORPUS, DUMPS, JAX011, hlo_fixture_files
 from tests.test_syntax_forms import (
     ELEMENT_TYPES,
     NESTED_OPERANDS,
@@ -15,7 +15,7 @@ from tests.test_syntax_forms import (
 from xlainspect import HloParseError, parse_hlo
 from xlainspect.analysis.ops import line_histogram
 from xlainspect.dump.files import read_text
-from xlainspect.hlo.fastpath import scan
+from xlainspect.hlo.fastpath import program_lines, scan
 from xlainspect.hlo.parser import decode_shape
 
 
@@ -94,3 +94,28 @@ def test_fast_path_equals_the_grammar_on_every_syntax_example():
         lines = scan(text)
         assert (lines is None) == any(text is t for t in unsure)
         assert lines is None or _fast_view(lines) == _grammar_view(text)
+
+
+def _without_origin(text: str) -> list[tuple]:
+    """The grammar's model of `text` less what says where the program came from (metadata, frames)."""
+    return [
+        (c.name, i.name, i.opcode, i.shape, i.operands, {k: v for k, v in i.attributes.items() if k != "metadata"})
+        for module in parse_hlo(text)
+        for c in module.computations
+        for i in c.instructions
+    ]
+
+
+def test_program_lines_are_the_program_less_its_origin():
+    """What hosts compare (`program_lines`) parses to the same model as the text, metadata and stack
+    frames aside, on every fixture file (the jax 0.11 ones print stack-frame tables)."""
+    compared = with_origin = 0
+    for path in hlo_fixture_files((DUMPS, JAX011)):
+        text = read_text(path)
+        stripped = b"\n".join(program_lines(text.encode())).decode()
+        assert "metadata={" not in stripped and "\nStackFrames" not in stripped, path
+        assert _without_origin(stripped) == _without_origin(text), path
+        assert all(not m.stack_frames for m in parse_hlo(stripped)), path
+        compared += 1
+        with_origin += "metadata={" in text
+    assert compared > 300 and with_origin > 200

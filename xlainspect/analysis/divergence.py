@@ -23,14 +23,11 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.errors import XlaInspectError
-from xlainspect.hlo.fast import FRAME_TABLES
-
-_METADATA = b", metadata={"
+from xlainspect.hlo.fastpath import program_lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +138,7 @@ def _by_program(compiled: dict[str, DumpModule]) -> list[tuple[list[str], list[b
 
 def _add_program(programs: dict[bytes, tuple[list[str], list[bytes]]], hosts: list[str], text: bytes) -> None:
     """`hosts` join the group of `text`'s program (metadata aside), a new group where none has it."""
-    lines = list(_without_metadata(text.splitlines()))
+    lines = program_lines(text)
     digest = hashlib.blake2b(b"\n".join(lines), digest_size=16).digest()
     programs.setdefault(digest, ([], lines))[0].extend(hosts)
 
@@ -156,43 +153,6 @@ def _program_bytes(module: DumpModule) -> bytes | None:
         return module.read(program, keep=False)
     except XlaInspectError:
         return None
-
-
-_TABLES = tuple(name.encode() for name in FRAME_TABLES)
-
-
-def _without_metadata(lines: list[bytes]) -> Iterator[bytes]:
-    """Lines without the stack-frame tables (a table's name line, then `<id> ...` lines) and each
-    instruction's `, metadata={...}` (up to its closing brace, quoted strings skipped)."""
-    in_table = False
-    for line in lines:
-        if line in _TABLES:
-            in_table = True
-            continue
-        if in_table and line[:1].isdigit():
-            continue
-        in_table = False
-        start = line.find(_METADATA)
-        yield line if start < 0 else line[:start] + line[_closing(line, start + len(_METADATA)) + 1 :]
-
-
-def _closing(line: bytes, at: int) -> int:
-    """The index of the brace closing the one opened before `at` (quoted strings, with their escapes,
-    may hold braces); the line's end when it never closes."""
-    depth, quoted, escaped = 1, False, False
-    for index in range(at, len(line)):
-        char = line[index]
-        if quoted:
-            escaped, quoted = (False, True) if escaped else (char == 0x5C, char != 0x22)
-        elif char == 0x22:
-            quoted = True
-        elif char == 0x7B:
-            depth += 1
-        elif char == 0x7D:
-            depth -= 1
-            if depth == 0:
-                return index
-    return len(line)
 
 
 def _first_difference(usual: list[bytes], odd: list[bytes]) -> tuple[int, str, str]:

@@ -189,3 +189,50 @@ def stack_frame_ids(text: str) -> Iterator[int]:
     """The `stack_frame_id` of every instruction's metadata, in printed order, read lazily (a caller
     may stop at the second distinct one without reading a big module to its end)."""
     return (int(match.group(1)) for match in _text_patterns().frame_id.finditer(text))
+
+
+_TABLES = tuple(name.encode() for name in FRAME_TABLES)
+
+
+def program_lines(text: bytes) -> list[bytes]:
+    """The lines of HLO text without what says where the program came from: the stack-frame tables (a
+    table's name line, then `<id> ...` lines) and each instruction's `, metadata={...}` (up to its
+    closing brace, quoted strings skipped). Hosts that compiled one program print these lines alike
+    (`analysis.divergence` compares them); the grammar reads them to the same model, metadata and frames
+    aside (`tests/test_fastpath.py`)."""
+    return list(_without_metadata(text.splitlines()))
+
+
+_METADATA = b", metadata={"
+
+
+def _without_metadata(lines: list[bytes]) -> Iterator[bytes]:
+    in_table = False
+    for line in lines:
+        if line in _TABLES:
+            in_table = True
+            continue
+        if in_table and line[:1].isdigit():
+            continue
+        in_table = False
+        start = line.find(_METADATA)
+        yield line if start < 0 else line[:start] + line[_closing(line, start + len(_METADATA)) + 1 :]
+
+
+def _closing(line: bytes, at: int) -> int:
+    """The index of the brace closing the one opened before `at` (quoted strings, with their escapes,
+    may hold braces); the line's end when it never closes."""
+    depth, quoted, escaped = 1, False, False
+    for index in range(at, len(line)):
+        char = line[index]
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (char == 0x5C, char != 0x22)
+        elif char == 0x22:
+            quoted = True
+        elif char == 0x7B:
+            depth += 1
+        elif char == 0x7D:
+            depth -= 1
+            if depth == 0:
+                return index
+    return len(line)
