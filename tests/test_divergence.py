@@ -10,10 +10,11 @@ import shutil
 from conftest import DUMPS
 from typer.testing import CliRunner
 
-from xlainspect.analysis.divergence import HostDisagreement, _without_metadata, host_disagreements
+from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
 from xlainspect.analysis.doctor import diagnose
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
+from xlainspect.hlo.fastpath import program_lines
 
 FLEET = DUMPS / "fleet_divergence"
 
@@ -91,7 +92,7 @@ def test_metadata_is_set_aside_up_to_its_closing_brace():
         b'  %add.1 = f32[] add(%a, %b), metadata={op_name="jit(f)/add{x}" source_file="a \\"b\\".py" source_line=3}',
         b'  %mul.2 = f32[] multiply(%a, %b), metadata={op_name="m"}, backend_config={}',
     ]
-    assert list(_without_metadata(lines)) == [
+    assert program_lines(b"\n".join(lines)) == [
         b"",
         b"  %add.1 = f32[] add(%a, %b)",
         b"  %mul.2 = f32[] multiply(%a, %b), backend_config={}",
