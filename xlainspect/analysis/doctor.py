@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
 from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, DumpModule, classify, dump_of, scan_dump
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
-from xlainspect.dump.model_cache import remembered
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.progress import Progress, silent
 from xlainspect.workers import map_shared

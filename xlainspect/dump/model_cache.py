@@ -7,9 +7,9 @@ Each names what its answer is computed from, and the cache finds it by nothing e
   to an analysis keeps every parsed model;
 - `cached_result`: xlainspect's code (every source and data file), the files' digests and names, the
   analysis and its arguments;
-- `remembered`: xlainspect's code, the path, size and mtime of every file under the command's inputs
-  (`cache.listing`), its arguments and which optional packages it may import: a warm re-run lists
-  and stats the inputs, nothing more.
+- a command's whole answer (`analysis.commands.remembered`): xlainspect's code, the path, size and mtime
+  of every file under the command's inputs (`cache.listing`), its arguments and which optional packages
+  it may import: a warm re-run lists and stats the inputs, nothing more.
 
 Each lends the cache to the grammar too (`hlo.grammar.keep_tables`), so its tables are saved once.
 """
@@ -17,20 +17,16 @@ Each lends the cache to the grammar too (`hlo.grammar.keep_tables`), so its tabl
 from __future__ import annotations
 
 import functools
-import importlib.util
-import inspect
 import marshal
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from xlainspect.cache import Cache, Codec, Key, TooManyFiles, fingerprint, listing
+from xlainspect.cache import Cache, Codec, Key, fingerprint
 from xlainspect.dump.files import read_text
-from xlainspect.dump.storage import is_url, local
 from xlainspect.hlo.grammar import grammar_path, keep_tables
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.parser import parse_hlo
-from xlainspect.progress import silent
 from xlainspect.settings import kept_objects
 from xlainspect.workers import OWNED
 
@@ -86,75 +82,21 @@ def cached_result(
     if not cache.enabled:
         return compute()
     try:
-        digests = tuple(f"{cache.digest(p)}\n{p.name}" for p in _input_paths(path))
+        digests = tuple(f"{cache.digest(p)}\n{p.name}" for p in paths_of(path))
     except OSError:
         return compute()
-    return cache.answer("results", Key(_code_fingerprint(), digests, analysis), compute)
+    return cache.answer("results", Key(code_fingerprint(), digests, analysis), compute)
 
 
-def remembered(*inputs: str, uses: tuple[str, ...] = ()) -> Callable[[Callable[..., T]], Callable[..., T]]:
-    """A command's library function, answered from `commands/` while its arguments, xlainspect's code
-    and every file under the arguments named in `inputs` (files or folders, one or a sequence, None
-    for none) keep their path, size and mtime: a warm re-run lists and stats the inputs, nothing more.
-    `uses` names optional packages the answer depends on; which of them can be imported is part of the
-    key. An argument named `progress` is not. With the cache off it is the function."""
-
-    def wrap(function: Callable[..., T]) -> Callable[..., T]:
-        signature = inspect.signature(function)
-
-        @functools.wraps(function)
-        def call(*args, **kwargs) -> T:
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            _read_urls(bound.arguments, inputs)
-            args, kwargs = bound.args, bound.kwargs
-            cache = open_cache()
-            if not cache.enabled:
-                return function(*args, **kwargs)
-            arguments = {name: value for name, value in bound.arguments.items() if name != "progress"}
-            try:
-                files = listing(p for name in inputs for p in _input_paths(arguments[name]))
-            except (OSError, TooManyFiles):
-                return function(*args, **kwargs)
-            call_text = f"{function.__module__}.{function.__qualname__}{arguments!r} {_importable(uses)}"
-            key = Key(_code_fingerprint(), tuple(files), call_text)
-            return cache.answer("commands", key, lambda: function(*args, **kwargs))
-
-        return call
-
-    return wrap
-
-
-def _read_urls(arguments: dict[str, Any], inputs: tuple[str, ...]) -> None:
-    """Replace each URL among the `inputs` arguments by its local mirror (`storage.local`), so the
-    command reads, and its answer is keyed by, local files that change when the objects' versions do."""
-    progress = arguments.get("progress") or silent
-    for name in inputs:
-        value = arguments[name]
-        if isinstance(value, (list, tuple)):
-            arguments[name] = type(value)(local(v, progress) if is_url(v) else v for v in value)
-        elif is_url(value):
-            arguments[name] = local(value, progress)
-
-
-def _importable(packages: tuple[str, ...]) -> tuple[bool, ...]:
-    importable = []
-    for package in packages:
-        try:
-            importable.append(importlib.util.find_spec(package) is not None)
-        except (ImportError, ValueError):  # a parent missing, or a module set to None in sys.modules
-            importable.append(False)
-    return tuple(importable)
-
-
-def _input_paths(value) -> list[Path]:
+def paths_of(value: str | Path | Sequence[str | Path] | None) -> list[Path]:
+    """An argument naming files (one, several, or None) as the paths it names."""
     if value is None:
         return []
     return [Path(value)] if isinstance(value, (str, Path)) else [Path(v) for v in value]
 
 
 @functools.cache
-def _code_fingerprint() -> str:
+def code_fingerprint() -> str:
     """What an answer is computed from besides its inputs: every source and data file of the installed
     xlainspect package (the chips' figures) and the grammar."""
     return fingerprint([grammar_path(), *sorted([*_PACKAGE.rglob("*.py"), *(_PACKAGE / "data").glob("*")])])

@@ -51,12 +51,12 @@ that a batch held in memory stays small however many hosts the dump has."""
 _MANIFEST = ".xlainspect-remote.json"
 
 
-def is_url(path: str | os.PathLike) -> bool:
+def is_url(path: str | os.PathLike[str]) -> bool:
     """Whether `path` is an fsspec URL rather than a local path (`file://` counts as a URL)."""
     return isinstance(path, str) and _URL.match(path) is not None
 
 
-def local(path: str | os.PathLike, progress: Progress = silent) -> Path:
+def local(path: str | os.PathLike[str], progress: Progress = silent) -> Path:
     """The local path to read for `path`: itself, or the mirror of a URL's objects (fetched when new or
     changed). DumpError naming the URL when it cannot be listed or read."""
     if not is_url(path):

@@ -12,11 +12,14 @@ report classes of its own command only (a dataclass takes 0.4 to 1 ms to create,
 from __future__ import annotations
 
 import functools
+import importlib.util
+import inspect
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar, cast
 
+from xlainspect.cache import Key, TooManyFiles, listing
 from xlainspect.dump.directory import (
     SHARE_MIN_BYTES,
     SHARE_MIN_MODULES,
@@ -25,7 +28,8 @@ from xlainspect.dump.directory import (
     SkippedFile,
     select_dump_modules,
 )
-from xlainspect.dump.model_cache import cached_result
+from xlainspect.dump.model_cache import cached_result, code_fingerprint, open_cache, paths_of
+from xlainspect.dump.storage import is_url, local
 from xlainspect.errors import AnalysisBug, UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
 from xlainspect.settings import kept_objects
@@ -159,3 +163,59 @@ def run_selected(
         stage=selection.stage,
         progress=progress,
     )
+
+
+def remembered(*inputs: str, uses: tuple[str, ...] = ()) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """A command's library function, answered from `commands/` while its arguments, xlainspect's code
+    and every file under the arguments named in `inputs` (files or folders, one or a sequence, None
+    for none) keep their path, size and mtime: a warm re-run lists and stats the inputs, nothing more.
+    `uses` names optional packages the answer depends on; which of them can be imported is part of the
+    key. An argument named `progress` is not. With the cache off it is the function."""
+
+    def wrap(function: Callable[..., T]) -> Callable[..., T]:
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> T:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            _read_urls(bound.arguments, inputs)
+            args, kwargs = bound.args, bound.kwargs
+            cache = open_cache()
+            if not cache.enabled:
+                return function(*args, **kwargs)
+            arguments = {name: value for name, value in bound.arguments.items() if name != "progress"}
+            try:
+                files = listing(p for name in inputs for p in paths_of(arguments[name]))
+            except (OSError, TooManyFiles):
+                return function(*args, **kwargs)
+            call_text = f"{function.__module__}.{function.__qualname__}{arguments!r} {_importable(uses)}"
+            key = Key(code_fingerprint(), tuple(files), call_text)
+            return cache.answer("commands", key, lambda: function(*args, **kwargs))
+
+        return call
+
+    return wrap
+
+
+def _read_urls(arguments: dict[str, Any], inputs: tuple[str, ...]) -> None:
+    """Replace each URL among the `inputs` arguments by its local mirror (`storage.local`), so the
+    command reads, and its answer is keyed by, local files that change when the objects' versions do."""
+    progress = arguments.get("progress") or silent
+    for name in inputs:
+        value = arguments[name]
+        if isinstance(value, (list, tuple)):
+            named = cast("list[str | Path] | tuple[str | Path, ...]", value)  # `inputs` name paths
+            arguments[name] = type(named)(local(v, progress) if is_url(v) else v for v in named)
+        elif isinstance(value, (str, Path)) and is_url(value):
+            arguments[name] = local(value, progress)
+
+
+def _importable(packages: tuple[str, ...]) -> tuple[bool, ...]:
+    importable: list[bool] = []
+    for package in packages:
+        try:
+            importable.append(importlib.util.find_spec(package) is not None)
+        except (ImportError, ValueError):  # a parent missing, or a module set to None in sys.modules
+            importable.append(False)
+    return tuple(importable)

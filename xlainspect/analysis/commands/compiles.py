@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.commands import Paths, input_paths
+from xlainspect.analysis.commands import Paths, input_paths, remembered
 from xlainspect.analysis.compile_times import compile_times
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
 from xlainspect.analysis.ops import instruction_count
@@ -23,7 +23,6 @@ from xlainspect.analysis.recompiles import (
 from xlainspect.capture import dump_folder, run_with_dump
 from xlainspect.dump.directory import Dump, SkippedFile, load_dump
 from xlainspect.dump.jaxlog import run_log
-from xlainspect.dump.model_cache import remembered
 from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import UsageError, XlaInspectError, literal, no_match
 from xlainspect.progress import Progress, silent

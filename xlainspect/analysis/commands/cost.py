@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.chips import chip_table, custom_chip, dump_chip_key, get_chip
-from xlainspect.analysis.commands import Paths, Selection, input_paths, run_selected
+from xlainspect.analysis.commands import Paths, Selection, input_paths, remembered, run_selected
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.profile import only_function, profile
 from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
-from xlainspect.dump.model_cache import remembered
 from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.progress import Progress, silent

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlainspect.analysis.chips import get_chip
+from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.diff import (
     METRICS,
     FunctionDiff,
@@ -18,7 +19,6 @@ from xlainspect.analysis.diff import (
     unknown_functions,
 )
 from xlainspect.dump.directory import SkippedFile, load_dump
-from xlainspect.dump.model_cache import remembered
 from xlainspect.progress import Progress, silent
 
 

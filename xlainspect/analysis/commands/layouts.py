@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.commands import Paths, analyse_each, input_paths
+from xlainspect.analysis.commands import Paths, analyse_each, input_paths, remembered
 from xlainspect.analysis.layouts import (
     explain_shape,
     filter_ledger,
@@ -16,7 +16,6 @@ from xlainspect.analysis.layouts import (
     ranked,
 )
 from xlainspect.dump.directory import SkippedFile, load_dump, select_dump_modules
-from xlainspect.dump.model_cache import remembered
 from xlainspect.hlo.shape_text import parse_shape
 from xlainspect.progress import Progress, silent
 

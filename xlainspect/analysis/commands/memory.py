@@ -6,10 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.commands import analyse_each
+from xlainspect.analysis.commands import analyse_each, remembered
 from xlainspect.analysis.memory import memory_inputs, module_memory
 from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump, select_dump_modules
-from xlainspect.dump.model_cache import remembered
 from xlainspect.errors import DumpError
 from xlainspect.progress import Progress, silent
 

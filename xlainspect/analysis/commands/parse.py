@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlainspect.analysis.commands import Paths
-from xlainspect.dump.model_cache import parse_file, remembered
+from xlainspect.analysis.commands import Paths, remembered
+from xlainspect.dump.model_cache import parse_file
 from xlainspect.hlo.opcodes import unknown_opcodes
 
 

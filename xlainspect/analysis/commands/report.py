@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import Collective, collectives
-from xlainspect.analysis.commands import analyse_each
+from xlainspect.analysis.commands import analyse_each, remembered
 from xlainspect.analysis.commands.cost import ChipChoice, chip_for
 from xlainspect.analysis.copies import Copy, copies
 from xlainspect.analysis.cost import module_cost
@@ -32,7 +32,6 @@ from xlainspect.dump.buffers import read_buffer_assignment
 from xlainspect.dump.directory import SHARE_MIN_MODULES, Dump, DumpModule, SkippedFile, load_dump
 from xlainspect.dump.files import read_text
 from xlainspect.dump.jaxlog import JaxLog, run_log
-from xlainspect.dump.model_cache import remembered
 from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
