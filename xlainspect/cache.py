@@ -38,7 +38,7 @@ from pathlib import Path
 from stat import S_ISDIR
 from typing import Any, TypeVar
 
-from xlainspect.settings import cache_dir, cache_enabled
+from xlainspect.settings import cache_dir, cache_enabled, kept_objects
 
 T = TypeVar("T")
 
@@ -104,7 +104,9 @@ class Cache:
             return compute()
         entry = self.directory / kind / f"{key.digest()}.{codec.suffix}"
         try:
-            return codec.loads(entry.read_bytes())
+            data = entry.read_bytes()
+            with kept_objects():  # an answer lives to the end of the run: collections need not scan it
+                return codec.loads(data)
         except Exception:  # noqa: BLE001 (missing, truncated or foreign: a miss)
             pass
         result = compute()
