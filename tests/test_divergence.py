@@ -15,6 +15,7 @@ from xlainspect.analysis.doctor import diagnose
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.hlo.fastpath import program_lines
+from xlainspect.report.views.doctor import examples
 
 FLEET = DUMPS / "fleet_divergence"
 
@@ -33,10 +34,10 @@ def test_the_host_with_another_program_is_named_per_compile():
 def test_doctor_reports_the_diverging_host_as_an_error():
     finding = next(f for f in diagnose(FLEET).findings if f.check == "host-programs")
     assert (finding.severity, finding.count) == ("error", 2)
-    assert finding.examples[0].startswith(
+    assert examples(finding)[0].startswith(
         "host_2: jit_train_step compile 1 differs from host_0, host_1, host_3 at line 14: 'ENTRY %main.2"
     )
-    assert "'%clip.2 (Arg_0.1: f32[8,1], Arg_1.1: f32[], Arg_2.1: f32[]) -> f32[8,1] {'" in finding.examples[0]
+    assert "'%clip.2 (Arg_0.1: f32[8,1], Arg_1.1: f32[], Arg_2.1: f32[]) -> f32[8,1] {'" in examples(finding)[0]
 
 
 def test_hosts_that_differ_in_metadata_only_agree(tmp_path):

@@ -18,6 +18,7 @@ from tests.conftest import DUMPS, GPU_CORPUS, JAX011
 from xlainspect.analysis.doctor import diagnose
 from xlainspect.cli.app import app
 from xlainspect.errors import DumpError
+from xlainspect.report.views.doctor import explanation
 
 
 def _copy(scenario: str, target, pattern: str = "module_*"):
@@ -66,7 +67,7 @@ def test_per_pass_files_are_counted_per_module():
         finding.examples[0]
         == "module_0000.jit_step.0000.async-collective.after_pipeline-start.before_async-collective-replacer.txt"
     )
-    assert "21 between-pass HLO files for 1 module(s)" in finding.explanation
+    assert "21 between-pass HLO files for 1 module(s)" in explanation(finding)
 
 
 def test_killed_compile_leaves_before_without_after(tmp_path):
@@ -120,7 +121,7 @@ def test_platforms_mixed_in_one_folder(tmp_path):
     health = diagnose(dump)
     finding = _by_check(health)["mixed-platforms"]
     assert (finding.count, health.modules) == (2, 2)
-    assert "cpu, tpu" in finding.explanation
+    assert "cpu, tpu" in explanation(finding)
 
 
 def test_dump_cap_read_from_debug_options(tmp_path):
@@ -172,9 +173,9 @@ def test_dump_cap_cut_is_not_called_a_crash():
     (finding,) = diagnose(DUMPS / "dump_cap").findings
     assert (finding.check, finding.count) == ("dump-cap-reached", 3)
     assert "module_0004.jit_step stopped at its before_optimizations file (the cap, not a crash)" in (
-        finding.explanation
+        explanation(finding)
     )
-    assert "2 later compiles left only jax's per-module folder (module_0006.jit_step, ...)" in finding.explanation
+    assert "2 later compiles left only jax's per-module folder (module_0006.jit_step, ...)" in explanation(finding)
 
 
 def test_a_crash_before_the_cap_is_still_a_missing_after(tmp_path):
@@ -184,7 +185,7 @@ def test_a_crash_before_the_cap_is_still_a_missing_after(tmp_path):
         path.unlink()
     findings = _by_check(diagnose(dump))
     assert findings["missing-after-optimizations"].examples == ("module_0000.jit_step.before_optimizations.txt",)
-    assert "module_0004.jit_step stopped" in findings["dump-cap-reached"].explanation
+    assert "module_0004.jit_step stopped" in explanation(findings["dump-cap-reached"])
 
 
 def test_complete_text_that_does_not_parse_is_a_finding(tmp_path):
@@ -193,7 +194,7 @@ def test_complete_text_that_does_not_parse_is_a_finding(tmp_path):
     after.write_text(after.read_text().replace(" parameter(0)", " parameter(0", 1))  # damaged: a lost ')'
     (finding,) = diagnose(dump).findings
     assert (finding.check, finding.severity, finding.examples) == ("unparsable-modules", "error", (after.name,))
-    assert f"First: {after.name}:" in finding.explanation
+    assert f"First: {after.name}:" in explanation(finding)
 
 
 def test_files_read_by_forked_workers_give_the_same_findings(tmp_path, monkeypatch):

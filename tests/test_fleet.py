@@ -13,6 +13,7 @@ from tests.conftest import DUMPS
 from xlainspect.analysis.doctor import diagnose
 from xlainspect.analysis.recompiles import count_recompiles
 from xlainspect.dump.directory import load_dump
+from xlainspect.report.views.doctor import examples
 
 
 def _fleet(root, hosts: int):
@@ -45,7 +46,7 @@ def test_doctor_names_the_host_that_compiled_less(tmp_path):
     finding = _host_finding(diagnose(fleet))
     assert finding.severity == "warning"
     assert finding.count == 1
-    assert finding.examples == ("host_2: jit_train_step 1 (most hosts 2)",)
+    assert examples(finding) == ("host_2: jit_train_step 1 (most hosts 2)",)
 
 
 def test_hosts_that_agree_give_no_host_finding(tmp_path):

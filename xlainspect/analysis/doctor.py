@@ -2,7 +2,8 @@
 
 Dumps come from crashed or killed jobs, from several processes writing one folder, from runs that hit
 `--xla_dump_max_hlo_modules`, and from flag sets that dump protos only. Each check here turns one of
-those into a `Finding` with a severity, a count, example paths, and what to do about it.
+those into a `Finding`: a check, a severity, a count, example paths and the values the check found;
+the report words each check's explanation and what to do (`xlainspect.report.views.doctor`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
@@ -29,17 +31,41 @@ _DUMP_CAP = re.compile(r"^\s*xla_dump_max_hlo_modules:\s*(-?\d+)\s*$", re.MULTIL
 
 
 @dataclass(slots=True)
+class OddCount:
+    """A host that compiled a function another number of times than most hosts did."""
+
+    host: str
+    function: str
+    count: int
+    usual: int
+
+
+@dataclass(slots=True)
 class Finding:
-    """One health problem of a dump: how bad, how many, where to look, and what to do."""
+    """One health problem of a dump: which check, how bad, how many, where to look, and what it found."""
 
     check: str
     severity: str
     """"error" (counts from this dump are wrong), "warning" (they may be), "info" (worth knowing)."""
     count: int
     examples: tuple[str, ...]
-    """Up to three paths relative to the dump root."""
-    explanation: str
-    action: str
+    """Up to three paths relative to the dump root (none for the host checks: their hosts say where)."""
+    cap: int | None = None
+    """dump-cap-reached: the dump's --xla_dump_max_hlo_modules."""
+    modules: int | None = None
+    """dump-cap-reached: modules the dump holds; per-pass-files: modules with between-pass files."""
+    hosts: int | None = None
+    """host-compile-counts: hosts in the dump."""
+    names: tuple[str, ...] = ()
+    """dump-cap-reached: modules cut at their before_optimizations file; mixed-platforms: the platforms."""
+    folders: tuple[str, ...] = ()
+    """dump-cap-reached: jax's per-module folders of compiles the cap left out."""
+    first_error: str | None = None
+    """unparsable-modules: the first module's parse error (its first line)."""
+    odd_counts: tuple[OddCount, ...] = ()
+    """host-compile-counts: each odd host's functions."""
+    disagreements: tuple[HostDisagreement, ...] = ()
+    """host-programs: each compile some hosts compiled otherwise."""
 
 
 @dataclass(slots=True)
@@ -128,14 +154,13 @@ def _sorted_out(scanned: list[DumpFile]) -> _Files:
     return files
 
 
-def _finding(
-    root: Path, check: str, severity: str, paths: Sequence[str | Path], explanation: str, action: str
-) -> list[Finding]:
-    """[] when no path shows the problem, else the one finding with the first paths as examples."""
+def _finding(root: Path, check: str, severity: str, paths: Sequence[str | Path], **found: Any) -> list[Finding]:
+    """[] when no path shows the problem, else the one finding with the first paths as examples, and
+    what else the check `found` (Finding's fields)."""
     if not paths:
         return []
     examples = tuple(_relative(root, p) for p in paths[:_MAX_EXAMPLES])
-    return [Finding(check, severity, len(paths), examples, explanation, action)]
+    return [Finding(check, severity, len(paths), examples, **found)]
 
 
 def _relative(root: Path, path: str | Path) -> str:
@@ -163,20 +188,8 @@ _CHUNK_FILES = 4096
 def _damaged(root: Path, facts: dict[str, tuple[str | None, bytes | None]]) -> list[Finding]:
     unreadable = sorted(path for path, (problem, _) in facts.items() if problem == "unreadable")
     truncated = sorted(path for path, (problem, _) in facts.items() if problem == "truncated")
-    return _finding(
-        root,
-        "unreadable-files",
-        "error",
-        unreadable,
-        "HLO text files that are binary, not UTF-8, compressed wrongly or empty; every command skips them.",
-        "Re-run the dump, or delete the files; `--strict` makes commands fail on them.",
-    ) + _finding(
-        root,
-        "truncated-files",
-        "error",
-        truncated,
-        "HLO text ends mid-computation (the process was killed, or is still writing); commands skip them.",
-        "Wait for the job to finish, or re-run it; the module's other stages may still be complete.",
+    return _finding(root, "unreadable-files", "error", unreadable) + _finding(
+        root, "truncated-files", "error", truncated
     )
 
 
@@ -231,16 +244,8 @@ def _unparsable(
         verdict = verdicts[digest]
         if verdict is not None and problem is None:
             failed.append((Path(location), verdict[1].replace(str(verdict[0]), _relative(root, location))))
-    first = f" First: {failed[0][1]}" if failed else ""
-    return _finding(
-        root,
-        "unparsable-modules",
-        "error",
-        [path for path, _ in failed],
-        "Complete HLO text that xlainspect cannot parse: commands skip these modules, so their counts "
-        f"and diffs leave them out (diff marks the function unknown).{first}",
-        "Run `xlainspect parse FILE` for the place; report the line if XLA wrote it.",
-    )
+    first = failed[0][1] if failed else None
+    return _finding(root, "unparsable-modules", "error", [path for path, _ in failed], first_error=first)
 
 
 def _parse_error(module: DumpModule, path: Path) -> tuple[Path, str] | None:
@@ -285,27 +290,11 @@ def _missing_after(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     stranded = [  # a stranded module has its before_optimizations file by definition
         f.location for m in _stranded(dump) if m not in cut and (f := m.file("hlo", "before")) is not None
     ]
-    return _finding(
-        root,
-        "missing-after-optimizations",
-        "warning",
-        stranded,
-        "A module was dumped before optimization but has no after-optimizations file: its compile "
-        "crashed or was killed, it was filtered out, or a persistent compilation cache hit skipped it.",
-        "Check the job's log for a compile error or OOM kill; count these as attempted compiles only.",
-    )
+    return _finding(root, "missing-after-optimizations", "warning", stranded)
 
 
 def _unknown_files(root: Path, dump: Dump, files: _Files) -> list[Finding]:
-    return _finding(
-        root,
-        "unknown-files",
-        "info",
-        sorted(files.unknown),
-        "Files named like a module's dump files, of a kind xlainspect does not know (a newer XLA may "
-        "write new ones): every count is made without them.",
-        "Nothing to do for the counts; tell xlainspect's maintainers the file names so it learns them.",
-    )
+    return _finding(root, "unknown-files", "info", sorted(files.unknown))
 
 
 def _id_collisions(root: Path, dump: Dump, files: _Files) -> list[Finding]:
@@ -318,15 +307,7 @@ def _id_collisions(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     clashes = [  # a Dump's modules all have an HLO file
         f.location for key, found in names.items() if len(found) > 1 and (f := first[key].hlo_file()) is not None
     ]
-    return _finding(
-        root,
-        "module-id-collision",
-        "error",
-        clashes,
-        "One module id names different modules: several processes (hosts, or repeated runs) wrote into "
-        "one folder, and XLA's per-process ids restart at 0, so files may have overwritten each other.",
-        "Give every process its own --xla_dump_to folder (e.g. one per host), or empty it between runs.",
-    )
+    return _finding(root, "module-id-collision", "error", clashes)
 
 
 def _dump_cap_reached(files: _Files) -> tuple[int, Path] | None:
@@ -351,24 +332,9 @@ def _dump_cap(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     modules = _staged_modules(files)
     cut = [m.label for m in _cut_by_cap(dump, files)]
     undumped = _undumped_folders(root, files)
-    return [
-        Finding(
-            "dump-cap-reached",
-            "warning",
-            modules,
-            (_relative(root, path),),
-            f"--xla_dump_max_hlo_modules={cap} and the dump holds {modules} modules: compiles after the "
-            "cap were not dumped, so recompile counts are a lower bound"
-            + (f"; {', '.join(cut)} stopped at its before_optimizations file (the cap, not a crash)" if cut else "")
-            + (
-                f"; {len(undumped)} later compiles left only jax's per-module folder ({undumped[0]}, ...)"
-                if undumped
-                else ""
-            )
-            + ".",
-            "Raise --xla_dump_max_hlo_modules (or narrow --xla_dump_hlo_module_re) and re-run.",
-        )
-    ]
+    found = Finding("dump-cap-reached", "warning", modules, (_relative(root, path),), cap=cap, modules=modules)
+    found.names, found.folders = tuple(cut), tuple(undumped)
+    return [found]
 
 
 def _undumped_folders(root: Path, files: _Files) -> list[str]:
@@ -394,15 +360,7 @@ def _quiet_read(path: Path) -> str:
 def _per_pass(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     passes = sorted(f.location for f in files.between)
     modules = len({(f.host, f.timestamp, f.module_id) for f in files.between})
-    return _finding(
-        root,
-        "per-pass-files",
-        "info",
-        passes,
-        f"--xla_dump_hlo_pass_re wrote {len(passes)} between-pass HLO files for {modules} module(s): "
-        f"counting files (ls | wc -l) overstates compiles; xlainspect counts modules.",
-        "Nothing to fix; drop --xla_dump_hlo_pass_re when you only need before/after HLO.",
-    )
+    return _finding(root, "per-pass-files", "info", passes, modules=modules)
 
 
 def _mixed_platforms(root: Path, dump: Dump, files: _Files) -> list[Finding]:
@@ -413,31 +371,14 @@ def _mixed_platforms(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     if len(by_platform) < 2:
         return []
     paths = [f.location for module in by_platform.values() if (f := module.hlo_file()) is not None]  # all have one
-    return [
-        Finding(
-            "mixed-platforms",
-            "warning",
-            len(dump.modules),
-            tuple(_relative(root, p) for p in paths),
-            f"Modules for {', '.join(sorted(by_platform))} share one folder: several jobs wrote here, and "
-            f"per-function compile counts mix platforms.",
-            "Dump each platform (or job) into its own folder, or filter modules by platform.",
-        )
-    ]
+    examples = tuple(_relative(root, p) for p in paths)
+    return [Finding("mixed-platforms", "warning", len(dump.modules), examples, names=tuple(sorted(by_platform)))]
 
 
 def _protos_only(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     with_text = {(f.host, f.timestamp, f.module_id) for f in files.hlo} if files.protos else set[_ModuleKey]()
     paths = sorted(path for key, path in files.protos.items() if key not in with_text)
-    return _finding(
-        root,
-        "text-dumps-off",
-        "warning",
-        paths,
-        "Modules dumped as HLO protos only (--xla_dump_hlo_as_text=false): xlainspect reads HLO text, "
-        "so these modules are invisible to every other command.",
-        "Re-run with --xla_dump_hlo_as_text (it may be combined with --xla_dump_hlo_as_proto).",
-    )
+    return _finding(root, "text-dumps-off", "warning", paths)
 
 
 def _host_compile_counts(root: Path, dump: Dump, files: _Files) -> list[Finding]:
@@ -448,56 +389,18 @@ def _host_compile_counts(root: Path, dump: Dump, files: _Files) -> list[Finding]
         per_host[module.host][module.name or module.label] += 1
     if len(per_host) < 2:
         return []
-    odd: dict[str, list[str]] = defaultdict(list)  # host -> "function n (most hosts m)"
+    odd: dict[str, list[OddCount]] = defaultdict(list)
     for function in sorted({name for counts in per_host.values() for name in counts}):
         counts = {host: host_counts[function] for host, host_counts in per_host.items()}
         usual, _ = Counter(counts.values()).most_common(1)[0]
         for host, count in counts.items():
             if count != usual:
-                odd[host].append(f"{function} {count} (most hosts {usual})")
+                odd[host].append(OddCount(host, function, count, usual))
     if not odd:
         return []
     hosts = sorted(odd)
-    return [
-        Finding(
-            "host-compile-counts",
-            "warning",
-            len(hosts),
-            tuple(f"{host or '.'}: {', '.join(odd[host][:_MAX_EXAMPLES])}" for host in hosts[:_MAX_EXAMPLES]),
-            f"{len(hosts)} of {len(per_host)} hosts compiled some function a different number of times than "
-            "most hosts: those hosts saw other shapes or code (a host-dependent branch or batch), or lost "
-            "compiles (a crash, the dump cap).",
-            "Run count-recompiles on one usual and one odd host folder and diff them (xlainspect diff A B).",
-        )
-    ]
-
-
-_DIVERGENCE_EXPLANATION = (
-    "Hosts of one job compiled another program for the same function and compile (metadata aside): "
-    "in an SPMD job such a host waits at its next collective for peers that never come, and every "
-    "host still looks healthy. A Python branch on jax.process_index(), a host-local flag or environment "
-    "variable, or another library version on that host makes one."
-)
-_DIVERGENCE_ACTION = (
-    "Make the traced program the same on every host (no host-dependent Python in jitted code); "
-    "`xlainspect diff` a usual and an odd host's folder shows the whole difference."
-)
-_SHOWN = 100
-
-
-def _divergence_example(found: HostDisagreement) -> str:
-    """`host_2: jit_f compile 1 differs from host_0, host_1 at line 14: <usual> vs <odd>`: where to look."""
-    return (
-        f"{host_list(found.odd_hosts)}: {found.function} compile {found.compile} differs from "
-        f"{host_list(found.usual_hosts)} at line {found.line}: "
-        f"{found.usual_line[:_SHOWN]!r} vs {found.odd_line[:_SHOWN]!r}"
-    )
-
-
-def host_list(hosts: tuple[str, ...], shown: int = 3) -> str:
-    """`host_0, host_1, host_3 and 1,020 more`: a pod's hosts named without naming a thousand."""
-    named = ", ".join(h or "." for h in hosts[:shown])
-    return named + (f" and {len(hosts) - shown:,} more" if len(hosts) > shown else "")
+    counts = tuple(c for host in hosts for c in odd[host])
+    return [Finding("host-compile-counts", "warning", len(hosts), (), hosts=len(per_host), odd_counts=counts)]
 
 
 def _host_programs(root: Path, dump: Dump, files: _Files) -> list[Finding]:
@@ -505,8 +408,7 @@ def _host_programs(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     found = [d for d in host_disagreements(dump) if d.compile is not None]
     if not found:
         return []
-    examples = tuple(dict.fromkeys(_divergence_example(d) for d in found))[:_MAX_EXAMPLES]
-    return [Finding("host-programs", "error", len(found), examples, _DIVERGENCE_EXPLANATION, _DIVERGENCE_ACTION)]
+    return [Finding("host-programs", "error", len(found), (), disagreements=tuple(found))]
 
 
 _CHECKS = (

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.commands.compiles import ModuleRow
-from xlainspect.analysis.doctor import host_list
 from xlainspect.report.causes import (
     cause_record,
     causes_text,
@@ -14,6 +13,7 @@ from xlainspect.report.causes import (
     violation_text,
 )
 from xlainspect.report.document import Document, Entry, Lines, fields, record, records, table
+from xlainspect.report.views.doctor import host_list
 
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.compiles import ModulesReport, RecompileReport
