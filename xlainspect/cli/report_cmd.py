@@ -7,13 +7,12 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.analysis.commands.report import report_of
 from xlainspect.cli.app import commands_of
 from xlainspect.cli.options import DumpPath, StrictOpt, note_skipped, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import note
 from xlainspect.errors import XlaInspectError
-from xlainspect.report.dump_report import dump_report
+from xlainspect.report.dump_report import report_at
 from xlainspect.report.page import render_html, render_markdown
 
 commands = commands_of("report")
@@ -47,7 +46,7 @@ def report(
     with user_errors(), progress_bars() as progress:
         if html is None and markdown is None:
             raise XlaInspectError("report: say where to write it: --html FILE and/or --markdown FILE ('-': stdout)")
-        built = dump_report(report_of(path, profile=profile, log=log, strict=strict, progress=progress))
+        built = report_at(path, profile=profile, log=log, strict=strict, progress=progress)
         for target, render in ((html, render_html), (markdown, render_markdown)):
             if target is not None:
                 _write(target, render(built))

@@ -15,16 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import collective_totals
-from xlainspect.analysis.commands.report import DumpFacts, op_lines
+from xlainspect.analysis.commands import remembered
+from xlainspect.analysis.commands.report import DumpFacts, op_lines, report_of
 from xlainspect.analysis.copies import copy_totals
 from xlainspect.analysis.fusions import fusion_kind_totals
 from xlainspect.analysis.layouts import ledger_totals
 from xlainspect.analysis.memory import ModuleMemory
 from xlainspect.analysis.timing import CompileMark, FunctionTiming, OpTiming, Timing, losses
 from xlainspect.dump.directory import Dump, SkippedFile
+from xlainspect.progress import Progress, silent
 from xlainspect.report.causes import causes_text, for_people, suggestion
 from xlainspect.report.document import Table
 
@@ -137,6 +140,20 @@ def dump_report(facts: DumpFacts) -> DumpReport:
     """Every section builder run on the facts of a dump (`xlainspect.report_of`)."""
     sections = [section for build in SECTION_BUILDERS if (section := build(facts)) is not None]
     return DumpReport(str(facts.dump.root), _modules_table(facts.dump), sections, facts.skipped)
+
+
+@remembered("path", "profile", "log")
+def report_at(
+    path: str | Path,
+    *,
+    profile: str | Path | None = None,
+    log: str | Path | None = None,
+    strict: bool = False,
+    progress: Progress = silent,
+) -> DumpReport:
+    """`dump_report(report_of(path, ...))`, what the `report` command writes, answered from the command
+    cache while the inputs are unchanged."""
+    return dump_report(report_of(path, profile=profile, log=log, strict=strict, progress=progress))
 
 
 def _modules_table(dump: Dump) -> Table:
