@@ -173,11 +173,12 @@ def diff_dumps(a: Dump, b: Dump, chip: Chip | None = None, advance: Callable[[in
     xlainspect owns the process, and once for modules of the same bytes on either side."""
     functions_a, functions_b = a.functions(), b.functions()
     sides = [m for functions in (functions_a, functions_b) for modules in functions.values() for m in modules]
+    chips = {id(m): chip or _dump_chip(m) for m in sides}  # the side files read once, for the key and the roofline
     found = analyse_each(
         sides,
-        functools.partial(_share_and_peak, chip=chip),
+        lambda m: _share_and_peak(m, chips[id(m)]),
         inputs=memory_inputs,
-        key=lambda m: f"diff:{(c.key if (c := chip or _dump_chip(m)) else None)}:{m.platform}",
+        key=lambda m: f"diff:{(c.key if (c := chips[id(m)]) else None)}:{m.platform}",
         blame=DumpModule.hlo_path,
         advance=advance or (lambda n: None),
         meanwhile=functools.partial(_signatures, [*functions_a.values(), *functions_b.values()]),
@@ -228,7 +229,7 @@ class ShareAndPeak(NamedTuple):
 def _share_and_peak(dump_module: DumpModule, chip: Chip | None) -> ShareAndPeak:
     """`module_share` and the module's memory peak, or the error that kept the peak (`profile` skips the
     buffer assignment it names, and counts the rest); XlaInspectError where the HLO does not parse."""
-    facts = module_share(dump_module, chip or _dump_chip(dump_module))
+    facts = module_share(dump_module, chip)
     try:
         memory = module_memory(dump_module, top=0)
         peak = memory.peak_bytes if memory is not None else None

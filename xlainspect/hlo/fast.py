@@ -15,6 +15,7 @@ syntax example.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from sys import intern
@@ -172,9 +173,8 @@ class LineReader:
             "_frame_line": frame_line,
             "_frame_lines": f"(?:{frame_line})*",
         }
-        self._shapes = ShapeReader(terminals)
-        self._tuples: dict[str, Shape] = {}
-        """Tuple shapes read, by their text: a module repeats a few of them many times."""
+        self._tuple = functools.lru_cache(maxsize=16384)(ShapeReader(terminals).shape)
+        """A tuple shape read, by its text (a module repeats a few of them many times); None: not plain."""
         self._ready = False
 
     def _compile(self, names: Iterable[str]) -> None:
@@ -366,10 +366,9 @@ class LineReader:
     def _shape(self, text: str) -> Shape:
         if not text.startswith("("):
             return array_shape(text)
-        found = self._tuples.get(text) or self._shapes.shape(text)
+        found = self._tuple(text)
         if found is None:
             raise _NotPlain  # a buffer shape, or bad text: the grammar reads the computation
-        self._tuples[text] = found
         return found
 
 

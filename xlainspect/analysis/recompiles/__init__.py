@@ -31,7 +31,7 @@ from xlainspect.analysis.recompiles.gate import (
     budget_violations,
     unknown_budget_names,
 )
-from xlainspect.analysis.recompiles.model import Cause, Compiles, FunctionCompiles, hlo_path, new_values
+from xlainspect.analysis.recompiles.model import Cause, Compiles, FunctionCompiles, new_values
 from xlainspect.analysis.recompiles.signature import name_parameters, signature_causes
 from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
 from xlainspect.errors import AnalysisBug, XlaInspectError
@@ -169,7 +169,7 @@ def _readable(modules: list[DumpModule], skipped: list[SkippedFile]) -> list[Dum
         try:
             module.header()
         except XlaInspectError as error:
-            skipped.append(SkippedFile.of(hlo_path(module), error))
+            skipped.append(SkippedFile.of(module.hlo_path(), error))
         else:
             readable.append(module)
     return readable

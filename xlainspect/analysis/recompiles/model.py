@@ -6,7 +6,6 @@ Data only: the words for a cause, the advice and the gate's messages are in `xla
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from xlainspect.dump.directory import DumpFile, DumpModule, SkippedFile
@@ -124,7 +123,7 @@ class Compiles:
         return Compiles(modules, self.position, self.eager, self.skipped)
 
     def skip(self, module: DumpModule, error: XlaInspectError) -> None:
-        self.skipped.append(SkippedFile.of(hlo_path(module), error))
+        self.skipped.append(SkippedFile.of(module.hlo_path(), error))
 
     def numbers(self) -> list[int]:
         return [self.position[m] for m in self.modules]
@@ -143,12 +142,6 @@ def new_values(values: tuple[Any, ...], numbers: list[int]) -> tuple[int, ...]:
             seen.append(value)
             new.append(number)
     return tuple(new)
-
-
-def hlo_path(module: DumpModule) -> Path:
-    """The module's HLO file, to name it (every module of a loaded dump has one; else its label)."""
-    found = module.hlo_file()
-    return found.path if found is not None else Path(module.label)
 
 
 def program_stage(module: DumpModule) -> str:

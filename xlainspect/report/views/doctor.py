@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from xlainspect.analysis.divergence import HostDisagreement
 from xlainspect.analysis.doctor import DumpHealth, Finding
-from xlainspect.report.document import Document, Lines, fields, records, table
+from xlainspect.report.document import Document, Lines, records, table
 
 EXAMPLES = 3
 """Hosts (and functions of a host) a host finding shows."""
@@ -34,16 +32,8 @@ ACTIONS = {
 """What to do about each check's finding."""
 
 
-@dataclass(slots=True)
-class WordedFinding:
-    """A finding as doctor writes it (its table's columns and its JSON keys)."""
-
-    check: str
-    severity: str
-    count: int
-    examples: tuple[str, ...]
-    explanation: str
-    action: str
+COLUMNS = ("check", "severity", "count", "examples", "explanation", "action")
+"""A finding as doctor writes it: its table's columns and its JSON keys."""
 
 
 def doctor_document(health: DumpHealth) -> Document:
@@ -52,15 +42,14 @@ def doctor_document(health: DumpHealth) -> Document:
     data["findings"] = records(worded)
     verdict = f"{len(worded)} findings" if worded else "no findings: the dump looks healthy"
     title = f"{health.root}: {health.modules} modules, {health.files} files, {verdict}"
-    rows = table(title, worded, fields(WordedFinding))
+    rows = table(title, worded, COLUMNS)
     return Document(data, [rows] if worded else [Lines(title)], csv=rows)  # a sentence, not an empty table
 
 
-def worded_finding(found: Finding) -> WordedFinding:
-    """The finding with its examples, explanation and action in words."""
-    return WordedFinding(
-        found.check, found.severity, found.count, examples(found), explanation(found), ACTIONS[found.check]
-    )
+def worded_finding(found: Finding) -> dict[str, object]:
+    """The finding with its examples, explanation and action in words (`COLUMNS`)."""
+    worded = (found.check, found.severity, found.count, examples(found), explanation(found), ACTIONS[found.check])
+    return dict(zip(COLUMNS, worded))
 
 
 def examples(found: Finding) -> tuple[str, ...]:
