@@ -14,10 +14,10 @@ import subprocess
 import sys
 
 import pytest
+from conftest import DUMPS, REPO
 from typer.testing import CliRunner
 
 import xlainspect
-from tests.conftest import DUMPS, REPO
 from xlainspect.analysis.recompiles import Budget
 from xlainspect.cli import app
 from xlainspect.cli.app import COMMANDS, command_name

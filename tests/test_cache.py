@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import DUMPS, model_summary
 
-from tests.conftest import DUMPS, model_summary
 from xlainspect import HloParseError, settings
 from xlainspect.dump import model_cache
 from xlainspect.dump.model_cache import parse_file
@@ -313,7 +313,8 @@ def test_a_changed_parser_misses_the_parsed_models(hlo, monkeypatch):
 def test_records_hold_the_whole_model():
     """`Module.from_record(module.to_record())` is the module, shapes and stack frames as objects
     equal to the parsed ones (the record is what the cache keeps and the tests compare)."""
-    from tests.conftest import hlo_fixture_files
+    from conftest import hlo_fixture_files
+
     from xlainspect.hlo.model import Module
     from xlainspect.hlo.parser import parse_hlo
 

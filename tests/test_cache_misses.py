@@ -12,9 +12,9 @@ import sys
 import textwrap
 
 import pytest
+from conftest import FIXTURES, REPO
 from typer.testing import CliRunner
 
-from tests.conftest import FIXTURES, REPO
 from xlainspect.analysis.cache_misses import cache_misses
 from xlainspect.capture import _tee, child_env
 from xlainspect.cli.app import app

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import DUMPS, JAX011
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, JAX011
 from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_threshold, regressions
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump

@@ -12,9 +12,9 @@ import json
 import shutil
 
 import pytest
+from conftest import DUMPS, GPU_CORPUS, JAX011
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, GPU_CORPUS, JAX011
 from xlainspect.analysis.doctor import diagnose
 from xlainspect.cli.app import app
 from xlainspect.errors import DumpError

@@ -9,9 +9,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import DUMPS, JAX011, corpus_files, hlo_fixture_files
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, JAX011, corpus_files, hlo_fixture_files
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import TAIL_BYTES, classify, header_line, load_dump, select_modules
 from xlainspect.dump.files import read_bytes, read_first_line_and_tail, read_text

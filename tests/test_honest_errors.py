@@ -9,8 +9,8 @@ import shutil
 import sys
 
 import pytest
+from conftest import DUMPS
 
-from tests.conftest import DUMPS
 from xlainspect import settings
 from xlainspect.analysis import recompiles
 from xlainspect.analysis.commands import analyse_modules

@@ -6,9 +6,9 @@ from __future__ import annotations
 import io
 import sys
 
+from conftest import DUMPS
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS
 from xlainspect import fusions_report
 from xlainspect.cli import app
 from xlainspect.cli.render import DRAWN_ROWS, OutputFormat, emit

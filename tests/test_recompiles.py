@@ -8,10 +8,10 @@ import os
 from collections import Counter
 
 import pytest
+from conftest import DUMPS, GPU_CORPUS, JAX_VERSIONS, twins
 from typer.testing import CliRunner
 
 import xlainspect.settings
-from tests.conftest import DUMPS, GPU_CORPUS, JAX_VERSIONS, twins
 from xlainspect.analysis.divergence import host_disagreements
 from xlainspect.analysis.recompiles import count_recompiles
 from xlainspect.cli.app import app

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from conftest import DUMPS
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS
 from xlainspect.analysis import commands
 from xlainspect.analysis.commands import report as report_command
 from xlainspect.analysis.commands.report import dump_facts
