@@ -4,9 +4,8 @@
 #               .venv, runs ruff (lint and format), import-linter (layers), pyright (the typed core,
 #               strict: [tool.pyright] in pyproject.toml), then the test suite
 #   (make test runs the test suite alone)
-# The suite runs in one pytest-xdist worker per core (PYTEST_WORKERS=auto); `--dist loadgroup` keeps each
-# module whose fixtures are costly to build (servers, profiles, jaxlib's answers: `xdist_group`) on one
-# worker, so they are built once.
+# The suite runs in one pytest-xdist worker per core (PYTEST_WORKERS=auto; tests/conftest.py keeps each
+# module whose fixtures are costly to build on one worker, ONE_WORKER).
 PYTEST_WORKERS ?= auto
 PYTHON ?= python3
 VENV := .venv
@@ -31,14 +30,14 @@ demo: $(VENV)/.installed
 	$(BIN)/xlainspect count-recompiles $(DEMO_DUMP)
 
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
 check: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/pyright --project . --pythonpath $(BIN)/python
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py

@@ -18,9 +18,6 @@ from xlainspect.analysis.cost import TRANSCENDENTAL, _valid_positions, _window, 
 from xlainspect.cli.app import app
 from xlainspect.hlo.parser import parse_hlo
 
-# one worker under `pytest -n --dist loadgroup` (make check): jaxlib's costs (`xla_costs`) are computed once
-pytestmark = pytest.mark.xdist_group("cost")
-
 CLEAN = DUMPS / "clean_run" / "module_0000.jit_train_step.cpu_after_optimizations.txt"
 DOTS = DUMPS / "tpu_v5e" / "module_0219.jit_dots.cl_933746096.after_optimizations.txt"
 OFFLOAD = DUMPS / "tpu_v5e" / "module_0254.jit_offload.cl_933746096.after_optimizations.txt"

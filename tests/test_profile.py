@@ -21,9 +21,6 @@ from xlainspect.dump.directory import load_dump
 from xlainspect.dump.xplane import find_trace_files, read_trace
 from xlainspect.errors import XlaInspectError
 
-# one worker under `pytest -n --dist loadgroup` (make check): the profile is read once
-pytestmark = pytest.mark.xdist_group("profile")
-
 TRACE = FIXTURES / "profiles" / "profile_steps"
 DUMP = DUMPS / "profile_steps"
 SCENARIO = json.loads((DUMPS / "profile_steps.compiles.json").read_text())

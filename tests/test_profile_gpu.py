@@ -32,9 +32,6 @@ from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import XlaInspectError
 
 CORPUS = FIXTURES / "gpu_corpus"
-# one worker under `pytest -n --dist loadgroup` (make check): the three profiles are read once
-pytestmark = pytest.mark.xdist_group("profile_gpu")
-
 RUNS = {
     "cnn_profile": (CORPUS / "cnn_profile" / "trace", CORPUS / "cnn_profile" / "dump"),
     "mixer_profile": (CORPUS / "mixer_profile" / "trace", CORPUS / "mixer_profile" / "dump"),

@@ -29,9 +29,6 @@ pytest.importorskip("s3fs")
 pytest.importorskip("moto")
 pytest.importorskip("gcp_storage_emulator")
 
-# one worker under `pytest -n --dist loadgroup` (make check): the servers start once
-pytestmark = pytest.mark.xdist_group("remote")
-
 _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 
 
