@@ -187,7 +187,7 @@ def test_warm_cli_rerun_reads_no_module(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from xlainspect.cli import app
-    from xlainspect.dump.directory import DumpModule
+    from xlainspect.dump.module import DumpModule
 
     monkeypatch.setenv("XLAINSPECT_CACHE_DIR", str(tmp_path / "cache"))
     dump = DUMPS / "collectives_cpu"
@@ -207,7 +207,7 @@ def dump_copy(tmp_path, monkeypatch):
 
 def test_a_command_on_an_unchanged_dump_is_answered_without_reading_it(dump_copy, monkeypatch):
     import xlainspect
-    from xlainspect.dump.directory import DumpModule
+    from xlainspect.dump.module import DumpModule
 
     cold = xlainspect.fusions_report(dump_copy)
     assert len(list((cache_dir() / "commands").iterdir())) == 1

@@ -8,7 +8,8 @@ from conftest import DUMPS
 from typer.testing import CliRunner
 
 from xlainspect.cli.app import app
-from xlainspect.dump.directory import load_dump, select_dump_modules
+from xlainspect.dump.directory import load_dump
+from xlainspect.dump.selection import select_dump_modules
 from xlainspect.errors import NoMatchError
 
 RAGGED = DUMPS / "ragged_batch"

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.directory import Dump
 from xlainspect.dump.files import read_text
 from xlainspect.dump.jaxlog import COMPONENTS, JaxLog, LogCompile
+from xlainspect.dump.module import DumpModule
 from xlainspect.errors import XlaInspectError
 
 _SEVERITY = ("hit", "miss", "not written", "off")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NotRequired, TypedDict, cast
 
-from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.module import DumpModule
 from xlainspect.errors import XlaInspectError
 
 DTYPE_CLASSES = ("bf16", "f32", "fp8", "int8")

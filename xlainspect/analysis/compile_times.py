@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.directory import Dump
 from xlainspect.dump.jaxlog import JaxLog, LogCompile
+from xlainspect.dump.module import DumpModule
 
 
 @dataclass(slots=True)

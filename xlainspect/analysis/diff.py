@@ -30,8 +30,9 @@ from xlainspect.analysis.memory import memory_inputs, module_memory
 from xlainspect.analysis.ops import opcode_histogram
 from xlainspect.analysis.recompiles import Cause, name_parameters, signature_causes
 from xlainspect.analysis.recompiles.model import Reason
-from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
+from xlainspect.dump.directory import Dump
 from xlainspect.dump.files import read_bytes
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.errors import UsageError, XlaInspectError, literal
 
 if TYPE_CHECKING:

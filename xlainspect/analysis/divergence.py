@@ -25,7 +25,8 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass
 
-from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.directory import Dump
+from xlainspect.dump.module import DumpModule
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.fastpath import program_lines
 

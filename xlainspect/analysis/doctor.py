@@ -19,8 +19,12 @@ from typing import Any
 
 from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
-from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, DumpModule, classify, dump_of, scan_dump
+from xlainspect.dump.directory import Dump, dump_of
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
+from xlainspect.dump.headers import TAIL_BYTES
+from xlainspect.dump.module import DumpModule
+from xlainspect.dump.names import AFTER_STAGES, DumpFile, classify
+from xlainspect.dump.scan import scan_dump
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.progress import Progress, silent
 from xlainspect.workers import map_shared

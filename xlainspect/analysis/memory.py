@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from xlainspect.dump.buffers import Allocation, BufferAssignment, BufferValue, read_buffer_assignment
-from xlainspect.dump.directory import DumpModule
 from xlainspect.dump.files import read_text
+from xlainspect.dump.module import DumpModule
 from xlainspect.errors import XlaInspectError, error_at
 from xlainspect.hlo.model import Instruction, Module
 from xlainspect.hlo.shape import array_shape

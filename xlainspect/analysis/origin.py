@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.module import DumpModule
 from xlainspect.errors import HloParseError, XlaInspectError
 from xlainspect.hlo.fastpath import op_names, opcodes, stack_frame_ids, stack_frames
 from xlainspect.hlo.model import StackFrame

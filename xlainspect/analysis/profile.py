@@ -33,7 +33,8 @@ from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.commands import analyse_each
 from xlainspect.analysis.cost import OpCost, module_cost
 from xlainspect.analysis.profile_compiles import COMPILE_EVENTS, CompileEvent, trace_compiles
-from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
+from xlainspect.dump.directory import Dump
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.thunks import KERNEL_KINDS, Thunk, ThunkSequence, read_thunk_sequence, thunk_files
 from xlainspect.dump.xplane import StatValue, Trace, TraceEvent, embedded_hlo_text
 from xlainspect.errors import UsageError, XlaInspectError, literal

@@ -17,7 +17,7 @@ import typer
 from xlainspect.analysis.commands import Selection
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, emit, note
-from xlainspect.dump.directory import SkippedFile
+from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.storage import is_url, local
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.report.document import Document

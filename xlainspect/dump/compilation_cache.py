@@ -22,7 +22,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xlainspect.dump.directory import SkippedFile
+from xlainspect.dump.module import SkippedFile
 from xlainspect.errors import DumpError
 
 _TIME_BYTES = 4

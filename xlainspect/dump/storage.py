@@ -42,7 +42,7 @@ from xlainspect.progress import Progress, silent
 _URL = re.compile(r"^(?P<protocol>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
 _DUMPED = re.compile(r"(?:^|/)(?:\d+\.)?(?:[A-Za-z_][\w-]*\.)?module_\d{4,}(?:[./]|$)")
 """A path XLA's dumper wrote (`module_<id>...`, or a file in a per-module folder): the naming rule
-`directory._MODULE_FILE` classifies, found anywhere in the path relative to the URL."""
+`names.MODULE_FILE` classifies, found anywhere in the path relative to the URL."""
 _ALSO_READ = re.compile(r"(?:^|/)(?:jax\.log(?:\.gz)?|[^/]*\.xplane\.pb)$")
 """Files commands read beside a dump's: the jax log `capture` saves, jax.profiler's XSpace."""
 _BATCH = 256

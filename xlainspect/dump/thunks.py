@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from xlainspect.dump.directory import DumpModule
 from xlainspect.dump.files import read_text
+from xlainspect.dump.module import DumpModule
 
 _LINE = re.compile(r"^(?P<indent> *)(?P<id>\d+): (?P<kind>k\w+)\s*\[[^\]]*\]\s*(?P<rest>.*)$")
 _ENTRY = re.compile(r"thunk_metadata \{(?P<body>.*?)thunk_kind: \"(?P<kind>\w+)\"\s*\}", re.S)

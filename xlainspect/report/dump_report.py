@@ -26,7 +26,8 @@ from xlainspect.analysis.fusions import fusion_kind_totals
 from xlainspect.analysis.layouts import ledger_totals
 from xlainspect.analysis.memory import ModuleMemory
 from xlainspect.analysis.timing import CompileMark, FunctionTiming, OpTiming, Timing, losses
-from xlainspect.dump.directory import Dump, SkippedFile
+from xlainspect.dump.directory import Dump
+from xlainspect.dump.module import SkippedFile
 from xlainspect.progress import Progress, silent
 from xlainspect.report.causes import causes_text, for_people, suggestion
 from xlainspect.report.document import Table

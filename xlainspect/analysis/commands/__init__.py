@@ -20,15 +20,10 @@ from pathlib import Path
 from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 from xlainspect.cache import Key, TooManyFiles, listing
-from xlainspect.dump.directory import (
-    SHARE_MIN_BYTES,
-    SHARE_MIN_MODULES,
-    Dump,
-    DumpModule,
-    SkippedFile,
-    select_dump_modules,
-)
+from xlainspect.dump.directory import SHARE_MIN_BYTES, SHARE_MIN_MODULES, Dump
 from xlainspect.dump.model_cache import cached_result, code_fingerprint, open_cache, paths_of
+from xlainspect.dump.module import DumpModule, SkippedFile
+from xlainspect.dump.selection import select_dump_modules
 from xlainspect.dump.storage import is_url, local
 from xlainspect.errors import AnalysisBug, UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent

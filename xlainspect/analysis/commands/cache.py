@@ -10,8 +10,9 @@ from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries
 from xlainspect.analysis.cache_misses import cache_misses
 from xlainspect.analysis.commands import remembered
 from xlainspect.dump.compilation_cache import read_cache_dir
-from xlainspect.dump.directory import Dump, SkippedFile, load_dump
+from xlainspect.dump.directory import Dump, load_dump
 from xlainspect.dump.jaxlog import read_jax_log, run_log
+from xlainspect.dump.module import SkippedFile
 from xlainspect.errors import UsageError, XlaInspectError
 
 if TYPE_CHECKING:

@@ -21,8 +21,9 @@ from xlainspect.analysis.recompiles import (
     unknown_budget_names,
 )
 from xlainspect.capture import dump_folder, run_with_dump
-from xlainspect.dump.directory import Dump, SkippedFile, load_dump
+from xlainspect.dump.directory import Dump, load_dump
 from xlainspect.dump.jaxlog import run_log
+from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import UsageError, XlaInspectError, literal, no_match
 from xlainspect.progress import Progress, silent

@@ -10,7 +10,8 @@ from xlainspect.analysis.chips import chip_table, custom_chip, dump_chip_key, ge
 from xlainspect.analysis.commands import Paths, Selection, input_paths, remembered, run_selected
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.profile import only_function, profile
-from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
+from xlainspect.dump.directory import load_dump
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.progress import Progress, silent

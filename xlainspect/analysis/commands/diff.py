@@ -18,7 +18,8 @@ from xlainspect.analysis.diff import (
     regressions,
     unknown_functions,
 )
-from xlainspect.dump.directory import SkippedFile, load_dump
+from xlainspect.dump.directory import load_dump
+from xlainspect.dump.module import SkippedFile
 from xlainspect.progress import Progress, silent
 
 

@@ -21,9 +21,10 @@ from xlainspect.analysis.ops import (
     opcode_counts,
     opcode_histogram,
 )
-from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
+from xlainspect.dump.directory import load_dump
 from xlainspect.dump.files import read_text
 from xlainspect.dump.model_cache import parse_file
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.fastpath import scan
 from xlainspect.progress import Progress, silent

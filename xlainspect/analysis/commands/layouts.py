@@ -15,7 +15,9 @@ from xlainspect.analysis.layouts import (
     module_ledger,
     ranked,
 )
-from xlainspect.dump.directory import SkippedFile, load_dump, select_dump_modules
+from xlainspect.dump.directory import load_dump
+from xlainspect.dump.module import SkippedFile
+from xlainspect.dump.selection import select_dump_modules
 from xlainspect.hlo.shape_text import parse_shape
 from xlainspect.progress import Progress, silent
 

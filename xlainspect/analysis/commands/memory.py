@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 from xlainspect.analysis.commands import analyse_each, remembered
 from xlainspect.analysis.memory import memory_inputs, module_memory
-from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump, select_dump_modules
+from xlainspect.dump.directory import load_dump
+from xlainspect.dump.module import DumpModule, SkippedFile
+from xlainspect.dump.selection import select_dump_modules
 from xlainspect.errors import DumpError
 from xlainspect.progress import Progress, silent
 

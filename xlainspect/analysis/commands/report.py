@@ -29,9 +29,10 @@ from xlainspect.analysis.profile import ProfileReport, profile
 from xlainspect.analysis.recompiles import FunctionCompiles, Recompiles, count_recompiles
 from xlainspect.analysis.timing import ModuleTime, OpTiming, Timing, module_time, timing
 from xlainspect.dump.buffers import read_buffer_assignment
-from xlainspect.dump.directory import SHARE_MIN_MODULES, Dump, DumpModule, SkippedFile, load_dump
+from xlainspect.dump.directory import SHARE_MIN_MODULES, Dump, load_dump
 from xlainspect.dump.files import read_text
 from xlainspect.dump.jaxlog import JaxLog, run_log
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent

@@ -20,7 +20,7 @@ from xlainspect.analysis.recompiles.model import (
     program_text,
 )
 from xlainspect.analysis.recompiles.sharding import sharding_causes
-from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.module import DumpModule
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Computation
 from xlainspect.hlo.parser import parse_hlo, split_computations

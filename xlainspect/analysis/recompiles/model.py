@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from xlainspect.dump.directory import DumpFile, DumpModule, SkippedFile
+from xlainspect.dump.module import DumpModule, SkippedFile
+from xlainspect.dump.names import DumpFile
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.hlo.model import Module
 
