@@ -1,7 +1,7 @@
 # Two commands set a fresh machine up (python3, pip, git and make are all it needs):
 #   make demo   installs into .venv and runs count-recompiles on a committed example dump
 #   make check  the test command README gives and .ci/run calls: installs with the test extra into
-#               .venv, runs ruff (lint and format), import-linter (layers), pyright (the typed core,
+#               .venv, runs ruff (lint and format), import-linter (layers), pyright (the package,
 #               strict: [tool.pyright] in pyproject.toml), then the test suite
 #   (make test runs the test suite alone)
 # The suite runs in one pytest-xdist worker per core (PYTEST_WORKERS=auto; tests/conftest.py keeps each

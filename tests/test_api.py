@@ -29,6 +29,7 @@ runner = CliRunner()
 
 
 def test_every_export_resolves():
+    assert xlainspect.__all__ == sorted(xlainspect._EXPORTS)
     for name in xlainspect.__all__:
         assert getattr(xlainspect, name) is not None, name
 

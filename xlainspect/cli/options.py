@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -98,7 +98,7 @@ def option(argument: str) -> str:
 
 
 @contextlib.contextmanager
-def user_errors() -> Iterator[None]:
+def user_errors() -> Generator[None]:
     """Turn input errors into a message on stderr and exit code 2, never a traceback."""
     try:
         yield

@@ -11,6 +11,10 @@ import html
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.cost import ModuleCost
 
 _WIDTH, _HEIGHT, _PAD = 900, 420, 60
 
@@ -27,7 +31,7 @@ section{margin-bottom:2.5em}svg{background:#fafafa;border:1px solid #ddd}
 )
 
 
-def write_cost_html(modules: list, path: str | Path) -> None:
+def write_cost_html(modules: list[ModuleCost], path: str | Path) -> None:
     """Write the page for `modules` (ModuleCost rows); modules without a chip get their totals only."""
     body = "\n".join(_section(m) for m in modules)
     page = (

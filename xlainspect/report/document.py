@@ -24,7 +24,7 @@ class Table:
 
     title: str | None
     columns: tuple[str, ...]
-    rows: tuple[tuple, ...]
+    rows: tuple[tuple[object, ...], ...]
     note: str = ""
     right: tuple[str, ...] = ()
     """Columns aligned right although they hold text (signed deltas, percents); numbers always are."""

@@ -7,6 +7,7 @@ import io
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from xlainspect.analysis.commands.graph import Neighbourhood
     from xlainspect.analysis.neighbourhood import Subgraph
 
 
@@ -70,6 +71,6 @@ def to_graphml(graph: Subgraph, center: tuple[str, str]) -> str:
 WRITERS = {"dot": to_dot, "mermaid": to_mermaid, "graphml": to_graphml}
 
 
-def write_graph(neighbourhood, fmt: str = "dot") -> str:
+def write_graph(neighbourhood: Neighbourhood, fmt: str = "dot") -> str:
     """A `Neighbourhood` (`xlainspect.neighbourhood_report`) in one of `WRITERS`' formats."""
     return WRITERS[fmt](neighbourhood.subgraph, neighbourhood.centre)

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlainspect.report.cost_html import STYLE, Point, roofline_svg
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.profile import ProfileReport
 
 _WIDTH, _LANE, _PAD = 1100, 22, 150
 
@@ -22,7 +26,7 @@ _TIMELINE_STYLE = """.band{fill:#f0f0f0}.band.odd{fill:#e6ecf5}.bar{fill:#1f6feb
 td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}td.l,th.l{text-align:left}"""
 
 
-def write_profile_html(report, path: str | Path) -> None:
+def write_profile_html(report: ProfileReport, path: str | Path) -> None:
     """Write the page for a ProfileReport."""
     sections = [
         _timeline_section("Timeline: the whole trace", report, None),

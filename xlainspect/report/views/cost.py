@@ -9,6 +9,7 @@ from xlainspect.report.document import Document, Lines, Table, record, records, 
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.cost import CostReport
     from xlainspect.analysis.profile import ProfileReport
+    from xlainspect.analysis.profile_compiles import CompileEvent
 
 
 COST_MODULE_COLUMNS = (
@@ -211,7 +212,11 @@ _UNPLACED_SHOWN = 10
 
 
 def profile_document(
-    report: ProfileReport, top: int | None = 20, late: list | None = None, after: int = 0, phases: bool = False
+    report: ProfileReport,
+    top: int | None = 20,
+    late: list[CompileEvent] | None = None,
+    after: int = 0,
+    phases: bool = False,
 ) -> Document:
     """JSON: steps, functions, the `top` ops, placement, autotuning and every compile with its phases;
     tables: ops (cost columns only where a dump gave costs), steps, functions, compiles; `phases`: each
@@ -349,7 +354,7 @@ def _phase_tables(report: ProfileReport) -> list:
     return blocks
 
 
-def _late_message(compile_event) -> str:
+def _late_message(compile_event: CompileEvent) -> str:
     return (
         f"{compile_event.function or '?'} at step {compile_event.step} "
         f"({compile_event.seconds:.3f} s, {compile_event.name})"
