@@ -81,7 +81,7 @@ def read_buffer_assignment(text: str, path: str | None = None) -> BufferAssignme
     """
     allocations: list[Allocation] = []
     values: list[BufferValue] = []
-    header: re.Match | None = None
+    header: re.Match[str] | None = None
     for number, line in enumerate(text.splitlines(), 1):
         if match := _ALLOCATION.match(line):
             if header is not None:
@@ -101,7 +101,7 @@ def read_buffer_assignment(text: str, path: str | None = None) -> BufferAssignme
     return BufferAssignment(path, tuple(allocations))
 
 
-def _allocation(header: re.Match, values: list[BufferValue]) -> Allocation:
+def _allocation(header: re.Match[str], values: list[BufferValue]) -> Allocation:
     rest = header["rest"]
     color = _COLOR.search(rest)
     parameter = _PARAMETER.search(rest)

@@ -31,7 +31,7 @@ class Dump:
 
     root: Path
     modules: list[DumpModule]
-    skipped: list[SkippedFile] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
     runs: bool = False
     """Several dumps given at once (`load_dump([a, b])`, each a `host`): runs to compare, not the
     hosts of one job."""
@@ -118,7 +118,7 @@ def _group(files: list[DumpFile]) -> list[DumpModule]:
     """Files -> compiles. HLO stage files define the modules; side files (debug_options, the folder,
     LLVM IR whose kernel name follows the module name) join the module of their host and id whose
     name prefixes theirs. Timestamped dumps put no timestamp on debug_options and the folder."""
-    by_key: dict[tuple, DumpModule] = {}
+    by_key: dict[tuple[str, int | None, int | None, str | None], DumpModule] = {}
     for dump_file in files:
         if dump_file.stage is not None:
             key = (dump_file.host, dump_file.timestamp, dump_file.module_id, dump_file.module_name)
@@ -128,7 +128,7 @@ def _group(files: list[DumpFile]) -> list[DumpModule]:
                     dump_file.module_id, dump_file.module_name, None, dump_file.host, timestamp=dump_file.timestamp
                 )
             module.files.append(dump_file)
-    by_id: dict[tuple, list[DumpModule]] = {}
+    by_id: dict[tuple[str, int | None], list[DumpModule]] = {}
     for module in by_key.values():
         by_id.setdefault((module.host, module.module_id), []).append(module)
     for dump_file in files:

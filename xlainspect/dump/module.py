@@ -39,10 +39,10 @@ class DumpModule:
     name: str | None
     platform: str | None
     host: str
-    files: list[DumpFile] = field(default_factory=list)
+    files: list[DumpFile] = field(default_factory=list[DumpFile])
     timestamp: int | None = None
-    _parsed: dict[str, Module] = field(default_factory=dict, repr=False)
-    _read: dict[str, bytes] = field(default_factory=dict, repr=False)
+    _parsed: dict[str, Module] = field(default_factory=dict[str, Module], repr=False)
+    _read: dict[str, bytes] = field(default_factory=dict[str, bytes], repr=False)
     """The contents of its files read so far, by location: a command that needs a file's header, text
     and bytes along several routes (count-recompiles' detectors) reads it once."""
 
@@ -95,8 +95,9 @@ class DumpModule:
     def hlo_bytes(self) -> int:
         """Bytes of its HLO text (0 where it has none or it cannot be read): what analysing it costs
         grows with, so work shared among processes goes out largest first."""
-        with contextlib.suppress(OSError, AttributeError):
-            return os.stat(self.hlo_file().location).st_size
+        found = self.hlo_file()
+        with contextlib.suppress(OSError):
+            return 0 if found is None else os.stat(found.location).st_size
         return 0
 
     def read(self, dump_file: DumpFile, *, keep: bool = True) -> bytes:

@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Required, TypedDict, cast
 
 MODULE_FILE = re.compile(
     r"^(?:(?P<ts>\d+)\.)?(?:(?P<prefix>[A-Za-z_][\w-]*)\.)?module_(?P<id>\d{4,})(?:\.(?P<rest>.+))?$"
@@ -87,7 +88,7 @@ AFTER_STAGES = (
 """After-optimizations HLO, best first: the module XLA executes is the plain `after_optimizations` one.
 Not among them: XLA:GPU's `before_config_assignment` (jax 0.11.2), the optimized module before it is
 scheduled (no `is_scheduled`), which a GPU dump writes beside the scheduled one."""
-AFTER_RANK = {stage: rank for rank, stage in enumerate(AFTER_STAGES)}
+AFTER_RANK: dict[str | None, int] = {stage: rank for rank, stage in enumerate(AFTER_STAGES)}
 STAGE_ORDER = (
     "before_optimizations",
     "after_spmd_partitioner",
@@ -158,52 +159,78 @@ def _split_name(name: str | None) -> tuple[str | None, str | None]:
     return name, None
 
 
-def classify(path: str | os.PathLike[str], host: str = "", folder: DumpFile | None = None) -> DumpFile | None:
-    """What a dump file is, from its name alone; None for files XLA's dumper does not write.
-
-    `folder` is the classified per-module folder (`module_0000.jit_f/`) a file such as
-    `module.mlir` sits in; such files belong to that folder's module.
-    """
+def classify(path: str | os.PathLike[str], host: str = "") -> DumpFile | None:
+    """What a dump file is, from its name alone; None for files XLA's dumper does not write."""
     location = os.fspath(path)
-    name = os.path.basename(location)
-    if folder is not None:
-        return DumpFile(
-            location,
-            folder.module_id,
-            folder.module_name,
-            folder.platform,
-            None,
-            _FOLDER_FILES.get(name, "other"),
-            timestamp=folder.timestamp,
-            host=host,
-            cl=folder.cl,
-        )
-    match = MODULE_FILE.match(name)
+    match = MODULE_FILE.match(os.path.basename(location))
     return None if match is None else classified(match, location, host)
 
 
-def classified(match: re.Match, location: str, host: str) -> DumpFile:
+def in_folder(location: str, host: str, folder: DumpFile) -> DumpFile:
+    """A file such as `module.mlir` in a classified per-module folder (`module_0000.jit_f/`): one of
+    that folder's module."""
+    return DumpFile(
+        location,
+        folder.module_id,
+        folder.module_name,
+        folder.platform,
+        None,
+        _FOLDER_FILES.get(os.path.basename(location), "other"),
+        timestamp=folder.timestamp,
+        host=host,
+        cl=folder.cl,
+    )
+
+
+def classified(match: re.Match[str], location: str, host: str) -> DumpFile:
     """The DumpFile of a name that matched MODULE_FILE, built from positional fields (a fleet's dump
     is 900,000 files: keyword arguments would cost a third more)."""
-    timestamp, module_id, rest = match.group("ts", "id", "rest")
+    stamp, module_id, rest = cast("tuple[str | None, str, str | None]", match.group("ts", "id", "rest"))
     name, platform, stage, kind, tag, cl, step, pipeline, after, before = _suffix_fields(rest or "")
-    timestamp = int(timestamp) if timestamp else None
+    timestamp = int(stamp) if stamp else None
     return DumpFile(
         location, int(module_id), name, platform, stage, kind, tag, timestamp, host, cl, step, pipeline, after, before
     )
 
 
 @functools.lru_cache(maxsize=65536)
-def _suffix_fields(rest: str) -> tuple:
+def _suffix_fields(
+    rest: str,
+) -> tuple[
+    str | None, str | None, str | None, str, str | None, str | None, int | None, str | None, str | None, str | None
+]:
     """`_describe_suffix` as DumpFile's fields in their order, from module_name to before_pass."""
     fields = _describe_suffix(rest)
     return (
-        *(fields[k] for k in ("module_name", "platform", "stage", "kind")),
-        *(fields.get(k) for k in ("platform_tag", "cl", "step", "pipeline", "after_pass", "before_pass")),
+        fields["module_name"],
+        fields["platform"],
+        fields["stage"],
+        fields["kind"],
+        fields.get("platform_tag"),
+        fields.get("cl"),
+        fields.get("step"),
+        fields.get("pipeline"),
+        fields.get("after_pass"),
+        fields.get("before_pass"),
     )
 
 
-def _describe_suffix(rest: str) -> dict:
+class _Suffix(TypedDict, total=False):
+    """What a file name says after `module_<id>.`: DumpFile's fields of that name."""
+
+    module_name: Required[str | None]
+    platform: Required[str | None]
+    stage: Required[str | None]
+    kind: Required[str]
+    platform_tag: str | None
+    cl: str | None
+    step: int
+    pipeline: str
+    after_pass: str
+    before_pass: str
+
+
+def _describe_suffix(rest: str) -> _Suffix:
     """The fields a file name gives after `module_<id>.` (memoised by `_suffix_fields`: every compile of
     a function repeats the same suffixes, `jit_f.cpu_after_optimizations.txt`, under a new id)."""
     if main := _MAIN.match(rest):

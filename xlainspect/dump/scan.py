@@ -8,7 +8,7 @@ import os
 import re
 from pathlib import Path
 
-from xlainspect.dump.names import MODULE_FILE, DumpFile, classified, classify
+from xlainspect.dump.names import MODULE_FILE, DumpFile, classified, in_folder
 from xlainspect.errors import DumpError
 from xlainspect.settings import kept_objects
 
@@ -58,7 +58,7 @@ def _scan(root: Path, directory: Path, seen: set[tuple[int, int]], host: str | N
     return files
 
 
-def _module_file(match: re.Match, location: str, host: str) -> DumpFile:
+def _module_file(match: re.Match[str], location: str, host: str) -> DumpFile:
     """A file (not a folder) named `module_*`: of kind `unknown` where no rule names its suffix."""
     found = classified(match, location, host)
     if found.kind == "folder":
@@ -76,7 +76,7 @@ def _folder_files(
         entries = list(os.scandir(directory))
     except OSError:
         return []
-    files = [classify(e.path, host, folder) for e in entries if e.is_file()]
+    files = [in_folder(e.path, host, folder) for e in entries if e.is_file()]
     for entry in entries:
         if entry.is_dir():
             files += _scan(root, Path(entry.path), seen, f"{host}/{entry.name}" if host else entry.name)

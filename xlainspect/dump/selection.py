@@ -34,7 +34,7 @@ def select_dump_modules(dump: Dump, *, function: str | None = None, module_re: s
     return chosen
 
 
-def _module_pattern(module_re: str) -> re.Pattern:
+def _module_pattern(module_re: str) -> re.Pattern[str]:
     try:
         return re.compile(module_re)
     except re.error as error:
