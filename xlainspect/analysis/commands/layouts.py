@@ -15,6 +15,7 @@ from xlainspect.analysis.layouts import (
     module_ledger,
     ranked,
 )
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import SkippedFile, load_dump, select_dump_modules
 from xlainspect.hlo.shape_text import parse_shape
 from xlainspect.progress import Progress, silent
@@ -29,7 +30,7 @@ def explain_layout(shape: str, platform: str | None = None) -> list[ArrayLayout]
 
 
 @dataclass
-class LayoutsReport:
+class LayoutsReport(Tabular):
     """The padding ledger of a dump: the most wasteful values and totals per module and function."""
 
     values: list[PaddingRow]
