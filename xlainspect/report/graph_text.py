@@ -51,20 +51,32 @@ def to_graphml(graph: Subgraph, center: tuple[str, str]) -> str:
     ids = _ids(graph)
     plain = nx.DiGraph()
     for node, node_id in ids.items():
-        instruction = graph.nodes[node]
-        plain.add_node(
-            node_id,
-            name=instruction.name,
-            computation=node[0],
-            opcode=instruction.opcode,
-            shape=str(instruction.shape or ""),
-            op_name=instruction.op_name or "",
-            center=str(node == center).lower(),
-        )
+        attributes = node_attributes(graph, node, center)
+        plain.add_node(node_id, **{**attributes, "center": str(attributes["center"]).lower()})
     plain.add_edges_from((ids[a], ids[b]) for a, b in graph.edges)
     buffer = io.BytesIO()
     nx.write_graphml(plain, buffer)
     return buffer.getvalue().decode("utf-8")
+
+
+def node_attributes(graph: Subgraph, node: tuple[str, str], center: tuple[str, str]) -> dict[str, object]:
+    """What GraphML (and a notebook's table of nodes) says of an instruction."""
+    instruction = graph.nodes[node]
+    return {
+        "name": instruction.name,
+        "computation": node[0],
+        "opcode": instruction.opcode,
+        "shape": str(instruction.shape or ""),
+        "op_name": instruction.op_name or "",
+        "center": node == center,
+    }
+
+
+def graph_records(graph: Subgraph, center: tuple[str, str]) -> dict[str, list[dict[str, object]]]:
+    """GraphML's nodes (with their ids) and edges as rows."""
+    ids = _ids(graph)
+    nodes = [{"id": node_id, **node_attributes(graph, node, center)} for node, node_id in ids.items()]
+    return {"nodes": nodes, "edges": [{"source": ids[a], "target": ids[b]} for a, b in sorted(graph.edges)]}
 
 
 WRITERS = {"dot": to_dot, "mermaid": to_mermaid, "graphml": to_graphml}

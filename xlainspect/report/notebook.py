@@ -23,7 +23,13 @@ from xlainspect.analysis.commands.cache import CacheMisses, CacheReport
 from xlainspect.analysis.commands.compiles import CaptureReport, ModulesReport, RecompileReport
 from xlainspect.analysis.commands.cost import CostReport
 from xlainspect.analysis.commands.diff import DiffReport
-from xlainspect.analysis.commands.graph import CollectivesReport, CopiesReport, FusionsReport, OpsReport
+from xlainspect.analysis.commands.graph import (
+    CollectivesReport,
+    CopiesReport,
+    FusionsReport,
+    Neighbourhood,
+    OpsReport,
+)
 from xlainspect.analysis.commands.layouts import LayoutsReport
 from xlainspect.analysis.commands.memory import MemoryReport
 from xlainspect.analysis.commands.parse import ParseReport
@@ -42,7 +48,13 @@ from xlainspect.report.views.cost import cost_document, profile_document
 from xlainspect.report.views.diff import diff_document
 from xlainspect.report.views.doctor import doctor_document
 from xlainspect.report.views.facts import facts_document, report_document
-from xlainspect.report.views.graph import collectives_document, copies_document, fusions_document, ops_document
+from xlainspect.report.views.graph import (
+    collectives_document,
+    copies_document,
+    fusions_document,
+    neighbourhood_document,
+    ops_document,
+)
 from xlainspect.report.views.layouts import layouts_document
 from xlainspect.report.views.memory import memory_document
 from xlainspect.report.views.parse import parse_document
@@ -81,6 +93,7 @@ VIEWS: dict[type, View] = {
     CopiesReport: View(copies_document, "copies"),
     CollectivesReport: View(collectives_document, "collectives"),
     OpsReport: View(ops_document, "opcodes"),
+    Neighbourhood: View(neighbourhood_document, "nodes"),
     ModulesReport: View(modules_document, "modules"),
     RecompileReport: View(recompiles_document, "functions"),
     CaptureReport: View(_capture_document, "functions"),

@@ -175,7 +175,7 @@ def _histogram(dump_module: DumpModule, stage: str) -> list[OpCount]:
 
 
 @dataclass
-class Neighbourhood:
+class Neighbourhood(Tabular):
     """The data-flow neighbourhood of one instruction, for `graph --around`."""
 
     subgraph: Subgraph
