@@ -1,12 +1,15 @@
 """An instruction's neighbourhood (`xlainspect.analysis.neighbourhood`) as text: Graphviz DOT,
-a Mermaid flowchart, or GraphML."""
+a Mermaid flowchart, or GraphML; and as GraphML's nodes and edges in a `Document` (a notebook's tables)."""
 
 from __future__ import annotations
 
 import io
 from typing import TYPE_CHECKING
 
+from xlainspect.report.document import Document, table
+
 if TYPE_CHECKING:
+    from xlainspect.analysis.commands.graph import Neighbourhood
     from xlainspect.analysis.neighbourhood import Subgraph
 
 
@@ -85,3 +88,11 @@ WRITERS = {"dot": to_dot, "mermaid": to_mermaid, "graphml": to_graphml}
 def write_graph(neighbourhood, fmt: str = "dot") -> str:
     """A `Neighbourhood` (`xlainspect.neighbourhood_report`) in one of `WRITERS`' formats."""
     return WRITERS[fmt](neighbourhood.subgraph, neighbourhood.centre)
+
+
+def neighbourhood_document(report: Neighbourhood) -> Document:
+    """GraphML's nodes and edges as tables (JSON: {"nodes", "edges"})."""
+    data = graph_records(report.subgraph, report.centre)
+    title = f"{len(data['nodes'])} instructions around {report.centre[1]} in {report.subgraph.name}"
+    nodes = table(title, data["nodes"], tuple(data["nodes"][0]))  # the centre is always a node
+    return Document(data, [nodes, table("edges", data["edges"], ("source", "target"))])

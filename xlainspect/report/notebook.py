@@ -40,6 +40,7 @@ from xlainspect.errors import UsageError, literal
 from xlainspect.report.cost_html import ROOFLINE_STYLE, module_roofline
 from xlainspect.report.document import DRAWN_ROWS, Document, Heading, Lines, Table, to_json
 from xlainspect.report.dump_report import DumpReport
+from xlainspect.report.graph_text import neighbourhood_document
 from xlainspect.report.page import table_html
 from xlainspect.report.profile_html import TIMELINE_STYLE, typical_step
 from xlainspect.report.views.cache import cache_document, cache_misses_document
@@ -48,13 +49,7 @@ from xlainspect.report.views.cost import cost_document, profile_document
 from xlainspect.report.views.diff import diff_document
 from xlainspect.report.views.doctor import doctor_document
 from xlainspect.report.views.facts import facts_document, report_document
-from xlainspect.report.views.graph import (
-    collectives_document,
-    copies_document,
-    fusions_document,
-    neighbourhood_document,
-    ops_document,
-)
+from xlainspect.report.views.graph import collectives_document, copies_document, fusions_document, ops_document
 from xlainspect.report.views.layouts import layouts_document
 from xlainspect.report.views.memory import memory_document
 from xlainspect.report.views.parse import parse_document

@@ -9,16 +9,9 @@ from xlainspect.analysis.copies import Copy, CopyTotal
 from xlainspect.analysis.fusions import Fusion, FusionKindTotal
 from xlainspect.analysis.ops import FunctionOpCount, OpCount
 from xlainspect.report.document import Document, Lines, fields, records, table
-from xlainspect.report.graph_text import graph_records
 
 if TYPE_CHECKING:
-    from xlainspect.analysis.commands.graph import (
-        CollectivesReport,
-        CopiesReport,
-        FusionsReport,
-        Neighbourhood,
-        OpsReport,
-    )
+    from xlainspect.analysis.commands.graph import CollectivesReport, CopiesReport, FusionsReport, OpsReport
 
 
 FUSION_COLUMNS = (
@@ -119,16 +112,6 @@ def ops_document(report: OpsReport) -> Document:
         return Document(records(report.functions), [rows], csv=rows)
     rows = table("opcodes", report.opcodes, fields(OpCount))
     return Document(records(report.opcodes), [rows], csv=rows)
-
-
-def neighbourhood_document(report: Neighbourhood) -> Document:
-    """`graph --format graphml`'s nodes and edges as tables (JSON: {"nodes", "edges"})."""
-    data = graph_records(report.subgraph, report.centre)
-    title = f"{len(data['nodes'])} instructions around {report.centre[1]} in {report.subgraph.name}"
-    return Document(
-        data,
-        [table(title, data["nodes"], tuple(data["nodes"][0])), table("edges", data["edges"], ("source", "target"))],
-    )
 
 
 # --- doctor, modules, count-recompiles --------------------------------------------------------------------
