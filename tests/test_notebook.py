@@ -45,7 +45,12 @@ def _result_class(name: str) -> type:
     return defined.get(annotation) or registered[annotation]
 
 
-RESULTS = sorted(n for n in xi.__all__ if n.endswith("_report")) + ["profile", "diagnose", "report_of"]
+RESULTS = sorted(n for n in xi.__all__ if n.endswith("_report")) + [
+    "profile",
+    "diagnose",
+    "report_of",
+    "explain_layout",
+]
 
 
 @pytest.mark.parametrize("name", RESULTS)
@@ -121,6 +126,18 @@ def test_neighbourhood_is_graphmls_nodes_and_edges():
     assert list(nodes.loc[nodes["center"], "name"]) == ["psum_invariant.7"]
     assert nodes.loc[nodes["center"], "shape"].item() == "f32[8,4]{1,0}"
     assert len(edges) == 2 and set(edges.columns) == {"source", "target"}
+
+
+def test_explain_layout_is_still_its_list():
+    (array,) = arrays = xi.explain_layout("bf16[3,5]{1,0:T(8,128)(2,1)}")
+    table = arrays.to_pandas()
+    assert (
+        (table.loc[0, "logical_bytes"], table.loc[0, "backend_bytes"])
+        == (30, 2048)
+        == (array.logical_bytes, array.backend_bytes)
+    )
+    assert table["backend_bytes"].dtype == "int64"
+    assert repr(arrays) == "ArrayLayouts(<1>)"
 
 
 def test_cache_misses_report_is_still_its_list():

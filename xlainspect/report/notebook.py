@@ -30,7 +30,7 @@ from xlainspect.analysis.commands.graph import (
     Neighbourhood,
     OpsReport,
 )
-from xlainspect.analysis.commands.layouts import LayoutsReport
+from xlainspect.analysis.commands.layouts import ArrayLayouts, LayoutsReport
 from xlainspect.analysis.commands.memory import MemoryReport
 from xlainspect.analysis.commands.parse import ParseReport
 from xlainspect.analysis.commands.report import DumpFacts
@@ -50,7 +50,7 @@ from xlainspect.report.views.diff import diff_document
 from xlainspect.report.views.doctor import doctor_document
 from xlainspect.report.views.facts import facts_document, report_document
 from xlainspect.report.views.graph import collectives_document, copies_document, fusions_document, ops_document
-from xlainspect.report.views.layouts import layouts_document
+from xlainspect.report.views.layouts import layout_document, layouts_document
 from xlainspect.report.views.memory import memory_document
 from xlainspect.report.views.parse import parse_document
 
@@ -83,6 +83,7 @@ def _cost_chart(report: CostReport) -> str:
 
 VIEWS: dict[type, View] = {
     ParseReport: View(parse_document, "modules"),
+    ArrayLayouts: View(layout_document, "arrays"),
     LayoutsReport: View(layouts_document, "values"),
     FusionsReport: View(fusions_document, "fusions"),
     CopiesReport: View(copies_document, "copies"),

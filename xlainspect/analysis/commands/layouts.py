@@ -24,9 +24,13 @@ if TYPE_CHECKING:
     from xlainspect.analysis.layouts import ArrayLayout, LedgerView, PaddingRow, PaddingTotal
 
 
-def explain_layout(shape: str, platform: str | None = None) -> list[ArrayLayout]:
+class ArrayLayouts(Tabular, list["ArrayLayout"]):
+    """`explain_layout`'s arrays, a list (a tuple shape has one per leaf)."""
+
+
+def explain_layout(shape: str, platform: str | None = None) -> ArrayLayouts:
     """What each array of a shape with layout costs (`bf16[3,5]{1,0:T(8,128)(2,1)}`); a tuple gives one per leaf."""
-    return explain_shape(parse_shape(shape), platform)
+    return ArrayLayouts(explain_shape(parse_shape(shape), platform))
 
 
 @dataclass
