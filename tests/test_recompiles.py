@@ -178,6 +178,28 @@ def test_a_parameter_count_change_that_drops_no_unused_argument_stays_a_signatur
     assert (count.values, count.compiles) == ((15,) * 4 + (7,) * 8, (5,))
 
 
+def test_a_persistent_cache_hit_classifies_as_the_compile_it_loaded():
+    """fixtures/gpu_corpus/cache_runs (jax 0.11.2, H200): one program run twice over one persistent
+    cache. run2 hit it for every compile, and XLA dumped only the executables it loaded (the optimized
+    program: `args[0]` and copy insertion's `copy` for a convert to the dtype it has, or `jit_stage`; no
+    stack frames left). jax's rule for eager dispatch (`prim_fun(*args)` jitted under the primitive's
+    name) tells them eager either way: the same rows in both runs, as jax counted them."""
+    folder = FIXTURES / "gpu_corpus" / "cache_runs"
+    truth = _expected_truth(folder / "run2")
+    rows = [count_recompiles(load_dump(folder / run / "dump")).functions for run in ("run1", "run2")]
+    cold, hit = ({(r.name, r.eager): r.modules for r in found} for found in rows)
+    assert truth["jit(convert_element_type)"] == 11
+    assert (
+        cold
+        == hit
+        == {
+            ("jit_stage", True): truth["jit(stage)"],
+            ("jit_squeeze", True): truth["jit(squeeze)"],
+            ("jit_convert_element_type", True): truth["jit(convert_element_type)"],
+        }
+    )
+
+
 def _expected_truth(folder):
     return json.loads((folder / "truth.json").read_text())["per_function"]
 
