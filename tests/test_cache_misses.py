@@ -3,6 +3,7 @@ installed jax through `xlainspect capture` sharing one cache directory."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import json
@@ -96,6 +97,20 @@ def test_runs_given_the_other_way_round_name_the_cold_run():
     assert f"{cold} ran before {repeat} ({repeat} hit entries {cold} wrote): give the earlier run first" in (
         result.stderr
     )
+
+
+def test_without_times_a_key_b_wrote_and_a_hit_names_both_readings():
+    """The same logs read without their `asctime` (a logging format that has none): which run came first
+    is not known, so the cold start and the eviction are both named, and `earlier` stays false."""
+    untimed = [read_jax_log(RUNS / run) for run in ("2_repeat", "1_cold")]
+    for log in untimed:
+        log.compiles = [dataclasses.replace(c, finished_at=None) for c in log.compiles]
+    rows = {r.name: r for r in cache_misses(*untimed)}
+    assert rows["jit_deep"].detail == (
+        "same key as in A, where it was a hit, and B wrote it: B ran before A (the cold run), or the entry was "
+        "removed since (eviction?) and B wrote it again"
+    )
+    assert not any(r.earlier for r in rows.values())
 
 
 def test_cli_json_and_bad_input():
