@@ -140,6 +140,12 @@ def test_explain_layout_is_still_its_list():
     assert repr(arrays) == "ArrayLayouts(<1>)"
 
 
+def test_cache_report_functions():
+    functions = xi.cache_report(FIXTURES / "cache" / "runs" / "cache").to_pandas()
+    assert functions.loc[functions["name"] == "jit_predict", "entries"].item() == 8
+    assert functions["entries"].dtype == "int64" and functions["bytes"].dtype == "int64"
+
+
 def test_cache_misses_report_is_still_its_list():
     runs = FIXTURES / "cache" / "runs"
     misses = xi.cache_misses_report(runs / "1_cold", runs / "2_repeat")
