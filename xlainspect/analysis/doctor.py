@@ -19,6 +19,7 @@ from typing import Any
 
 from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import Dump, dump_of
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
 from xlainspect.dump.headers import TAIL_BYTES
@@ -73,7 +74,7 @@ class Finding:
 
 
 @dataclass(slots=True)
-class DumpHealth:
+class DumpHealth(Tabular):
     """What `doctor` found about a dump: its size and each finding."""
 
     root: Path

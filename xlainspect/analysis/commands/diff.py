@@ -18,13 +18,14 @@ from xlainspect.analysis.diff import (
     regressions,
     unknown_functions,
 )
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.module import SkippedFile
 from xlainspect.progress import Progress, silent
 
 
 @dataclass
-class DiffReport:
+class DiffReport(Tabular):
     """Two dumps compared per function, the metrics that grew past a threshold, and what is unknown."""
 
     a: Path
