@@ -34,7 +34,7 @@ _EXPORTS = {
     "diagnose": "xlainspect.analysis.doctor",
     "dump_report": "xlainspect.report.dump_report",
     "report_of": _COMMANDS + ".report",
-    "Selection": _COMMANDS,
+    "Selection": "xlainspect.analysis.runner",
     "ChipChoice": _COMMANDS + ".cost",
     "Budget": "xlainspect.analysis.recompiles",
     # the documents the CLI writes, for the same output from Python
@@ -121,7 +121,6 @@ if TYPE_CHECKING:
     from xlainspect.analysis.cache_inventory import cache_inventory
     from xlainspect.analysis.cache_misses import cache_misses
     from xlainspect.analysis.chips import get_chip
-    from xlainspect.analysis.commands import Selection
     from xlainspect.analysis.commands.cache import cache_misses_report, cache_report
     from xlainspect.analysis.commands.compiles import capture_report, modules_report, recompiles_report
     from xlainspect.analysis.commands.cost import ChipChoice, cost_report, profile_report
@@ -142,6 +141,7 @@ if TYPE_CHECKING:
     from xlainspect.analysis.doctor import diagnose
     from xlainspect.analysis.profile import profile
     from xlainspect.analysis.recompiles import Budget
+    from xlainspect.analysis.runner import Selection
     from xlainspect.dump.compilation_cache import read_cache_dir
     from xlainspect.dump.directory import load_dump
     from xlainspect.dump.jaxlog import read_jax_log

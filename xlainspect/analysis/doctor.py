@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
+from xlainspect.analysis.runner import remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import Dump, dump_of
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text

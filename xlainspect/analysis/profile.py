@@ -30,9 +30,9 @@ from pathlib import Path
 from statistics import median
 
 from xlainspect.analysis.chips import Chip
-from xlainspect.analysis.commands import analyse_each
 from xlainspect.analysis.cost import OpCost, module_cost
 from xlainspect.analysis.profile_compiles import COMPILE_EVENTS, CompileEvent, trace_compiles
+from xlainspect.analysis.runner import analyse_each
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.module import DumpModule, SkippedFile

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.analysis.commands import Selection
+from xlainspect.analysis.runner import Selection
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, emit, note
 from xlainspect.dump.module import SkippedFile

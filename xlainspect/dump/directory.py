@@ -16,14 +16,6 @@ from xlainspect.dump.storage import local
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.settings import kept_objects
 
-SHARE_MIN_MODULES = 64
-"""Modules from which analysing a dump's modules is shared with forked workers (where xlainspect owns
-the process), whatever their size: below it, and below `SHARE_MIN_BYTES`, a fork costs more than the
-half of the work it takes."""
-SHARE_MIN_BYTES = 256 << 10
-"""HLO bytes from which analysing a dump's modules is shared with forked workers however few they are:
-a 350 KB module's analyses take about 0.15 s, a fork 3 ms."""
-
 
 @dataclass
 class Dump:

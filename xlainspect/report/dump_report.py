@@ -19,12 +19,12 @@ from pathlib import Path
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import collective_totals
-from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.commands.report import DumpFacts, op_lines, report_of
 from xlainspect.analysis.copies import copy_totals
 from xlainspect.analysis.fusions import fusion_kind_totals
 from xlainspect.analysis.layouts import ledger_totals
 from xlainspect.analysis.memory import ModuleMemory
+from xlainspect.analysis.runner import remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.analysis.timing import CompileMark, FunctionTiming, OpTiming, Timing, losses
 from xlainspect.dump.directory import Dump

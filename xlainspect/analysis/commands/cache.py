@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries
 from xlainspect.analysis.cache_misses import cache_misses
-from xlainspect.analysis.commands import remembered
+from xlainspect.analysis.runner import remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.compilation_cache import read_cache_dir
 from xlainspect.dump.directory import Dump, load_dump

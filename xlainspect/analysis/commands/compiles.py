@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.commands import Paths, input_paths, remembered
 from xlainspect.analysis.compile_times import compile_times
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
 from xlainspect.analysis.ops import instruction_count
@@ -20,6 +19,7 @@ from xlainspect.analysis.recompiles import (
     count_recompiles,
     unknown_budget_names,
 )
+from xlainspect.analysis.runner import Paths, input_paths, remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.capture import dump_folder, run_with_dump
 from xlainspect.dump.directory import Dump, load_dump

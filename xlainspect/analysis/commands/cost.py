@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.chips import chip_table, custom_chip, dump_chip_key, get_chip
-from xlainspect.analysis.commands import Paths, Selection, input_paths, remembered, run_selected
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.profile import only_function, profile
+from xlainspect.analysis.runner import Paths, Selection, input_paths, remembered, run_selected
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.module import DumpModule, SkippedFile

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.commands import analyse_each, remembered
 from xlainspect.analysis.memory import memory_inputs, module_memory
+from xlainspect.analysis.runner import analyse_each, remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.module import DumpModule, SkippedFile
