@@ -120,17 +120,26 @@ class DumpModule:
         return self.file("hlo", "before") or self.hlo_file()
 
     def module(self, stage: str = "after") -> Module:
-        """The parsed HLO module (cached); raises HloParseError or DumpError for a bad file."""
+        """The parsed HLO module, kept (asked again, it is this one); raises HloParseError or DumpError
+        for a bad file."""
         if stage not in self._parsed:
-            dump_file = self.hlo_file(stage)
-            if dump_file is None:
-                raise DumpError(f"module {self.label}: no HLO text file at stage {stage!r}")
-            known = self.text(dump_file) if dump_file.location in self._read else None
-            modules = parse_file(dump_file.path, text=known)
-            if not modules or not modules[0].computations:
-                raise DumpError(f"{dump_file.path}: no computations (empty or truncated HLO file)")
-            self._parsed[stage] = modules[0]
+            self._parsed[stage] = self.parse(stage)
         return self._parsed[stage]
+
+    def parse(self, stage: str = "after") -> Module:
+        """The parsed HLO module (from the model cache while its file is unchanged), not kept by this
+        module where it did not hold it already: a caller that visits every module of a big dump once
+        holds one model at a time. Raises HloParseError or DumpError for a bad file."""
+        if stage in self._parsed:
+            return self._parsed[stage]
+        dump_file = self.hlo_file(stage)
+        if dump_file is None:
+            raise DumpError(f"module {self.label}: no HLO text file at stage {stage!r}")
+        known = self.text(dump_file) if dump_file.location in self._read else None
+        modules = parse_file(dump_file.path, text=known)
+        if not modules or not modules[0].computations:
+            raise DumpError(f"{dump_file.path}: no computations (empty or truncated HLO file)")
+        return modules[0]
 
     def signature(self, stage: str = "after") -> Module:
         """The header line and the ENTRY computation, parsed alone (cached): a signature and the entry
