@@ -159,12 +159,6 @@ class DumpModule:
         self._parsed[key] = found if found is not None and found.entry.is_entry else self.module(stage)
         return self._parsed[key]
 
-    def forget(self) -> None:
-        """Drop the parsed models and file contents this module holds (a caller that visits every module
-        of a big dump)."""
-        self._parsed.clear()
-        self.forget_contents()
-
     def forget_contents(self) -> None:
         """Drop the file contents this module holds (its parsed models stay)."""
         self._read.clear()
