@@ -144,6 +144,7 @@ def test_cli_no_cache_writes_nothing(hlo, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert list(where.glob("grammar-*.lark"))  # `parse` keeps no model, but the tables
+    assert not list(where.glob(".tmp-*"))  # each built in a file of its own, then renamed into place
 
 
 def test_cached_result_is_served_until_the_file_changes(hlo):
