@@ -24,7 +24,8 @@ from typer.testing import CliRunner
 
 from xlainspect.analysis.chips import get_chip
 from xlainspect.analysis.cost import module_cost
-from xlainspect.analysis.profile import _place_launch, profile
+from xlainspect.analysis.profile import profile
+from xlainspect.analysis.profile.placement import place_launch
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.thunks import read_thunk_sequence, thunk_files
@@ -267,7 +268,7 @@ def test_a_copy_among_two_copy_commands_goes_to_the_one_between_its_neighbours(t
             launches.setdefault(event.stats["correlation_id"], []).append(event)
     launch = next(events for events in launches.values() if events[0].name == "memcpy32_post")
     launch.sort(key=lambda e: e.stats["cuda_graph_node_id"])
-    placed = [(event.name, op, reason) for event, op, reason in _place_launch(launch, commands, "command_buffer_1")]
+    placed = [(event.name, op, reason) for event, op, reason in place_launch(launch, commands, "command_buffer_1")]
     assert ("memcpy32_post", "copy.18", None) in placed
     assert sorted(op for _, op, _ in placed) == sorted(c.op for c in sequence.command_buffers["command_buffer_1"])
 
@@ -349,3 +350,19 @@ def test_a_library_call_of_several_kernels_is_one_execution(traces):
     assert (conv.count, conv.executions, conv.per_step_count) == (140, 4, 28)
     assert conv.efficiency == pytest.approx(conv.roofline_seconds * 5 * 4 / conv.total_seconds)
     assert conv.lost_seconds == pytest.approx(conv.total_seconds - conv.roofline_seconds * 5 * 4)
+
+
+def test_count_recompiles_puts_a_traced_compile_on_the_module_it_made():
+    """Issue 35 item 5: cnn_profile compiled jit_train_step before the trace (module 9285) and again inside
+    step 4 (module 146159, the one that ran next): the trace's compile seconds go on 146159, and the
+    modules compiled before the trace pair with nothing, which is no fault. (The pruned dump keeps only
+    jit_train_step's modules: the trace's jit_dynamic_slice compiles pair with none, and say so.)"""
+    trace, dump = RUNS["cnn_profile"]
+    result = CliRunner().invoke(app, ["count-recompiles", str(dump), "--profile", str(trace), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    [function] = json.loads(result.stdout)["functions"]
+    assert function["module_ids"] == [9285, 146159]
+    [compiled] = [c for c in profile(read_trace(trace)).compiles if c.function == "jit_train_step"]
+    assert function["profile_compile_seconds"] == [None, compiled.seconds]
+    unpaired = [line for line in result.stderr.splitlines() if line.startswith("not paired")]
+    assert len(unpaired) == 2 and all("jit_dynamic_slice compiled" in line for line in unpaired)

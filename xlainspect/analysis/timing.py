@@ -21,12 +21,14 @@ Stdlib only.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
 from xlainspect.analysis.fusions import NOT_COMPUTE
+from xlainspect.analysis.profile.compiles import dumped_compiles
 from xlainspect.hlo.opcodes import ASYNC_SUFFIXES, is_known_opcode
 
 if TYPE_CHECKING:  # the analyses' results, read by field name below
@@ -310,19 +312,18 @@ def _device_time(report: ProfileReport) -> dict[str, float]:
     return found
 
 
-def profile_compiles(report: ProfileReport, compiles: dict[str, int]) -> list[CompileMark]:
-    """The profile's compiles, on the trace's clock. A trace covers a window of the run: where the dump
-    holds more `compiles` of a function than the trace, the first ones ran before it, so the trace's
-    k-th compile of the function is its (dumped - traced + k)-th, a recompile past the first."""
-    traced: dict[str, int] = {}
-    for event in report.compiles:
-        traced[event.function or event.name] = traced.get(event.function or event.name, 0) + 1
-    seen = {name: max(compiles.get(name, count) - count, 0) for name, count in traced.items()}
+def profile_compiles(report: ProfileReport, dumped: dict[str, list[int | None]]) -> list[CompileMark]:
+    """The profile's compiles, on the trace's clock; a recompile where the module it made is not its
+    function's first in the dump (`dumped`: module ids per function, in compile order; paired by
+    `dumped_compiles`), or, paired with none, where the trace compiled the function before."""
+    at, _ = dumped_compiles(report.compiles, dumped)
+    seen: set[str] = set()
     marks: list[CompileMark] = []
-    for event in sorted(report.compiles, key=lambda e: e.start_seconds):
+    for event, index in sorted(zip(report.compiles, at), key=lambda pair: pair[0].start_seconds):
         function = event.function or event.name
-        marks.append(CompileMark(function, event.start_seconds, event.seconds, seen[function] > 0))
-        seen[function] += 1
+        again = index > 0 if index is not None else function in seen
+        marks.append(CompileMark(function, event.start_seconds, event.seconds, again))
+        seen.add(function)
     return marks
 
 
@@ -414,9 +415,9 @@ def timing(
         order = {m.label: m.module_id or 0 for m in dump_modules}
         functions, ops = estimated(modules, order)
     if profiled is not None and profiled.compiles:
-        dumped: dict[str, int] = {}
-        for module in dump_modules:
-            dumped[module.name or module.label] = dumped.get(module.name or module.label, 0) + 1
+        dumped: dict[str, list[int | None]] = defaultdict(list)
+        for module in sorted(dump_modules, key=lambda m: (m.module_id is None, m.module_id or 0)):
+            dumped[module.name or module.label].append(module.module_id)
         marks, where = profile_compiles(profiled, dumped), "profile"
     elif log is not None:
         marks, where = log_compiles(log)
