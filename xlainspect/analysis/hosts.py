@@ -35,6 +35,7 @@ from statistics import median
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS
 from xlainspect.analysis.profile import ProfileReport, profile
+from xlainspect.analysis.profile.events import event_label, op_name
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.xplane import StatValue, TraceEvent, read_trace
 from xlainspect.workers import map_shared
@@ -271,7 +272,7 @@ def _device_steps(
             continue
         span = (origin + event.start_ns, origin + event.start_ns + event.duration_ns)
         busy[at].append(span)
-        if collective_kind(kinds.get((_module(event), _op(event))), _op(event)):
+        if collective_kind(kinds.get((event_label(event), op_name(event))), op_name(event)):
             moving[at].append(span)
     for k, step in enumerate(found):
         step.busy_seconds = _length(_union(busy[k])) / 1e9
@@ -300,19 +301,19 @@ def _collective_parts(
         [
             (origin + e.start_ns, origin + e.start_ns + e.duration_ns)
             for e in events
-            if not collective_kind(kinds.get((_module(e), _op(e))), _op(e))
+            if not collective_kind(kinds.get((event_label(e), op_name(e))), op_name(e))
         ]
     )
     seen: dict[tuple[str, str, int | None], int] = defaultdict(int)
     parts: list[CollectivePart] = []
     for event in sorted(events, key=lambda e: e.start_ns):
-        kind = collective_kind(kinds.get((_module(event), _op(event))), _op(event))
+        kind = collective_kind(kinds.get((event_label(event), op_name(event))), op_name(event))
         if kind is None:
             continue
         start, end = origin + event.start_ns, origin + event.start_ns + event.duration_ns
         at = _step_at(starts, start)
         number = steps[at].number if at is not None else None
-        key = (_module(event), _op(event), number)
+        key = (event_label(event), op_name(event), number)
         run = event.stats.get("run_id")
         execution = (run,) if run is not None else (number, seen[key])
         seen[key] += 1
@@ -591,13 +592,3 @@ def _end(step: HostStep) -> float:
 def _median(values: Iterable[float]) -> float | None:
     found = list(values)
     return median(found) if found else None
-
-
-def _module(event: TraceEvent) -> str:
-    program = event.stats.get("program_id")
-    name = str(event.stats["hlo_module"])
-    return f"module_{program:04d}.{name}" if isinstance(program, int) else name
-
-
-def _op(event: TraceEvent) -> str:
-    return str(event.stats["hlo_op"]).rsplit("::", 1)[-1]
