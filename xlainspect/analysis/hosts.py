@@ -36,8 +36,9 @@ from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS
 from xlainspect.analysis.profile import ProfileReport, profile
 from xlainspect.analysis.profile.events import event_label, op_name
-from xlainspect.dump.directory import Dump
+from xlainspect.dump.directory import Dump, SkippedFile
 from xlainspect.dump.xplane import StatValue, TraceEvent, read_trace
+from xlainspect.errors import XlaInspectError
 from xlainspect.workers import map_shared
 
 STRAGGLER_SHARE = 0.05
@@ -171,15 +172,15 @@ class ClockAlignment:
 
 @dataclass
 class JobReport:
-    """Every host's trace of one run."""
+    """Every host's trace of one run: per host, per device, per collective, and the straggler."""
 
     hosts: list[UnitRow]
     devices: list[UnitRow]
     collectives: list[CollectiveRow]
     straggler: Straggler | None
     clock: ClockAlignment
-    profile: ProfileReport
-    """The first host's whole profile."""
+    skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
+    """Hosts whose trace could not be read (named and left out)."""
 
 
 def job_profile(
@@ -187,29 +188,52 @@ def job_profile(
     dump: Dump | None = None,
     chip: Chip | None = None,
     step_function: str | None = None,
-) -> JobReport:
-    """Read each host's trace in parallel, align their clocks, and find the straggler."""
+) -> ProfileReport:
+    """The first host's whole profile, its `job` every host's: each host's trace read and summarised in
+    parallel, their clocks aligned, the straggler found. A host whose trace cannot be read is skipped
+    (`job.skipped`); none readable is an error."""
     names = list(traces)
-    summaries = map_shared(
-        lambda host: summarise_host(host, traces[host], dump, chip, step_function, host == names[0]), names, 1
+    found = map_shared(
+        lambda host: _summary_or_skipped(host, traces[host], dump, chip, step_function, host == names[0]), names, 1
     )
+    summaries = [s for s in found if isinstance(s, HostSummary)]
+    skipped = [s for s in found if isinstance(s, SkippedFile)]
+    if not summaries:
+        raise XlaInspectError("; ".join(f"{s.path}: {s.reason}" for s in skipped))
+    report = summaries[0].report
+    if report is None:  # the first readable host's report is kept
+        report = summarise_host(summaries[0].host, traces[summaries[0].host], dump, chip, step_function, True).report
+    assert report is not None
+    report.paths = [str(p) for s in summaries for p in s.paths]
+    report.job = job_of(summaries, skipped)
+    return report
+
+
+def _summary_or_skipped(
+    host: str, paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None, keep: bool
+) -> HostSummary | SkippedFile:
+    """A damaged host's trace is named and skipped; the others are still read."""
+    try:
+        return summarise_host(host, paths, dump, chip, step_function, keep)
+    except XlaInspectError as error:
+        return SkippedFile(paths[0], str(error))
+
+
+def job_of(summaries: list[HostSummary], skipped: list[SkippedFile]) -> JobReport:
+    """Per host and device rows, collectives' waits and the straggler of the hosts' summaries."""
     clock = align_clocks(summaries)
-    rows = [_unit_row(s.host, None, s.steps, _parts_by(s.parts, None), clock.offsets[s.host]) for s in summaries]
+    rows = [_unit_row(s.host, None, s.steps, clock.offsets[s.host]) for s in summaries]
     devices = [
-        _unit_row(s.host, d, steps, _parts_by(s.parts, d), clock.offsets[s.host])
-        for s in summaries
-        for d, steps in sorted(s.devices.items())
+        _unit_row(s.host, d, steps, clock.offsets[s.host]) for s in summaries for d, steps in sorted(s.devices.items())
     ]
     waits = collective_waits(summaries, clock.offsets)
-    first = summaries[0].report
-    assert first is not None  # the first host's summary keeps its report
     return JobReport(
         _with_waits(rows, waits, summaries),
         _with_waits(devices, waits, summaries),
         collective_rows(summaries, waits),
         straggler(summaries, clock.offsets, waits),
         clock,
-        first,
+        skipped,
     )
 
 
@@ -387,13 +411,7 @@ def collective_waits(summaries: list[HostSummary], offsets: dict[str, float]) ->
     return waits
 
 
-def _parts_by(parts: list[CollectivePart], device: str | None) -> list[CollectivePart]:
-    return [p for p in parts if device is None or p.device == device]
-
-
-def _unit_row(
-    host: str, device: str | None, steps: list[HostStep], parts: list[CollectivePart], offset: float
-) -> UnitRow:
+def _unit_row(host: str, device: str | None, steps: list[HostStep], offset: float) -> UnitRow:
     clean = [s for s in steps if not s.compiled]
     return UnitRow(
         host,

@@ -15,6 +15,7 @@ from xlainspect.cli.options import FormatOpt, FunctionOpt, StrictOpt, readable, 
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.report.profile_html import write_profile_html
 from xlainspect.report.views.cost import profile_document
+from xlainspect.report.views.hosts import with_hosts
 
 commands = commands_of("profile")
 
@@ -90,4 +91,5 @@ def profile(
             note(f"wrote {html}")
     after = max_compiles_after_step
     late = compiles_after(report, after) if after is not None else []
-    show(profile_document(report, top or None, late, after or 0, compile_phases), fmt, report.skipped, strict)
+    document = with_hosts(profile_document(report, top or None, late, after or 0, compile_phases), report)
+    show(document, fmt, report.skipped, strict)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.profile.compiles import CompileEvent
 from xlainspect.dump.directory import SkippedFile
 from xlainspect.dump.xplane import TraceEvent
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.hosts import JobReport  # which reads profiles
 
 
 @dataclass(slots=True)
@@ -131,3 +135,5 @@ class ProfileReport:
     other_device: tuple[int, float] = (0, 0.0)
     """(events, seconds) of device work of no module outside compiles: transfers of a program's inputs
     and outputs, eager copies."""
+    job: JobReport | None = None
+    """Every host's and device's steps, collectives' waits and the straggler (`analysis/hosts.py`)."""

@@ -1,0 +1,173 @@
+"""The job's hosts (`profile` of a multi-host run, and the report's "Hosts" section): per-host step bars,
+the straggler sentence, the clocks' alignment, and each collective's wait, transfer and exposed time."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from xlainspect.analysis.hosts import STRAGGLER_SHARE
+from xlainspect.report.document import Document, Lines, Table, record, records, table
+from xlainspect.report.views.cost import duration, readable
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.hosts import ClockAlignment, JobReport, Straggler, UnitRow
+    from xlainspect.analysis.profile import ProfileReport
+
+UNIT_COLUMNS = (
+    "host",
+    "device",
+    "steps",
+    "step_seconds",
+    "busy_seconds",
+    "idle_seconds",
+    "collective_seconds",
+    "wait_seconds",
+    "transfer_seconds",
+    "exposed_seconds",
+    "clock_offset_seconds",
+)
+COLLECTIVE_COLUMNS = (
+    "host",
+    "device",
+    "module",
+    "op",
+    "kind",
+    "count",
+    "seconds",
+    "wait_seconds",
+    "transfer_seconds",
+    "exposed_seconds",
+    "hidden_seconds",
+)
+_BAR = 40
+"""Characters of the longest step's bar."""
+
+
+def with_hosts(document: Document, report: ProfileReport) -> Document:
+    """`profile`'s document with the job's keys in its JSON and, where the run has several hosts or
+    devices, its hosts first on the terminal and in Markdown."""
+    job = report.job
+    if job is None:
+        return document
+    assert isinstance(document.data, dict)
+    data: dict[str, object] = {**document.data, **hosts_data(job)}
+    if len(job.hosts) < 2 and len(job.devices) < 2:
+        return replace(document, data=data)
+    blocks = hosts_blocks(job)
+    markdown = None if document.markdown is None else [*blocks, *document.markdown]
+    return replace(document, data=data, blocks=[*blocks, *document.blocks], markdown=markdown)
+
+
+def hosts_data(job: JobReport) -> dict[str, object]:
+    """The JSON keys a profile gains: `hosts`, `devices`, `collectives`, `straggler` (with its sentence)
+    and `clock` (with its method said). Steps start at seconds since the job's first step, on the first
+    host's clock."""
+    start = min((s.start_ns / 1e9 + row.clock_offset_seconds for row in job.hosts for s in row.steps), default=0.0)
+    return {
+        "hosts": [_unit_record(row, start) for row in job.hosts],
+        "devices": [_unit_record(row, start) for row in job.devices],
+        "collectives": records(job.collectives),
+        "straggler": None if job.straggler is None else record(job.straggler) | {"said": straggler_text(job)},
+        "clock": record(job.clock) | {"method_said": clock_text(job.clock)},
+    }
+
+
+def hosts_blocks(job: JobReport) -> list[Table | Lines]:
+    """Per-host step bars and the straggler sentence, the hosts' and devices' rows, the collectives'."""
+    units = job.hosts if len(job.hosts) > 1 else job.devices
+    lines = [*_bars(units), "", straggler_text(job), clock_text(job.clock)]
+    if len(job.hosts) > 1:
+        lines.append(
+            f"The ops, steps and compiles below are {job.hosts[0].host}'s (every host runs the same program); "
+            "the rows here and JSON's hosts, devices and collectives cover every host."
+        )
+    lines += [f"skipped {s.path}: {s.reason}" for s in job.skipped]
+    title = f"{len(job.hosts)} host(s), {len(job.devices)} device(s): per step without a compile (median)"
+    return [
+        Lines("\n".join(lines)),
+        table(title, [_readable_unit(r) for r in job.hosts + job.devices], UNIT_COLUMNS),
+        table(
+            "collectives per device: waiting for the last peer, moving data, exposed",
+            _collective_rows(job),
+            COLLECTIVE_COLUMNS,
+        ),
+    ]
+
+
+def straggler_text(job: JobReport) -> str:
+    found = job.straggler
+    if found is None:
+        return "No collective ran in a step without a compile: no straggler to find."
+    rule = (
+        f"(rule: a {found.level} stands out when the others wait for it, beyond the next latest, more than "
+        f"{STRAGGLER_SHARE:.0%} of the median step, here {duration(found.threshold_seconds)})"
+    )
+    if found.name is None:
+        return (
+            f"No {found.level} stands out: the latest arrives {duration(max(0.0, found.margin_seconds))} after the "
+            f"next latest (median over {found.steps} steps) {rule}."
+        )
+    return (
+        f"{found.name} is the straggler: it arrived last at the collectives of {found.last_in_steps} of "
+        f"{found.steps} steps without a compile, {duration(found.margin_seconds)} after the next latest "
+        f"(median); the others wait {duration(found.wait_seconds)} a step in their collectives"
+        + (f". Meanwhile it ran: {_meanwhile(found)}" if found.meanwhile else "")
+        + f" {rule}."
+    )
+
+
+def _meanwhile(found: Straggler) -> str:
+    named = {"compile": "compiling", "device": "its own ops"}
+    return ", ".join(f"{named.get(what, name)} {duration(seconds)}" for what, name, seconds in found.meanwhile[:4])
+
+
+def clock_text(clock: ClockAlignment) -> str:
+    if clock.method == "one host":
+        return "Clock: one host, no alignment needed."
+    offsets = ", ".join(f"{h} {clock.offsets[h] * 1e3:+.2f} ms" for h in clock.offsets)
+    how = {
+        "collective ends": "the median difference of the ends of the collective executions each host shares "
+        "with the first (every participant leaves a collective at about the same instant)",
+        "step ends": "the median difference of the ends of the steps each host shares with the first (no "
+        "collective execution is shared)",
+    }[clock.method]
+    return f"Clocks aligned to {next(iter(clock.offsets))}'s by {how}, over {clock.shared} shared: {offsets}."
+
+
+def _bars(units: list[UnitRow]) -> list[str]:
+    """One bar per host: its median step, waiting in collectives (#), other device work (=), idle (.)."""
+    longest = max((u.step_seconds or 0.0 for u in units), default=0.0)
+    if longest <= 0:
+        return []
+    lines = []
+    for unit in units:
+        step = unit.step_seconds or 0.0
+        wait = min(unit.wait_seconds or 0.0, step)
+        busy = min(max(0.0, (unit.busy_seconds or 0.0) - wait), step - wait)
+        cells = [round(x / longest * _BAR) for x in (wait, busy, step)]
+        bar = "#" * cells[0] + "=" * cells[1] + "." * max(0, cells[2] - cells[0] - cells[1])
+        name = unit.host if unit.device is None else f"{unit.host} {unit.device}"
+        lines.append(f"{name:>16} |{bar:<{_BAR}}| {duration(step)}, waiting {duration(wait)}")
+    return lines
+
+
+def _unit_record(row: UnitRow, start: float) -> dict[str, object]:
+    found = record(row)
+    found["steps"] = [
+        {k: v for k, v in record(s).items() if k != "start_ns"}
+        | {"start_seconds": s.start_ns / 1e9 + row.clock_offset_seconds - start}
+        for s in row.steps
+    ]
+    return found
+
+
+def _readable_unit(row: UnitRow) -> dict[str, object]:
+    offset = f"{row.clock_offset_seconds * 1e3:+.2f} ms"
+    return readable(record(row) | {"steps": len(row.steps), "device": row.device or "(all)"}) | {
+        "clock_offset_seconds": offset
+    }
+
+
+def _collective_rows(job: JobReport) -> list[dict[str, object]]:
+    return [readable(record(c)) | {"seconds": duration(c.seconds)} for c in job.collectives]
