@@ -92,6 +92,10 @@ def test_collective_rows_split_wait_and_transfer(job):
         assert row.wait_seconds + row.transfer_seconds == pytest.approx(row.seconds)
         assert row.exposed_seconds + row.hidden_seconds == pytest.approx(row.seconds)
         assert row.hidden_seconds == 0.0  # XLA:CPU runs the all-reduce alone: no compute overlaps it
+        # the gradients (128x128 and 128x1 f32) and the loss, all-reduced over 8 devices: 2 (n - 1) / n of them
+        assert row.bytes_per_execution == round((128 * 128 + 128 + 1) * 4 * 2 * 7 / 8)
+        assert row.transfer_bytes_per_second == pytest.approx(row.bytes_per_execution * 7 / row.transfer_seconds)
+        assert row.link_bandwidth is None  # XLA:CPU: no chip, no link figure
         share = row.wait_seconds / row.seconds
         assert share < 0.1 if row.host == truth["slow_host"] else share > 0.5, row
 

@@ -33,12 +33,14 @@ from pathlib import Path
 from statistics import median
 
 from xlainspect.analysis.chips import Chip
-from xlainspect.analysis.collectives import KINDS
+from xlainspect.analysis.collectives import KINDS, collectives
 from xlainspect.analysis.profile import ProfileReport, profile
-from xlainspect.analysis.profile.events import event_label, op_name
+from xlainspect.analysis.profile.costs import embedded_modules
+from xlainspect.analysis.profile.events import dump_label, event_label, op_name, traced_modules
 from xlainspect.dump.directory import Dump, SkippedFile
-from xlainspect.dump.xplane import StatValue, TraceEvent, read_trace
+from xlainspect.dump.xplane import StatValue, Trace, TraceEvent, read_trace
 from xlainspect.errors import XlaInspectError
+from xlainspect.hlo.model import Module
 from xlainspect.workers import map_shared
 
 STRAGGLER_SHARE = 0.05
@@ -102,6 +104,8 @@ class HostSummary:
     compiles: list[Interval]
     report: ProfileReport | None = None
     """The whole profile, for the first host only."""
+    bytes_sent: dict[tuple[str, str], int | None] = field(default_factory=dict[tuple[str, str], "int | None"])
+    """(module, op) -> bytes a device sends per execution, for the first host only."""
 
 
 @dataclass(slots=True)
@@ -139,6 +143,13 @@ class CollectiveRow:
     transfer_seconds: float
     exposed_seconds: float
     hidden_seconds: float
+    bytes_per_execution: int | None = None
+    """What the device sends per execution (`collectives`' `bytes_per_device`: the payload times its kind's
+    ring factor), from the first host's dump module or embedded HLO."""
+    transfer_bytes_per_second: float | None = None
+    """Those bytes over the transfer time (the wait left out)."""
+    link_bandwidth: float | None = None
+    """The chip's interconnect bandwidth one way (`chips.json`'s `ici_bandwidth`), where a chip is known."""
 
 
 @dataclass(slots=True)
@@ -205,7 +216,7 @@ def job_profile(
         report = summarise_host(summaries[0].host, traces[summaries[0].host], dump, chip, step_function, True).report
     assert report is not None
     report.paths = [str(p) for s in summaries for p in s.paths]
-    report.job = job_of(summaries, skipped)
+    report.job = job_of(summaries, skipped, chip)
     return report
 
 
@@ -219,7 +230,7 @@ def _summary_or_skipped(
         return SkippedFile(paths[0], str(error))
 
 
-def job_of(summaries: list[HostSummary], skipped: list[SkippedFile]) -> JobReport:
+def job_of(summaries: list[HostSummary], skipped: list[SkippedFile], chip: Chip | None = None) -> JobReport:
     """Per host and device rows, collectives' waits and the straggler of the hosts' summaries."""
     clock = align_clocks(summaries)
     rows = [_unit_row(s.host, None, s.steps, clock.offsets[s.host]) for s in summaries]
@@ -230,7 +241,7 @@ def job_of(summaries: list[HostSummary], skipped: list[SkippedFile]) -> JobRepor
     return JobReport(
         _with_waits(rows, waits, summaries),
         _with_waits(devices, waits, summaries),
-        collective_rows(summaries, waits),
+        collective_rows(summaries, waits, chip),
         straggler(summaries, clock.offsets, waits),
         clock,
         skipped,
@@ -264,8 +275,24 @@ def summarise_host(
         _sum_devices(step, [d[k] for d in devices.values()])
     annotations = _annotations(trace.events, origin)
     if not keep:
-        report = None
-    return HostSummary(host, [str(p) for p in paths], steps, devices, parts, annotations, compiles, report)
+        return HostSummary(host, [str(p) for p in paths], steps, devices, parts, annotations, compiles)
+    sent = _bytes_sent(trace, dump, {p.module for p in parts})
+    return HostSummary(host, [str(p) for p in paths], steps, devices, parts, annotations, compiles, report, sent)
+
+
+def _bytes_sent(trace: Trace, dump: Dump | None, labels: set[str]) -> dict[tuple[str, str], int | None]:
+    """Bytes each device sends per execution of each collective of the traced modules: from the dump's
+    after-optimizations module, else the HLO the trace embeds (none where neither reads: `profile` has
+    named why)."""
+    modules: dict[str, Module] = {}
+    if dump is None:
+        modules = embedded_modules(trace, labels, [])
+    for dumped in traced_modules(dump, labels) if dump is not None else []:
+        try:
+            modules[dump_label(dumped)] = dumped.module("after")
+        except XlaInspectError:
+            continue  # in the report's skipped files already
+    return {(label, c.name): c.bytes_per_device for label, module in modules.items() for c in collectives(module)}
 
 
 def _device(event: TraceEvent) -> str:
@@ -450,8 +477,9 @@ def _with_waits(rows: list[UnitRow], waits: Waits, summaries: list[HostSummary])
     return rows
 
 
-def collective_rows(summaries: list[HostSummary], waits: Waits) -> list[CollectiveRow]:
-    """Per collective op per device, over its executions in steps without a compile."""
+def collective_rows(summaries: list[HostSummary], waits: Waits, chip: Chip | None) -> list[CollectiveRow]:
+    """Per collective op per device, over its executions in steps without a compile; bytes from the
+    first host's program (every host runs the same), against the chip's link."""
     rows: dict[tuple[str, str, str, str], CollectiveRow] = {}
     for summary in summaries:
         clean = {s.number for s in summary.steps if not s.compiled}
@@ -469,6 +497,12 @@ def collective_rows(summaries: list[HostSummary], waits: Waits) -> list[Collecti
             row.transfer_seconds += seconds - wait
             row.hidden_seconds += part.hidden_ns / 1e9
             row.exposed_seconds += seconds - part.hidden_ns / 1e9
+    sent = summaries[0].bytes_sent
+    for row in rows.values():
+        row.bytes_per_execution = sent.get((row.module, row.op))
+        if row.bytes_per_execution is not None and row.transfer_seconds > 0:
+            row.transfer_bytes_per_second = row.bytes_per_execution * row.count / row.transfer_seconds
+        row.link_bandwidth = chip.ici_bandwidth if chip is not None else None
     return list(rows.values())
 
 

@@ -39,6 +39,9 @@ COLLECTIVE_COLUMNS = (
     "transfer_seconds",
     "exposed_seconds",
     "hidden_seconds",
+    "bytes_per_execution",
+    "transfer_bytes_per_second",
+    "link_bandwidth",
 )
 _BAR = 40
 """Characters of the longest step's bar."""
