@@ -20,6 +20,8 @@ from xlainspect.dump.directory import load_dump
 from xlainspect.dump.jaxlog import JaxLog, parse_jax_log, read_jax_log
 from xlainspect.report import dump_report as reports
 from xlainspect.report.page import render_html, render_markdown
+from xlainspect.report.views import compiles as compiles_view
+from xlainspect.report.views import time as time_view
 
 TRACE = FIXTURES / "profiles" / "profile_steps"
 CACHE_RUN = FIXTURES / "cache" / "runs" / "1_cold"
@@ -227,7 +229,7 @@ def test_a_trace_that_starts_after_the_first_compile_marks_the_next_a_recompile(
 
 
 def test_the_timeline_draws_the_functions_with_the_most_compile_time(monkeypatch):
-    monkeypatch.setattr(reports, "TIMELINE_LANES", 2)
+    monkeypatch.setattr(compiles_view, "TIMELINE_LANES", 2)
     report = reports.dump_report(dump_facts(load_dump(CACHE_RUN), log=read_jax_log(CACHE_RUN)))  # not the cached one
     compiles = _section(report, "compiles")
     (timeline,) = compiles.charts
@@ -236,7 +238,7 @@ def test_the_timeline_draws_the_functions_with_the_most_compile_time(monkeypatch
 
 
 def test_the_step_chart_says_how_many_functions_it_leaves_out(monkeypatch):
-    monkeypatch.setattr(reports, "CHART_FUNCTIONS", 1)
+    monkeypatch.setattr(time_view, "CHART_FUNCTIONS", 1)
     report = reports.dump_report(dump_facts(load_dump(GPU_DUMP), trace=GPU_TRACE))  # not the cached one
     (chart,) = _section(report, "time").charts
     assert [f.function for f in chart.functions] == ["jit_train_step"] and chart.of == 4

@@ -14,16 +14,9 @@ from xlainspect.analysis.timing import OpTiming
 from xlainspect.report.charts import CHART_STYLE, compile_timeline_svg, step_breakdown_svg
 from xlainspect.report.cost_html import ROOFLINE_STYLE, Point, roofline_svg
 from xlainspect.report.document import Table, cell_text, is_numeric, markdown_table
-from xlainspect.report.dump_report import (
-    CompileTimeline,
-    DumpReport,
-    Finding,
-    OpDetail,
-    Roofline,
-    Section,
-    StepBreakdown,
-)
+from xlainspect.report.dump_report import DumpReport
 from xlainspect.report.memory_html import module_section, page
+from xlainspect.report.sections import CompileTimeline, Finding, OpDetail, Roofline, Section, StepBreakdown
 from xlainspect.report.views.cost import duration
 
 _STYLE = """nav a{margin-right:1em}.finding td{vertical-align:top}.note{color:#666;font-style:italic}
