@@ -155,3 +155,20 @@ def test_workers_find_the_same_report_as_one_process(tmp_path, monkeypatch):
     assert skipped == ["module_0085", "module_0219", "module_0085"]  # the last from the recompiles section
     assert parallel == serial and render_html(parallel) == render_html(serial)
     assert sum(advanced) == len(load_dump(dump).modules) == 18
+
+
+def test_recompiles_fold_to_one_line_per_function_on_the_first_screen():
+    """What changed, without the values (the recompiles section keeps them), each line linked to it."""
+    (time,) = [s for s in _report("tpu_v5e").sections if s.key == "time"]
+    assert time.brief == [("jit_layouts: 12 compiles: the number of parameters, dtype", "function-jit_layouts")]
+    (time,) = [s for s in _report("same_signature").sections if s.key == "time"]
+    assert time.brief[:2] == [
+        ("jit_layer: 2 compiles: a Python branch on a static argument", "function-jit_layer"),
+        ("jit_scale: 2 compiles: identical programs", "function-jit_scale"),
+    ]
+    assert time.brief[4:] == [
+        ("and 3 more recompiled functions", "recompiles"),
+        ("eager jax ops: 7 compiles of 5 functions", "recompiles"),
+    ]
+    page = render_html(_report("same_signature"))
+    assert "<li><a href='#function-jit_scale'>jit_scale: 2 compiles: identical programs</a></li>" in page

@@ -107,6 +107,9 @@ class Section:
     """The ops findings link to: their HLO lines and neighbourhood."""
     links: list[tuple[str, str]] = field(default_factory=list)
     """(text, anchor) of other parts of the page the section points to, under its intro."""
+    brief: list[tuple[str, str]] = field(default_factory=list)
+    """(line, anchor of its whole text) of another section's findings folded to one line each (a
+    function's recompiles on the first screen)."""
 
 
 def table(title: str, columns: tuple[str, ...], rows: list, what: str = "") -> Table:

@@ -9,6 +9,7 @@ from xlainspect.analysis.commands.compiles import ModuleRow
 from xlainspect.analysis.commands.report import DumpFacts
 from xlainspect.report.causes import (
     cause_record,
+    causes_in_brief,
     causes_text,
     for_people,
     suggestion,
@@ -313,6 +314,36 @@ def recompiles_section(source: DumpFacts) -> Section:
         f"{total:,} compiles of {len(rows):,} functions, {sum(r.modules > 1 for r in rows):,} compiled more than once."
     )
     return Section("recompiles", "Recompiles", intro, [tab], findings)
+
+
+BRIEF_FUNCTIONS = 4
+"""Recompiled functions the first screen names, one line each (those with the most recompile time)."""
+
+
+def recompiles_in_brief(source: DumpFacts) -> list[tuple[str, str]]:
+    """One line per recompiled function (what changed, without the values), with the anchor of its row in
+    the recompiles section, which says it all; the eager traffic in one more: the first screen's fold."""
+    again = source.timing.recompile_seconds
+    user, eager = for_people(source.recompiles)
+    recompiled = sorted((r for r in user if r.modules > 1), key=lambda r: (-again.get(r.name, 0.0), -r.modules))
+    lines = [
+        (
+            f"{r.name}: {r.modules} compiles"
+            + (f" ({again[r.name]:.2f} s again)" if again.get(r.name) else "")
+            + f": {causes_in_brief(r.causes) or 'no cause found'}",
+            f"function-{r.name}",
+        )
+        for r in recompiled[:BRIEF_FUNCTIONS]
+    ]
+    if len(recompiled) > BRIEF_FUNCTIONS:
+        lines.append((f"and {len(recompiled) - BRIEF_FUNCTIONS} more recompiled functions", "recompiles"))
+    if eager is not None and eager.compiles > 1:
+        spent = sum(source.timing.compile_seconds.get(r.name) or 0.0 for r in eager.functions)
+        said = f" ({spent:.2f} s)" if spent else ""
+        lines.append(
+            (f"eager jax ops: {eager.compiles} compiles of {len(eager.functions)} functions{said}", "recompiles")
+        )
+    return lines
 
 
 def _compile_finding(text: str, compiles: int, seconds: float | None, where: str = "") -> Finding:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from xlainspect.analysis.commands.report import DumpFacts, op_lines
 from xlainspect.analysis.timing import OpTiming, Timing, losses
-from xlainspect.report.causes import causes_text
 from xlainspect.report.sections import Finding, OpDetail, Roofline, Section, StepBreakdown, table
+from xlainspect.report.views.compiles import recompiles_in_brief
 
 TOP_OPS_FOUND = 10
 """Ops by time lost that become findings (each with its HLO neighbourhood on the page)."""
@@ -93,6 +93,7 @@ def time_section(source: DumpFacts) -> Section:
         charts=charts,
         details=details,
         links=links,
+        brief=recompiles_in_brief(source),
     )
 
 
@@ -125,13 +126,6 @@ def _time_intro(source: DumpFacts, peaks: dict[str, tuple[int, str]]) -> str:
         )
     compiled = sum(t.compile_seconds.values())
     said += f" {compiled:.2f} s compiling ({t.compile_source})." if t.compile_seconds else ""
-    again = [r for r in source.recompiles if r.modules > 1 and not r.eager]
-    if again:
-        worst = max(again, key=lambda r: (t.recompile_seconds.get(r.name, 0.0), r.modules))
-        spent = t.recompile_seconds.get(worst.name)
-        why = "; ".join(causes_text(worst.causes)[:2]) or "no cause found"
-        said += f" {worst.name} compiled {worst.modules} times" + (f" ({spent:.2f} s again)" if spent else "")
-        said += f": {why}."
     top = max(peaks.values(), default=None)
     said += f" Memory peaks at {top[0]:,} bytes in {top[1]}." if top else ""
     return said + "".join(f" Note: {n}" for n in t.notes[:3])
