@@ -20,6 +20,8 @@ from xlainspect.dump.directory import load_dump
 from xlainspect.dump.jaxlog import JaxLog, parse_jax_log, read_jax_log
 from xlainspect.report import dump_report as reports
 from xlainspect.report.page import render_html, render_markdown
+from xlainspect.report.views import compiles as compiles_view
+from xlainspect.report.views import time as time_view
 
 TRACE = FIXTURES / "profiles" / "profile_steps"
 CACHE_RUN = FIXTURES / "cache" / "runs" / "1_cold"
@@ -47,10 +49,13 @@ def test_measured_step_time_is_the_profiles_time_per_step():
     assert "module" not in time.tables[0].columns  # measured over every module of the function
     assert row[5:] == (2, pytest.approx(0.427045317), pytest.approx(0.202601404), 57860)
     assert time.intro.startswith("Measured in the profile (6 steps): a function's step time is its kernels'")
-    assert (
-        "0.43 s compiling (profile). jit_train_step compiled 2 times (0.20 s again): shape x dim 0: 32 -> 16; "
-        "shape y dim 0: 32 -> 16. Memory peaks at 57,860 bytes in module_0000.jit_train_step." in time.intro
-    )
+    assert "0.43 s compiling (profile). Memory peaks at 57,860 bytes in module_0000.jit_train_step." in time.intro
+    # the recompile folds to one line on the first screen; its values are in the recompiles section
+    assert time.brief == [
+        ("jit_train_step: 2 compiles (0.20 s again): shape of 2 parameters", "function-jit_train_step")
+    ]
+    (recompiled,) = [row for row in _section(report, "recompiles").tables[0].rows if row[0] == "jit_train_step"]
+    assert recompiled[5] == "shape x dim 0: 32 -> 16; shape y dim 0: 32 -> 16"
 
 
 def test_a_compile_in_the_profile_is_on_the_timeline_with_its_seconds():
@@ -227,7 +232,7 @@ def test_a_trace_that_starts_after_the_first_compile_marks_the_next_a_recompile(
 
 
 def test_the_timeline_draws_the_functions_with_the_most_compile_time(monkeypatch):
-    monkeypatch.setattr(reports, "TIMELINE_LANES", 2)
+    monkeypatch.setattr(compiles_view, "TIMELINE_LANES", 2)
     report = reports.dump_report(dump_facts(load_dump(CACHE_RUN), log=read_jax_log(CACHE_RUN)))  # not the cached one
     compiles = _section(report, "compiles")
     (timeline,) = compiles.charts
@@ -236,7 +241,7 @@ def test_the_timeline_draws_the_functions_with_the_most_compile_time(monkeypatch
 
 
 def test_the_step_chart_says_how_many_functions_it_leaves_out(monkeypatch):
-    monkeypatch.setattr(reports, "CHART_FUNCTIONS", 1)
+    monkeypatch.setattr(time_view, "CHART_FUNCTIONS", 1)
     report = reports.dump_report(dump_facts(load_dump(GPU_DUMP), trace=GPU_TRACE))  # not the cached one
     (chart,) = _section(report, "time").charts
     assert [f.function for f in chart.functions] == ["jit_train_step"] and chart.of == 4

@@ -30,12 +30,16 @@ def step_breakdown_svg(functions: list[FunctionTiming]) -> str:
     drawn = [f for f in functions if f.seconds]
     longest = max(max(f.seconds, sum(f.by_kind.values())) for f in drawn)  # kinds may sum past a measured total
     kinds = _top_kinds(drawn)
-    height = _BAR * (len(drawn) + 1) + 40
+    names = [*kinds, "other"]
+    legend, legend_rows = _legend(
+        names, [i if k in kinds else KINDS_DRAWN for i, k in enumerate(names)], _BAR * len(drawn) + 24
+    )
+    height = _BAR * len(drawn) + 16 + legend_rows * _LEGEND_ROW
     scale = (_WIDTH - _LEFT - _RIGHT) / longest
     parts = []
     for row, timing in enumerate(drawn):
         y = 10 + row * _BAR
-        parts.append(f"<text class='label' x='4' y='{y + 14}'>{html.escape(timing.function[:28])}</text>")
+        parts.append(_label(timing.function, y + 14))
         x = float(_LEFT)
         for kind, seconds in _split(timing, kinds):
             width = seconds * scale
@@ -51,15 +55,37 @@ def step_breakdown_svg(functions: list[FunctionTiming]) -> str:
             f"<text class='value' x='{x + 4:.1f}' y='{y + 14}' data-function='{html.escape(timing.function)}' "
             f"data-step-seconds='{timing.seconds!r}'>{duration(timing.seconds)}</text>"
         )
-    legend_y = height - 14
-    names = [*kinds, "other"]
-    for index, kind in enumerate(names):
-        x, colour = 8 + index * 145, index if kind in kinds else KINDS_DRAWN
+    return _svg(height, [*parts, *legend], "step-breakdown")
+
+
+_LEGEND_ROW, _LEGEND_CHAR = 18, 7.0
+"""A legend line's height, and the width a legend character takes at most (12 px system-ui)."""
+_LABEL_CHARS = 28
+"""Characters of a function's name left of its bar; the whole name is its tooltip."""
+
+
+def _label(name: str, y: float) -> str:
+    """A lane's name left of its bar, cut to fit, the whole name as its tooltip."""
+    shown = name if len(name) <= _LABEL_CHARS else name[: _LABEL_CHARS - 1] + "…"
+    return f"<text class='label' x='4' y='{y}'><title>{html.escape(name)}</title>{html.escape(shown)}</text>"
+
+
+def _legend(names: list[str], colours: list[int], top: float) -> tuple[list[str], int]:
+    """Each name whole beside its colour, flowed into as many lines as the chart's width needs (two kinds
+    that share a prefix, `__cudnn$convBackwardFilter` and `__cudnn$convBackwardInput`, stay apart)."""
+    parts, x, row = [], 8.0, 0
+    for name, colour in zip(names, colours):
+        width = 14 + _LEGEND_CHAR * len(name) + 18
+        if x > 8 and x + width > _WIDTH - 8:
+            x, row = 8.0, row + 1
+        y = top + row * _LEGEND_ROW
         parts.append(
-            f"<rect class='kind{colour}' x='{x}' y='{legend_y - 10}' width='10' height='10'/>"
-            f"<text class='legend' x='{x + 14}' y='{legend_y}'>{html.escape(kind[:17])}</text>"
+            f"<rect class='kind{colour}' x='{x:.0f}' y='{y - 10:.0f}' width='10' height='10'/>"
+            f"<text class='legend' x='{x + 14:.0f}' y='{y:.0f}'>"
+            f"{html.escape(name)}</text>"
         )
-    return _svg(height, parts, "step-breakdown")
+        x += width
+    return parts, row + 1
 
 
 def _top_kinds(functions: list[FunctionTiming]) -> list[str]:
@@ -90,7 +116,7 @@ def compile_timeline_svg(marks: list[CompileMark], source: str) -> str:
     parts = [f"<text class='label' x='{_LEFT}' y='{height - 8}'>{html.escape(_axis_title(source))}</text>"]
     parts += _ticks(start, end, scale, height - 38) if timed else []
     for row, lane in enumerate(lanes):
-        parts.append(f"<text class='label' x='4' y='{10 + row * _BAR + 14}'>{html.escape(lane[:28])}</text>")
+        parts.append(_label(lane, 10 + row * _BAR + 14))
     rows = {lane: row for row, lane in enumerate(lanes)}
     for mark in marks:
         seconds = mark.seconds if timed else 1.0

@@ -14,16 +14,9 @@ from xlainspect.analysis.timing import OpTiming
 from xlainspect.report.charts import CHART_STYLE, compile_timeline_svg, step_breakdown_svg
 from xlainspect.report.cost_html import ROOFLINE_STYLE, Point, roofline_svg
 from xlainspect.report.document import Table, cell_text, is_numeric, markdown_table
-from xlainspect.report.dump_report import (
-    CompileTimeline,
-    DumpReport,
-    Finding,
-    OpDetail,
-    Roofline,
-    Section,
-    StepBreakdown,
-)
+from xlainspect.report.dump_report import DumpReport
 from xlainspect.report.memory_html import module_section, page
+from xlainspect.report.sections import CompileTimeline, Finding, OpDetail, Roofline, Section, StepBreakdown
 from xlainspect.report.views.cost import duration
 
 _STYLE = """nav a{margin-right:1em}.finding td{vertical-align:top}.note{color:#666;font-style:italic}
@@ -120,6 +113,9 @@ def _section_html(section: Section, known: set[str], curves: int) -> str:
         f"<section id='{section.key}'><h2>{html.escape(section.title)}</h2>",
         f"<p class='intro'>{html.escape(section.intro)}</p>",
     ]
+    if section.brief:
+        items = "".join(f"<li><a href='#{html.escape(a)}'>{html.escape(text)}</a></li>" for text, a in section.brief)
+        parts.append(f"<ul class='brief'>{items}</ul>")
     if section.links:
         links = " · ".join(f"<a href='#{html.escape(a)}'>{html.escape(text)}</a>" for text, a in section.links)
         parts.append(f"<p>See: {links}</p>")
@@ -240,6 +236,7 @@ def render_markdown(report: DumpReport) -> str:
     ] or ["Nothing to fix found."]
     for section in report.sections:
         lines += ["", f"## {section.title}", "", section.intro]
+        lines += ["", *(f"- {text}" for text, _ in section.brief)] if section.brief else []
         for tab in section.tables:
             rows = tuple(tuple(_words(v) for v in row) for row in tab.rows)
             shown = dataclasses.replace(tab, rows=rows, note=f"_{tab.note}_" if tab.note else "")
