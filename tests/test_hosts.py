@@ -166,3 +166,17 @@ def test_profile_command_names_the_straggler():
     assert text.exit_code == 0
     assert "host_1 is the straggler: it arrived last at the collectives of 7 of 7 steps" in text.stdout
     assert "Meanwhile it ran: load_batch" in text.stdout
+
+
+def test_report_has_a_hosts_section_and_collectives_that_wait(tmp_path):
+    page = tmp_path / "report.md"
+    dump = FIXTURES / "dumps" / "multihost_straggler"
+    result = runner.invoke(app, ["report", str(dump), "--profile", str(JOB), "--markdown", str(page)])
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    hosts = text.split("\n## Hosts\n", 1)[1].split("\n## ", 1)[0]
+    assert "host_1 is the straggler: it arrived last at the collectives of 7 of 7 steps" in hosts
+    assert "| host_1 | (all) | 8 |" in hosts  # a bar row per host
+    assert "(hosts): host_1 is the straggler: the others wait" in text  # among the findings ranked on top
+    header = next(line for line in text.splitlines() if line.startswith("| module | name | kind | dtype |"))
+    assert "| wait_seconds | transfer_seconds | exposed_seconds |" in header

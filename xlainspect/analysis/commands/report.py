@@ -21,7 +21,7 @@ from xlainspect.analysis.commands.cost import ChipChoice, chip_for
 from xlainspect.analysis.copies import Copy, copies
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.fusions import Fusion, fusions, unfused_ops
-from xlainspect.analysis.hosts import job_profile
+from xlainspect.analysis.hosts import JobReport, job_profile
 from xlainspect.analysis.layouts import LedgerInput, PaddingRow, padding_ledger
 from xlainspect.analysis.lookup import module_label
 from xlainspect.analysis.memory import ModuleMemory, assigned_memory
@@ -71,6 +71,8 @@ class DumpFacts:
     """Step time per function, ops, compiles: measured with a profile, else the roofline estimate."""
     skipped: list[SkippedFile]
     """The dump's own skips, then the modules' and their side files', then count-recompiles'."""
+    job: JobReport | None = None
+    """The profile's hosts and devices, collectives' waits and the straggler (with a profile)."""
 
 
 def report_of(
@@ -119,7 +121,9 @@ def dump_facts(
     skipped += [problem for f in found.results for problem in f.problems]
     times = timing([f.time for f in found.results if f.time is not None], found.modules, profiled, log)
     skipped += profiled.skipped if profiled is not None else []
-    return DumpFacts(dump, found.results, found.modules, recompiles.functions, times, [*skipped, *recompiles.skipped])
+    job = profiled.job if profiled is not None else None
+    skipped += recompiles.skipped
+    return DumpFacts(dump, found.results, found.modules, recompiles.functions, times, skipped, job)
 
 
 def _profiled(trace: str | Path | None, dump: Dump) -> ProfileReport | None:

@@ -8,9 +8,12 @@ from typing import TYPE_CHECKING
 
 from xlainspect.analysis.hosts import STRAGGLER_SHARE
 from xlainspect.report.document import Document, Lines, Table, record, records, table
+from xlainspect.report.sections import Finding, Section
+from xlainspect.report.sections import table as section_table
 from xlainspect.report.views.cost import duration, readable
 
 if TYPE_CHECKING:
+    from xlainspect.analysis.commands.report import DumpFacts
     from xlainspect.analysis.hosts import ClockAlignment, JobReport, Straggler, UnitRow
     from xlainspect.analysis.profile import ProfileReport
 
@@ -122,7 +125,9 @@ def straggler_text(job: JobReport) -> str:
 
 def _meanwhile(found: Straggler) -> str:
     named = {"compile": "compiling", "device": "its own ops"}
-    return ", ".join(f"{named.get(what, name)} {duration(seconds)}" for what, name, seconds in found.meanwhile[:4])
+    total = sum(seconds for _, _, seconds in found.meanwhile)
+    shown = [m for m in found.meanwhile[:4] if m[2] >= 0.01 * total]  # what took 1% of the wait or more
+    return ", ".join(f"{named.get(what, name)} {duration(seconds)}" for what, name, seconds in shown)
 
 
 def clock_text(clock: ClockAlignment) -> str:
@@ -141,18 +146,22 @@ def clock_text(clock: ClockAlignment) -> str:
 def _bars(units: list[UnitRow]) -> list[str]:
     """One bar per host: its median step, waiting in collectives (#), other device work (=), idle (.)."""
     longest = max((u.step_seconds or 0.0 for u in units), default=0.0)
-    if longest <= 0:
-        return []
     lines = []
     for unit in units:
-        step = unit.step_seconds or 0.0
-        wait = min(unit.wait_seconds or 0.0, step)
-        busy = min(max(0.0, (unit.busy_seconds or 0.0) - wait), step - wait)
-        cells = [round(x / longest * _BAR) for x in (wait, busy, step)]
-        bar = "#" * cells[0] + "=" * cells[1] + "." * max(0, cells[2] - cells[0] - cells[1])
         name = unit.host if unit.device is None else f"{unit.host} {unit.device}"
-        lines.append(f"{name:>16} |{bar:<{_BAR}}| {duration(step)}, waiting {duration(wait)}")
-    return lines
+        step, wait = unit.step_seconds or 0.0, min(unit.wait_seconds or 0.0, unit.step_seconds or 0.0)
+        lines.append(f"{name:>16} |{_bar(unit, longest):<{_BAR}}| {duration(step)}, waiting {duration(wait)}")
+    return lines if longest > 0 else []
+
+
+def _bar(unit: UnitRow, longest: float) -> str:
+    step = unit.step_seconds or 0.0
+    if longest <= 0:
+        return ""
+    wait = min(unit.wait_seconds or 0.0, step)
+    busy = min(max(0.0, (unit.busy_seconds or 0.0) - wait), step - wait)
+    cells = [round(x / longest * _BAR) for x in (wait, busy, step)]
+    return "#" * cells[0] + "=" * cells[1] + "." * max(0, cells[2] - cells[0] - cells[1])
 
 
 def _unit_record(row: UnitRow, start: float) -> dict[str, object]:
@@ -174,3 +183,51 @@ def _readable_unit(row: UnitRow) -> dict[str, object]:
 
 def _collective_rows(job: JobReport) -> list[dict[str, object]]:
     return [readable(record(c)) | {"seconds": duration(c.seconds)} for c in job.collectives]
+
+
+def hosts_section(source: DumpFacts) -> Section | None:
+    """The report's "Hosts": a bar per host's median step (per device on one host), the straggler sentence
+    and the finding of what the others wait for it; None for a profile of one device (or none)."""
+    job = source.job
+    if job is None or (len(job.hosts) < 2 and len(job.devices) < 2):
+        return None
+    units = job.hosts if len(job.hosts) > 1 else job.devices
+    longest = max((u.step_seconds or 0.0 for u in units), default=0.0)
+    rows = [_readable_unit(u) | {"bar": _bar(u, longest)} for u in units]
+    found = job.straggler
+    findings = []
+    if found is not None and found.name is not None:
+        text = f"{found.name} is the straggler: the others wait {duration(found.wait_seconds)} a step for it"
+        findings.append(Finding("hosts", text, found.wait_seconds, "seconds"))
+    return Section(
+        "hosts",
+        "Hosts",
+        f"{straggler_text(job)} {clock_text(job.clock)}",
+        [
+            section_table(
+                "median step per host (# waiting in collectives, = other device work, . idle)",
+                ("bar", *UNIT_COLUMNS),
+                rows,
+            ),
+            section_table(
+                "collectives per device: waiting for the last peer, moving data, exposed",
+                COLLECTIVE_COLUMNS,
+                _collective_rows(job),
+                "xlainspect profile lists every row",
+            ),
+        ],
+        findings,
+    )
+
+
+def measured_collectives(job: JobReport | None) -> dict[tuple[str, str], tuple[float, float, float]]:
+    """(module label, op) -> (wait, transfer, exposed) seconds per execution, the mean over devices: what
+    the report's collective rows gain from a profile."""
+    sums: dict[tuple[str, str], list[float]] = {}
+    for row in job.collectives if job is not None else []:
+        found = sums.setdefault((row.module, row.op), [0.0, 0.0, 0.0, 0])
+        found[0] += row.wait_seconds
+        found[1] += row.transfer_seconds
+        found[2] += row.exposed_seconds
+        found[3] += row.count
+    return {key: (w / n, t / n, e / n) for key, (w, t, e, n) in sums.items() if n}
