@@ -175,7 +175,7 @@ class Straggler:
 @dataclass(slots=True)
 class ClockAlignment:
     method: str
-    """`collective ends`, `step ends` or `one host`."""
+    """`recorded clocks` (kept: causal), `collective ends`, `step ends` or `one host`."""
     shared: int
     """Collective executions (or steps) the offsets are medians over."""
     offsets: dict[str, float]
@@ -392,16 +392,19 @@ def _annotations(events: list[TraceEvent], origin: float) -> list[tuple[str, flo
 
 
 def align_clocks(summaries: list[HostSummary]) -> ClockAlignment:
-    """Each host's offset to the first host's clock, from the ends of the collectives they share, else of
-    the steps they share."""
+    """Each host's offset to the first host's clock. The recorded clocks are kept where every shared
+    collective is causal on them (no participant leaves it before the last one has arrived: one machine,
+    or hosts whose clocks agree closer than a collective lasts); else each host is moved by the median
+    difference of the ends of the collectives it shares with the first host, else of the steps."""
     if len(summaries) == 1:
         return ClockAlignment("one host", 0, {summaries[0].host: 0.0})
     ends = [_median_ends(s.parts) for s in summaries]
     shared = [set(ends[0]) & set(e) for e in ends]
+    if all(shared[1:]) and _causal(summaries):
+        return ClockAlignment("recorded clocks", min(len(c) for c in shared[1:]), {s.host: 0.0 for s in summaries})
     if all(shared[1:]):
-        offsets = {
-            s.host: median(ends[0][k] - e[k] for k in common) / 1e9 for s, e, common in zip(summaries, ends, shared)
-        }
+        pairs = zip(summaries, ends, shared)
+        offsets = {s.host: median(ends[0][k] - e[k] for k in common) / 1e9 for s, e, common in pairs}
         return ClockAlignment("collective ends", min(len(c) for c in shared[1:]), offsets)
     step_ends = [{st.number: _end(st) for st in s.steps} for s in summaries]
     common = [set(step_ends[0]) & set(e) for e in step_ends]
@@ -410,6 +413,18 @@ def align_clocks(summaries: list[HostSummary]) -> ClockAlignment:
         for s, e, c in zip(summaries, step_ends, common)
     }
     return ClockAlignment("step ends", min(len(c) for c in common[1:]), offsets)
+
+
+def _causal(summaries: list[HostSummary]) -> bool:
+    """Whether, on the recorded clocks, every participant of every collective execution left it after the
+    last participant arrived."""
+    arrived: dict[Execution, float] = defaultdict(lambda: float("-inf"))
+    left: dict[Execution, float] = defaultdict(lambda: float("inf"))
+    for summary in summaries:
+        for part in summary.parts:
+            arrived[part.key] = max(arrived[part.key], part.start_ns)
+            left[part.key] = min(left[part.key], part.end_ns)
+    return all(left[k] >= arrived[k] for k in arrived)
 
 
 def _median_ends(parts: list[CollectivePart]) -> dict[Execution, float]:

@@ -133,10 +133,17 @@ def _meanwhile(found: Straggler) -> str:
 def clock_text(clock: ClockAlignment) -> str:
     if clock.method == "one host":
         return "Clock: one host, no alignment needed."
+    if clock.method == "recorded clocks":
+        return (
+            f"Clocks: the hosts' own, kept: on them every participant of each of the {clock.shared} collective "
+            "executions shared left it after the last one arrived (one machine, or clocks that agree closer "
+            "than a collective lasts)."
+        )
     offsets = ", ".join(f"{h} {clock.offsets[h] * 1e3:+.2f} ms" for h in clock.offsets)
     how = {
         "collective ends": "the median difference of the ends of the collective executions each host shares "
-        "with the first (every participant leaves a collective at about the same instant)",
+        "with the first (every participant leaves a collective at about the same instant; the recorded clocks "
+        "had one leave a collective before another arrived)",
         "step ends": "the median difference of the ends of the steps each host shares with the first (no "
         "collective execution is shared)",
     }[clock.method]
