@@ -102,6 +102,10 @@ class HostSummary:
     """(name, start, end) of the outermost host events inside the step markers (the user's `load_batch`,
     jax's dispatch), on the host's clock."""
     compiles: list[Interval]
+    work: list[Interval]
+    """When some device of the host ran an op other than a collective (merged spans)."""
+    transfers: list[Interval]
+    """When a device moved data for no compiled function (host-to-device input, device-to-host output)."""
     report: ProfileReport | None = None
     """The whole profile, for the first host only."""
     bytes_sent: dict[tuple[str, str], int | None] = field(default_factory=dict[tuple[str, str], "int | None"])
@@ -168,8 +172,9 @@ class Straggler:
     wait_seconds: float
     """Median over the steps of the others' wait in their collectives."""
     meanwhile: list[tuple[str, str, float]] = field(default_factory=list[tuple[str, str, float]])
-    """(what, name, seconds a step) it did while the others waited: `compile`, `host` (an annotation on
-    its Python thread; `(unannotated)` for the rest), `device` (its own ops)."""
+    """(what, name, seconds a step) it did while the others waited: `compile`, `device` (its own ops, not
+    collectives), `input` (device transfers of no compiled function), `host` (an annotation inside its
+    steps on its Python thread: the name; `(unannotated)`: none of these). They may overlap."""
 
 
 @dataclass(slots=True)
@@ -274,10 +279,23 @@ def summarise_host(
     for k, step in enumerate(steps):
         _sum_devices(step, [d[k] for d in devices.values()])
     annotations = _annotations(trace.events, origin)
-    if not keep:
-        return HostSummary(host, [str(p) for p in paths], steps, devices, parts, annotations, compiles)
-    sent = _bytes_sent(trace, dump, {p.module for p in parts})
-    return HostSummary(host, [str(p) for p in paths], steps, devices, parts, annotations, compiles, report, sent)
+    work = _union(_span(e, origin) for e in report.op_events if not _collective(e, kinds))
+    transfers = _union(
+        _span(e, origin) for e in trace.events if e.plane.startswith("/device") and "hlo_module" not in e.stats
+    )
+    found = HostSummary(host, [str(p) for p in paths], steps, devices, parts, annotations, compiles, work, transfers)
+    if keep:
+        found.report, found.bytes_sent = report, _bytes_sent(trace, dump, {p.module for p in parts})
+    return found
+
+
+def _span(event: TraceEvent, origin: float) -> Interval:
+    return (origin + event.start_ns, origin + event.start_ns + event.duration_ns)
+
+
+def _collective(event: TraceEvent, kinds: dict[tuple[str, str], str | None]) -> str | None:
+    """The collective an op event runs (its kind from the profile's cost rows, keyed by module and op)."""
+    return collective_kind(kinds.get((event_label(event), op_name(event))), op_name(event))
 
 
 def _bytes_sent(trace: Trace, dump: Dump | None, labels: set[str]) -> dict[tuple[str, str], int | None]:
@@ -321,9 +339,9 @@ def _device_steps(
         at = _step_at(starts, origin + event.start_ns)
         if at is None:
             continue
-        span = (origin + event.start_ns, origin + event.start_ns + event.duration_ns)
+        span = _span(event, origin)
         busy[at].append(span)
-        if collective_kind(kinds.get((event_label(event), op_name(event))), op_name(event)):
+        if _collective(event, kinds):
             moving[at].append(span)
     for k, step in enumerate(found):
         step.busy_seconds = _length(_union(busy[k])) / 1e9
@@ -348,20 +366,14 @@ def _collective_parts(
     origin: float,
 ) -> list[CollectivePart]:
     starts = [s.start_ns for s in steps]
-    compute = _union(
-        [
-            (origin + e.start_ns, origin + e.start_ns + e.duration_ns)
-            for e in events
-            if not collective_kind(kinds.get((event_label(e), op_name(e))), op_name(e))
-        ]
-    )
+    compute = _union(_span(e, origin) for e in events if not _collective(e, kinds))
     seen: dict[tuple[str, str, int | None], int] = defaultdict(int)
     parts: list[CollectivePart] = []
     for event in sorted(events, key=lambda e: e.start_ns):
-        kind = collective_kind(kinds.get((event_label(event), op_name(event))), op_name(event))
+        kind = _collective(event, kinds)
         if kind is None:
             continue
-        start, end = origin + event.start_ns, origin + event.start_ns + event.duration_ns
+        start, end = _span(event, origin)
         at = _step_at(starts, start)
         number = steps[at].number if at is not None else None
         key = (event_label(event), op_name(event), number)
@@ -610,14 +622,24 @@ def _meanwhile(
                 windows.append((start, part.start_ns))
     windows = _union(windows)
     steps = len({s.number for s in late.steps if not s.compiled}) or 1
-    found = [("compile", "", sum(_overlap(windows, *c) for c in late.compiles) / 1e9 / steps)]
-    by_name: dict[str, float] = defaultdict(float)
+
+    def within(spans: list[Interval]) -> float:
+        return sum(_overlap(windows, *span) for span in spans) / 1e9 / steps
+
+    found = [("compile", "", within(late.compiles)), ("device", "", within(late.work))]
+    found.append(("input", "", within(late.transfers)))
+    by_name: dict[str, list[Interval]] = defaultdict(list)
     for name, start, end in late.annotations:
-        by_name[name] += _overlap(windows, start, end) / 1e9 / steps
-    found += [("host", name, seconds) for name, seconds in by_name.items()]
-    total = _length(windows) / 1e9 / steps
-    found.append(("host", "(unannotated)", max(0.0, total - sum(s for _, _, s in found))))
+        by_name[name].append((start, end))
+    found += [("host", name, within(spans)) for name, spans in by_name.items()]
+    covered = _union([*late.compiles, *late.work, *late.transfers, *(a[1:] for a in late.annotations)])
+    found.append(("host", "(unannotated)", (_length(windows) - _covered(windows, covered)) / 1e9 / steps))
     return sorted((f for f in found if f[2] > 0), key=lambda f: -f[2])
+
+
+def _covered(windows: list[Interval], merged: list[Interval]) -> float:
+    """How much of the disjoint `windows` the disjoint `merged` spans cover."""
+    return sum(_overlap(merged, *window) for window in windows)
 
 
 # -- intervals ---------------------------------------------------------------------------------------

@@ -124,7 +124,7 @@ def straggler_text(job: JobReport) -> str:
 
 
 def _meanwhile(found: Straggler) -> str:
-    named = {"compile": "compiling", "device": "its own ops"}
+    named = {"compile": "compiling", "device": "its own ops", "input": "device transfers (input)"}
     total = sum(seconds for _, _, seconds in found.meanwhile)
     shown = [m for m in found.meanwhile[:4] if m[2] >= 0.01 * total]  # what took 1% of the wait or more
     return ", ".join(f"{named.get(what, name)} {duration(seconds)}" for what, name, seconds in shown)
