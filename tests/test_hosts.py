@@ -122,7 +122,7 @@ def test_a_host_whose_clock_is_off_by_a_second_is_aligned():
     traces = host_traces(JOB)
     summaries = [summarise_host(h, paths, None, None, None, False) for h, paths in traces.items()]
     summaries[2] = _shifted(summaries[2], 1.0)
-    job = job_of(summaries, [])
+    job = job_of(summaries, [], None, lambda host: ([], []))
     assert job.clock.method == "collective ends"  # host_2 would leave each all-reduce before the others came
     assert job.clock.offsets["host_2"] == pytest.approx(-1.0, abs=0.01)
     assert job.straggler is not None and job.straggler.name == "host_1"

@@ -5,7 +5,8 @@ device's step, the straggler the others wait for, and each collective's wait apa
   (`profile`, the per-step computation every command shares), summarised (`HostSummary`: its steps,
   per-device busy and collective time, each collective part, its host annotations) and dropped, so memory
   holds one trace per worker and the summaries. The first host's whole profile (ops, compiles) is kept:
-  every host runs the same program, and its op table stands for the job's.
+  every host runs the same program, and its op table stands for the job's. The straggler's trace is read
+  once more, for what its devices did while the others waited (`host_activity`).
 * **Devices**: a `/device:*` plane is a device (GPU, TPU); on CPU, XLA's thunk executor names the device
   of each op event (`device_ordinal`, jax's global device id).
 * **Clocks** (`align_clocks`): every participant of a collective leaves it at about the same instant (no
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -102,10 +103,6 @@ class HostSummary:
     """(name, start, end) of the outermost host events inside the step markers (the user's `load_batch`,
     jax's dispatch), on the host's clock."""
     compiles: list[Interval]
-    work: list[Interval]
-    """When some device of the host ran an op other than a collective (merged spans)."""
-    transfers: list[Interval]
-    """When a device moved data for no compiled function (host-to-device input, device-to-host output)."""
     report: ProfileReport | None = None
     """The whole profile, for the first host only."""
     bytes_sent: dict[tuple[str, str], int | None] = field(default_factory=dict[tuple[str, str], "int | None"])
@@ -221,7 +218,7 @@ def job_profile(
         report = summarise_host(summaries[0].host, traces[summaries[0].host], dump, chip, step_function, True).report
     assert report is not None
     report.paths = [str(p) for s in summaries for p in s.paths]
-    report.job = job_of(summaries, skipped, chip)
+    report.job = job_of(summaries, skipped, chip, lambda host: host_activity(traces[host], dump, chip, step_function))
     return report
 
 
@@ -235,8 +232,14 @@ def _summary_or_skipped(
         return SkippedFile(paths[0], str(error))
 
 
-def job_of(summaries: list[HostSummary], skipped: list[SkippedFile], chip: Chip | None = None) -> JobReport:
-    """Per host and device rows, collectives' waits and the straggler of the hosts' summaries."""
+def job_of(
+    summaries: list[HostSummary],
+    skipped: list[SkippedFile],
+    chip: Chip | None,
+    activity: Callable[[str], Activity],
+) -> JobReport:
+    """Per host and device rows, collectives' waits and the straggler of the hosts' summaries;
+    `activity(host)` reads the straggler's device work again."""
     clock = align_clocks(summaries)
     rows = [_unit_row(s.host, None, s.steps, clock.offsets[s.host]) for s in summaries]
     devices = [
@@ -247,7 +250,7 @@ def job_of(summaries: list[HostSummary], skipped: list[SkippedFile], chip: Chip 
         _with_waits(rows, waits, summaries),
         _with_waits(devices, waits, summaries),
         collective_rows(summaries, waits, chip),
-        straggler(summaries, clock.offsets, waits),
+        straggler(summaries, clock.offsets, waits, activity),
         clock,
         skipped,
     )
@@ -263,7 +266,7 @@ def summarise_host(
     trace = read_trace(paths)
     report = profile(trace, dump, chip, step_function)
     origin = trace.origin_ns
-    kinds = {(op.module, op.name): op.kind for op in report.ops}
+    kinds = _kinds(report)
     compiles = [(origin + c.start_seconds * 1e9, origin + (c.start_seconds + c.seconds) * 1e9) for c in report.compiles]
     steps = [HostStep(s.number, origin + s.start_seconds * 1e9, s.seconds, 0.0, 0.0, 0.0, False) for s in report.steps]
     for step in steps:
@@ -279,14 +282,32 @@ def summarise_host(
     for k, step in enumerate(steps):
         _sum_devices(step, [d[k] for d in devices.values()])
     annotations = _annotations(trace.events, origin)
-    work = _union(_span(e, origin) for e in report.op_events if not _collective(e, kinds))
-    transfers = _union(
-        _span(e, origin) for e in trace.events if e.plane.startswith("/device") and "hlo_module" not in e.stats
-    )
-    found = HostSummary(host, [str(p) for p in paths], steps, devices, parts, annotations, compiles, work, transfers)
+    found = HostSummary(host, [str(p) for p in paths], steps, devices, parts, annotations, compiles)
     if keep:
         found.report, found.bytes_sent = report, _bytes_sent(trace, dump, {p.module for p in parts})
     return found
+
+
+Activity = tuple[list[Interval], list[Interval]]
+"""(when some device ran an op other than a collective, when a device moved data for no compiled
+function: input and output transfers), merged spans on the host's clock."""
+
+
+def host_activity(paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None) -> Activity:
+    """A host's device work and transfers: read again for the straggler only, so that no host's spans
+    (as many as its kernels) are held while every host is summarised."""
+    trace = read_trace(paths)
+    report = profile(trace, dump, chip, step_function)
+    kinds = _kinds(report)
+    origin = trace.origin_ns
+    work = _union(_span(e, origin) for e in report.op_events if not _collective(e, kinds))
+    moved = (e for e in trace.events if e.plane.startswith("/device") and "hlo_module" not in e.stats)
+    return work, _union(_span(e, origin) for e in moved)
+
+
+def _kinds(report: ProfileReport) -> dict[tuple[str, str], str | None]:
+    """(module, op) -> the op's kind from its cost row (None without costs)."""
+    return {(op.module, op.name): op.kind for op in report.ops}
 
 
 def _span(event: TraceEvent, origin: float) -> Interval:
@@ -536,9 +557,12 @@ def collective_rows(summaries: list[HostSummary], waits: Waits, chip: Chip | Non
 # -- the straggler -----------------------------------------------------------------------------------
 
 
-def straggler(summaries: list[HostSummary], offsets: dict[str, float], waits: Waits) -> Straggler | None:
+def straggler(
+    summaries: list[HostSummary], offsets: dict[str, float], waits: Waits, activity: Callable[[str], Activity]
+) -> Straggler | None:
     """The host (or, with one host, the device) that arrives last at the collectives of most steps, by a
-    median margin over `STRAGGLER_SHARE` of the median step; None without collectives."""
+    median margin over `STRAGGLER_SHARE` of the median step; None without collectives. `activity(host)`:
+    the straggler's device work and transfers, for what it did meanwhile."""
     level = "host" if len(summaries) > 1 else "device"
     compiled = {s.number for summary in summaries for s in summary.steps if s.compiled}
     lateness = _lateness(summaries, waits, compiled, level)
@@ -554,9 +578,8 @@ def straggler(summaries: list[HostSummary], offsets: dict[str, float], waits: Wa
     others = _others_wait(summaries, waits, compiled, level, slowest)
     found = Straggler(level, slowest if stands_out else None, last, len(lateness), margins[slowest], threshold, others)
     if stands_out and level == "host":
-        found.meanwhile = _meanwhile(
-            next(s for s in summaries if s.host == slowest), summaries, offsets, waits, compiled
-        )
+        late = next(s for s in summaries if s.host == slowest)
+        found.meanwhile = _meanwhile(late, activity(slowest), summaries, offsets, waits, compiled)
     return found
 
 
@@ -604,7 +627,12 @@ def _others_wait(summaries: list[HostSummary], waits: Waits, compiled: set[int],
 
 
 def _meanwhile(
-    late: HostSummary, summaries: list[HostSummary], offsets: dict[str, float], waits: Waits, compiled: set[int]
+    late: HostSummary,
+    activity: Activity,
+    summaries: list[HostSummary],
+    offsets: dict[str, float],
+    waits: Waits,
+    compiled: set[int],
 ) -> list[tuple[str, str, float]]:
     """What the straggler ran, a step, while the others waited: from the others' median arrival at each
     collective execution to its own (on its clock)."""
@@ -626,13 +654,13 @@ def _meanwhile(
     def within(spans: list[Interval]) -> float:
         return sum(_overlap(windows, *span) for span in spans) / 1e9 / steps
 
-    found = [("compile", "", within(late.compiles)), ("device", "", within(late.work))]
-    found.append(("input", "", within(late.transfers)))
+    work, transfers = activity
+    found = [("compile", "", within(late.compiles)), ("device", "", within(work)), ("input", "", within(transfers))]
     by_name: dict[str, list[Interval]] = defaultdict(list)
     for name, start, end in late.annotations:
         by_name[name].append((start, end))
     found += [("host", name, within(spans)) for name, spans in by_name.items()]
-    covered = _union([*late.compiles, *late.work, *late.transfers, *(a[1:] for a in late.annotations)])
+    covered = _union([*late.compiles, *work, *transfers, *(a[1:] for a in late.annotations)])
     found.append(("host", "(unannotated)", (_length(windows) - _covered(windows, covered)) / 1e9 / steps))
     return sorted((f for f in found if f[2] > 0), key=lambda f: -f[2])
 
