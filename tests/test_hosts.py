@@ -183,3 +183,9 @@ def test_report_has_a_hosts_section_and_collectives_that_wait(tmp_path):
     assert "(hosts): host_1 is the straggler: the others wait" in text  # among the findings ranked on top
     header = next(line for line in text.splitlines() if line.startswith("| module | name | kind | dtype |"))
     assert "| wait_seconds | transfer_seconds | exposed_seconds |" in header
+
+
+def test_a_step_function_no_host_ran_is_a_usage_error_not_a_skipped_host():
+    result = runner.invoke(app, ["profile", str(JOB), "--step-function", "nope"])
+    assert result.exit_code == 2
+    assert "--step-function nope: no kernel of it in the trace; it has: jit_train_step" in result.stderr

@@ -40,7 +40,7 @@ from xlainspect.analysis.profile.costs import embedded_modules
 from xlainspect.analysis.profile.events import dump_label, event_label, op_name, traced_modules
 from xlainspect.dump.directory import Dump, SkippedFile
 from xlainspect.dump.xplane import StatValue, Trace, TraceEvent, read_trace
-from xlainspect.errors import XlaInspectError
+from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.hlo.model import Module
 from xlainspect.workers import map_shared
 
@@ -228,6 +228,8 @@ def _summary_or_skipped(
     """A damaged host's trace is named and skipped; the others are still read."""
     try:
         return summarise_host(host, paths, dump, chip, step_function, keep)
+    except UsageError:
+        raise  # the command's error (a --step-function no host ran), not this file's
     except XlaInspectError as error:
         return SkippedFile(paths[0], str(error))
 
@@ -407,16 +409,17 @@ def _collective_parts(
 
 
 def _annotations(events: list[TraceEvent], origin: float) -> list[tuple[str, float, float]]:
-    """The outermost events inside each step marker on the marker's own thread."""
+    """The outermost events inside each step marker on the marker's own thread (`events` by start)."""
     markers = [e for e in events if "step_num" in e.stats]
     lines = {e.line for e in markers}
+    threads = [e for e in events if e.line in lines and "step_num" not in e.stats]
+    starts = [e.start_ns for e in threads]
     found: list[tuple[str, float, float]] = []
     for marker in markers:
         end, reach = marker.start_ns + marker.duration_ns, marker.start_ns
-        for event in events:
-            inside = marker.start_ns <= event.start_ns < end and event is not marker and event.line in lines
-            if inside and event.start_ns >= reach and "step_num" not in event.stats:
-                found.append((event.name, origin + event.start_ns, origin + event.start_ns + event.duration_ns))
+        for event in threads[bisect.bisect_left(starts, marker.start_ns) : bisect.bisect_left(starts, end)]:
+            if event.line == marker.line and event.start_ns >= reach:
+                found.append((event.name, *_span(event, origin)))
                 reach = event.start_ns + event.duration_ns
     return found
 
