@@ -6,9 +6,10 @@ directly, so a change of those results (per-execution counts, CUDA-graph attribu
 
 * Step time of a function: measured, the profile's mean device time of the function a step over the
   steps it ran in (`FunctionTime.seconds_per_step`, its whole time where the trace has no steps), split
-  by its ops' kinds (each op's time in steps over those steps), the rest "other" (kernels not placed on an op). Else the roofline estimate
-  of its module compiled last (`ModuleCost.roofline_seconds`: every op at the chip's peak FLOP/s or
-  HBM bandwidth, whichever is slower, as XLA's HloCostAnalysis counts FLOPs and bytes).
+  by its ops' kinds (each op's time in steps over those steps), the rest "other" (kernels not placed on
+  an op). Else the roofline estimate of its module compiled last (`ModuleCost.roofline_seconds`: every
+  op at the chip's peak FLOP/s or HBM bandwidth, whichever is slower, as XLA's HloCostAnalysis counts
+  FLOPs and bytes).
 * Time lost by an op: measured, its time over its roofline time (`OpTime.lost_seconds`) per step;
   else, from the roofline alone, the time a fix removes: a copy's whole time, an unfused op's HBM
   round trip (its memory time), the padded share of a memory-bound op's bytes, a collective's time
