@@ -80,6 +80,8 @@ def test_the_straggler_is_named_and_the_others_wait_about_its_delay(job):
     for row in job.hosts:  # each other host's all-reduce wait a step is the delay; the straggler's is ~0
         expected = 0.0 if row.host == truth["slow_host"] else extra
         assert row.wait_seconds == pytest.approx(expected, abs=0.15 * extra), row.host
+        # its devices idle meanwhile, the host busy in Python (profile's step breakdown: `host`)
+        assert row.idle["host"] == pytest.approx(extra - expected, abs=0.15 * extra), row.host
     what, name, seconds = found.meanwhile[0]  # its input pipeline, the TraceAnnotation it ran in
     assert (what, name) == ("host", "load_batch") and seconds == pytest.approx(extra, rel=0.15)
 

@@ -36,8 +36,10 @@ from statistics import median
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS, collectives
 from xlainspect.analysis.profile import ProfileReport, profile
+from xlainspect.analysis.profile.breakdown import device_kind
 from xlainspect.analysis.profile.costs import embedded_modules
 from xlainspect.analysis.profile.events import dump_label, event_label, op_name, traced_modules
+from xlainspect.analysis.profile.model import IDLE_CAUSES, StepTime
 from xlainspect.dump.directory import Dump, SkippedFile
 from xlainspect.dump.xplane import StatValue, Trace, TraceEvent, read_trace
 from xlainspect.errors import UsageError, XlaInspectError
@@ -76,18 +78,22 @@ class CollectivePart:
 
 @dataclass(slots=True)
 class HostStep:
-    """One step of one host (or device): its wall, device-busy time and time in collectives."""
+    """One step of one host (or device): its wall, device-busy time, time in collectives and, for a host,
+    its idle time by cause: the host's `StepTime` (`profile`'s per-step computation) on its clock."""
 
     number: int
     start_ns: float
     """On the host's clock (ns since the epoch); the JSON gives `start_seconds` on the aligned clock."""
     wall_seconds: float
     busy_seconds: float
+    """A host's: the union of its devices' activity (`StepTime.busy_seconds`); a device's: of its own ops."""
     idle_seconds: float
-    """Wall less busy: the time no op of a compiled function ran."""
+    """Wall less busy."""
     collective_seconds: float
     compiled: bool
-    """A compile ran inside the step."""
+    """A compile ran inside the step (`StepTime.compiles`)."""
+    idle: dict[str, float] = field(default_factory=dict[str, float])
+    """A host's idle time by cause (`model.IDLE_CAUSES`: `StepTime.breakdown`'s); empty for a device."""
 
 
 @dataclass(slots=True)
@@ -97,6 +103,8 @@ class HostSummary:
     host: str
     paths: list[str]
     steps: list[HostStep]
+    step_seconds: float | None
+    """`profile`'s median step without a compile (`StepSummary.step_seconds`)."""
     devices: dict[str, list[HostStep]]
     parts: list[CollectivePart]
     annotations: list[tuple[str, float, float]]
@@ -117,9 +125,11 @@ class UnitRow:
     device: str | None
     steps: list[HostStep]
     step_seconds: float | None
-    """Median wall of the steps without a compile."""
+    """Median wall of the steps without a compile (a host's: `StepSummary.step_seconds`)."""
     busy_seconds: float | None
     idle_seconds: float | None
+    idle: dict[str, float]
+    """Median idle time a step by cause (`model.IDLE_CAUSES`), for a host; empty for a device."""
     collective_seconds: float | None
     wait_seconds: float | None
     """Waiting for the last peer of its collectives, a step (a host: the mean over its devices)."""
@@ -243,10 +253,8 @@ def job_of(
     """Per host and device rows, collectives' waits and the straggler of the hosts' summaries;
     `activity(host)` reads the straggler's device work again."""
     clock = align_clocks(summaries)
-    rows = [_unit_row(s.host, None, s.steps, clock.offsets[s.host]) for s in summaries]
-    devices = [
-        _unit_row(s.host, d, steps, clock.offsets[s.host]) for s in summaries for d, steps in sorted(s.devices.items())
-    ]
+    rows = [_unit_row(s, None, clock.offsets[s.host]) for s in summaries]
+    devices = [_unit_row(s, d, clock.offsets[s.host]) for s in summaries for d in sorted(s.devices)]
     waits = collective_waits(summaries, clock.offsets)
     return JobReport(
         _with_waits(rows, waits, summaries),
@@ -270,9 +278,7 @@ def summarise_host(
     origin = trace.origin_ns
     kinds = _kinds(report)
     compiles = [(origin + c.start_seconds * 1e9, origin + (c.start_seconds + c.seconds) * 1e9) for c in report.compiles]
-    steps = [HostStep(s.number, origin + s.start_seconds * 1e9, s.seconds, 0.0, 0.0, 0.0, False) for s in report.steps]
-    for step in steps:
-        step.compiled = any(_overlap([c], step.start_ns, _end(step)) > 0 for c in compiles)
+    steps = [_host_step(s, origin) for s in report.steps]
     by_device: dict[str, list[TraceEvent]] = defaultdict(list)
     for event in report.op_events:
         by_device[_device(event)].append(event)
@@ -281,10 +287,9 @@ def summarise_host(
     for device, events in by_device.items():
         devices[device] = _device_steps(steps, events, kinds, origin)
         parts += _collective_parts(device, events, kinds, steps, origin)
-    for k, step in enumerate(steps):
-        _sum_devices(step, [d[k] for d in devices.values()])
     annotations = _annotations(trace.events, origin)
-    found = HostSummary(host, [str(p) for p in paths], steps, devices, parts, annotations, compiles)
+    median_step = report.step_summary.step_seconds if report.step_summary is not None else None
+    found = HostSummary(host, [str(p) for p in paths], steps, median_step, devices, parts, annotations, compiles)
     if keep:
         found.report, found.bytes_sent = report, _bytes_sent(trace, dump, {p.module for p in parts})
     return found
@@ -318,7 +323,7 @@ def _span(event: TraceEvent, origin: float) -> Interval:
 
 def _collective(event: TraceEvent, kinds: dict[tuple[str, str], str | None]) -> str | None:
     """The collective an op event runs (its kind from the profile's cost rows, keyed by module and op)."""
-    return collective_kind(kinds.get((event_label(event), op_name(event))), op_name(event))
+    return collective_kind(event, kinds.get((event_label(event), op_name(event))))
 
 
 def _bytes_sent(trace: Trace, dump: Dump | None, labels: set[str]) -> dict[tuple[str, str], int | None]:
@@ -343,11 +348,15 @@ def _device(event: TraceEvent) -> str:
     return f"device {ordinal}" if ordinal is not None else event.plane
 
 
-def collective_kind(kind: str | None, op: str) -> str | None:
-    """The collective an op is or starts: its kind from the HLO where costs are known, else XLA's default
-    instruction name, which is its opcode (`all-reduce.3`, `all-gather-start`)."""
-    name = (kind or op.partition(".")[0]).removesuffix("-start")
-    return name if name in KINDS else None
+def collective_kind(event: TraceEvent, kind: str | None) -> str | None:
+    """The collective an op event runs (as the step breakdown's `device_kind` decides): its kind from the
+    HLO where costs are known, else XLA's default instruction name, which is its opcode (`all-reduce.3`,
+    `all-gather-start`); an NCCL kernel without one is `nccl`."""
+    kind = kind or op_name(event).partition(".")[0]
+    if device_kind(event, kind) != "collectives":
+        return None
+    kind = kind.removesuffix("-start").removesuffix("-done")
+    return kind if kind in KINDS else "nccl"
 
 
 def _device_steps(
@@ -373,12 +382,18 @@ def _device_steps(
     return found
 
 
-def _sum_devices(step: HostStep, per_device: list[HostStep]) -> None:
-    """A host's step: the mean of its devices' busy and collective time (each device runs the step)."""
-    if per_device:
-        step.busy_seconds = sum(d.busy_seconds for d in per_device) / len(per_device)
-        step.collective_seconds = sum(d.collective_seconds for d in per_device) / len(per_device)
-    step.idle_seconds = max(0.0, step.wall_seconds - step.busy_seconds)
+def _host_step(step: StepTime, origin: float) -> HostStep:
+    """The host's step as `profile` measured it, on the host's clock."""
+    return HostStep(
+        step.number,
+        origin + step.start_seconds * 1e9,
+        step.wall_seconds,
+        step.busy_seconds,
+        step.idle_seconds,
+        step.breakdown.get("collectives", 0.0),
+        step.compiles > 0,
+        {cause: step.breakdown.get(cause, 0.0) for cause in IDLE_CAUSES},
+    )
 
 
 def _collective_parts(
@@ -489,15 +504,18 @@ def collective_waits(summaries: list[HostSummary], offsets: dict[str, float]) ->
     return waits
 
 
-def _unit_row(host: str, device: str | None, steps: list[HostStep], offset: float) -> UnitRow:
+def _unit_row(summary: HostSummary, device: str | None, offset: float) -> UnitRow:
+    steps = summary.steps if device is None else summary.devices[device]
     clean = [s for s in steps if not s.compiled]
+    causes = {c for s in clean for c in s.idle}
     return UnitRow(
-        host,
+        summary.host,
         device,
         steps,
-        _median(s.wall_seconds for s in clean),
+        summary.step_seconds,
         _median(s.busy_seconds for s in clean),
         _median(s.idle_seconds for s in clean),
+        {c: median(s.idle[c] for s in clean) for c in IDLE_CAUSES if c in causes},
         _median(s.collective_seconds for s in clean),
         None,
         None,

@@ -4,11 +4,12 @@ The report's time sections (step time per function, ops by time lost, roofline p
 time axis) are built from the rows below, never from `ModuleCost`/`OpCost`/`ProfileReport` fields
 directly, so a change of those results (per-execution counts, CUDA-graph attribution) is followed here.
 
-* Step time of a function: measured, the profile's mean device time of the function a step
-  (`FunctionTime.per_step_seconds`, its whole time where the trace has no steps), split by its ops'
-  kinds (`OpTime.per_step_seconds`), the rest "other" (kernels not placed on an op). Else the roofline estimate
-  of its module compiled last (`ModuleCost.roofline_seconds`: every op at the chip's peak FLOP/s or
-  HBM bandwidth, whichever is slower, as XLA's HloCostAnalysis counts FLOPs and bytes).
+* Step time of a function: measured, the profile's mean device time of the function a step over the
+  steps it ran in (`FunctionTime.seconds_per_step`, its whole time where the trace has no steps), split
+  by its ops' kinds (each op's time in steps over those steps), the rest "other" (kernels not placed on
+  an op). Else the roofline estimate of its module compiled last (`ModuleCost.roofline_seconds`: every
+  op at the chip's peak FLOP/s or HBM bandwidth, whichever is slower, as XLA's HloCostAnalysis counts
+  FLOPs and bytes).
 * Time lost by an op: measured, its time over its roofline time (`OpTime.lost_seconds`) per step;
   else, from the roofline alone, the time a fix removes: a copy's whole time, an unfused op's HBM
   round trip (its memory time), the padded share of a memory-bound op's bytes, a collective's time
@@ -67,13 +68,18 @@ class OpTiming:
     collective_seconds: float | None
     bound: str | None
     measured_seconds: float | None = None
-    """Measured seconds per execution (None without a profile)."""
+    """Measured seconds per execution (`OpTime.seconds_per_execution`; a cuDNN call of several kernels is
+    one execution); per kernel where the dump gives no executions; None without a profile."""
     per_step_seconds: float | None = None
-    """Measured seconds per step (the trace's whole time where it found no steps)."""
+    """Measured seconds a step, over the steps its module ran in (the trace's whole time where it
+    found no steps)."""
     lost_seconds: float | None = None
-    """Measured minus roofline, per step."""
+    """Measured minus roofline, seconds a step (over the steps its module ran in)."""
     op_name: str | None = None
     source: str | None = None
+    efficiency: float | None = None
+    """`OpTime.efficiency`: roofline / measured seconds per execution, the one figure of how far an op is
+    from its roofline ("N x its roofline" is its inverse)."""
 
     @property
     def intensity(self) -> float | None:
@@ -258,14 +264,20 @@ def measured(
 ) -> tuple[list[FunctionTiming], list[OpTiming]]:
     """Per function its measured time a step, split by its ops' kinds, and the bound that holds the most
     of it; an op `known` from the dump's cost (by module and name) brings its logical bytes and times."""
-    steps = len(report.steps)
     functions: dict[str, FunctionTiming] = {}
     bounds: dict[str, dict[str, float]] = {}
     ops: list[OpTiming] = []
+    ran = {f.function: sum(1 for seconds in f.seconds_by_step if seconds > 0) for f in report.functions}
     for op in report.ops:
-        per_step = op.per_step_seconds if op.per_step_seconds is not None else op.total_seconds
-        per_run = op.total_seconds / op.count if op.count else None
-        lost = op.lost_seconds / steps if op.lost_seconds is not None and steps else op.lost_seconds
+        per_step = op.seconds_per_step if op.seconds_per_step is not None else op.total_seconds
+        # its share of its function's step: over the steps the function ran in, not only its module's
+        share = (
+            per_step * op.steps / ran[op.function]
+            if op.seconds_per_step is not None and ran.get(op.function)
+            else per_step
+        )
+        per_run = op.seconds_per_execution or (op.total_seconds / op.kernels if op.kernels else None)
+        lost = op.lost_seconds_per_step if op.lost_seconds_per_step is not None else op.lost_seconds
         cost = known.get((op.module, op.name))
         row = OpTiming(
             op.module,
@@ -285,14 +297,15 @@ def measured(
             lost,
             op.op_name,
             op.source,
+            op.efficiency,
         )
         ops.append(row)
         timing = functions.setdefault(op.function, FunctionTiming(op.function, 0.0, True, None))
-        timing.seconds = (timing.seconds or 0.0) + per_step
-        timing.by_kind[row.kind] = timing.by_kind.get(row.kind, 0.0) + per_step
+        timing.seconds = (timing.seconds or 0.0) + share
+        timing.by_kind[row.kind] = timing.by_kind.get(row.kind, 0.0) + share
         if op.bound is not None:
             bounds.setdefault(op.function, {}).setdefault(op.bound, 0.0)
-            bounds[op.function][op.bound] += per_step
+            bounds[op.function][op.bound] += share
     for name, seconds in _device_time(report).items():  # the profile's own figure: every kernel of it
         functions.setdefault(name, FunctionTiming(name, 0.0, True, None)).seconds = seconds
     for timing in functions.values():
@@ -303,12 +316,13 @@ def measured(
 
 
 def _device_time(report: ProfileReport) -> dict[str, float]:
-    """Per function, the profile's mean device time a step (`ProfileReport.functions`: every kernel of
-    the function, those not placed on an op included), its whole time without steps."""
+    """Per function, the profile's mean device time a step over the steps it ran in
+    (`ProfileReport.functions`: every kernel of the function, those not placed on an op included), its
+    whole time without steps."""
     found: dict[str, float] = {}
     for function in report.functions:
-        steps = function.per_step_seconds
-        found[function.function] = sum(steps) / len(steps) if steps else function.seconds
+        per_step = function.seconds_per_step
+        found[function.function] = per_step if per_step is not None else function.seconds
     return found
 
 

@@ -22,9 +22,12 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import replace
 
 from xlainspect.analysis.chips import Chip
+from xlainspect.analysis.cost import OpCost
+from xlainspect.analysis.profile.breakdown import device_kind, measure_steps, summary
 from xlainspect.analysis.profile.compiles import (
     COMPILE_EVENTS,
     CompileEvent,
@@ -35,21 +38,30 @@ from xlainspect.analysis.profile.compiles import (
     with_modules,
 )
 from xlainspect.analysis.profile.costs import dump_costs, embedded_modules, op_costs, op_time, per_module_run
-from xlainspect.analysis.profile.events import by_op, event_label
-from xlainspect.analysis.profile.model import Autotuning, FunctionTime, OpTime, ProfileReport, Step, Unplaced
+from xlainspect.analysis.profile.events import by_op, event_label, op_name
+from xlainspect.analysis.profile.model import (
+    Autotuning,
+    FunctionTime,
+    OpTime,
+    ProfileReport,
+    StepSummary,
+    StepTime,
+    Unplaced,
+)
 from xlainspect.analysis.profile.placement import place, thunk_sequences
 from xlainspect.analysis.profile.steps import (
     autotuning_work,
-    fill_steps,
+    executions,
     find_steps,
     function_times,
     launch_times,
     split_autotuning,
     step_at,
     step_index,
+    step_markers,
 )
 from xlainspect.dump.directory import Dump, SkippedFile
-from xlainspect.dump.xplane import Trace
+from xlainspect.dump.xplane import Trace, TraceEvent
 from xlainspect.errors import UsageError, literal
 
 __all__ = [
@@ -58,7 +70,8 @@ __all__ = [
     "FunctionTime",
     "OpTime",
     "ProfileReport",
-    "Step",
+    "StepSummary",
+    "StepTime",
     "Unplaced",
     "compile_seconds",
     "compiles_after",
@@ -69,7 +82,10 @@ __all__ = [
 
 
 def profile(
-    trace: Trace, dump: Dump | None = None, chip: Chip | None = None, step_function: str | None = None
+    trace: Trace,
+    dump: Dump | None = None,
+    chip: Chip | None = None,
+    step_function: str | None = None,
 ) -> ProfileReport:
     """Op times, steps, device time per function and compiles of `trace`. Each op gets its cost row
     from the module of `dump` (the same run's) with its module id, else from the HLO the trace embeds
@@ -79,27 +95,31 @@ def profile(
     jit, tuning, other = split_autotuning(trace.events, annotated, dump, windows)
     op_events = [e for e in jit if "hlo_op" in e.stats]
     launched = launch_times(trace.events, op_events)
-    steps, source = find_steps(trace.events, op_events, launched, step_function)
+    runs = executions(trace.events, op_events, launched)
+    marked = step_markers(trace.events)
+    steps, source, function = find_steps(marked, op_events, runs, step_function)
     skipped: list[SkippedFile] = []
     sequences = thunk_sequences(dump, {event_label(e) for e in op_events}, skipped) if dump is not None else {}
     placed, unplaced = place(op_events, sequences, dump is not None)
     step_of = step_index(steps, op_events, launched if source == "step markers" else {})
-    fill_steps(steps, op_events, step_of)
     labels = {event_label(e) for e in op_events}
     notes: list[str] = []
     if dump is not None:
         costs = dump_costs(dump, labels, chip, skipped)
     else:
         costs = {name: op_costs(m, chip) for name, m in embedded_modules(trace, labels, notes).items()}
-    busy = sum(s.busy_seconds for s in steps)
-    ops = per_module_run(
-        [
-            op_time(key, events, steps, busy, step_of, costs.get(key[0], {}))
-            for key, events in by_op(op_events, placed).items()
-        ]
+
+    def kind_of(event: TraceEvent) -> str:
+        if "hlo_op" not in event.stats:  # device work of no function: a memcpy, a memset
+            return device_kind(event, None)
+        cost = costs.get(event_label(event), {}).get(placed.get(id(event)) or op_name(event), None)
+        return device_kind(event, cost.kind if cost is not None else _opcode(event))
+
+    spans = [r.span for r in {id(r): r for r in runs.values()}.values() if len(r.events) > 1]
+    measure_steps(
+        steps, trace.events, marked, sorted([*op_events, *other], key=lambda e: e.start_ns), kind_of, tuning, spans
     )
-    known = any(op.lost_seconds is not None for op in ops)
-    ops.sort(key=lambda op: -((op.lost_seconds or 0.0) if known else op.total_seconds))
+    ops = _op_times(op_events, placed, steps, step_of, costs, chip.launch_seconds if chip is not None else 0.0)
     hlo = ("dump" if dump is not None else "embedded in the trace") if costs else None
     tuned = {id(e) for e in tuning}
     return ProfileReport(
@@ -121,7 +141,52 @@ def profile(
         unplaced=unplaced,
         autotuning=autotuning_work(tuning),
         other_device=(len(other), sum(e.duration_ns for e in other) / 1e9),
+        step_summary=summary(steps, lambda chosen: function or _busiest(op_events, chosen, step_of, steps)),
     )
+
+
+def _op_times(
+    op_events: list[TraceEvent],
+    placed: dict[int, str | None],
+    steps: list[StepTime],
+    step_of: dict[int, int],
+    costs: dict[str, dict[str, OpCost]],
+    launch_seconds: float,
+) -> list[OpTime]:
+    """Each op's time, per step over the steps its module (the compiled function it is in) ran in; ranked
+    by time lost in the run where a roofline is known, else by measured time."""
+    ran_in: dict[str, set[int]] = defaultdict(set)
+    for event in op_events:
+        if id(event) in step_of:
+            ran_in[event_label(event)].add(step_of[id(event)])
+    busy = sum(s.busy_seconds for s in steps)
+    ops = per_module_run(
+        [
+            op_time(key, events, len(ran_in[key[0]]), busy, step_of, costs.get(key[0], {}).get(key[2]), launch_seconds)
+            for key, events in by_op(op_events, placed).items()
+        ]
+    )
+    known = any(op.lost_seconds is not None for op in ops)
+    ops.sort(key=lambda op: -((op.lost_seconds or 0.0) if known else op.total_seconds))
+    return ops
+
+
+def _busiest(
+    op_events: list[TraceEvent], chosen: list[StepTime], step_of: dict[int, int], steps: list[StepTime]
+) -> str | None:
+    """The function with the most device time in the `chosen` steps: the one they run."""
+    wanted = {index for index, step in enumerate(steps) if step in chosen}
+    seconds: dict[str, float] = defaultdict(float)
+    for event in op_events:
+        if step_of.get(id(event), -1) in wanted:
+            seconds[str(event.stats["hlo_module"])] += event.duration_ns
+    return max(seconds, key=seconds.__getitem__) if seconds else None
+
+
+def _opcode(event: TraceEvent) -> str:
+    """The opcode an op's name starts with (XLA names an instruction `<opcode>.<n>`), for an op without
+    a cost row: `all-reduce-start.2` -> `all-reduce-start`."""
+    return op_name(event).partition(".")[0]
 
 
 def only_function(report: ProfileReport, function: str | None) -> ProfileReport:

@@ -24,6 +24,7 @@ UNIT_COLUMNS = (
     "step_seconds",
     "busy_seconds",
     "idle_seconds",
+    "idle_causes",
     "collective_seconds",
     "wait_seconds",
     "transfer_seconds",
@@ -183,8 +184,10 @@ def _unit_record(row: UnitRow, start: float) -> dict[str, object]:
 
 def _readable_unit(row: UnitRow) -> dict[str, object]:
     offset = f"{row.clock_offset_seconds * 1e3:+.2f} ms"
+    causes = ", ".join(f"{cause} {duration(seconds)}" for cause, seconds in row.idle.items() if seconds > 0)
     return readable(record(row) | {"steps": len(row.steps), "device": row.device or "(all)"}) | {
-        "clock_offset_seconds": offset
+        "clock_offset_seconds": offset,
+        "idle_causes": causes,
     }
 
 
