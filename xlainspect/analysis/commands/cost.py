@@ -11,6 +11,7 @@ from xlainspect.analysis.commands import Paths, Selection, input_paths, remember
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.hosts import job_profile
 from xlainspect.analysis.profile import only_function
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
 from xlainspect.dump.xplane import host_traces
 from xlainspect.errors import UsageError, XlaInspectError, literal
@@ -35,7 +36,7 @@ class ChipChoice:
 
 
 @dataclass
-class CostReport:
+class CostReport(Tabular):
     """FLOPs, bytes and roofline time per module, with each module's slowest ops."""
 
     modules: list[ModuleCost]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.profile.compiles import CompileEvent
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import SkippedFile
 from xlainspect.dump.xplane import TraceEvent
 
@@ -160,7 +161,7 @@ class Autotuning:
 
 
 @dataclass
-class ProfileReport:
+class ProfileReport(Tabular):
     """Measured time per op, steps, functions and compiles of a profile, joined with a dump's costs."""
 
     paths: list[str]
