@@ -191,3 +191,12 @@ def test_a_step_function_no_host_ran_is_a_usage_error_not_a_skipped_host():
     result = runner.invoke(app, ["profile", str(JOB), "--step-function", "nope"])
     assert result.exit_code == 2
     assert "--step-function nope: no kernel of it in the trace; it has: jit_train_step" in result.stderr
+
+
+def test_a_notebook_has_the_hosts_devices_and_collectives_tables():
+    pytest.importorskip("pandas")
+    report = job_profile(host_traces(JOB))
+    hosts = report.to_pandas("hosts")
+    assert list(hosts["host"]) == ["host_0", "host_1", "host_2", "host_3"]
+    assert hosts["step_seconds"].dtype == "float64"
+    assert len(report.to_pandas("devices")) == 8 and len(report.to_pandas("collectives")) == 8
