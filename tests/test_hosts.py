@@ -200,3 +200,14 @@ def test_a_notebook_has_the_hosts_devices_and_collectives_tables():
     assert list(hosts["host"]) == ["host_0", "host_1", "host_2", "host_3"]
     assert hosts["step_seconds"].dtype == "float64"
     assert len(report.to_pandas("devices")) == 8 and len(report.to_pandas("collectives")) == 8
+
+
+def test_the_command_names_a_damaged_hosts_file_and_reads_the_others(tmp_path):
+    for host, paths in host_traces(JOB).items():
+        shutil.copyfile(paths[0], tmp_path / f"{host}.xplane.pb")
+    (tmp_path / "host_3.xplane.pb").write_bytes(b"not a protobuf")
+    result = runner.invoke(app, ["profile", str(tmp_path), "--format", "json"])
+    assert result.exit_code == 0
+    assert [h["host"] for h in json.loads(result.stdout)["hosts"]] == ["host_0", "host_1", "host_2"]
+    assert f"{tmp_path / 'host_3.xplane.pb'}: not an XPlane profile" in result.stderr
+    assert runner.invoke(app, ["profile", str(tmp_path), "--strict"]).exit_code == 2

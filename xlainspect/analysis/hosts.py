@@ -228,6 +228,7 @@ def job_profile(
         report = summarise_host(summaries[0].host, traces[summaries[0].host], dump, chip, step_function, True).report
     assert report is not None
     report.paths = [str(p) for s in summaries for p in s.paths]
+    report.skipped += skipped  # named on stderr with the dump's, as every command names a file it left out
     report.job = job_of(summaries, skipped, chip, lambda host: host_activity(traces[host], dump, chip, step_function))
     return report
 

@@ -89,7 +89,6 @@ def hosts_blocks(job: JobReport) -> list[Table | Lines]:
             f"The ops, steps and compiles below are {job.hosts[0].host}'s (every host runs the same program); "
             "the rows here and JSON's hosts, devices and collectives cover every host."
         )
-    lines += [f"skipped {s.path}: {s.reason}" for s in job.skipped]
     title = f"{len(job.hosts)} host(s), {len(job.devices)} device(s): per step without a compile (median)"
     return [
         Lines("\n".join(lines)),
