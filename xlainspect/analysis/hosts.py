@@ -242,7 +242,7 @@ def _summary_or_skipped(
     except UsageError:
         raise  # the command's error (a --step-function no host ran), not this file's
     except XlaInspectError as error:
-        return SkippedFile(paths[0], str(error))
+        return SkippedFile(paths[0], str(error).removeprefix(f"{paths[0]}: "))  # the path is said once
 
 
 def job_of(
