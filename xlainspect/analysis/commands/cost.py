@@ -29,6 +29,8 @@ class ChipChoice:
     peak_flops: float | None = None
     hbm_bandwidth: float | None = None
     ici_bandwidth: float | None = None
+    launch_seconds: float | None = None
+    """The least time a kernel takes (a floor under each op's roofline in a profile); None: the chip's."""
 
 
 @dataclass
@@ -64,7 +66,7 @@ def chip_for(dump_module: DumpModule | None, choice: ChipChoice) -> Chip | None:
     where neither says (counts without times). Figures without a chip to complete them are a usage error."""
     figures = (choice.peak_flops, choice.hbm_bandwidth, choice.ici_bandwidth)
     if choice.key is None and choice.peak_flops and choice.hbm_bandwidth:
-        return custom_chip(choice.peak_flops, choice.hbm_bandwidth, choice.ici_bandwidth)
+        return custom_chip(choice.peak_flops, choice.hbm_bandwidth, choice.ici_bandwidth, choice.launch_seconds)
     key = choice.key or (dump_chip_key(dump_module) if dump_module else None)
     if key is None and not any(figures):
         return None
@@ -75,7 +77,7 @@ def chip_for(dump_module: DumpModule | None, choice: ChipChoice) -> Chip | None:
             f"$hbm_bandwidth are needed together, or $chip, one of: {', '.join(chip_table())}"
         )
     try:
-        return get_chip(key, *figures)
+        return get_chip(key, *figures, launch_seconds=choice.launch_seconds)
     except XlaInspectError as error:
         raise UsageError(str(error)) from None
 
