@@ -14,6 +14,7 @@ from xlainspect.dump.directory import load_dump
 from xlainspect.report import dump_report as reports
 from xlainspect.report import sections
 from xlainspect.report.page import render_html, render_markdown
+from xlainspect.report.sections import A_STEP
 from xlainspect.report.views import memory as memory_view
 
 SECTIONS = ["time", "compiles", "recompiles", "memory", "padding", "fusions", "copies", "collectives"]
@@ -28,7 +29,7 @@ def test_findings_are_ranked_extra_compiles_first_then_bytes():
     # the roofline section needs a chip: a TPU dump's, where `cost` reads it from the dump
     assert [s.key for s in report.sections if s.key != "roofline"] == SECTIONS
     findings = report.findings()
-    timed = [f for f in findings if f.unit == "seconds"]  # time a step first, where the chip is known
+    timed = [f for f in findings if f.unit == A_STEP]  # no profile: seconds a step, ranked apart from a run's
     assert findings[: len(timed)] == timed
     findings = findings[len(timed) :]
     assert findings[0].section == "recompiles" and findings[0].cost == 11 and findings[0].unit == "compiles"

@@ -20,7 +20,7 @@ from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import Dump, SkippedFile
 from xlainspect.progress import Progress, silent
 from xlainspect.report.document import Table
-from xlainspect.report.sections import UNIT_ORDER, Finding, Section
+from xlainspect.report.sections import Finding, Section, rank
 from xlainspect.report.views.compiles import compiles_section, recompiles_section
 from xlainspect.report.views.graph import collectives_section, copies_section, fusions_section
 from xlainspect.report.views.hosts import hosts_section
@@ -39,9 +39,8 @@ class DumpReport(Tabular):
     skipped: list[SkippedFile]
 
     def findings(self) -> list[Finding]:
-        """Every section's findings, costliest first within a unit, the units in `UNIT_ORDER`."""
-        found = [f for s in self.sections for f in s.findings]
-        return sorted(found, key=lambda f: (UNIT_ORDER.index(f.unit), -f.cost))
+        """Every section's findings, costliest first (`sections.rank`)."""
+        return sorted((f for s in self.sections for f in s.findings), key=rank)
 
 
 def dump_report(facts: DumpFacts) -> DumpReport:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.memory import ModuleMemory
+from xlainspect.analysis.profile import StepTime
 from xlainspect.analysis.timing import CompileMark, FunctionTiming, OpTiming
 from xlainspect.report.document import Table
 from xlainspect.report.document import table as records_table
@@ -27,10 +28,16 @@ TOP_FINDINGS = 3
 """Findings per section for the summary (its largest costs)."""
 
 
+A_STEP, A_RUN = "seconds a step", "seconds a run"
+"""The time findings' units: what every step pays (an op's time lost, the host's idle time), and what a
+run pays once (compiling)."""
+
+
 @dataclass(slots=True)
 class Finding:
-    """One thing worth fixing, with its cost: seconds a step (`unit="seconds"`), compile seconds
-    (`"compile seconds"`), extra compiles (`"compiles"`) or bytes."""
+    """One thing worth fixing, with its cost in `unit`: `A_STEP`, `A_RUN`, extra compiles (`"compiles"`,
+    where no time is known) or `"bytes"`. `run_seconds` is what the traced run paid for it (a finding of
+    `A_STEP`: over the steps it ran in), the one currency time findings rank in."""
 
     section: str
     text: str
@@ -40,11 +47,21 @@ class Finding:
     """The anchor of the op's detail (its HLO line and neighbourhood), where the finding is one op."""
     source: str = ""
     """`file:line` of the user's code behind it."""
+    run_seconds: float | None = None
+    """Seconds the traced run paid (`cost` itself for `A_RUN`); None where the run's steps are unknown."""
+
+    def __post_init__(self) -> None:
+        if self.unit == A_RUN:
+            self.run_seconds = self.cost
 
 
-UNIT_ORDER = ("seconds", "compile seconds", "compiles", "bytes")
-"""How findings of different units rank: time a step first (every step pays it), compile seconds
-(every run pays them), extra compiles where no time is known, then bytes (compared with bytes only)."""
+def rank(finding: Finding) -> tuple[int, float]:
+    """Time in one currency first, seconds a run, whether a step or a run pays it; then seconds a step
+    whose run is unknown (no profile: no steps to multiply by), extra compiles where no time is known,
+    and bytes, compared with bytes only."""
+    if finding.run_seconds is not None:
+        return 0, -finding.run_seconds
+    return 1 + (A_STEP, "compiles", "bytes").index(finding.unit), -finding.cost
 
 
 @dataclass(slots=True)
@@ -72,7 +89,20 @@ class CompileTimeline:
     source: str
 
 
-Chart = StepBreakdown | Roofline | CompileTimeline
+@dataclass(slots=True)
+class StepBars:
+    """Chart: a column per step, its wall split into the device's busy time by kind and idle by cause."""
+
+    steps: list[StepTime]
+    categories: dict[str, str]
+    """The breakdown's categories in drawing order, each with its legend's words."""
+    median_step: int | None
+    """The step the headline is of."""
+    device: str
+    """`GPU`, `TPU`, `CPU`: what was busy."""
+
+
+Chart = StepBars | StepBreakdown | Roofline | CompileTimeline
 """What the HTML page draws as SVG."""
 
 
@@ -107,6 +137,9 @@ class Section:
     """The ops findings link to: their HLO lines and neighbourhood."""
     links: list[tuple[str, str]] = field(default_factory=list)
     """(text, anchor) of other parts of the page the section points to, under its intro."""
+    headline: str = ""
+    """The line the section opens with, above its intro: the step the user waits for, what bounds it and
+    what to do first."""
     brief: list[tuple[str, str]] = field(default_factory=list)
     """(line, anchor of its whole text) of another section's findings folded to one line each (a
     function's recompiles on the first screen)."""

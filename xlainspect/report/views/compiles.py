@@ -16,7 +16,7 @@ from xlainspect.report.causes import (
     violation_text,
 )
 from xlainspect.report.document import Document, Entry, Lines, fields, record, records, table
-from xlainspect.report.sections import CompileTimeline, Finding, Section
+from xlainspect.report.sections import A_RUN, CompileTimeline, Finding, Section
 from xlainspect.report.sections import table as section_table
 from xlainspect.report.views.doctor import host_list
 
@@ -350,4 +350,4 @@ def _compile_finding(text: str, compiles: int, seconds: float | None, where: str
     """A recompile finding in compile seconds where the log or profile timed them, else in compiles."""
     if seconds is None:
         return Finding("recompiles", text, compiles, "compiles", source=where)
-    return Finding("recompiles", text, seconds, "compile seconds", source=where)
+    return Finding("recompiles", text, seconds, A_RUN, source=where)

@@ -6,9 +6,20 @@ neighbourhood and source line) and the roofline. `profile` and `cost` word the s
 from __future__ import annotations
 
 from xlainspect.analysis.commands.report import DumpFacts, op_lines
-from xlainspect.analysis.timing import OpTiming, Timing, losses
-from xlainspect.report.sections import Finding, OpDetail, Roofline, Section, StepBreakdown, table
+from xlainspect.analysis.profile.model import CATEGORIES
+from xlainspect.analysis.timing import OpLoss, OpTiming, Timing, losses, run_seconds
+from xlainspect.report.sections import (
+    A_STEP,
+    Finding,
+    OpDetail,
+    Roofline,
+    Section,
+    StepBars,
+    StepBreakdown,
+    table,
+)
 from xlainspect.report.views.compiles import recompiles_in_brief
+from xlainspect.report.views.profile import IDLE_FIXED, headline, idle_advice
 
 TOP_OPS_FOUND = 10
 """Ops by time lost that become findings (each with its HLO neighbourhood on the page)."""
@@ -18,6 +29,19 @@ CHART_FUNCTIONS = 15
 """Functions in the step-time chart (the slowest)."""
 ROOFLINE_OPS = 400
 """Ops on the roofline chart (the slowest)."""
+IDLE_SHARE = 0.05
+"""An idle cause under this share of the headline's step is not a finding."""
+CATEGORY_WORDS = {
+    "compute": "compute",
+    "collectives": "collectives",
+    "copies": "copies (memcpy, memset)",
+    "compile": "compiling",
+    "autotune": "autotuning",
+    "input": "idle: input (host-to-device transfers)",
+    "launch": "idle: launch (gaps between kernels)",
+    "host": "idle: host (Python, dispatch)",
+}
+"""Each category of a step's breakdown (`profile.model.CATEGORIES`) in the step chart's legend."""
 
 
 def time_section(source: DumpFacts) -> Section:
@@ -49,7 +73,7 @@ def time_section(source: DumpFacts) -> Section:
     ]
     columns = (
         "function",
-        "step_us",
+        "device_us_per_step",
         "time",
         "module",
         "bound",
@@ -63,22 +87,23 @@ def time_section(source: DumpFacts) -> Section:
         columns = tuple(c for c in columns if c != "module")
         rows = [row[:3] + row[4:] for row in rows]
     found = _losses(t)[:TOP_OPS_FOUND]
-    details = [d for op, _ in found if (d := _detail(source, op)) is not None]
+    details = [d for loss in found if (d := _detail(source, loss.op)) is not None]
     anchors = {(d.module, d.name): d.anchor for d in details}
     copied = {(c.module, c.name): c for f in source.facts for c in f.copies}
-    findings = [
+    findings = _idle_findings(t) + [
         Finding(
             "time",
             _loss_text(op, copied.get((op.module, op.name))),
             lost,
-            "seconds",
+            A_STEP,
             anchors.get((op.module, op.name), ""),
             op.source or "",
+            run,
         )
-        for op, lost in found
+        for op, lost, run in found
     ]
     timed = [f for f in t.functions if f.seconds]
-    charts = [StepBreakdown(timed[:CHART_FUNCTIONS], len(timed))] if timed else []
+    charts = _step_bars(source) + ([StepBreakdown(timed[:CHART_FUNCTIONS], len(timed))] if timed else [])
     curves = {f.memory.module: f.memory for f in source.facts if f.memory is not None and f.memory.curve}
     top = max(peaks.values(), default=None)
     links = [(f"memory curve of {top[1]}, the peak", f"memory-{top[1]}")] if top and top[1] in curves else []
@@ -93,14 +118,43 @@ def time_section(source: DumpFacts) -> Section:
         charts=charts,
         details=details,
         links=links,
+        headline=headline(t.step_summary, t.step_times, t.step_source) or "",
         brief=recompiles_in_brief(source),
     )
 
 
-def _losses(t: Timing) -> list[tuple[OpTiming, float]]:
-    """Ops by seconds lost a step, down to `MIN_LOSS_SHARE` of the longest function's step time."""
+def _step_bars(source: DumpFacts) -> list[StepBars]:
+    """The chart of each step's wall, where the profile found steps."""
+    t = source.timing
+    if not t.step_times:
+        return []
+    platforms = {m.platform for m in source.dump.modules if m.name == (t.step_summary and t.step_summary.function)}
+    device = platforms.pop().upper() if len(platforms) == 1 and None not in platforms else "device"
+    median = t.step_summary.median_step if t.step_summary else None
+    return [StepBars(t.step_times, {c: CATEGORY_WORDS[c] for c in CATEGORIES}, median, device)]
+
+
+def _idle_findings(t: Timing) -> list[Finding]:
+    """The headline step's idle causes a fix removes (the host, input, launch gaps), each in seconds a
+    step and over every step of the run; compiling is the recompiles section's finding."""
+    summary = t.step_summary
+    if summary is None:
+        return []
+    step = next(s for s in t.step_times if s.number == summary.median_step)
+    run = run_seconds(t.step_times)
+    return [
+        Finding("time", f"idle, {cause}: {idle_advice(cause, step)}", seconds, A_STEP, run_seconds=run.get(cause))
+        for cause in IDLE_FIXED
+        if cause != "compile"
+        and (seconds := step.breakdown.get(cause, 0.0)) >= IDLE_SHARE * step.wall_seconds
+        and seconds > 0
+    ]
+
+
+def _losses(t: Timing) -> list[OpLoss]:
+    """Ops by seconds lost (`timing.losses`), down to `MIN_LOSS_SHARE` of the longest function's step time."""
     longest = max((f.seconds or 0.0 for f in t.functions), default=0.0)
-    return [(op, lost) for op, lost in losses(t.ops, t.measured) if lost >= MIN_LOSS_SHARE * longest]
+    return [loss for loss in losses(t.ops, t.measured) if loss.seconds >= MIN_LOSS_SHARE * longest]
 
 
 def _share(seconds: float, whole: float | None) -> str:
@@ -112,7 +166,10 @@ def _time_intro(source: DumpFacts, peaks: dict[str, tuple[int, str]]) -> str:
     t = source.timing
     if t.measured:
         steps = f"{t.steps} steps" if t.steps else "no steps found: times are of the whole trace"
-        said = f"Measured in the profile ({steps}): a function's step time is its kernels' time a step."
+        said = (
+            f"Measured in the profile ({steps}): the step is its wall, the device's time in it above; a "
+            "function's device time a step (the table) is its kernels' over the steps it ran in."
+        )
     elif t.functions:
         chip = t.chip.key if t.chip else "the chip"
         said = (
@@ -159,8 +216,8 @@ def _loss_text(op: OpTiming, copy=None) -> str:
             f"padding: {op.padding_share:.0%} of its bytes are tile padding; make the minor dimensions multiples "
             "of the tile (xlainspect layouts)"
         )
-    elif op.measured_seconds and op.roofline_seconds:
-        slower = op.measured_seconds / op.roofline_seconds
+    elif op.efficiency:  # the profile's one figure: roofline over measured seconds per execution
+        slower = 1 / op.efficiency
         times = f"{slower:,.0f}x" if slower >= 10 else f"{slower:.2g}x"
         advice = f"takes {times} its roofline time ({op.bound or '?'} bound)"
     else:
@@ -197,12 +254,13 @@ def roofline_section(source: DumpFacts) -> Section | None:
             lost * 1e6,
             op.per_step_seconds * 1e6 if op.per_step_seconds is not None else None,
             op.roofline_seconds * 1e6 if op.roofline_seconds is not None else None,
+            op.efficiency,
             op.bound or "",
             op.intensity,
             op.op_name or "",
             op.source or "",
         )
-        for op, lost in found
+        for op, lost, _ in found
     ]
     columns = (
         "module",
@@ -211,7 +269,8 @@ def roofline_section(source: DumpFacts) -> Section | None:
         "fix",
         "lost_us_per_step",
         "measured_us_per_step",
-        "roofline_us",
+        "roofline_us_per_execution",
+        "efficiency",
         "bound",
         "flops_per_byte",
         "op_name",
