@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from xlainspect.analysis.hosts import STRAGGLER_SHARE
 from xlainspect.report.document import Document, Lines, Table, record, records, table
-from xlainspect.report.sections import Finding, Section
+from xlainspect.report.sections import A_STEP, Finding, Section
 from xlainspect.report.sections import table as section_table
 from xlainspect.report.views.cost import duration, readable
 
@@ -207,7 +207,9 @@ def hosts_section(source: DumpFacts) -> Section | None:
     findings = []
     if found is not None and found.name is not None:
         text = f"{found.name} is the straggler: the others wait {duration(found.wait_seconds)} a step for it"
-        findings.append(Finding("hosts", text, found.wait_seconds, "seconds"))
+        findings.append(
+            Finding("hosts", text, found.wait_seconds, A_STEP, run_seconds=found.wait_seconds * found.steps)
+        )
     return Section(
         "hosts",
         "Hosts",
