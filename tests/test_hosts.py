@@ -5,6 +5,7 @@ and multidevice_cpu (one process, 8 CPU devices), against what each host measure
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -211,3 +212,11 @@ def test_the_command_names_a_damaged_hosts_file_and_reads_the_others(tmp_path):
     assert [h["host"] for h in json.loads(result.stdout)["hosts"]] == ["host_0", "host_1", "host_2"]
     assert f"{tmp_path / 'host_3.xplane.pb'}: not an XPlane profile" in result.stderr
     assert runner.invoke(app, ["profile", str(tmp_path), "--strict"]).exit_code == 2
+
+
+def test_gzipped_host_files_are_named_by_their_host(tmp_path):
+    for host, paths in host_traces(JOB).items():
+        (tmp_path / f"{host}.xplane.pb.gz").write_bytes(gzip.compress(paths[0].read_bytes()))
+    assert list(host_traces(tmp_path)) == ["host_0", "host_1", "host_2", "host_3"]
+    job = job_profile(host_traces(tmp_path)).job
+    assert job is not None and job.straggler is not None and job.straggler.name == "host_1"
