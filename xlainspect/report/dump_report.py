@@ -16,6 +16,7 @@ from pathlib import Path
 
 from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.commands.report import DumpFacts, report_of
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import Dump, SkippedFile
 from xlainspect.progress import Progress, silent
 from xlainspect.report.document import Table
@@ -28,7 +29,7 @@ from xlainspect.report.views.time import roofline_section, time_section
 
 
 @dataclass
-class DumpReport:
+class DumpReport(Tabular):
     """One report of a whole dump: the modules table and each section."""
 
     root: str

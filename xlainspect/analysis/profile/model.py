@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.profile.compiles import CompileEvent
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import SkippedFile
 from xlainspect.dump.xplane import TraceEvent
 
@@ -156,7 +157,7 @@ class Autotuning:
 
 
 @dataclass
-class ProfileReport:
+class ProfileReport(Tabular):
     """Measured time per op, steps, functions and compiles of a profile, joined with a dump's costs."""
 
     paths: list[str]
