@@ -7,10 +7,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.hosts import STRAGGLER_SHARE
-from xlainspect.report.document import Document, Lines, Table, record, records, table
+from xlainspect.report.document import Block, Document, Lines, Table, record, records, table
 from xlainspect.report.sections import A_STEP, Finding, Section
 from xlainspect.report.sections import table as section_table
 from xlainspect.report.views.cost import duration, readable
+from xlainspect.report.views.profile import step_headline
 
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.report import DumpFacts
@@ -53,7 +54,7 @@ _BAR = 40
 
 def with_hosts(document: Document, report: ProfileReport) -> Document:
     """`profile`'s document with the job's keys in its JSON and, where the run has several hosts or
-    devices, its hosts first on the terminal and in Markdown."""
+    devices, its hosts on the terminal and in Markdown, after the step headline."""
     job = report.job
     if job is None:
         return document
@@ -61,9 +62,13 @@ def with_hosts(document: Document, report: ProfileReport) -> Document:
     data: dict[str, object] = {**document.data, **hosts_data(job)}
     if len(job.hosts) < 2 and len(job.devices) < 2:
         return replace(document, data=data)
-    blocks = hosts_blocks(job)
-    markdown = None if document.markdown is None else [*blocks, *document.markdown]
-    return replace(document, data=data, blocks=[*blocks, *document.blocks], markdown=markdown)
+    blocks, after = hosts_blocks(job), 1 if step_headline(report) else 0  # the step the user waits for first
+
+    def placed(shown: list[Block]) -> list[Block]:
+        return [*shown[:after], *blocks, *shown[after:]]
+
+    markdown = None if document.markdown is None else placed(document.markdown)
+    return replace(document, data=data, blocks=placed(document.blocks), markdown=markdown)
 
 
 def hosts_data(job: JobReport) -> dict[str, object]:
