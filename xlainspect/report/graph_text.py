@@ -52,7 +52,7 @@ def to_graphml(graph: Subgraph, center: tuple[str, str]) -> str:
     import networkx as nx
 
     ids = _ids(graph)
-    plain = nx.DiGraph()
+    plain: nx.DiGraph[str] = nx.DiGraph()
     for node, node_id in ids.items():
         attributes = node_attributes(graph, node, center)
         plain.add_node(node_id, **{**attributes, "center": str(attributes["center"]).lower()})
