@@ -58,7 +58,7 @@ def to_graphml(graph: Subgraph, center: tuple[str, str]) -> str:
         plain.add_node(node_id, **{**attributes, "center": str(attributes["center"]).lower()})
     plain.add_edges_from((ids[a], ids[b]) for a, b in graph.edges)
     buffer = io.BytesIO()
-    nx.write_graphml(plain, buffer)
+    nx.write_graphml(plain, buffer)  # pyright: ignore[reportUnknownMemberType] (its stubs leave `path` untyped)
     return buffer.getvalue().decode("utf-8")
 
 
