@@ -38,8 +38,11 @@ def step_headline(report: ProfileReport) -> str | None:
     return headline(report.step_summary, report.steps, report.step_source)
 
 
-def headline(summary: StepSummary | None, steps: list[StepTime], step_source: str | None) -> str | None:
-    """`step_headline` of a profile's summary, steps and step source (the report's first line too)."""
+def headline(
+    summary: StepSummary | None, steps: list[StepTime], step_source: str | None, device: str = "device"
+) -> str | None:
+    """`step_headline` of a profile's summary, steps and step source (the report's first line too, which
+    names the `device`: `GPU` where the dump says the function ran on one)."""
     if summary is None:
         return None
     step = next(s for s in steps if s.number == summary.median_step)
@@ -50,7 +53,7 @@ def headline(summary: StepSummary | None, steps: list[StepTime], step_source: st
     source = "" if step_source == "step markers" else "; steps are one execution to the next"
     return (
         f"{summary.function or 'the program'}: {duration(summary.step_seconds)} a step ({how}{source}); "
-        f"device busy {duration(step.busy_seconds)} ({busy:.0%}); " + bound_advice(step)
+        f"{device} busy {duration(step.busy_seconds)} ({busy:.0%}); " + bound_advice(step)
     )
 
 
