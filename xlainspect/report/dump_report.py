@@ -23,6 +23,7 @@ from xlainspect.report.document import Table
 from xlainspect.report.sections import Finding, Section, rank
 from xlainspect.report.views.compiles import compiles_section, recompiles_section
 from xlainspect.report.views.graph import collectives_section, copies_section, fusions_section
+from xlainspect.report.views.hosts import hosts_section
 from xlainspect.report.views.layouts import padding_section
 from xlainspect.report.views.memory import memory_section
 from xlainspect.report.views.time import roofline_section, time_section
@@ -69,6 +70,7 @@ def _modules_table(dump: Dump) -> Table:
 
 SECTION_BUILDERS: list[Callable[[DumpFacts], Section | None]] = [
     time_section,
+    hosts_section,
     roofline_section,
     compiles_section,
     recompiles_section,

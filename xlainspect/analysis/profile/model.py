@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.profile.compiles import CompileEvent
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import SkippedFile
 from xlainspect.dump.xplane import TraceEvent
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.hosts import JobReport  # which reads profiles
 
 DEVICE_KINDS = ("compute", "collectives", "copies")
 """What the device was busy with: kernels of compiled functions, NCCL collectives, memcpy and memset."""
@@ -190,3 +194,5 @@ class ProfileReport(Tabular):
     and outputs, eager copies."""
     step_summary: StepSummary | None = None
     """The median step without a compile (None: no steps)."""
+    job: JobReport | None = None
+    """Every host's and device's steps, collectives' waits and the straggler (`analysis/hosts.py`)."""

@@ -10,9 +10,11 @@ from xlainspect.analysis.commands.report import DumpFacts
 from xlainspect.analysis.copies import Copy, CopyTotal, copy_totals
 from xlainspect.analysis.fusions import Fusion, FusionKindTotal, fusion_kind_totals
 from xlainspect.analysis.ops import FunctionOpCount, OpCount
-from xlainspect.report.document import Document, Lines, fields, records, table
+from xlainspect.report.document import Document, Lines, fields, record, records, table
 from xlainspect.report.sections import Finding, Section, largest
 from xlainspect.report.sections import table as section_table
+from xlainspect.report.views.cost import duration
+from xlainspect.report.views.hosts import measured_collectives
 
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.graph import CollectivesReport, CopiesReport, FusionsReport, OpsReport
@@ -208,23 +210,36 @@ def collectives_section(source: DumpFacts) -> Section:
                 totals,
                 "xlainspect collectives",
             ),
-            section_table(
-                "collectives",
-                (
-                    "module",
-                    "name",
-                    "kind",
-                    "dtype",
-                    "payload_bytes",
-                    "group_size",
-                    "bytes_per_device",
-                    "executions",
-                    "bytes_per_step",
-                    "op_name",
-                ),
-                sorted(rows, key=lambda c: -c.payload_bytes),
-                "xlainspect collectives lists every collective",
-            ),
+            _collectives_table(source, sorted(rows, key=lambda c: -c.payload_bytes)),
         ],
         findings,
     )
+
+
+_COLLECTIVE_COLUMNS = (
+    "module",
+    "name",
+    "kind",
+    "dtype",
+    "payload_bytes",
+    "group_size",
+    "bytes_per_device",
+    "executions",
+    "bytes_per_step",
+    "op_name",
+)
+_MEASURED = ("wait_seconds", "transfer_seconds", "exposed_seconds")
+"""What a profile adds to a collective's row: per execution, the mean over devices (`views.hosts`)."""
+
+
+def _collectives_table(source: DumpFacts, rows: list[Collective]):
+    """Every collective; with a profile that ran them, its wait, transfer and exposed time."""
+    what = "xlainspect collectives lists every collective"
+    measured = measured_collectives(source.job)
+    if not measured:
+        return section_table("collectives", _COLLECTIVE_COLUMNS, rows, what)
+    found = []
+    for row in rows:
+        times = measured.get((row.module.rpartition("/")[2], row.name))
+        found.append(record(row) | ({k: duration(v) for k, v in zip(_MEASURED, times)} if times else {}))
+    return section_table("collectives", (*_COLLECTIVE_COLUMNS[:-1], *_MEASURED, "op_name"), found, what)
