@@ -150,7 +150,13 @@ def _idle_findings(t: Timing) -> list[Finding]:
     step = next(s for s in t.step_times if s.number == summary.median_step)
     run = run_seconds(t.step_times)
     return [
-        Finding("time", f"idle, {cause}: {idle_advice(cause, step)}", seconds, A_STEP, run_seconds=run.get(cause))
+        Finding(
+            "time",
+            f"idle, {cause}: {idle_advice(cause, step, summary.function)}",
+            seconds,
+            A_STEP,
+            run_seconds=run.get(cause),
+        )
         for cause in IDLE_FIXED
         if cause != "compile"
         and (seconds := step.breakdown.get(cause, 0.0)) >= IDLE_SHARE * step.wall_seconds
