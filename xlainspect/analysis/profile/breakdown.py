@@ -27,7 +27,7 @@ import bisect
 import functools
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from statistics import median_low
+from statistics import median
 
 from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
 from xlainspect.analysis.profile.compiles import COMPILE_EVENTS
@@ -273,11 +273,40 @@ def _host_thread(host: list[TraceEvent], marked: dict[int, list[TraceEvent]]) ->
 def summary(
     steps: list[StepTime], function_of: Callable[[list[StepTime]], str | None], marked: dict[int, list[TraceEvent]]
 ) -> StepSummary | None:
-    """The median step of those with no compile inside (of all, where every step compiled)."""
+    """The median wall of the steps with no compile inside (of all, where every step compiled), and the
+    step nearest it (the lower where two are as near), whose breakdown stands for the typical step."""
     if not steps:
         return None
     clean = [s for s in steps if s.compiles == 0] or steps
-    wall = median_low(s.wall_seconds for s in clean)
-    middle = next(s for s in clean if s.wall_seconds == wall)
+    wall = median(s.wall_seconds for s in clean)
+    middle = min(clean, key=lambda s: (abs(s.wall_seconds - wall), s.wall_seconds))
     marker = next((m[0].name for m in marked.values() if m), None)
-    return StepSummary(function_of(clean), marker, wall, middle.number, len(clean), len(steps) - len(clean))
+    return StepSummary(
+        function_of(clean),
+        marker,
+        wall,
+        _typical(clean, middle.number),
+        middle.number,
+        len(clean),
+        len(steps) - len(clean),
+    )
+
+
+def _typical(steps: list[StepTime], number: int) -> StepTime:
+    """A step whose every figure is the median of that figure over `steps` (a name the host did not run
+    in a step counts 0 there), numbered as the step nearest the median wall."""
+    breakdown = {category: median(s.breakdown.get(category, 0.0) for s in steps) for category in CATEGORIES}
+    names = {name for s in steps for name in s.host}
+    host = {name: median(s.host.get(name, 0.0) for s in steps) for name in names}
+    return StepTime(
+        number,
+        median(s.start_seconds for s in steps),
+        median(s.wall_seconds for s in steps),
+        median(s.busy_seconds for s in steps),
+        median(s.idle_seconds for s in steps),
+        breakdown,
+        dict(sorted(((n, v) for n, v in host.items() if v > 0), key=lambda item: -item[1])),
+        bound_of(breakdown),
+        0,
+        round(median(s.kernels for s in steps)),
+    )
