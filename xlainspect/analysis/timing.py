@@ -30,6 +30,7 @@ from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
 from xlainspect.analysis.fusions import NOT_COMPUTE
 from xlainspect.analysis.profile.compiles import dumped_compiles
+from xlainspect.analysis.profile.model import StepSummary, StepTime
 from xlainspect.hlo.opcodes import ASYNC_SUFFIXES, is_known_opcode
 
 if TYPE_CHECKING:  # the analyses' results, read by field name below
@@ -80,6 +81,10 @@ class OpTiming:
     efficiency: float | None = None
     """`OpTime.efficiency`: roofline / measured seconds per execution, the one figure of how far an op is
     from its roofline ("N x its roofline" is its inverse)."""
+    run_seconds: float | None = None
+    """Measured seconds in the whole trace (`OpTime.total_seconds`): seconds a run."""
+    lost_run_seconds: float | None = None
+    """Measured minus roofline over the whole trace (`OpTime.lost_seconds`): seconds a run."""
 
     @property
     def intensity(self) -> float | None:
@@ -179,6 +184,12 @@ class Timing:
     """Per function, its compile seconds (all compiles); empty where none is known."""
     recompile_seconds: dict[str, float] = field(default_factory=dict[str, float])
     notes: list[str] = field(default_factory=list[str])
+    step_times: list[StepTime] = field(default_factory=list[StepTime])
+    """The profile's steps, each its wall, busy time and breakdown (`ProfileReport.steps`)."""
+    step_summary: StepSummary | None = None
+    """The step the user waits for (`ProfileReport.step_summary`); None without steps."""
+    step_source: str | None = None
+    """How the profile found its steps (`ProfileReport.step_source`)."""
 
 
 # ---- the roofline estimate, from `module_cost` (run per module by the report's workers)
@@ -298,6 +309,8 @@ def measured(
             op.op_name,
             op.source,
             op.efficiency,
+            op.total_seconds,
+            op.lost_seconds,
         )
         ops.append(row)
         timing = functions.setdefault(op.function, FunctionTiming(op.function, 0.0, True, None))
@@ -389,26 +402,30 @@ def compile_totals(marks: list[CompileMark]) -> tuple[dict[str, float], dict[str
 
 
 class OpLoss(NamedTuple):
-    """An op and the seconds per step it loses."""
+    """An op and the seconds it loses a step and, measured, in the whole trace (a run)."""
 
     op: OpTiming
     seconds: float
+    run_seconds: float | None = None
 
 
 def losses(ops: list[OpTiming], measured_times: bool) -> list[OpLoss]:
-    """Ops with the seconds per step they lose, largest first: measured loss with a profile, else the
-    roofline's (only ops a fix applies to)."""
+    """Ops with the seconds they lose a step and a run, largest first (by a run's where measured: an op of
+    a module that ran in some steps only loses its seconds a step in those): measured loss with a profile
+    (an op with no roofline that a fix removes whole: its time), else the roofline's a step (only ops a fix
+    applies to)."""
     found: list[OpLoss] = []
     for op in ops:
+        run = None
         if measured_times:
-            lost = op.lost_seconds if op.lost_seconds is not None else None
+            lost, run = op.lost_seconds, op.lost_run_seconds
             if lost is None and op.category is not None:
-                lost = op.per_step_seconds
+                lost, run = op.per_step_seconds, op.run_seconds
         else:
             lost = op.roofline_loss()
         if lost and lost > 0:
-            found.append(OpLoss(op, lost))
-    return sorted(found, key=lambda found_loss: -found_loss.seconds)
+            found.append(OpLoss(op, lost, run))
+    return sorted(found, key=lambda found_loss: -(found_loss.run_seconds or found_loss.seconds))
 
 
 def timing(
@@ -440,4 +457,17 @@ def timing(
     total, again = compile_totals(marks)
     steps = len(profiled.steps) if profiled is not None and profiled.steps else None
     notes = list(profiled.notes) if profiled is not None else []
-    return Timing(functions, ops, marks, where, profiled is not None, steps, chip, total, again, notes)
+    found = Timing(functions, ops, marks, where, profiled is not None, steps, chip, total, again, notes)
+    if profiled is not None:
+        found.step_times, found.step_summary = profiled.steps, profiled.step_summary
+        found.step_source = profiled.step_source
+    return found
+
+
+def run_seconds(steps: list[StepTime]) -> dict[str, float]:
+    """Per category of a step's breakdown, its seconds over every step: what the traced run paid."""
+    total: dict[str, float] = defaultdict(float)
+    for step in steps:
+        for category, seconds in step.breakdown.items():
+            total[category] += seconds
+    return dict(total)

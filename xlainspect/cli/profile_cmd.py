@@ -14,6 +14,7 @@ from xlainspect.cli.cost_cmd import ChipOpt, HbmOpt, IciOpt, PeakFlopsOpt
 from xlainspect.cli.options import FormatOpt, FunctionOpt, StrictOpt, readable, show, user_errors
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.report.profile_html import write_profile_html
+from xlainspect.report.views.hosts import with_hosts
 from xlainspect.report.views.profile import profile_document
 
 commands = commands_of("profile")
@@ -99,4 +100,5 @@ def profile(
             note(f"wrote {html}")
     after = max_compiles_after_step
     late = compiles_after(report, after) if after is not None else []
-    show(profile_document(report, top or None, late, after or 0, compile_phases), fmt, report.skipped, strict)
+    document = with_hosts(profile_document(report, top or None, late, after or 0, compile_phases), report)
+    show(document, fmt, report.skipped, strict)

@@ -36,6 +36,8 @@ _KINDS: dict[Kind, str] = {
     "weak_type": "the same program compiled again for jax's own function: an argument's weak type differs (a "
     "Python scalar and an array of the same dtype), which jax's cache tells apart and HLO does not show",
     "pytree": "the same arrays under other pytree paths (dict keys, dataclass fields)",
+    "unused": "a static argument or Python value changes what the function uses: jax leaves an argument "
+    "the program does not use out of it (jit's keep_unused=False)",
     "out_sharding": "output sharding changed",
 }
 """The detail of the kinds that have one reason."""
@@ -85,11 +87,20 @@ def cause_values(cause: Cause) -> tuple[Any, ...]:
         return tuple("; ".join(v[:3]) + (" ..." if len(v) > 3 else "") for v in cause.values)
     if cause.kind == "pytree":
         return tuple(", ".join(v) for v in cause.values)
+    if cause.kind == "unused":
+        return tuple(_used_text(v, cause.parameter) for v in cause.values)
     if cause.kind == "flags":
         return tuple(tuple(f"{k}={'(default)' if v is None else v}" for k, v in options) for options in cause.values)
     if cause.kind in ("sharding", "out_sharding"):
         return tuple("unspecified" if v is None else "P() (replicated)" if v == "P()" else v for v in cause.values)
     return cause.values
+
+
+def _used_text(dropped: tuple[str, ...], parameter: str | None) -> str:
+    """`used`, `unused` (every argument the cause names left out), or the names of those left out."""
+    if not dropped:
+        return "used"
+    return "unused" if ", ".join(dropped) == parameter else f"{', '.join(dropped)} unused"
 
 
 def _ops_text(ops: tuple[tuple[str, int], ...]) -> str:
@@ -124,6 +135,8 @@ def describe_cause(cause: Cause) -> str:
         return f"{cause.kind} {cause.parameter}: {values}{detail}"
     if cause.kind == "result":
         return f"result {values}{detail}"
+    if cause.kind == "unused":
+        return f"argument {cause.parameter}: {values}{detail}"
     if cause.kind == "out_sharding":
         return f"output sharding {values}"
     if cause.kind == "identical":
@@ -149,6 +162,46 @@ def causes_text(causes: tuple[Cause, ...]) -> list[str]:
     for cause in sorted(causes, key=lambda c: c.compiles):
         grouped.setdefault(cause.compiles, []).append(cause)
     return [f"{_numbers(compiles)}: {', '.join(map(_named, group))}" for compiles, group in grouped.items()]
+
+
+_BRIEF_REASONS: dict[Reason, str] = {
+    "parameter_count": "the number of parameters",
+    "prng_key": "a PRNG key",
+    "static_argument": "a static argument",
+    "branch_on_shape": "a Python branch on a shape",
+    "branch_on_static": "a Python branch on a static argument",
+    "baked_in": "a Python value baked in",
+    "unrolled": "a loop unrolled",
+}
+_BRIEF_KINDS: dict[Kind, str] = {
+    "identical": "identical programs",
+    "weak_type": "a weak type",
+    "out_sharding": "output sharding",
+    "pytree": "argument paths",
+    "body": "other instructions",
+    "flags": "XLA flags",
+    "branch": "another program",
+}
+"""What a cause is, in two or three words: by its reason where it has one, else by its kind."""
+
+
+def causes_in_brief(causes: tuple[Cause, ...]) -> str:
+    """What changed, without the values (`shape of 8 parameters, the number of parameters, dtype`): the
+    one line a function's recompiles fold to on the report's first screen (`causes_text` says it all)."""
+    parameters: dict[str, set[str]] = {}
+    for cause in causes:
+        kind = _BRIEF_KINDS.get(cause.kind, cause.kind)
+        what = _BRIEF_REASONS.get(cause.reason, kind) if cause.reason is not None else kind
+        named = parameters.setdefault(what, set())
+        if cause.parameter and not cause.parameter.startswith("("):  # "(all parameters)": no one parameter
+            named.add(cause.parameter)
+    return ", ".join(_brief(what, named) for what, named in parameters.items())
+
+
+def _brief(what: str, parameters: set[str]) -> str:
+    if len(parameters) > 1:
+        return f"{what} of {len(parameters)} parameters"
+    return f"{what} of {next(iter(parameters))}" if parameters else what
 
 
 def _named(cause: Cause) -> str:
@@ -222,6 +275,9 @@ _ADVICE = {
     "static argument that changes nothing, pass a scalar as the same kind every call (jnp.float32(x), not "
     "sometimes a Python float)",
     "pytree": "pass the arguments in one pytree structure (the same dict keys) on every call",
+    "unused": "a static argument or Python value (a train flag) decides which arguments the function uses: "
+    "each value compiles its own program; keep its values few, or pass it as a traced value and choose with "
+    "jax.lax.cond",
     "flags": "compiler flags (XLA_FLAGS / compiler options) changed between compiles",
 }
 
@@ -250,7 +306,9 @@ def _shape_advice(causes: list[Cause]) -> list[str]:
     if not sized:
         return []
     cause = sized[0]
-    names = ", ".join(dict.fromkeys(str(c.parameter) for c in sized if c.values == cause.values))
+    names = ", ".join(
+        dict.fromkeys(str(c.parameter) for c in sized if (c.values, c.dims) == (cause.values, cause.dims))
+    )
     if ragged_last_batch(sizes := tuple(dict.fromkeys(cause.values))):
         full, last = sizes
         return [

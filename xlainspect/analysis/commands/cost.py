@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 from xlainspect.analysis.chips import chip_table, custom_chip, dump_chip_key, get_chip
 from xlainspect.analysis.commands import Paths, Selection, input_paths, remembered, run_selected
 from xlainspect.analysis.cost import module_cost
-from xlainspect.analysis.profile import only_function, profile
+from xlainspect.analysis.hosts import job_profile
+from xlainspect.analysis.profile import only_function
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
-from xlainspect.dump.xplane import read_trace
+from xlainspect.dump.xplane import host_traces
 from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.progress import Progress, silent
 
@@ -34,7 +36,7 @@ class ChipChoice:
 
 
 @dataclass
-class CostReport:
+class CostReport(Tabular):
     """FLOPs, bytes and roofline time per module, with each module's slowest ops."""
 
     modules: list[ModuleCost]
@@ -96,11 +98,11 @@ def profile_report(
     efficiency and time lost, GPU kernels run in command buffers placed on their op. `function` narrows
     it to one function (one that matches nothing is an error); `step_function` names the function whose
     executions are the steps (without step markers, the one with the most device time)."""
-    read = read_trace(trace)
+    hosts = host_traces(trace)
     if dump is None:
-        return only_function(profile(read, None, chip_for(None, chip), step_function), function)
+        return only_function(job_profile(hosts, None, chip_for(None, chip), step_function), function)
     loaded = load_dump(dump, strict=strict)
-    report = profile(read, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
+    report = job_profile(hosts, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
     report.skipped = [*loaded.skipped, *report.skipped]
     if not report.joined:
         report.notes.append(

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.profile.compiles import CompileEvent
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import SkippedFile
 from xlainspect.dump.xplane import TraceEvent
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.hosts import JobReport  # which reads profiles
 
 DEVICE_KINDS = ("compute", "collectives", "copies")
 """What the device was busy with: kernels of compiled functions, NCCL collectives, memcpy and memset."""
@@ -159,7 +164,7 @@ class Autotuning:
 
 
 @dataclass
-class ProfileReport:
+class ProfileReport(Tabular):
     """Measured time per op, steps, functions and compiles of a profile, joined with a dump's costs."""
 
     paths: list[str]
@@ -192,3 +197,5 @@ class ProfileReport:
     and outputs, eager copies."""
     step_summary: StepSummary | None = None
     """The median step without a compile (None: no steps)."""
+    job: JobReport | None = None
+    """Every host's and device's steps, collectives' waits and the straggler (`analysis/hosts.py`)."""

@@ -15,7 +15,7 @@ from xlainspect.report.document import Document, Lines, Table, record, records, 
 from xlainspect.report.views.cost import duration, readable
 
 if TYPE_CHECKING:
-    from xlainspect.analysis.profile import ProfileReport, StepTime
+    from xlainspect.analysis.profile import ProfileReport, StepSummary, StepTime
 
 STEP_COLUMNS = (
     "number",
@@ -35,15 +35,19 @@ HOST_SHOWN = 3
 def step_headline(report: ProfileReport) -> str | None:
     """The first line of `profile`: the median step without a compile, its device share and its bound
     with what to do first; None without steps."""
-    summary = report.step_summary
+    return headline(report.step_summary, report.steps, report.step_source)
+
+
+def headline(summary: StepSummary | None, steps: list[StepTime], step_source: str | None) -> str | None:
+    """`step_headline` of a profile's summary, steps and step source (the report's first line too)."""
     if summary is None:
         return None
-    step = next(s for s in report.steps if s.number == summary.median_step)
+    step = next(s for s in steps if s.number == summary.median_step)
     how = f"median of {summary.steps}" + (" without a compile" if summary.compiled and summary.steps else "")
-    if summary.compiled and summary.steps == len(report.steps):
+    if summary.compiled and summary.steps == len(steps):
         how = f"median of {summary.steps}; every step compiled"
     busy = step.busy_seconds / step.wall_seconds if step.wall_seconds else 0.0
-    source = "" if report.step_source == "step markers" else "; steps are one execution to the next"
+    source = "" if step_source == "step markers" else "; steps are one execution to the next"
     name = summary.function or summary.marker or "the program"
     return (
         f"{name}: {duration(summary.step_seconds)} a step ({how}{source}); "
@@ -51,38 +55,46 @@ def step_headline(report: ProfileReport) -> str | None:
     )
 
 
-def bound_advice(step: StepTime, function: str | None) -> str:
+IDLE_FIXED = ("host", "input", "launch", "compile")
+"""The idle causes `idle_advice` words (autotuning is compiling's)."""
+
+
+def bound_advice(step: StepTime, function: str | None = None) -> str:
     """`<bound>-bound: <what holds the step> (seconds a step): <what to do first>`; `function`: the step's."""
+    if step.bound in IDLE_FIXED:
+        return f"{step.bound}-bound: {idle_advice(step.bound, step, function)}"
+    busy = duration(step.busy_seconds)
+    return f"device-bound: the device is busy {busy} a step; start with the ops that lose the most time below"
+
+
+def idle_advice(cause: str, step: StepTime, function: str | None = None) -> str:
+    """What one idle cause of `IDLE_FIXED` costs the step, and what to do about it (the headline's words
+    where it bounds the step; the report's finding where it does not). `function`: the step function, whose
+    own dispatch holding the device calls for more work per call."""
     parts = step.breakdown
-    if step.bound == "host":
+    if cause == "host":
         shown = [(name, seconds) for name, seconds in step.host.items() if seconds >= parts["host"] / 100]
         ran = ", ".join(f"{name} {duration(seconds)}" for name, seconds in shown[:HOST_SHOWN])
         first = (
             "the step function's own dispatch holds the device: run more work per call (several steps in one "
             "jit with jax.lax.scan), pass arrays already on the device"
-            if shown and shown[0][0] == function
+            if shown and function is not None and shown[0][0] == function
             else "move that work off the step's path (jit it into the step, or prepare the next batch while "
             "the device runs)"
         )
-        return f"host-bound: the device waits {duration(parts['host'])} a step while the host runs {ran}; {first}"
-    if step.bound == "input":
+        return f"the device waits {duration(parts['host'])} a step while the host runs {ran}; {first}"
+    if cause == "input":
         return (
-            f"input-bound: the device waits {duration(parts['input'])} a step for host-to-device transfers; "
+            f"the device waits {duration(parts['input'])} a step for host-to-device transfers; "
             "put the next batch on the device ahead of the step (prefetch with jax.device_put)"
         )
-    if step.bound == "launch":
+    if cause == "launch":
         return (
-            f"launch-bound: {duration(parts['launch'])} a step in gaps between the kernels of one execution; "
+            f"{duration(parts['launch'])} a step in gaps between the kernels of one execution; "
             "give each kernel more work (fewer, larger ops; a larger batch)"
         )
-    if step.bound == "compile":
-        compiling = parts["compile"] + parts["autotune"]
-        return (
-            f"compile-bound: {duration(compiling)} of the step compiles; find why with count-recompiles "
-            "and compile once"
-        )
-    busy = duration(step.busy_seconds)
-    return f"device-bound: the device is busy {busy} a step; start with the ops that lose the most time below"
+    compiling = parts.get("compile", 0.0) + parts.get("autotune", 0.0)
+    return f"{duration(compiling)} of the step compiles; find why with count-recompiles and compile once"
 
 
 def step_row(step: StepTime) -> dict:
