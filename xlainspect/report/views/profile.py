@@ -38,8 +38,11 @@ def step_headline(report: ProfileReport) -> str | None:
     return headline(report.step_summary, report.steps, report.step_source)
 
 
-def headline(summary: StepSummary | None, steps: list[StepTime], step_source: str | None) -> str | None:
-    """`step_headline` of a profile's summary, steps and step source (the report's first line too)."""
+def headline(
+    summary: StepSummary | None, steps: list[StepTime], step_source: str | None, device: str = "device"
+) -> str | None:
+    """`step_headline` of a profile's summary, steps and step source (the report's first line too, which
+    names the `device`: `GPU` where the dump says the function ran on one)."""
     if summary is None:
         return None
     step = next(s for s in steps if s.number == summary.median_step)
@@ -51,7 +54,7 @@ def headline(summary: StepSummary | None, steps: list[StepTime], step_source: st
     name = summary.function or summary.marker or "the program"
     return (
         f"{name}: {duration(summary.step_seconds)} a step ({how}{source}); "
-        f"device busy {duration(step.busy_seconds)} ({busy:.0%}); " + bound_advice(step, summary.function)
+        f"{device} busy {duration(step.busy_seconds)} ({busy:.0%}); " + bound_advice(step, summary.function)
     )
 
 
@@ -59,7 +62,7 @@ IDLE_FIXED = ("host", "input", "launch", "compile")
 """The idle causes `idle_advice` words (autotuning is compiling's)."""
 
 
-def bound_advice(step: StepTime, function: str | None = None) -> str:
+def bound_advice(step: StepTime, function: str | None) -> str:
     """`<bound>-bound: <what holds the step> (seconds a step): <what to do first>`; `function`: the step's."""
     if step.bound in IDLE_FIXED:
         return f"{step.bound}-bound: {idle_advice(step.bound, step, function)}"
@@ -67,10 +70,9 @@ def bound_advice(step: StepTime, function: str | None = None) -> str:
     return f"device-bound: the device is busy {busy} a step; start with the ops that lose the most time below"
 
 
-def idle_advice(cause: str, step: StepTime, function: str | None = None) -> str:
+def idle_advice(cause: str, step: StepTime, function: str | None) -> str:
     """What one idle cause of `IDLE_FIXED` costs the step, and what to do about it (the headline's words
-    where it bounds the step; the report's finding where it does not). `function`: the step function, whose
-    own dispatch holding the device calls for more work per call."""
+    where it bounds the step; the report's finding where it does not); `function`: the step's."""
     parts = step.breakdown
     if cause == "host":
         shown = [(name, seconds) for name, seconds in step.host.items() if seconds >= parts["host"] / 100]
@@ -78,7 +80,7 @@ def idle_advice(cause: str, step: StepTime, function: str | None = None) -> str:
         first = (
             "the step function's own dispatch holds the device: run more work per call (several steps in one "
             "jit with jax.lax.scan), pass arrays already on the device"
-            if shown and function is not None and shown[0][0] == function
+            if shown and shown[0][0] == function
             else "move that work off the step's path (jit it into the step, or prepare the next batch while "
             "the device runs)"
         )
