@@ -85,9 +85,21 @@ class Activity:
     """What the trace shows running, as spans per category, for cutting into steps."""
 
     def __init__(self, spans: dict[str, list[Span]], host_thread: list[TraceEvent]) -> None:
-        self.spans = spans
+        self.spans = {label: sorted(found) for label, found in spans.items()}
+        self.starts = {label: [a for a, _ in found] for label, found in self.spans.items()}
+        self.longest = {label: max((b - a for a, b in found), default=0.0) for label, found in self.spans.items()}
         self.host_thread = host_thread
         self.host_starts = [e.start_ns for e in host_thread]
+
+    def within(self, start: float, end: float) -> dict[str, list[Span]]:
+        """The spans of each category that may overlap [start, end): those starting in it or at most the
+        category's longest span before it (a bisection, not a pass over the trace per step)."""
+        found: dict[str, list[Span]] = {}
+        for label, spans in self.spans.items():
+            starts = self.starts[label]
+            first = bisect.bisect_left(starts, start - self.longest[label])
+            found[label] = spans[first : bisect.bisect_left(starts, end)]
+        return found
 
     def step(self, step: StepTime, marker: TraceEvent | None, kernels: int, compiles: int) -> StepTime:
         """`step` with its busy time, breakdown, host names and bound."""
@@ -95,7 +107,7 @@ class Activity:
         end = start + step.wall_seconds * 1e9
         seconds: dict[str, float] = dict.fromkeys(CATEGORIES, 0.0)
         host_spans: list[Span] = []
-        for a, b, category in _segments(self.spans, start, end, _PRECEDENCE):
+        for a, b, category in _segments(self.within(start, end), start, end, _PRECEDENCE):
             seconds[category or "host"] += (b - a) / 1e9
             if category is None:
                 host_spans.append((a, b))
