@@ -31,6 +31,7 @@ from statistics import median
 
 from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
 from xlainspect.analysis.profile.compiles import COMPILE_EVENTS
+from xlainspect.analysis.profile.events import outermost
 from xlainspect.analysis.profile.model import BOUNDS, CATEGORIES, DEVICE_KINDS, StepSummary, StepTime
 from xlainspect.dump.xplane import TraceEvent
 
@@ -142,15 +143,15 @@ def host_names(events: list[TraceEvent]) -> dict[str, list[Span]]:
     below any one frame that wraps all the step's events (the user's step function says nothing of
     where its time went; its callees do)."""
     names: dict[str, list[Span]] = defaultdict(list)
-    outermost = _outermost(events)
-    while len(outermost) == 1 and dispatched(outermost[0]) is None:
-        wrapper = outermost[0]
-        inside = [e for e in events if e is not wrapper and _end(e) <= _end(wrapper)]
+    top = outermost(events)
+    while len(top) == 1 and dispatched(top[0]) is None:
+        wrapper = top[0]
+        inside = [e for e in events if e is not wrapper and e.end_ns <= wrapper.end_ns]
         if not inside:
             break
-        outermost = _outermost(inside)
-    for event in outermost:
-        names[event.name.removeprefix("$")].append((event.start_ns, _end(event)))
+        top = outermost(inside)
+    for event in top:
+        names[event.name.removeprefix("$")].append((event.start_ns, event.end_ns))
     dispatches = _innermost([e for e in events if dispatched(e) is not None])
     # a dispatch wins over the outermost event: listed first (see `_segments`)
     return {**dispatches, **names}
@@ -167,15 +168,6 @@ def dispatched(event: TraceEvent) -> str | None:
     return None
 
 
-def _outermost(events: list[TraceEvent]) -> list[TraceEvent]:
-    """The events no other of `events` encloses (`events` by start, the enclosing first)."""
-    found: list[TraceEvent] = []
-    for event in events:
-        if not found or event.start_ns >= _end(found[-1]):
-            found.append(event)
-    return found
-
-
 def _innermost(dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
     """Spans of each dispatched function, nested dispatches cut out of their callers' (the innermost
     dispatch names an instant). `dispatches`: one thread's, by start, the enclosing first."""
@@ -183,7 +175,7 @@ def _innermost(dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
     stack: list[TraceEvent] = []
     at = 0.0
     for event in dispatches:
-        while stack and _end(stack[-1]) <= event.start_ns:
+        while stack and stack[-1].end_ns <= event.start_ns:
             at = _emit(found, stack.pop(), at, None)
         if stack:
             _emit(found, stack[-1], at, event.start_ns)
@@ -196,7 +188,7 @@ def _innermost(dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
 
 def _emit(found: dict[str, list[Span]], event: TraceEvent, at: float, until: float | None) -> float:
     """Add [at, until) (until None: the event's end) to the event's function; the new `at`."""
-    end = _end(event) if until is None else until
+    end = event.end_ns if until is None else until
     if end > at:
         found[dispatched(event) or event.name].append((at, end))
     return max(at, end)
@@ -234,10 +226,6 @@ def _first(active: list[int], order: list[str]) -> str | None:
     return next((order[index] for index, count in enumerate(active) if count > 0), None)
 
 
-def _end(event: TraceEvent) -> float:
-    return event.start_ns + event.duration_ns
-
-
 def measure_steps(
     steps: list[StepTime],
     events: list[TraceEvent],
@@ -254,12 +242,12 @@ def measure_steps(
     of a compiled function."""
     spans: dict[str, list[Span]] = defaultdict(list)
     for event in device:
-        spans[kind_of(event)].append((event.start_ns, _end(event)))
-    spans["autotune"] = [(e.start_ns, _end(e)) for e in tuning]
-    spans["compile"] = [(e.start_ns, _end(e)) for e in events if e.name in COMPILE_EVENTS]
+        spans[kind_of(event)].append((event.start_ns, event.end_ns))
+    spans["autotune"] = [(e.start_ns, e.end_ns) for e in tuning]
+    spans["compile"] = [(e.start_ns, e.end_ns) for e in events if e.name in COMPILE_EVENTS]
     spans["launch"] = list(runs)
     host = [e for e in events if not e.plane.startswith("/device")]
-    spans["input"] = [(e.start_ns, _end(e)) for e in host if transfer_event(e.name)]
+    spans["input"] = [(e.start_ns, e.end_ns) for e in host if transfer_event(e.name)]
     thread = _host_thread(host, marked)
     activity = Activity(spans, [e for e in host if (e.plane, e.line) == thread])
     device_starts = sorted(e.start_ns for e in device if "hlo_op" in e.stats)
