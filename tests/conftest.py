@@ -140,7 +140,13 @@ def _fresh_consoles():
 #: process): under `pytest -n` (`make check`), each runs whole on one worker, which builds them once; any
 #: other test goes to whichever worker is free. xdist's `--dist loadgroup` would say this with marks, but
 #: it renames a test's node id to do it, which pytest 9.2 ignores.
-ONE_WORKER = ("tests/test_remote.py", "tests/test_profile_gpu.py", "tests/test_profile.py", "tests/test_cost.py")
+ONE_WORKER = (
+    "tests/test_remote.py",
+    "tests/test_profile_gpu.py",
+    "tests/test_profile.py",
+    "tests/test_profile_steps.py",
+    "tests/test_cost.py",
+)
 
 
 @pytest.hookimpl(optionalhook=True)
