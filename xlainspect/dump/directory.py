@@ -288,6 +288,12 @@ class SkippedFile:
         """The file and the error's message (a parse error with its source line and caret)."""
         return cls(path, error.render() if isinstance(error, HloParseError) else str(error))
 
+    def add_to(self, skipped: list[SkippedFile]) -> None:
+        """Append it to `skipped` unless its file is there: several routes of one analysis may meet one bad
+        file (the first reason is kept)."""
+        if all(s.path != self.path for s in skipped):
+            skipped.append(self)
+
 
 @dataclass(eq=False)
 class DumpModule:

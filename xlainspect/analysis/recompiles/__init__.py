@@ -110,7 +110,7 @@ def _function_rows(name: str, hosts: list[list[DumpModule]], skipped: list[Skipp
     modules = _usual(hosts)
     readable = _readable(modules, skipped)
     unreadable = [m for m in modules if m not in readable]
-    parts = _by_origin(readable) or [([], Origin(eager=False, source=None))]
+    parts = _by_origin(readable, skipped) or [([], Origin(eager=False, source=None))]
     rows: list[FunctionCompiles] = []
     for number, (part, origin) in enumerate(parts):
         causes = _explain(part, origin.eager, skipped) if len(part) > 1 else ()
@@ -130,17 +130,17 @@ def _function_rows(name: str, hosts: list[list[DumpModule]], skipped: list[Skipp
     return rows
 
 
-def _by_origin(modules: list[DumpModule]) -> list[tuple[list[DumpModule], Origin]]:
+def _by_origin(modules: list[DumpModule], skipped: list[SkippedFile]) -> list[tuple[list[DumpModule], Origin]]:
     """The compiles of one name, as the user's and jax's eager ones (see `origin`), the user's first.
     A name whose first compile is the user's is the user's throughout (its compiles are not read again:
     a storm of 1,000 big modules); one whose first is eager has every compile read (eager modules are
     small), since a user's `def matmul` and an eager `x @ w` share the name jit_matmul."""
     if not modules:
         return []
-    first = module_origin(modules[0])
+    first = module_origin(modules[0], skipped)
     if not first.eager or len(modules) == 1:
         return [(modules, first)]
-    origins = [first, *module_origins(modules[1:])]
+    origins = [first, *module_origins(modules[1:], skipped)]
     user = [(m, o) for m, o in zip(modules, origins) if not o.eager]
     if not user:
         return [(modules, first)]

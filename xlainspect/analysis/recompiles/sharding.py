@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from xlainspect.analysis.recompiles.model import Cause, Compiles, programs
 from xlainspect.analysis.recompiles.signature import shape_cause
-from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.attributes import decode_mesh_axes, decode_partition_spec
 from xlainspect.hlo.model import Instruction, Module
 
@@ -17,13 +16,13 @@ def per_device_shapes(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
     (what the user passed), the per-device ones beside them."""
     if not any(c.kind == "shape" for c in causes):
         return causes
-    try:
-        before = [m.header("before") for m in compiles.modules]
-        if len({tuple(s.dims for s in h.parameter_shapes) for h in before}) > 1:
-            return _global_shapes(before, causes)
-        sharded = sharding_causes([m.module("before") for m in compiles.modules])
-    except XlaInspectError:
+    before = compiles.each(lambda m: m.header("before"))
+    if before is None:
         return causes
+    if len({tuple(s.dims for s in h.parameter_shapes) for h in before}) > 1:
+        return _global_shapes(before, causes)
+    parsed = compiles.each(lambda m: m.module("before"))
+    sharded = sharding_causes(parsed) if parsed else []
     return [c for c in causes if c.kind != "shape"] + sharded if sharded else causes
 
 

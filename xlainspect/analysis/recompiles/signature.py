@@ -36,7 +36,7 @@ def parameters(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
 def results(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
     """Detector: results that differ where the parameters agree (in the program jax gave XLA, whose
     shapes are global where the compiled one is partitioned)."""
-    return causes + result_causes([program_header(m) for m in compiles.modules])
+    return causes + result_causes([program_header(compiles, m) for m in compiles.modules])
 
 
 def op_names(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
@@ -157,12 +157,14 @@ def _without_layout(shape: Shape | None) -> str:
     return shape.without_layout() if shape is not None else str(shape)
 
 
-def program_header(module: DumpModule) -> Module:
+def program_header(compiles: Compiles, module: DumpModule) -> Module:
     """The header of the program jax gave XLA where the compiled one has per-device shapes (a partitioned
-    program); else the compiled one's, already read."""
+    program); else the compiled one's, already read (also where the program's cannot be read: it is
+    recorded in `compiles.skipped`)."""
     if module.header().num_partitions == 1:
         return module.header()
     try:
         return module.header("before")
-    except XlaInspectError:
+    except XlaInspectError as error:
+        compiles.skip(module, error, module.hlo_path("before"))
         return module.header()
