@@ -66,6 +66,18 @@ def test_a_damaged_program_is_skipped_once_and_the_compiles_still_counted(tmp_pa
     }
 
 
+def test_count_recompiles_leaves_the_dump_as_given():
+    """What the caller read stays read (nothing evicted), and nothing count-recompiles read or parsed is
+    left in the modules (memory stays that of one function's compiles)."""
+    dump = load_dump(RAGGED)
+    first = dump.modules[0]
+    text, header = first.read(first.hlo_file()), first.header()
+    held = [(set(m._read), set(m._parsed)) for m in dump.modules]
+    assert count_recompiles(dump).functions
+    assert [(set(m._read), set(m._parsed)) for m in dump.modules] == held
+    assert first.read(first.hlo_file()) is text and first.header() is header
+
+
 def test_a_bug_in_a_detector_is_raised_naming_the_file(monkeypatch):
     monkeypatch.setattr(recompiles, "DETECTORS", (_bug,))
     dump = load_dump(RAGGED)

@@ -19,7 +19,17 @@ from typing import Any
 
 from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
-from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, DumpModule, classify, dump_of, scan_dump
+from xlainspect.dump.directory import (
+    AFTER_STAGES,
+    TAIL_BYTES,
+    Dump,
+    DumpFile,
+    DumpModule,
+    classify,
+    dump_of,
+    scan_dump,
+    scoped_reads,
+)
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.progress import Progress, silent
@@ -252,11 +262,10 @@ def _parse_error(module: DumpModule, path: Path) -> tuple[Path, str] | None:
     """(path, the first line of the parse error) when the module's HLO text does not parse; the model
     is not kept (a fleet's dump would hold every module in memory)."""
     try:
-        module.module()
+        with scoped_reads([module]):
+            module.module()
     except XlaInspectError as error:
         return path, str(error).splitlines()[0]
-    finally:
-        module.forget()
     return None
 
 

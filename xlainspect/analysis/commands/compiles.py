@@ -21,7 +21,7 @@ from xlainspect.analysis.recompiles import (
     unknown_budget_names,
 )
 from xlainspect.capture import dump_folder, run_with_dump
-from xlainspect.dump.directory import Dump, SkippedFile, load_dump
+from xlainspect.dump.directory import Dump, DumpModule, SkippedFile, load_dump, scoped_reads
 from xlainspect.dump.jaxlog import run_log
 from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import UsageError, XlaInspectError, literal, no_match
@@ -133,16 +133,23 @@ def recompiles_report(
     """Compiles per function and why each recompile happened; `budget` makes it a gate (`violations`).
     Raises NoMatchError for a per-name budget naming no function (a misspelt name would budget nothing)."""
     dump = load_dump(input_paths(path), strict=strict)
-    found = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
+    with scoped_reads(_compiled_by_hosts(dump)):  # divergence compares what count-recompiles read of them
+        found = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
+        disagreements = host_disagreements(dump)
     rows, budget = found.functions, budget or Budget()
     for name in unknown_budget_names(rows, budget):
         raise no_match("per_name", name, [r.name for r in rows])
     times = _compile_times(dump, path, log)
     profiled, unpaired = _profiled_seconds(rows, trace)
     violations = budget_violations(rows, budget)
-    return RecompileReport(
-        rows, violations, times, profiled, unpaired, [*dump.skipped, *found.skipped], host_disagreements(dump)
-    )
+    return RecompileReport(rows, violations, times, profiled, unpaired, [*dump.skipped, *found.skipped], disagreements)
+
+
+def _compiled_by_hosts(dump: Dump) -> list[DumpModule]:
+    """The compiles of the functions several hosts of one job compiled (`host_disagreements` reads them)."""
+    if dump.runs:
+        return []
+    return [m for modules in dump.functions().values() if len({m.host for m in modules}) > 1 for m in modules]
 
 
 @dataclass

@@ -33,7 +33,7 @@ from xlainspect.analysis.recompiles.gate import (
 )
 from xlainspect.analysis.recompiles.model import Cause, Compiles, FunctionCompiles, new_values
 from xlainspect.analysis.recompiles.signature import name_parameters, signature_causes
-from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
+from xlainspect.dump.directory import Dump, DumpModule, SkippedFile, scoped_reads
 from xlainspect.errors import AnalysisBug, XlaInspectError
 
 __all__ = [
@@ -78,24 +78,21 @@ def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -
     """Per function, in first-compile order: the number of compiles and, where above one, why; in a
     dump of several hosts, those of one usual host (the hosts of one job compile alike; dumps of
     several runs, `load_dump([a, b])`, are compared instead). The dump is not changed: the files that
-    could not be read are returned, and the file contents its modules kept while a function was
-    explained are dropped after it (but for a function several hosts compiled, whose programs
-    `divergence` reads next). `advance(n)` is called with each function's module count (a progress
-    bar's)."""
+    could not be read are returned, and what its modules read and parsed while a function was explained
+    is dropped after it (`scoped_reads`: memory stays that of one function's compiles). `advance(n)` is
+    called with each function's module count (a progress bar's)."""
     found = Recompiles([])
     for name, compiles in dump.functions().items():
         if advance is not None:
             advance(len(compiles))
         hosts = [compiles] if dump.runs else _by_host(compiles)
         try:
-            found.functions += _function_rows(name, hosts, found.skipped)
+            with scoped_reads(compiles):
+                found.functions += _function_rows(name, hosts, found.skipped)
         except XlaInspectError:
             raise
         except Exception as error:  # noqa: BLE001 (not bad input: a bug, named with a file it was reading)
             raise AnalysisBug(_where(compiles), error) from error
-        if len(hosts) == 1:  # the files of several hosts' compiles are read again: divergence compares them
-            for module in compiles:
-                module.forget_contents()
     return found
 
 
