@@ -19,6 +19,7 @@ from typing import Any
 
 from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import (
     AFTER_STAGES,
     TAIL_BYTES,
@@ -79,7 +80,7 @@ class Finding:
 
 
 @dataclass(slots=True)
-class DumpHealth:
+class DumpHealth(Tabular):
     """What `doctor` found about a dump: its size and each finding."""
 
     root: Path
