@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import FIXTURES, REPO
 from xlainspect.analysis.cache_misses import cache_misses
+from xlainspect.analysis.commands.cache import cache_misses_report
 from xlainspect.capture import _tee, child_env
 from xlainspect.cli.app import app
 from xlainspect.dump.jaxlog import DEBUG_LOG_MODULES, read_jax_log
@@ -242,3 +244,18 @@ def test_custom_partitioning_is_named_from_the_dump():
         ],
     )
     assert "jax #21159" not in lone_log.stdout  # no dump beside a lone log: nothing to look into
+
+
+def test_an_unreadable_hlo_file_of_b_is_named_not_read_as_no_custom_partitioning(tmp_path):
+    """B's dump holds jit_scaled's program, damaged: its detail cannot say custom_partitioning, and the
+    file is named on stderr with its reason (it was read as "no custom_partitioning" silently)."""
+    b = tmp_path / "4_constant"
+    shutil.copytree(RUNS / "4_constant", b)
+    damaged = b / "module_0012.jit_scaled.before_optimizations.txt.gz"
+    damaged.write_bytes(damaged.read_bytes()[:40])
+    result = runner.invoke(app, ["cache-misses", str(RUNS / "2_repeat"), str(b), "--format", "json"])
+    assert result.exit_code == 0
+    details = {f["name"]: f["detail"] for f in json.loads(result.stdout)["functions"]}
+    assert details["jit_scaled"] == "computation changed"
+    assert f"skipped {damaged}: " in result.stderr
+    assert [s.path for s in cache_misses_report(RUNS / "2_repeat", b).skipped] == [damaged]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
 from xlainspect.dump.files import read_text
 from xlainspect.dump.jaxlog import COMPONENTS, JaxLog, LogCompile
 from xlainspect.errors import XlaInspectError
@@ -42,18 +42,23 @@ class CacheMiss:
     """B wrote an entry that A hit later (by the logs' times): B ran before A, its misses are a cold start."""
 
 
-def cache_misses(a: JaxLog, b: JaxLog, b_dump: Dump | None = None) -> list[CacheMiss]:
+def cache_misses(
+    a: JaxLog, b: JaxLog, b_dump: Dump | None = None, skipped: list[SkippedFile] | None = None
+) -> list[CacheMiss]:
     """Per function of B, in first-compile order: its cache status and what changed since A. With B's dump,
-    a changed computation that calls custom_partitioning is named as jax #21159."""
+    a changed computation that calls custom_partitioning is named as jax #21159; a file of it that cannot
+    be read is added to `skipped` (raised where there is no `skipped` to add it to)."""
     earlier = a.by_module()
     rows = [_function_row(name, compiles, earlier.get(name, [])) for name, compiles in b.by_module().items()]
-    return [_custom_partitioning(row, b_dump) for row in rows] if b_dump is not None else rows
+    if b_dump is None:
+        return rows
+    return [_custom_partitioning(row, b_dump, skipped) for row in rows]
 
 
-def _custom_partitioning(row: CacheMiss, dump: Dump) -> CacheMiss:
+def _custom_partitioning(row: CacheMiss, dump: Dump, skipped: list[SkippedFile] | None) -> CacheMiss:
     """The row, its detail saying why when B's HLO of the function calls custom_partitioning."""
     modules = dump.functions().get(row.name, [])
-    if "computation" not in row.changed or not any(_calls_custom_partitioning(m) for m in modules):
+    if "computation" not in row.changed or not any(_calls_custom_partitioning(m, skipped) for m in modules):
         return row
     why = (
         "computation changed: it calls custom_partitioning, whose callback address (backend_config) is "
@@ -63,11 +68,14 @@ def _custom_partitioning(row: CacheMiss, dump: Dump) -> CacheMiss:
     return replace(row, detail=row.detail.replace("computation changed", why, 1))
 
 
-def _calls_custom_partitioning(module: DumpModule) -> bool:
+def _calls_custom_partitioning(module: DumpModule, skipped: list[SkippedFile] | None) -> bool:
     hlo = module.hlo_file("before")
     try:
         return hlo is not None and CUSTOM_PARTITIONING in read_text(hlo.path)
-    except XlaInspectError:
+    except XlaInspectError as error:
+        if hlo is None or skipped is None:
+            raise
+        SkippedFile.of(hlo.path, error).add_to(skipped)
         return False
 
 

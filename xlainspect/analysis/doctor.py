@@ -213,15 +213,15 @@ def _text_facts(wanted: tuple[str, bool]) -> tuple[str | None, bytes | None]:
     path, digest = wanted
     try:
         first, tail, whole = read_edges(path, TAIL_BYTES)
-    except XlaInspectError:
+    except XlaInspectError:  # not swallowed: the unreadable-files finding names it
         return "unreadable", b"" if digest else None
     problem = _text_problem(first, tail, path)
     if not digest:
         return problem, None
     try:
         content = read_bytes(path) if whole is None else whole
-    except XlaInspectError:
-        return problem, b""
+    except XlaInspectError:  # its edges read, its body not (a file removed meanwhile): unreadable too
+        return "unreadable", b""
     return problem, hashlib.blake2b(content, digest_size=16).digest()
 
 
@@ -229,7 +229,7 @@ def _text_problem(first: bytes, tail: bytes, path: str) -> str | None:
     """The problem ("unreadable", "truncated" or None) a file shows in its first line and last bytes."""
     try:
         decode_text(first, path)
-    except XlaInspectError:
+    except XlaInspectError:  # binary or not UTF-8: the unreadable-files finding names it
         return "unreadable"
     if b"\x00" in tail:
         return "unreadable"
