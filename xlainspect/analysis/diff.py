@@ -200,7 +200,7 @@ def _signatures(functions: list[list[DumpModule]]) -> None:
     """Each function's first module's signature (`profile` compares them), read while a worker
     analyses modules; one that cannot be read is left to `profile`, which skips it."""
     for modules in functions:
-        with contextlib.suppress(XlaInspectError):
+        with contextlib.suppress(XlaInspectError):  # a prefetch: `profile` meets the error and skips the file
             modules[0].signature()
 
 
@@ -213,7 +213,7 @@ def _inputs_digest(dump_module: DumpModule) -> Hashable:
         contents = tuple(
             hashlib.blake2b(read_bytes(path), digest_size=16).digest() for path in memory_inputs(dump_module)
         )
-    except XlaInspectError:
+    except XlaInspectError:  # a key only: its analysis meets the error and skips the file
         return dump_module
     return dump_module.platform, dump_module.platform_tag, contents
 

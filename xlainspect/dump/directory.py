@@ -596,7 +596,7 @@ def _name_modules_from_headers(modules: list[DumpModule], strict: bool) -> None:
         if module.name is None:
             try:
                 module.name = module.header().name
-            except XlaInspectError:
+            except XlaInspectError:  # left unnamed: the analysis that reads it meets the error and skips it
                 if strict:
                     raise
 
