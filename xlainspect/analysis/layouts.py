@@ -265,12 +265,18 @@ TABLE_TOP = 20
 @dataclass
 class LedgerView:
     """What a person reads of a ledger: the padded values worth a look, totals per function and
-    per module, and a caption saying what was left out (a table of every value is 72,000 lines)."""
+    per module, and how many values were left out of them (a table of every value is 72,000 lines):
+    `report.views.layouts` words its caption."""
 
     values: list[PaddingRow]
     functions: list[PaddingTotal]
     modules: list[PaddingTotal]
-    caption: str
+    total: int
+    """Values in the ledger."""
+    padded: int
+    """Values that lose bytes to padding (every value, with `every_value`)."""
+    limit: int
+    """The most values listed (`top`, else TABLE_TOP; every value with `every_value`)."""
 
 
 def ledger_view(rows: list[PaddingRow], top: int | None = None, every_value: bool = False) -> LedgerView:
@@ -279,16 +285,7 @@ def ledger_view(rows: list[PaddingRow], top: int | None = None, every_value: boo
     padded = rows if every_value else [r for r in rows if r.wasted_bytes > 0]
     limit = top if top is not None else (len(rows) if every_value else TABLE_TOP)
     modules = [t for t in ledger_totals(rows, "module") if every_value or t.wasted_bytes > 0]
-    left_out = [
-        f"{len(rows) - len(padded):,} without padding" if len(padded) < len(rows) else "",
-        f"{len(padded) - limit:,} more beyond --top {limit}" if len(padded) > limit else "",
-    ]
-    caption = f"padding ledger: {min(limit, len(padded)):,} of {len(rows):,} values, most wasted bytes first"
-    if not padded:
-        caption = f"no padding: none of the {len(rows):,} values loses bytes to tiles (--all lists them)"
-    elif any(left_out):
-        caption += f" ({'; '.join(n for n in left_out if n)} left out; --all lists every value)"
-    return LedgerView(padded[:limit], ledger_totals(rows, "function"), modules[:limit], caption)
+    return LedgerView(padded[:limit], ledger_totals(rows, "function"), modules[:limit], len(rows), len(padded), limit)
 
 
 def ledger_totals(rows: Iterable[PaddingRow], by: Literal["module", "function"] = "module") -> list[PaddingTotal]:

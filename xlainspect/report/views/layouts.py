@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.layouts import ArrayLayout, PaddingRow, PaddingTotal
+from xlainspect.analysis.layouts import ArrayLayout, LedgerView, PaddingRow, PaddingTotal
 from xlainspect.report.document import Document, Lines, fields, records, table
 
 if TYPE_CHECKING:
@@ -48,11 +48,26 @@ def layouts_document(report: LayoutsReport) -> Document:
         "modules": records(report.modules),
         "functions": records(report.functions),
     }
-    blocks: list = [table(view.caption, view.values, LEDGER_COLUMNS)] if view.values else [Lines(view.caption)]
+    caption = ledger_caption(view)
+    blocks: list = [table(caption, view.values, LEDGER_COLUMNS)] if view.values else [Lines(caption)]
     blocks.append(table("per function", view.functions, totals))
     if view.modules:
         blocks.append(table("per module (those losing bytes to padding)", view.modules, totals))
     return Document(data, blocks, csv=table(None, report.values, fields(PaddingRow)))
+
+
+def ledger_caption(view: LedgerView) -> str:
+    """What the ledger's table lists and what it left out, and the options that list the rest."""
+    if not view.padded:
+        return f"no padding: none of the {view.total:,} values loses bytes to tiles (--all lists them)"
+    left_out = [
+        f"{view.total - view.padded:,} without padding" if view.padded < view.total else "",
+        f"{view.padded - view.limit:,} more beyond --top {view.limit}" if view.padded > view.limit else "",
+    ]
+    caption = f"padding ledger: {min(view.limit, view.padded):,} of {view.total:,} values, most wasted bytes first"
+    if any(left_out):
+        caption += f" ({'; '.join(n for n in left_out if n)} left out; --all lists every value)"
+    return caption
 
 
 #: The ledger columns a table shows (JSON and CSV carry every field).
