@@ -92,7 +92,7 @@ def _renamed_arguments(found: list[list[Computation]]) -> Cause | None:
     if len(names) < len(entries) or len({tuple(n) for n in names}) == 1 or len({len(n) for n in names}) > 1:
         return None
     changed = [i for i in range(len(names[0])) if len({n[i] for n in names}) > 1]
-    return Cause("pytree", "(argument paths)", None, tuple(tuple(n[i] for i in changed) for n in names))
+    return Cause("pytree", None, None, tuple(tuple(n[i] for i in changed) for n in names))
 
 
 class Line(NamedTuple):

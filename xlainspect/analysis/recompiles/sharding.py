@@ -64,7 +64,7 @@ def sharding_causes(modules: list[Module]) -> list[Cause]:
             causes.append(Cause("sharding", name, index, tuple(seen)))
     outputs = [sharding_text(m.entry.root, _mesh_axes(m)) for m in modules]
     if len(set(outputs)) > 1:
-        causes.append(Cause("out_sharding", "(output)", None, tuple(outputs)))
+        causes.append(Cause("out_sharding", None, None, tuple(outputs)))
     return causes
 
 

@@ -69,7 +69,7 @@ def signature_causes(headers: list[Module]) -> list[Cause]:
         ]
         dtypes = [",".join(dict.fromkeys(p.dtype for p in s)) for s in shapes]
         if len(set(dtypes)) > 1:  # parameters cannot be paired by index; their element types still tell
-            causes.append(Cause("dtype", "(all parameters)", None, tuple(dtypes)))
+            causes.append(Cause("dtype", None, None, tuple(dtypes)))
         return causes
     causes: list[Cause] = []
     for index in range(len(shapes[0])):

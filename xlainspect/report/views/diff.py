@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xlainspect.report.causes import (
+    parameter_text,
     signature_detail,
 )
 from xlainspect.report.document import Document, Heading, Lines, Table, record
@@ -64,7 +65,10 @@ def _function_json(row) -> dict:
         "ops": counts(row.ops),
         "fusion_kinds": counts(row.fusion_kinds),
         "custom_call_targets": counts(row.custom_call_targets),
-        "signature": [record(s) | {"detail": _signature_why(s)} for s in row.signature],
+        "signature": [
+            record(s) | {"parameter": parameter_text(s.kind, s.parameter), "detail": _signature_why(s)}
+            for s in row.signature
+        ],
         "unreadable": list(row.unreadable),
     }
 
@@ -83,7 +87,7 @@ def _sections(row) -> list[Table]:
         Table(
             "signature",
             ("parameter", "kind", "A", "B", "detail"),
-            tuple((s.parameter, s.kind, s.a, s.b, _signature_detail(s)) for s in row.signature),
+            tuple((parameter_text(s.kind, s.parameter), s.kind, s.a, s.b, _signature_detail(s)) for s in row.signature),
             right=("A", "B"),
         ),
     ]
