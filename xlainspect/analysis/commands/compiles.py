@@ -161,22 +161,23 @@ class CaptureReport(Tabular):
     """The program's exit status."""
     dump: Path
     recompiles: RecompileReport | None
-    """None when the dump cannot be read (`notes` say why; a program that failed early dumps nothing)."""
-    notes: list[str] = field(default_factory=list[str])
-    """Where the dump was kept, when no folder was given; why it could not be counted."""
+    """None when the dump cannot be read (`error` says why; a program that failed early dumps nothing)."""
+    kept: bool = False
+    """The dump went to a new temporary folder, kept (no folder was given)."""
+    error: str | None = None
+    """Why the dump could not be counted."""
 
 
 def capture_report(command: Sequence[str], dump_dir: Path | None = None, budget: Budget | None = None) -> CaptureReport:
     """Run `command` with XLA dumping on and jax's compile log saved in the dump, then count its
     recompiles against `budget`. Without `dump_dir` the dump goes to a new temporary folder that is
-    kept (the other commands read it), and a note says where."""
+    kept (the other commands read it: `kept`)."""
     target = dump_folder(dump_dir)
     status = run_with_dump(list(command), target)
-    notes: list[str] = [] if dump_dir is not None else [f"dump kept in {target} (--dump-dir chooses where)"]
     try:
-        return CaptureReport(status, target, recompiles_report(target, budget), notes)
+        return CaptureReport(status, target, recompiles_report(target, budget), dump_dir is None)
     except XlaInspectError as error:
-        return CaptureReport(status, target, None, [*notes, str(error)])
+        return CaptureReport(status, target, None, dump_dir is None, str(error))
 
 
 def _profiled_seconds(

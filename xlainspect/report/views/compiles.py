@@ -16,8 +16,14 @@ from xlainspect.report.document import Document, Entry, Lines, fields, record, r
 from xlainspect.report.views.doctor import host_list
 
 if TYPE_CHECKING:
-    from xlainspect.analysis.commands.compiles import ModulesReport, RecompileReport
+    from xlainspect.analysis.commands.compiles import CaptureReport, ModulesReport, RecompileReport
     from xlainspect.analysis.recompiles import FunctionCompiles
+
+
+def capture_notes(report: CaptureReport) -> list[str]:
+    """What `capture` says besides the report: where it kept the dump it chose, why it could not count it."""
+    kept = [f"dump kept in {report.dump} (--dump-dir chooses where)"] if report.kept else []
+    return kept + ([report.error] if report.error is not None else [])
 
 
 def modules_document(report: ModulesReport) -> Document:
