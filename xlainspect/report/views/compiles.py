@@ -17,6 +17,7 @@ from xlainspect.report.views.doctor import host_list
 
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.compiles import CaptureReport, ModulesReport, RecompileReport
+    from xlainspect.analysis.compile_times import CompileTimes
     from xlainspect.analysis.recompiles import FunctionCompiles
 
 
@@ -70,7 +71,18 @@ def _times(count: int) -> str:
 
 def _unpaired(times) -> list[str]:
     """Where the log's compiles and the dump's modules do not pair one to one."""
-    return [f"not paired: {sentence}" for sentence in times.unpaired] if times else []
+    return [f"not paired: {sentence}" for sentence in unpaired_text(times)] if times else []
+
+
+def unpaired_text(times: CompileTimes) -> list[str]:
+    """One sentence per function whose log and dump compiles do not pair one to one."""
+    return [
+        f"{u.function}: {u.logged} compile(s) in the log {times.log}, none in the dump"
+        if not u.dumped
+        else f"{u.function}: {u.dumped} compile(s) in the dump, {u.logged} in the log {times.log}; "
+        f"the first {min(u.dumped, u.logged)} paired in order"
+        for u in times.unpaired
+    ]
 
 
 def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) -> Document:
@@ -92,7 +104,7 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
     if report.disagreements:
         data["host_disagreements"] = records(report.disagreements)
     if times is not None:
-        data |= {"recompile_seconds": times.recompile_seconds, "not_paired": times.unpaired}
+        data |= {"recompile_seconds": times.recompile_seconds, "not_paired": unpaired_text(times)}
     total, recompiled = sum(r.modules for r in shown), sum(1 for r in shown if r.modules > 1)
     columns = (
         ["function", "compiles"]
