@@ -64,8 +64,8 @@ class Cause:
     kind: Kind
     parameter: str | None = None
     """The entry parameter, by its `op_name` metadata when jax recorded one, else `#<index>`; None for a
-    cause of no one parameter (a dtype cause of every parameter at once, the arguments' pytree paths, the
-    output's sharding: `report.causes.WHOLE` words what it is of)."""
+    cause of no one parameter (the number of parameters, a dtype cause of every parameter at once, the
+    arguments' pytree paths, the output's sharding: `report.causes.WHOLE` words what it is of)."""
     index: int | None = None
     values: tuple[Any, ...] = ()
     """Per kind: sizes (or tuples of sizes, or dims), dtypes, layouts, results as text; shardings as a

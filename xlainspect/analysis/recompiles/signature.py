@@ -61,7 +61,7 @@ def signature_causes(headers: list[Module]) -> list[Cause]:
         causes = [
             Cause(
                 "shape",
-                "(parameter count)",
+                None,
                 None,
                 tuple(len(s) for s in shapes),
                 reason="parameter_count",
