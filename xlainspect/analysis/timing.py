@@ -30,7 +30,7 @@ from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
 from xlainspect.analysis.fusions import NOT_COMPUTE
 from xlainspect.analysis.profile.compiles import dumped_compiles
-from xlainspect.analysis.profile.model import StepSummary, StepTime
+from xlainspect.analysis.profile.model import ProfileNote, StepSummary, StepTime
 from xlainspect.hlo.opcodes import ASYNC_SUFFIXES, is_known_opcode
 
 if TYPE_CHECKING:  # the analyses' results, read by field name below
@@ -183,7 +183,7 @@ class Timing:
     compile_seconds: dict[str, float] = field(default_factory=dict[str, float])
     """Per function, its compile seconds (all compiles); empty where none is known."""
     recompile_seconds: dict[str, float] = field(default_factory=dict[str, float])
-    notes: list[str] = field(default_factory=list[str])
+    notes: list[ProfileNote] = field(default_factory=list[ProfileNote])
     step_times: list[StepTime] = field(default_factory=list[StepTime])
     """The profile's steps, each its wall, busy time and breakdown (`ProfileReport.steps`)."""
     step_summary: StepSummary | None = None

@@ -27,6 +27,7 @@ from xlainspect.analysis.lookup import module_label
 from xlainspect.analysis.memory import ModuleMemory, assigned_memory
 from xlainspect.analysis.neighbourhood import neighbourhood
 from xlainspect.analysis.profile import ProfileReport
+from xlainspect.analysis.profile.model import ProfileNote
 from xlainspect.analysis.recompiles import FunctionCompiles, Recompiles, count_recompiles
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.analysis.timing import ModuleTime, OpTiming, Timing, module_time, timing
@@ -133,10 +134,7 @@ def _profiled(trace: str | Path | None, dump: Dump) -> ProfileReport | None:
         return None
     profiled = job_profile(host_traces(trace), dump, _chip(next(iter(dump.modules), None)))
     if not profiled.joined:
-        profiled.notes.append(
-            f"{trace}: none of the traced modules is in this dump (module ids and names differ): a profile of "
-            "another run? Its ops are shown without costs."
-        )
+        profiled.notes.append(ProfileNote("trace_not_joined", str(trace)))
     return profiled
 
 

@@ -43,6 +43,7 @@ from xlainspect.analysis.profile.model import (
     Autotuning,
     FunctionTime,
     OpTime,
+    ProfileNote,
     ProfileReport,
     StepSummary,
     StepTime,
@@ -69,6 +70,7 @@ __all__ = [
     "CompileEvent",
     "FunctionTime",
     "OpTime",
+    "ProfileNote",
     "ProfileReport",
     "StepSummary",
     "StepTime",
@@ -103,7 +105,7 @@ def profile(
     placed, unplaced = place(op_events, sequences, dump is not None)
     step_of = step_index(steps, op_events, launched if source == "step markers" else {})
     labels = {event_label(e) for e in op_events}
-    notes: list[str] = []
+    notes: list[ProfileNote] = []
     if dump is not None:
         costs = dump_costs(dump, labels, chip, skipped)
     else:

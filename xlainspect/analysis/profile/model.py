@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.profile.compiles import CompileEvent
@@ -22,6 +22,18 @@ CATEGORIES = DEVICE_KINDS + IDLE_CAUSES
 """The keys of `StepTime.breakdown`, in the order a stacked bar draws them."""
 BOUNDS = ("device", "compile", "input", "launch", "host")
 """What a step waits on (`StepTime.bound`): the device's work, or one of the causes of its idling."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileNote:
+    """Why a profile's ops have no costs, as data (`report.views.profile.note_text` words it): the trace's
+    embedded HLO did not read (`embedded_hlo`: `where` is the module, `error` why), or none of the traced
+    modules is in the dump given (`dump_not_joined`: `where` is the dump) or in the report's dump
+    (`trace_not_joined`: `where` is the trace)."""
+
+    kind: Literal["embedded_hlo", "dump_not_joined", "trace_not_joined"]
+    where: str
+    error: str = ""
 
 
 @dataclass(slots=True)
@@ -179,7 +191,7 @@ class ProfileReport(Tabular):
     """The chip the roofline times are for."""
     hlo_source: str | None = None
     """Where the ops' costs come from: `dump`, `embedded in the trace`, or None (no costs)."""
-    notes: list[str] = field(default_factory=list[str])
+    notes: list[ProfileNote] = field(default_factory=list[ProfileNote])
     """Why costs are missing, for stderr."""
     skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
     """`SkippedFile`s of the dump that could not be read."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.profile.model import CATEGORIES
+from xlainspect.analysis.profile.model import CATEGORIES, ProfileNote
 from xlainspect.report.document import Document, Lines, Table, record, records, table
 from xlainspect.report.views.cost import duration, readable
 
@@ -30,6 +30,18 @@ STEP_COLUMNS = (
 
 HOST_SHOWN = 3
 """What the host ran, in the first line: its largest shares."""
+
+
+_NOT_JOINED = "none of the traced modules is in this dump (module ids and names differ)"
+
+
+def note_text(note: ProfileNote) -> str:
+    """Why a profile's ops have no costs, in words."""
+    if note.kind == "embedded_hlo":
+        return f"{note.where}: {note.error}"
+    if note.kind == "dump_not_joined":
+        return f"{note.where}: {_NOT_JOINED}; ops are shown without costs"
+    return f"{note.where}: {_NOT_JOINED}: a profile of another run? Its ops are shown without costs."
 
 
 def step_headline(report: ProfileReport) -> str | None:
@@ -216,7 +228,7 @@ def profile_document(
 
     compile_rows = [_timed(_compile_row(c)) for c in report.compiles]
     compile_table = table(f"{len(compiles)} compile(s) in the trace", compile_rows, _COMPILE_COLUMNS)
-    notes = [f"note: {n}" for n in report.notes] + [f"compiled after step {after}: {v}" for v in violations]
+    notes = [f"note: {note_text(n)}" for n in report.notes] + [f"compiled after step {after}: {v}" for v in violations]
     if phases:
         blocks: list = [compile_table, *_phase_tables(report)]
         return Document(
