@@ -259,7 +259,7 @@ def test_the_first_line_is_the_step_the_user_waits_for_as_profile_says_it():
     report = _report(GPU_DUMP, profile=GPU_TRACE)
     time = _section(report, "time")
     profiled = profile_report(GPU_TRACE, GPU_DUMP)
-    assert time.headline == step_headline(profiled)
+    assert time.headline == step_headline(profiled).replace("; device busy ", "; GPU busy ", 1)
     summary = profiled.step_summary
     assert summary is not None and time.headline.startswith(f"{summary.function}: ")
     (bars,) = [c for c in time.charts if isinstance(c, StepBars)]

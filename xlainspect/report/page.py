@@ -152,9 +152,9 @@ def _section_html(section: Section, known: set[str], curves: int) -> str:
 
 
 def _findings_html(findings: list[Finding]) -> str:
-    """The first screen's list: each op's time lost a step and what to do, linked to its HLO."""
+    """The first screen's list: the idle time and the ops that lose the most, what to do, linked to its HLO."""
     items = "".join(f"<li><b>{_cost(f)}</b>: {_finding_text(f)}</li>" for f in findings)
-    return f"<h3>Ops that lose the most time, and what to do</h3><ol>{items}</ol>"
+    return f"<h3>What loses the most time (idle causes, ops), and what to do</h3><ol>{items}</ol>"
 
 
 def _chart_html(chart: object) -> str:

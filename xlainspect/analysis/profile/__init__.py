@@ -143,7 +143,7 @@ def profile(
         unplaced=unplaced,
         autotuning=autotuning_work(tuning),
         other_device=(len(other), sum(e.duration_ns for e in other) / 1e9),
-        step_summary=summary(steps, lambda chosen: function or _busiest(op_events, chosen, step_of, steps)),
+        step_summary=summary(steps, lambda chosen: function or _busiest(op_events, chosen, step_of, steps), marked),
     )
 
 
@@ -176,13 +176,15 @@ def _op_times(
 def _busiest(
     op_events: list[TraceEvent], chosen: list[StepTime], step_of: dict[int, int], steps: list[StepTime]
 ) -> str | None:
-    """The function with the most device time in the `chosen` steps: the one they run."""
+    """The function with most of the device time in the `chosen` steps: the one they run (None: none
+    has most of it)."""
     wanted = {index for index, step in enumerate(steps) if step in chosen}
     seconds: dict[str, float] = defaultdict(float)
     for event in op_events:
         if step_of.get(id(event), -1) in wanted:
             seconds[str(event.stats["hlo_module"])] += event.duration_ns
-    return max(seconds, key=seconds.__getitem__) if seconds else None
+    busiest = max(seconds, key=seconds.__getitem__, default=None)
+    return busiest if busiest is not None and seconds[busiest] > sum(seconds.values()) / 2 else None
 
 
 def _opcode(event: TraceEvent) -> str:

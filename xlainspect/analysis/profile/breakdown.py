@@ -126,18 +126,42 @@ class Activity:
 def host_names(events: list[TraceEvent]) -> dict[str, list[Span]]:
     """Spans of the host thread by what ran: inside a jax dispatch `PjitFunction(f)`, the innermost
     one as `jit_f` (a jitted or eager jax function dispatched, and traced and compiled on a miss);
-    elsewhere the outermost event of the step (a Python function with the Python tracer on, `$` cut)."""
+    elsewhere the outermost event of the step (a Python function with the Python tracer on, `$` cut),
+    below any one frame that wraps all the step's events (the user's step function says nothing of
+    where its time went; its callees do)."""
     names: dict[str, list[Span]] = defaultdict(list)
-    outermost: list[TraceEvent] = []
-    for event in events:  # by start, the enclosing first
-        if not outermost or event.start_ns >= _end(outermost[-1]):
-            outermost.append(event)
-    dispatches = [e for e in events if e.name.startswith(DISPATCH)]
-    covered = _innermost(dispatches)
+    outermost = _outermost(events)
+    while len(outermost) == 1 and dispatched(outermost[0]) is None:
+        wrapper = outermost[0]
+        inside = [e for e in events if e is not wrapper and _end(e) <= _end(wrapper)]
+        if not inside:
+            break
+        outermost = _outermost(inside)
     for event in outermost:
         names[event.name.removeprefix("$")].append((event.start_ns, _end(event)))
-    # a dispatch wins over the outermost event: listed under a key that sorts first (see `_segments`)
-    return {**{f"jit_{n}": s for n, s in covered.items()}, **names}
+    dispatches = _innermost([e for e in events if dispatched(e) is not None])
+    # a dispatch wins over the outermost event: listed first (see `_segments`)
+    return {**dispatches, **names}
+
+
+def dispatched(event: TraceEvent) -> str | None:
+    """The compiled function a host event dispatches: `jit_f` for jax's `PjitFunction(f)`; `<module>` for
+    PjRt's `CommonPjRtLoadedExecutable::Execute (<module>)`, the event with the `run_id` stat, where jax's
+    own is not traced; None for any other event."""
+    if event.name.startswith(DISPATCH):
+        return "jit_" + event.name.removeprefix(DISPATCH).removesuffix(")")
+    if "run_id" in event.stats and event.name.endswith(")") and " (" in event.name:
+        return event.name.rpartition(" (")[2].removesuffix(")")
+    return None
+
+
+def _outermost(events: list[TraceEvent]) -> list[TraceEvent]:
+    """The events no other of `events` encloses (`events` by start, the enclosing first)."""
+    found: list[TraceEvent] = []
+    for event in events:
+        if not found or event.start_ns >= _end(found[-1]):
+            found.append(event)
+    return found
 
 
 def _innermost(dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
@@ -162,7 +186,7 @@ def _emit(found: dict[str, list[Span]], event: TraceEvent, at: float, until: flo
     """Add [at, until) (until None: the event's end) to the event's function; the new `at`."""
     end = _end(event) if until is None else until
     if end > at:
-        found[event.name.removeprefix(DISPATCH).removesuffix(")")].append((at, end))
+        found[dispatched(event) or event.name].append((at, end))
     return max(at, end)
 
 
@@ -246,11 +270,14 @@ def _host_thread(host: list[TraceEvent], marked: dict[int, list[TraceEvent]]) ->
     return counts.most_common(1)[0][0] if counts else None
 
 
-def summary(steps: list[StepTime], function_of: Callable[[list[StepTime]], str | None]) -> StepSummary | None:
+def summary(
+    steps: list[StepTime], function_of: Callable[[list[StepTime]], str | None], marked: dict[int, list[TraceEvent]]
+) -> StepSummary | None:
     """The median step of those with no compile inside (of all, where every step compiled)."""
     if not steps:
         return None
     clean = [s for s in steps if s.compiles == 0] or steps
     wall = median_low(s.wall_seconds for s in clean)
     middle = next(s for s in clean if s.wall_seconds == wall)
-    return StepSummary(function_of(clean), wall, middle.number, len(clean), len(steps) - len(clean))
+    marker = next((m[0].name for m in marked.values() if m), None)
+    return StepSummary(function_of(clean), marker, wall, middle.number, len(clean), len(steps) - len(clean))

@@ -70,7 +70,10 @@ class StepSummary:
     """The step the user waits for, in one line: the median step of those with no compile inside."""
 
     function: str | None
-    """The function the steps run: the one with the most device time in them (None: no kernel ran)."""
+    """The function the steps run: the one with most of the device time in them (None: no kernel ran,
+    or no function has most of it: a step of eager ops)."""
+    marker: str | None
+    """The step markers' name (`StepTraceAnnotation("train")`: `train`); None without markers."""
     step_seconds: float
     """The median wall time (the lower median: a step's own wall) of the steps with no compile inside;
     of every step where each one compiled."""

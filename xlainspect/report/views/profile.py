@@ -50,8 +50,11 @@ def step_headline(report: ProfileReport) -> str | None:
     return headline(report.step_summary, report.steps, report.step_source)
 
 
-def headline(summary: StepSummary | None, steps: list[StepTime], step_source: str | None) -> str | None:
-    """`step_headline` of a profile's summary, steps and step source (the report's first line too)."""
+def headline(
+    summary: StepSummary | None, steps: list[StepTime], step_source: str | None, device: str = "device"
+) -> str | None:
+    """`step_headline` of a profile's summary, steps and step source (the report's first line too, which
+    names the `device`: `GPU` where the dump says the function ran on one)."""
     if summary is None:
         return None
     step = next(s for s in steps if s.number == summary.median_step)
@@ -60,9 +63,10 @@ def headline(summary: StepSummary | None, steps: list[StepTime], step_source: st
         how = f"median of {summary.steps}; every step compiled"
     busy = step.busy_seconds / step.wall_seconds if step.wall_seconds else 0.0
     source = "" if step_source == "step markers" else "; steps are one execution to the next"
+    name = summary.function or summary.marker or "the program"
     return (
-        f"{summary.function or 'the program'}: {duration(summary.step_seconds)} a step ({how}{source}); "
-        f"device busy {duration(step.busy_seconds)} ({busy:.0%}); " + bound_advice(step)
+        f"{name}: {duration(summary.step_seconds)} a step ({how}{source}); "
+        f"{device} busy {duration(step.busy_seconds)} ({busy:.0%}); " + bound_advice(step, summary.function)
     )
 
 
@@ -70,26 +74,29 @@ IDLE_FIXED = ("host", "input", "launch", "compile")
 """The idle causes `idle_advice` words (autotuning is compiling's)."""
 
 
-def bound_advice(step: StepTime) -> str:
-    """`<bound>-bound: <what holds the step> (seconds a step): <what to do first>`."""
+def bound_advice(step: StepTime, function: str | None) -> str:
+    """`<bound>-bound: <what holds the step> (seconds a step): <what to do first>`; `function`: the step's."""
     if step.bound in IDLE_FIXED:
-        return f"{step.bound}-bound: {idle_advice(step.bound, step)}"
+        return f"{step.bound}-bound: {idle_advice(step.bound, step, function)}"
     busy = duration(step.busy_seconds)
     return f"device-bound: the device is busy {busy} a step; start with the ops that lose the most time below"
 
 
-def idle_advice(cause: str, step: StepTime) -> str:
+def idle_advice(cause: str, step: StepTime, function: str | None) -> str:
     """What one idle cause of `IDLE_FIXED` costs the step, and what to do about it (the headline's words
-    where it bounds the step; the report's finding where it does not)."""
+    where it bounds the step; the report's finding where it does not); `function`: the step's."""
     parts = step.breakdown
     if cause == "host":
         shown = [(name, seconds) for name, seconds in step.host.items() if seconds >= parts["host"] / 100]
         ran = ", ".join(f"{name} {duration(seconds)}" for name, seconds in shown[:HOST_SHOWN])
-        return (
-            f"the device waits {duration(parts['host'])} a step while the host runs {ran}; "
-            "move that work off the step's path (jit it into the step, or prepare the next batch while the "
-            "device runs)"
+        first = (
+            "the step function's own dispatch holds the device: run more work per call (several steps in one "
+            "jit with jax.lax.scan), pass arrays already on the device"
+            if shown and shown[0][0] == function
+            else "move that work off the step's path (jit it into the step, or prepare the next batch while "
+            "the device runs)"
         )
+        return f"the device waits {duration(parts['host'])} a step while the host runs {ran}; {first}"
     if cause == "input":
         return (
             f"the device waits {duration(parts['input'])} a step for host-to-device transfers; "

@@ -16,6 +16,7 @@ from xlainspect.report.sections import (
     Section,
     StepBars,
     StepBreakdown,
+    rank,
     table,
 )
 from xlainspect.report.views.compiles import recompiles_in_brief
@@ -90,7 +91,7 @@ def time_section(source: DumpFacts) -> Section:
     details = [d for loss in found if (d := _detail(source, loss.op)) is not None]
     anchors = {(d.module, d.name): d.anchor for d in details}
     copied = {(c.module, c.name): c for f in source.facts for c in f.copies}
-    findings = _idle_findings(t) + [
+    ops = [
         Finding(
             "time",
             _loss_text(op, copied.get((op.module, op.name))),
@@ -102,6 +103,7 @@ def time_section(source: DumpFacts) -> Section:
         )
         for op, lost, run in found
     ]
+    findings = sorted(_idle_findings(t) + ops, key=rank)  # as the summary ranks them
     timed = [f for f in t.functions if f.seconds]
     charts = _step_bars(source) + ([StepBreakdown(timed[:CHART_FUNCTIONS], len(timed))] if timed else [])
     curves = {f.memory.module: f.memory for f in source.facts if f.memory is not None and f.memory.curve}
@@ -118,7 +120,7 @@ def time_section(source: DumpFacts) -> Section:
         charts=charts,
         details=details,
         links=links,
-        headline=headline(t.step_summary, t.step_times, t.step_source) or "",
+        headline=headline(t.step_summary, t.step_times, t.step_source, _device(source)) or "",
         brief=recompiles_in_brief(source),
     )
 
@@ -128,10 +130,15 @@ def _step_bars(source: DumpFacts) -> list[StepBars]:
     t = source.timing
     if not t.step_times:
         return []
-    platforms = {m.platform for m in source.dump.modules if m.name == (t.step_summary and t.step_summary.function)}
-    device = platforms.pop().upper() if len(platforms) == 1 and None not in platforms else "device"
     median = t.step_summary.median_step if t.step_summary else None
-    return [StepBars(t.step_times, {c: CATEGORY_WORDS[c] for c in CATEGORIES}, median, device)]
+    return [StepBars(t.step_times, {c: CATEGORY_WORDS[c] for c in CATEGORIES}, median, _device(source))]
+
+
+def _device(source: DumpFacts) -> str:
+    """`GPU`, `TPU`, `CPU`: the platform the dump compiled the step's function for, else `device`."""
+    summary = source.timing.step_summary
+    platforms = {m.platform for m in source.dump.modules if summary is not None and m.name == summary.function}
+    return platforms.pop().upper() if len(platforms) == 1 and None not in platforms else "device"
 
 
 def _idle_findings(t: Timing) -> list[Finding]:
@@ -143,7 +150,13 @@ def _idle_findings(t: Timing) -> list[Finding]:
     step = next(s for s in t.step_times if s.number == summary.median_step)
     run = run_seconds(t.step_times)
     return [
-        Finding("time", f"idle, {cause}: {idle_advice(cause, step)}", seconds, A_STEP, run_seconds=run.get(cause))
+        Finding(
+            "time",
+            f"idle, {cause}: {idle_advice(cause, step, summary.function)}",
+            seconds,
+            A_STEP,
+            run_seconds=run.get(cause),
+        )
         for cause in IDLE_FIXED
         if cause != "compile"
         and (seconds := step.breakdown.get(cause, 0.0)) >= IDLE_SHARE * step.wall_seconds
