@@ -144,6 +144,8 @@ def profile(
         autotuning=autotuning_work(tuning),
         other_device=(len(other), sum(e.duration_ns for e in other) / 1e9),
         step_summary=summary(steps, lambda chosen: function or _busiest(op_events, chosen, step_of, steps), marked),
+        step_function=function,
+        step_named=step_function is not None,
     )
 
 

@@ -175,14 +175,17 @@ class Autotuning:
     """(fusion tuned, kernels, seconds), most time first; `(unnamed)`: buffer checks and comparisons."""
 
 
+StepSource = Literal["step markers", "executions", "none"]
+
+
 @dataclass
 class ProfileReport(Tabular):
     """Measured time per op, steps, functions and compiles of a profile, joined with a dump's costs."""
 
     paths: list[str]
     steps: list[StepTime]
-    step_source: str
-    """`step markers`, `executions of <function> (...)` or `none`."""
+    step_source: StepSource
+    """How the steps were found: `step markers`, `executions` of `step_function`, or `none`."""
     ops: list[OpTime]
     """Ranked by time lost (measured - roofline) where a roofline is known, else by measured time."""
     compiles: list[CompileEvent]
@@ -211,3 +214,7 @@ class ProfileReport(Tabular):
     """The median step without a compile (None: no steps)."""
     job: JobReport | None = None
     """Every host's and device's steps, collectives' waits and the straggler (`analysis/hosts.py`)."""
+    step_function: str | None = field(default=None, repr=False)
+    """`executions`: the function whose executions are the steps."""
+    step_named: bool = field(default=False, repr=False)
+    """`executions`: the function was named (`step_function`), not the one with the most device time."""

@@ -35,6 +35,14 @@ HOST_SHOWN = 3
 _NOT_JOINED = "none of the traced modules is in this dump (module ids and names differ)"
 
 
+def step_source_text(report: ProfileReport) -> str:
+    """How the profile found its steps: `step markers`, `none`, or whose executions they are and why."""
+    if report.step_source != "executions":
+        return report.step_source
+    how = "named by --step-function" if report.step_named else "the function with the most device time"
+    return f"executions of {report.step_function}, {how}"
+
+
 def note_text(note: ProfileNote) -> str:
     """Why a profile's ops have no costs, in words."""
     if note.kind == "embedded_hlo":
@@ -214,7 +222,7 @@ def profile_document(
         "paths": report.paths,
         "step_seconds": report.step_summary.step_seconds if report.step_summary else None,
         "step_summary": record(report.step_summary),
-        "step_source": report.step_source,
+        "step_source": step_source_text(report),
         "steps": records(report.steps),
         "functions": records(report.functions),
         "placed": {"on_an_op": placed, "kernels": kernels},
@@ -259,7 +267,7 @@ def profile_document(
 def _profile_summary(report: ProfileReport) -> list:
     """Steps (busy and idle device time), functions' device time, where kernels were placed, autotuning."""
     steps = table(
-        f"{len(report.steps)} step(s): {report.step_source}; each step's wall by where it went",
+        f"{len(report.steps)} step(s): {step_source_text(report)}; each step's wall by where it went",
         [step_row(s) for s in report.steps],
         (*STEP_COLUMNS, *CATEGORIES, "host_ran"),
     )
@@ -364,4 +372,4 @@ def _profile_title(report: ProfileReport) -> str:
         if any(op.lost_seconds is not None for op in report.ops)
         else "measured time in the trace"
     )
-    return f"{len(report.steps)} steps ({report.step_source}); {len(report.ops)} ops by {ranked}"
+    return f"{len(report.steps)} steps ({step_source_text(report)}); {len(report.ops)} ops by {ranked}"
