@@ -152,6 +152,21 @@ class FunctionTime:
     """Its kernels' seconds a step, over the steps it ran in (None: no steps)."""
 
 
+@dataclass(frozen=True, slots=True)
+class NotPlaced:
+    """Why kernels of a command buffer were put on no HLO op (`report.views.profile.not_placed_text`
+    words it): no dump was given (`no_dump`), the dump has no thunk sequence of the module
+    (`no_sequence`), the buffer is not one of its command buffers (`not_a_command_buffer`), the buffer
+    has no command of the kernels' kind (`no_command`), or more events than commands of their kind and
+    none between their neighbours (`ambiguous`: `events` of `work` for `commands`)."""
+
+    kind: Literal["no_dump", "no_sequence", "not_a_command_buffer", "no_command", "ambiguous"]
+    work: str = ""
+    """no_command, ambiguous: the kind of work (kernel, copy, memset...)."""
+    events: int = 0
+    commands: int = 0
+
+
 @dataclass(slots=True)
 class Unplaced:
     """Kernel executions of a compiled function that could not be put on an HLO op, and why."""
@@ -161,7 +176,7 @@ class Unplaced:
     kernel: str
     count: int
     seconds: float
-    reason: str | None
+    reason: NotPlaced | None
     """None: the commands that ran them name no HLO op (a thunk without metadata)."""
 
 

@@ -15,7 +15,7 @@ from xlainspect.report.document import Document, Lines, Table, record, records, 
 from xlainspect.report.views.cost import duration, readable
 
 if TYPE_CHECKING:
-    from xlainspect.analysis.profile import ProfileReport, StepSummary, StepTime
+    from xlainspect.analysis.profile import ProfileReport, StepSummary, StepTime, Unplaced
 
 STEP_COLUMNS = (
     "number",
@@ -41,6 +41,30 @@ def step_source_text(report: ProfileReport) -> str:
         return report.step_source
     how = "named by --step-function" if report.step_named else "the function with the most device time"
     return f"executions of {report.step_function}, {how}"
+
+
+def unplaced_record(unplaced: Unplaced) -> dict:
+    """An unplaced row's fields, its reason in words."""
+    return record(unplaced) | {"reason": not_placed_text(unplaced)}
+
+
+def not_placed_text(unplaced: Unplaced) -> str | None:
+    """Why kernels of a command buffer were put on no HLO op, in words (None: their commands name none)."""
+    why, buffer, module = unplaced.reason, unplaced.hlo_op, unplaced.module
+    if why is None:
+        return None
+    if why.kind == "no_dump":
+        return "no --dump: the dump's thunk sequence places a command buffer's kernels"
+    if why.kind == "no_sequence":
+        return f"the dump has no thunk sequence of {module}"
+    if why.kind == "not_a_command_buffer":
+        return f"{buffer} is not a command buffer of {module}'s thunk sequence"
+    if why.kind == "no_command":
+        return f"no {why.work} command in {buffer}"
+    return (
+        f"{why.events} {why.work} events for {why.commands} {why.work} commands of {buffer}, "
+        "and not one between its neighbours"
+    )
 
 
 def note_text(note: ProfileNote) -> str:
@@ -226,7 +250,7 @@ def profile_document(
         "steps": records(report.steps),
         "functions": records(report.functions),
         "placed": {"on_an_op": placed, "kernels": kernels},
-        "unplaced": records(report.unplaced),
+        "unplaced": [unplaced_record(u) for u in report.unplaced],
         "autotuning": record(report.autotuning),
         "other_device": {"events": report.other_device[0], "seconds": report.other_device[1]},
         "joined": report.joined,
@@ -291,7 +315,7 @@ def _profile_summary(report: ProfileReport) -> list:
         lines.append(f"device work of no function outside compiles (transfers): {events:,} events, {duration(seconds)}")
     blocks: list = [steps, functions, Lines("\n".join(lines))]
     if report.unplaced:
-        rows = [_timed(record(u)) for u in report.unplaced[:_UNPLACED_SHOWN]]
+        rows = [_timed(unplaced_record(u)) for u in report.unplaced[:_UNPLACED_SHOWN]]
         more = len(report.unplaced) - len(rows)
         note = f"and {more} more (JSON has them all)" if more > 0 else ""
         blocks.append(table("kernel executions not placed on an HLO op", rows, _UNPLACED_COLUMNS, note))
