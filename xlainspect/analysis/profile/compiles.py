@@ -258,17 +258,26 @@ def compile_seconds(report: ProfileReport) -> dict[str, list[float]]:
     return dict(seconds)
 
 
+@dataclass(frozen=True, slots=True)
+class UnpairedCompile:
+    """A compile of the trace that made no module of the dump: the dump holds other modules of its function
+    (`in_dump`), or none (`report.views.compiles` words it)."""
+
+    event: CompileEvent
+    in_dump: bool
+
+
 def dumped_compiles(
     compiles: list[CompileEvent], dumped: dict[str, list[int | None]]
-) -> tuple[list[int | None], list[str]]:
+) -> tuple[list[int | None], list[UnpairedCompile]]:
     """For each of the trace's `compiles`, the index of the module it made among its function's modules in
-    the dump (`dumped`: module ids per function, in compile order), and a sentence per compile that pairs
-    with none. A trace covers a window of the run, so the dump's modules outside it pair with nothing
+    the dump (`dumped`: module ids per function, in compile order), and each compile that pairs with
+    none. A trace covers a window of the run, so the dump's modules outside it pair with nothing
     (that is no fault). The module a compile made is named by id (`CompileEvent.module`: the one that ran
     first after it); a compile whose module ran no kernel in the trace takes, in trace order, the next
     module of its function that no compile took, after the one its previous compile made."""
     at: list[int | None] = []
-    unpaired: list[str] = []
+    unpaired: list[UnpairedCompile] = []
     taken: dict[str, set[int]] = defaultdict(set)
     for event in compiles:
         ids = dumped.get(event.function or "", [])
@@ -283,7 +292,7 @@ def dumped_compiles(
         if index is None:
             index = _next_free(len(dumped.get(name, [])), last.get(name, -1), taken[name], event)
             if index is None:
-                unpaired.append(_unpaired(event, name in dumped))
+                unpaired.append(UnpairedCompile(event, name in dumped))
             else:
                 taken[name].add(index)
             at[position] = index
@@ -305,18 +314,12 @@ def _module_id(label: str | None) -> int | None:
     return int(number) if number.isdigit() else None
 
 
-def _unpaired(event: CompileEvent, in_dump: bool) -> str:
-    made = f" (made {event.module})" if event.module else ""
-    why = "the dump has no such module of it" if in_dump else "no module of it in the dump"
-    return f"{event.function or event.name} compiled at {event.start_seconds:.3f} s{made}: {why}"
-
-
 def paired_compile_seconds(
     dumped: dict[str, list[int | None]], report: ProfileReport
-) -> tuple[dict[str, tuple[float | None, ...]], list[str]]:
+) -> tuple[dict[str, tuple[float | None, ...]], list[UnpairedCompile]]:
     """Per function of a dump (`dumped`: its module ids in compile order), the measured seconds of the
     compile that made each module (None: compiled outside the trace), paired by `dumped_compiles`, and
-    a sentence per compile of the trace that pairs with no module of the dump."""
+    each compile of the trace that pairs with no module of the dump."""
     at, unpaired = dumped_compiles(report.compiles, dumped)
     seconds: dict[str, list[float | None]] = {name: [None] * len(ids) for name, ids in dumped.items()}
     for event, index in zip(report.compiles, at):

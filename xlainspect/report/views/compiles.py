@@ -23,6 +23,7 @@ from xlainspect.report.views.doctor import host_list
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.compiles import CaptureReport, ModulesReport, RecompileReport
     from xlainspect.analysis.compile_times import CompileTimes
+    from xlainspect.analysis.profile.compiles import UnpairedCompile
     from xlainspect.analysis.recompiles import FunctionCompiles
 
 
@@ -79,6 +80,14 @@ def _unpaired(times) -> list[str]:
     return [f"not paired: {sentence}" for sentence in unpaired_text(times)] if times else []
 
 
+def unpaired_compile_text(unpaired: UnpairedCompile) -> str:
+    """A compile of the trace that made no module of the dump, in words."""
+    event = unpaired.event
+    made = f" (made {event.module})" if event.module else ""
+    why = "the dump has no such module of it" if unpaired.in_dump else "no module of it in the dump"
+    return f"{event.function or event.name} compiled at {event.start_seconds:.3f} s{made}: {why}"
+
+
 def unpaired_text(times: CompileTimes) -> list[str]:
     """One sentence per function whose log and dump compiles do not pair one to one."""
     return [
@@ -126,7 +135,9 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
     )
     for_people = _with_profiled(_for_people(shown, times), profiled)
     flat = table(title, _with_profiled([_table_row(r, times) for r in shown], profiled), columns)
-    notes = _unpaired(times) + [f"not paired with the profile: {s}" for s in report.profile_unpaired]
+    notes = _unpaired(times) + [
+        f"not paired with the profile: {unpaired_compile_text(u)}" for u in report.profile_unpaired
+    ]
     notes += [f"over budget: {violation_text(v)}" for v in report.violations]
     notes += [f"hosts disagree: {_disagreement(d)}" for d in report.disagreements]
     return Document(
