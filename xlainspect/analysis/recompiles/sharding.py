@@ -14,8 +14,8 @@ def per_device_shapes(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
     """Detector: per-device shapes that differ while the global (before_optimizations) shapes agree are
     a sharding change. Where the global shapes differ too, the shape causes are given in global shapes
     (what the user passed), the per-device ones beside them."""
-    if not any(c.kind == "shape" for c in causes):
-        return causes
+    if not any(c.kind == "shape" for c in causes) or any(m.file("hlo", "before") is None for m in compiles.modules):
+        return causes  # without the programs jax gave XLA, no global shapes to compare
     before = compiles.each(lambda m: m.header("before"))
     if before is None:
         return causes

@@ -161,7 +161,7 @@ def program_header(compiles: Compiles, module: DumpModule) -> Module:
     """The header of the program jax gave XLA where the compiled one has per-device shapes (a partitioned
     program); else the compiled one's, already read (also where the program's cannot be read: it is
     recorded in `compiles.skipped`)."""
-    if module.header().num_partitions == 1:
+    if module.header().num_partitions == 1 or module.file("hlo", "before") is None:
         return module.header()
     try:
         return module.header("before")
