@@ -12,8 +12,7 @@ from xlainspect.analysis.commands import Paths, input_paths, remembered
 from xlainspect.analysis.compile_times import compile_times
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
 from xlainspect.analysis.ops import instruction_count
-from xlainspect.analysis.profile import paired_compile_seconds, profile
-from xlainspect.analysis.profile.compiles import UnpairedCompile
+from xlainspect.analysis.profile import CompileEvent, paired_compile_seconds, profile
 from xlainspect.analysis.recompiles import (
     Budget,
     baseline_counts,
@@ -115,7 +114,8 @@ class RecompileReport(Tabular):
     times: CompileTimes | None
     profiled: dict[str, tuple[float | None, ...]] = field(default_factory=dict[str, tuple[float | None, ...]])
     """Measured compile seconds per function, from a jax.profiler trace (None past the trace's compiles)."""
-    profile_unpaired: list[UnpairedCompile] = field(default_factory=list[UnpairedCompile])
+    profile_unpaired: list[CompileEvent] = field(default_factory=list[CompileEvent])
+    """The trace's compiles that made no module of the dump (`dumped_compiles`)."""
     skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
     disagreements: list[HostDisagreement] = field(default_factory=list[HostDisagreement])
     """Functions whose hosts compiled another program or another number of times: the counts shown
@@ -183,7 +183,7 @@ def capture_report(command: Sequence[str], dump_dir: Path | None = None, budget:
 
 def _profiled_seconds(
     rows: list[FunctionCompiles], trace: Path | None
-) -> tuple[dict[str, tuple[float | None, ...]], list[UnpairedCompile]]:
+) -> tuple[dict[str, tuple[float | None, ...]], list[CompileEvent]]:
     """Measured compile seconds per function from a jax.profiler trace, each on the module it made."""
     if trace is None:
         return {}, []

@@ -118,9 +118,7 @@ def profile(
         return device_kind(event, cost.kind if cost is not None else _opcode(event))
 
     spans = [r.span for r in {id(r): r for r in runs.values()}.values() if len(r.events) > 1]
-    measure_steps(
-        steps, trace.events, marked, sorted([*op_events, *other], key=lambda e: e.start_ns), kind_of, tuning, spans
-    )
+    measure_steps(steps, trace.events, marked, [*op_events, *other], kind_of, tuning, spans)
     ops = _op_times(op_events, placed, steps, step_of, costs, chip.launch_seconds if chip is not None else 0.0)
     hlo = ("dump" if dump is not None else "embedded in the trace") if costs else None
     tuned = {id(e) for e in tuning}

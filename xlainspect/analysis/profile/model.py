@@ -75,11 +75,15 @@ class StepSummary:
     marker: str | None
     """The step markers' name (`StepTraceAnnotation("train")`: `train`); None without markers."""
     step_seconds: float
-    """The median wall time (the lower median: a step's own wall) of the steps with no compile inside;
-    of every step where each one compiled."""
+    """The median wall time of the steps with no compile inside (of an even number, the mean of the middle
+    two); of every step where each one compiled."""
+    typical: StepTime
+    """The typical step of the same steps: each of its figures (wall, busy, idle, every category of the
+    breakdown, every name the host ran) the median of that figure over them, its bound from those medians.
+    A figure no larger than another in every step has a median no larger: its parts stay within its wall."""
     median_step: int
-    """The number of the step whose wall is `step_seconds`: its breakdown, bound and host time are the
-    summary's."""
+    """The number of the step whose wall is nearest `step_seconds` (the shorter of two as near): its
+    breakdown, bound and host time are the summary's."""
     steps: int
     """How many steps the median is of."""
     compiled: int

@@ -23,7 +23,6 @@ from xlainspect.report.views.doctor import host_list
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.compiles import CaptureReport, ModulesReport, RecompileReport
     from xlainspect.analysis.compile_times import CompileTimes
-    from xlainspect.analysis.profile.compiles import UnpairedCompile
     from xlainspect.analysis.recompiles import FunctionCompiles
 
 
@@ -75,17 +74,17 @@ def _times(count: int) -> str:
     return f"{count} time{'s' * (count != 1)}"
 
 
+def _not_in_dump(event, in_dump: bool) -> str:
+    """A traced compile that made no module of the dump (a dump of another run, or pruned)."""
+    made = f" (made {event.module})" if event.module else ""
+    why = "the dump has no such module of it" if in_dump else "no module of it in the dump"
+    compiled = f"{event.function or event.name} compiled at {event.start_seconds:.3f} s{made}"
+    return f"not paired with the profile: {compiled}: {why}"
+
+
 def _unpaired(times) -> list[str]:
     """Where the log's compiles and the dump's modules do not pair one to one."""
     return [f"not paired: {sentence}" for sentence in unpaired_text(times)] if times else []
-
-
-def unpaired_compile_text(unpaired: UnpairedCompile) -> str:
-    """A compile of the trace that made no module of the dump, in words."""
-    event = unpaired.event
-    made = f" (made {event.module})" if event.module else ""
-    why = "the dump has no such module of it" if unpaired.in_dump else "no module of it in the dump"
-    return f"{event.function or event.name} compiled at {event.start_seconds:.3f} s{made}: {why}"
 
 
 def unpaired_text(times: CompileTimes) -> list[str]:
@@ -135,9 +134,8 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
     )
     for_people = _with_profiled(_for_people(shown, times), profiled)
     flat = table(title, _with_profiled([_table_row(r, times) for r in shown], profiled), columns)
-    notes = _unpaired(times) + [
-        f"not paired with the profile: {unpaired_compile_text(u)}" for u in report.profile_unpaired
-    ]
+    functions = {r.name for r in report.functions}
+    notes = _unpaired(times) + [_not_in_dump(c, c.function in functions) for c in report.profile_unpaired]
     notes += [f"over budget: {violation_text(v)}" for v in report.violations]
     notes += [f"hosts disagree: {_disagreement(d)}" for d in report.disagreements]
     return Document(

@@ -89,7 +89,7 @@ def headline(
     names the `device`: `GPU` where the dump says the function ran on one)."""
     if summary is None:
         return None
-    step = next(s for s in steps if s.number == summary.median_step)
+    step = summary.typical
     how = f"median of {summary.steps}" + (" without a compile" if summary.compiled and summary.steps else "")
     if summary.compiled and summary.steps == len(steps):
         how = f"median of {summary.steps}; every step compiled"

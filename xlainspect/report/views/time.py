@@ -147,7 +147,7 @@ def _idle_findings(t: Timing) -> list[Finding]:
     summary = t.step_summary
     if summary is None:
         return []
-    step = next(s for s in t.step_times if s.number == summary.median_step)
+    step = summary.typical
     run = run_seconds(t.step_times)
     return [
         Finding(
