@@ -120,7 +120,7 @@ def profile(
     spans = [r.span for r in {id(r): r for r in runs.values()}.values() if len(r.events) > 1]
     measure_steps(steps, trace.events, marked, [*op_events, *other], kind_of, tuning, spans)
     ops = _op_times(op_events, placed, steps, step_of, costs, chip.launch_seconds if chip is not None else 0.0)
-    hlo = ("dump" if dump is not None else "embedded in the trace") if costs else None
+    hlo = ("dump" if dump is not None else "trace") if costs else None
     tuned = {id(e) for e in tuning}
     return ProfileReport(
         [str(p) for p in trace.paths],

@@ -214,8 +214,8 @@ class ProfileReport(Tabular):
     """The op events themselves (compiled functions' kernels), for the timeline."""
     chip: Chip | None = field(default=None, repr=False)
     """The chip the roofline times are for."""
-    hlo_source: str | None = None
-    """Where the ops' costs come from: `dump`, `embedded in the trace`, or None (no costs)."""
+    hlo_source: Literal["dump", "trace"] | None = None
+    """Where the ops' costs come from: the dump, the HLO the trace embeds, or None (no costs)."""
     notes: list[ProfileNote] = field(default_factory=list[ProfileNote])
     """Why costs are missing, for stderr."""
     skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])

@@ -35,6 +35,10 @@ HOST_SHOWN = 3
 _NOT_JOINED = "none of the traced modules is in this dump (module ids and names differ)"
 
 
+_HLO_SOURCE = {"trace": "embedded in the trace"}
+"""Where a profile's costs come from, as JSON names it (`ProfileReport.hlo_source`)."""
+
+
 def step_source_text(report: ProfileReport) -> str:
     """How the profile found its steps: `step markers`, `none`, or whose executions they are and why."""
     if report.step_source != "executions":
@@ -254,7 +258,7 @@ def profile_document(
         "autotuning": record(report.autotuning),
         "other_device": {"events": report.other_device[0], "seconds": report.other_device[1]},
         "joined": report.joined,
-        "hlo_source": report.hlo_source,
+        "hlo_source": _HLO_SOURCE.get(report.hlo_source or "", report.hlo_source),
         "ops": ops,
         "compiles": compiles,
         "violations": violations,
