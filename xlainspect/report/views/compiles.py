@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from xlainspect.analysis.recompiles import FunctionCompiles
 
 
+COMPILE_SOURCES = {"profile": "profile", "log_clock": "jax log", "log_order": "jax log, back to back", "dump": "dump"}
+"""Where compile times come from (`timing.CompileSource`), in words."""
+
+
 def capture_notes(report: CaptureReport) -> list[str]:
     """What `capture` says besides the report: where it kept the dump it chose, why it could not count it."""
     kept = [f"dump kept in {report.dump} (--dump-dir chooses where)"] if report.kept else []
@@ -265,7 +269,11 @@ def compiles_section(source: DumpFacts) -> Section | None:
         for r in sorted(source.recompiles, key=lambda r: -(t.compile_seconds.get(r.name) or 0.0))
     ]
     seconds = sum(t.compile_seconds.values())
-    timed = f"{seconds:.2f} s in all, from the {t.compile_source}" if t.compile_seconds else "no seconds known"
+    timed = (
+        f"{seconds:.2f} s in all, from the {COMPILE_SOURCES[t.compile_source]}"
+        if t.compile_seconds
+        else "no seconds known"
+    )
     counts: dict[str, int] = {}
     for mark in t.compiles:
         counts[mark.function] = counts.get(mark.function, 0) + 1
