@@ -637,6 +637,7 @@ def _dump_costs(
         key=lambda _: f"profile-costs:{chip!r}",  # the chip by every figure: `--peak-flops` chips are `custom`
         blame=DumpModule.hlo_path,
         advance=lambda _: None,
+        only_input=False,
     )
     skipped += found.skipped
     return {_dump_label(module): costs for module, costs in zip(found.modules, found.results)}
