@@ -17,14 +17,14 @@ from xlainspect.analysis.recompiles import (
     Budget,
     baseline_counts,
     budget_violations,
+    check_budget_names,
     count_recompiles,
-    unknown_budget_names,
 )
 from xlainspect.capture import dump_folder, run_with_dump
 from xlainspect.dump.directory import Dump, SkippedFile, load_dump
 from xlainspect.dump.jaxlog import run_log
 from xlainspect.dump.xplane import read_trace
-from xlainspect.errors import UsageError, XlaInspectError, literal, no_match
+from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -139,8 +139,7 @@ def recompiles_report(
     rows, budget = found.functions, budget or Budget()
     if rows and all(row.unreadable == row.modules for row in rows):
         raise nothing_read([*dump.skipped, *found.skipped])
-    for name in unknown_budget_names(rows, budget):
-        raise no_match("per_name", name, [r.name for r in rows])
+    check_budget_names(budget, (r.name for r in rows))
     times = _compile_times(dump, path, log)
     profiled, unpaired = _profiled_seconds(rows, trace)
     violations = budget_violations(rows, budget)
