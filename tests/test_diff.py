@@ -342,3 +342,20 @@ def test_equal_damaged_modules_are_each_skipped_under_their_own_path(tmp_path, m
     assert dumps[0].skipped == dumps[1].skipped == []  # the dumps are not changed: the diff returns its skips
     for (skipped,), root in zip((found.skipped_a, found.skipped_b), (a, b)):
         assert skipped.path.parent == root and str(root) in skipped.reason
+
+
+def test_csv_is_every_functions_metrics_unchanged_ones_too():
+    """`--format csv` (once exit 2): the metrics table, a row per function and metric, as JSON holds them."""
+    a, b = str(DUMPS / "ragged_batch"), str(DUMPS / "diff_batch_b")
+    result = CliRunner().invoke(app, ["diff", a, b, "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    header, *rows = [line.split(",") for line in result.stdout.splitlines()]
+    assert header == ["function", "status", "metric", "a", "b", "delta", "change"]
+    document = json.loads(CliRunner().invoke(app, ["diff", a, b, "--format", "json"]).stdout)
+    expected = [
+        [f["name"], f["status"], name, *("" if v is None else str(v) for v in values.values())]
+        for f in document["functions"]
+        for name, values in f["metrics"].items()
+    ]
+    assert rows == expected
+    assert {(r[0], r[1]) for r in rows} == {("jit_train_step", "changed"), ("jit_eval_step", "only_a")}
