@@ -70,7 +70,7 @@ def _rows_and_totals(
     with no rows); tables the rows (fewer columns) and the totals. No rows (`collectives` of a program on
     one device): a terminal reads one sentence, not empty tables; Markdown writes it over the header."""
     row_type, total_type = types
-    data = {key: [_json_record(r) for r in records(rows)], "totals": records(totals), **(extra or {})}
+    data = {key: [json_record(r) for r in records(rows)], "totals": records(totals), **(extra or {})}
     csv = table(None, rows, fields(row_type))
     if not rows:
         none = table(f"no {key} in the modules read", rows, shown)
@@ -79,7 +79,7 @@ def _rows_and_totals(
     return Document(data, blocks, csv=csv)
 
 
-def _json_record(row: dict) -> dict:
+def json_record(row: dict) -> dict:
     """`is_async` is spelled `async` in JSON (a Python keyword cannot be a field name)."""
     return {("async" if k == "is_async" else k): v for k, v in row.items()}
 
