@@ -12,7 +12,7 @@ from xlainspect.analysis.commands import Paths, input_paths, nothing_read, remem
 from xlainspect.analysis.compile_times import compile_times
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
 from xlainspect.analysis.ops import instruction_count
-from xlainspect.analysis.profile import paired_compile_seconds, profile
+from xlainspect.analysis.profile import CompileEvent, paired_compile_seconds, profile
 from xlainspect.analysis.recompiles import (
     Budget,
     baseline_counts,
@@ -116,7 +116,8 @@ class RecompileReport(Tabular):
     times: CompileTimes | None
     profiled: dict[str, tuple[float | None, ...]] = field(default_factory=dict[str, tuple[float | None, ...]])
     """Measured compile seconds per function, from a jax.profiler trace (None past the trace's compiles)."""
-    profile_unpaired: list[str] = field(default_factory=list[str])
+    profile_unpaired: list[CompileEvent] = field(default_factory=list[CompileEvent])
+    """The trace's compiles that made no module of the dump (`dumped_compiles`)."""
     skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
     disagreements: list[HostDisagreement] = field(default_factory=list[HostDisagreement])
     """Functions whose hosts compiled another program or another number of times: the counts shown
@@ -177,12 +178,11 @@ def capture_report(command: Sequence[str], dump_dir: Path | None = None, budget:
 
 def _profiled_seconds(
     rows: list[FunctionCompiles], trace: Path | None
-) -> tuple[dict[str, tuple[float | None, ...]], list[str]]:
-    """Measured compile seconds per function from a jax.profiler trace, paired in order with the dump's."""
+) -> tuple[dict[str, tuple[float | None, ...]], list[CompileEvent]]:
+    """Measured compile seconds per function from a jax.profiler trace, each on the module it made."""
     if trace is None:
         return {}, []
-
-    return paired_compile_seconds({r.name: r.modules for r in rows}, profile(read_trace(trace)))
+    return paired_compile_seconds({r.name: list(r.module_ids) for r in rows}, profile(read_trace(trace)))
 
 
 def read_baseline(path: Path) -> tuple[tuple[str, int], ...]:
