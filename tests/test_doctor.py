@@ -163,7 +163,15 @@ def test_cli_json_and_exit_codes(tmp_path):
         21,
     )
     markdown = runner.invoke(app, ["doctor", str(DUMPS / "clean_run"), "--format", "markdown"])
-    assert markdown.exit_code == 0 and "no findings: the dump looks healthy" in markdown.stdout
+    assert markdown.exit_code == 0
+    assert markdown.stdout.splitlines() == [  # the table, for a pull request, even without a finding
+        f"**{DUMPS / 'clean_run'}: 1 modules, 7 files, no findings: the dump looks healthy**",
+        "",
+        "| check | severity | count | examples | explanation | action |",
+        "|---|---|---|---|---|---|",
+    ]
+    table = runner.invoke(app, ["doctor", str(DUMPS / "clean_run")])  # people: one sentence
+    assert table.stdout == f"{DUMPS / 'clean_run'}: 1 modules, 7 files, no findings: the dump looks healthy\n"
     missing = runner.invoke(app, ["doctor", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "nope" in missing.output and "Traceback" not in missing.output
 

@@ -367,7 +367,7 @@ class ModuleMemory:
     then unknown, the bytes stand)."""
 
 
-def module_memory(dump_module: DumpModule, top: int = 10) -> ModuleMemory | None:
+def module_memory(dump_module: DumpModule, top: int | None = 10) -> ModuleMemory | None:
     """Memory of a `dump.DumpModule` from its side files; None when it has no buffer assignment.
 
     Raises HloParseError / DumpError for a side file that is truncated or not what its name says;
@@ -382,7 +382,7 @@ def module_memory(dump_module: DumpModule, top: int = 10) -> ModuleMemory | None
 
 
 def assigned_memory(
-    dump_module: DumpModule, assignment_text: str, assignment: BufferAssignment, top: int = 10
+    dump_module: DumpModule, assignment_text: str, assignment: BufferAssignment, top: int | None = 10
 ) -> ModuleMemory:
     """`module_memory` with the buffer assignment already read (its text holds older dumps' live
     ranges): the report reads each assignment once for memory and padding alike."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.commands import Paths, input_paths, remembered
+from xlainspect.analysis.commands import Paths, input_paths, nothing_read, remembered
 from xlainspect.analysis.compile_times import compile_times
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
 from xlainspect.analysis.ops import instruction_count
@@ -17,15 +17,15 @@ from xlainspect.analysis.recompiles import (
     Budget,
     baseline_counts,
     budget_violations,
+    check_budget_names,
     count_recompiles,
-    unknown_budget_names,
 )
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.capture import dump_folder, run_with_dump
 from xlainspect.dump.directory import Dump, DumpModule, SkippedFile, load_dump, scoped_reads
 from xlainspect.dump.jaxlog import run_log
 from xlainspect.dump.xplane import read_trace
-from xlainspect.errors import UsageError, XlaInspectError, literal, no_match
+from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -88,6 +88,8 @@ def modules_report(
         platform = module.platform_tag or module.platform
         row = ModuleRow(module.host, module.module_id, module.name, platform, stages, instructions, hlo.stat().st_size)
         rows.append(row if paired is None else _with_time(row, paired))
+    if rows and all(row.instructions is None for row in rows):
+        raise nothing_read(skipped)
     return ModulesReport(dump.root, rows, times, skipped)
 
 
@@ -139,8 +141,9 @@ def recompiles_report(
         found = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
         disagreements = host_disagreements(dump)
     rows, budget = found.functions, budget or Budget()
-    for name in unknown_budget_names(rows, budget):
-        raise no_match("per_name", name, [r.name for r in rows])
+    if rows and all(row.unreadable == row.modules for row in rows):
+        raise nothing_read([*dump.skipped, *found.skipped])
+    check_budget_names(budget, (r.name for r in rows))
     times = _compile_times(dump, path, log)
     profiled, unpaired = _profiled_seconds(rows, trace)
     violations = budget_violations(rows, budget)

@@ -32,6 +32,7 @@ def dump_costs(
         key=lambda _: f"profile-costs:{chip!r}",  # the chip by every figure: `--peak-flops` chips are `custom`
         blame=DumpModule.hlo_path,
         advance=lambda _: None,
+        only_input=False,  # the trace was read: a dump none of whose modules parse leaves ops without costs
     )
     skipped += found.skipped
     return {dump_label(module): costs for module, costs in zip(found.modules, found.results)}

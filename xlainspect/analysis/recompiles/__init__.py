@@ -29,7 +29,7 @@ from xlainspect.analysis.recompiles.gate import (
     Violation,
     baseline_counts,
     budget_violations,
-    unknown_budget_names,
+    check_budget_names,
 )
 from xlainspect.analysis.recompiles.model import Cause, Compiles, FunctionCompiles, new_values
 from xlainspect.analysis.recompiles.signature import name_parameters, signature_causes
@@ -45,10 +45,10 @@ __all__ = [
     "Violation",
     "baseline_counts",
     "budget_violations",
+    "check_budget_names",
     "count_recompiles",
     "name_parameters",
     "signature_causes",
-    "unknown_budget_names",
 ]
 
 Detector = Callable[[Compiles, list[Cause]], list[Cause]]

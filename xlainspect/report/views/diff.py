@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 def diff_document(report: DiffReport, *, show_all: bool = False, gate: bool = False) -> Document:
     """Per function that changed (every one with `show_all`): its metrics, signature, op histogram,
-    fusion kinds and custom-call targets that differ. `gate`: regressions fail it."""
+    fusion kinds and custom-call targets that differ; CSV: every function's metrics (`CSV_COLUMNS`).
+    `gate`: regressions fail it."""
     shown = [r for r in report.functions if show_all or r.status != "unchanged"]
     data = {
         "a": str(report.a),
@@ -38,7 +39,17 @@ def diff_document(report: DiffReport, *, show_all: bool = False, gate: bool = Fa
         else []
     )
     failed, undecided = gate and bool(report.regressions), gate and bool(report.unknown)
-    return Document(data, blocks, markdown=markdown, notes=notes, gate_failed=failed, gate_undecided=undecided)
+    csv = Table(
+        None,
+        CSV_COLUMNS,
+        tuple((r.name, r.status, m.name, m.a, m.b, m.delta, m.change) for r in report.functions for m in r.metrics),
+    )
+    return Document(data, blocks, csv=csv, markdown=markdown, notes=notes, gate_failed=failed, gate_undecided=undecided)
+
+
+CSV_COLUMNS = ("function", "status", "metric", "a", "b", "delta", "change")
+"""diff's CSV: its main table, the metrics, one row per function (every one, unchanged too) and metric;
+`change` is the percent of A (empty where A is 0)."""
 
 
 def regression_text(found: Regression) -> str:

@@ -43,7 +43,9 @@ def doctor_document(health: DumpHealth) -> Document:
     verdict = f"{len(worded)} findings" if worded else "no findings: the dump looks healthy"
     title = f"{health.root}: {health.modules} modules, {health.files} files, {verdict}"
     rows = table(title, worded, COLUMNS)
-    return Document(data, [rows] if worded else [Lines(title)], csv=rows)  # a sentence, not an empty table
+    # A terminal reads a healthy dump's title as one sentence, not over an empty table; Markdown (a pull
+    # request's comment, a report) keeps the table's shape, as JSON and CSV do.
+    return Document(data, [rows] if worded else [Lines(title)], csv=rows, markdown=[rows])
 
 
 def worded_finding(found: HealthFinding) -> dict[str, object]:
