@@ -139,7 +139,7 @@ def recompiles_report(
     dump = load_dump(input_paths(path), strict=strict)
     with scoped_reads(_compiled_by_hosts(dump)):  # divergence compares what count-recompiles read of them
         found = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
-        disagreements = host_disagreements(dump)
+        disagreements = host_disagreements(dump, found.skipped)
     rows, budget = found.functions, budget or Budget()
     if rows and all(row.unreadable == row.modules for row in rows):
         raise nothing_read([*dump.skipped, *found.skipped])
