@@ -185,12 +185,13 @@ def _relative(root: Path, path: str | Path) -> str:
 def _texts(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     """unreadable-files, truncated-files and unparsable-modules, from one read of each HLO file: its
     first line and last bytes, and for a module's own text its content digest (a file of a few KB is
-    read whole by that one read)."""
+    read whole by that one read); and the debug_options read for the dump cap that cannot be read."""
     texts = [(m, f.location) for m in dump.modules if (f := m.hlo_file()) is not None]  # a Dump's modules all have one
     digested = {location for _, location in texts}
     wanted = [(f.location, f.location in digested) for f in files.hlo]
     facts = dict(zip([path for path, _ in wanted], map_shared(_text_facts, wanted, _CHUNK_FILES)))
-    return _damaged(root, facts) + _unparsable(root, texts, facts)
+    options = {f.location: ("unreadable", None) for f in files.debug_options if _unreadable(f.path)}
+    return _damaged(root, facts | options) + _unparsable(root, texts, facts)
 
 
 _CHUNK_FILES = 4096
@@ -362,10 +363,21 @@ def _undumped_folders(root: Path, files: _Files) -> list[str]:
 
 
 def _quiet_read(path: Path) -> str:
+    """A debug_options file's text; "" where it cannot be read (it names no cap: the unreadable-files
+    finding names the file, `_texts`)."""
     try:
         return read_text(path)
     except XlaInspectError:
         return ""
+
+
+def _unreadable(path: Path) -> bool:
+    """Whether a debug_options file cannot be read as text (one per host: read again, it is small)."""
+    try:
+        read_text(path)
+    except XlaInspectError:
+        return True
+    return False
 
 
 def _per_pass(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
