@@ -41,7 +41,7 @@ def test_batch_signature_names_parameters_and_dim_and_bytes_double(jax_version):
     changes = {(s.parameter, s.kind): s for s in row.signature}
     assert set(changes) == {("x", "shape"), ("y", "shape")}
     x = changes["x", "shape"]
-    assert (x.a, x.b, x.detail) == ("8", "16", "dim 0")
+    assert (x.a, x.b, x.dims) == ("8", "16", (0,))
     assert (x.a_bytes, x.b_bytes) == (256, 512)  # f32[8,8] -> f32[16,8]
     assert (changes["y", "shape"].a_bytes, changes["y", "shape"].b_bytes) == (32, 64)
     metrics = _metrics(row)

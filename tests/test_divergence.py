@@ -119,3 +119,21 @@ def test_a_renumbered_name_is_no_difference(tmp_path):
     )
     assert found.usual_line.startswith("%dynamic_update_index_in_dim.2 (Arg_0.3: f32[4,32,128],")
     assert found.odd_line.startswith("%closed_call.2 (Arg_0.3: f32[32,128], Arg_1.3: f32[128,128])")
+
+
+def test_a_host_program_that_cannot_be_read_is_named_not_compared_silently(tmp_path):
+    """host_3's first program is gone (a link to a file a copy did not bring): it is compared with no host
+    and count-recompiles names it as skipped (it was left out silently); the hosts that read still agree
+    or differ as before."""
+    dump = tmp_path / "fleet"
+    shutil.copytree(FLEET, dump)
+    damaged = dump / "host_3" / "module_0000.jit_train_step.before_optimizations.txt"
+    damaged.unlink()
+    damaged.symlink_to(tmp_path / "not copied")
+    from xlainspect.analysis.commands.compiles import recompiles_report
+
+    report = recompiles_report(dump)
+    assert [s.path for s in report.skipped] == [damaged]
+    skipped = []
+    assert host_disagreements(load_dump(dump), skipped) == report.disagreements
+    assert [s.path for s in skipped] == [damaged]

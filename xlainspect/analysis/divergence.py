@@ -27,7 +27,7 @@ import hashlib
 from collections import Counter
 from dataclasses import dataclass
 
-from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.fastpath import canonical_names, program_lines
 
@@ -55,17 +55,19 @@ class HostDisagreement:
     odd_count: int = 0
 
 
-def host_disagreements(dump: Dump) -> list[HostDisagreement]:
+def host_disagreements(dump: Dump, skipped: list[SkippedFile] | None = None) -> list[HostDisagreement]:
     """Every function whose hosts disagree, in first-compile order: the hosts with another number of
     compiles, then, compile by compile, the hosts with another program. [] for a dump of one host, or
-    of several runs (`load_dump([a, b])`: runs to compare, not the hosts of one job)."""
+    of several runs (`load_dump([a, b])`: runs to compare, not the hosts of one job). A program that
+    cannot be read is compared with none and added to `skipped`; without `skipped` (doctor, whose
+    unreadable-files finding names it) it is only left out."""
     if dump.runs or len({m.host for m in dump.modules}) < 2:
         return []
     found: list[HostDisagreement] = []
     for function, modules in dump.functions().items():
         hosts = _by_host(modules)
         if len(hosts) > 1:
-            found += _count_disagreements(function, hosts) + _program_disagreements(function, hosts)
+            found += _count_disagreements(function, hosts) + _program_disagreements(function, hosts, skipped)
     return found
 
 
@@ -91,12 +93,14 @@ def _count_disagreements(function: str, hosts: dict[str, list[DumpModule]]) -> l
     ]
 
 
-def _program_disagreements(function: str, hosts: dict[str, list[DumpModule]]) -> list[HostDisagreement]:
+def _program_disagreements(
+    function: str, hosts: dict[str, list[DumpModule]], skipped: list[SkippedFile] | None
+) -> list[HostDisagreement]:
     """Compile by compile, the hosts whose program (metadata aside) is not the most hosts' one."""
     found: list[HostDisagreement] = []
     for index in range(max(map(len, hosts.values()))):
         compiled = {host: compiles[index] for host, compiles in hosts.items() if index < len(compiles)}
-        groups = _by_program(compiled)
+        groups = _by_program(compiled, skipped)
         if len(groups) < 2:
             continue
         (usual, usual_lines), *odds = sorted(groups, key=lambda g: len(g[0]), reverse=True)  # ties: host order
@@ -115,16 +119,16 @@ Program = tuple[list[bytes], list[bytes]]
 """A program's lines as compared (metadata aside, names canonical) and as printed (metadata aside)."""
 
 
-def _by_program(compiled: dict[str, DumpModule]) -> list[tuple[list[str], Program]]:
+def _by_program(compiled: dict[str, DumpModule], skipped: list[SkippedFile] | None) -> list[tuple[list[str], Program]]:
     """The hosts grouped by their program with metadata set aside, in host order, each group with its
-    program's lines (`Program`); an unreadable file is in no group (it is no program difference:
-    doctor reports it). Each file is read once and not kept: it is compared byte for byte with the few
+    program's lines (`Program`); an unreadable file is in no group (it is no program difference) and
+    goes to `skipped`. Each file is read once and not kept: it is compared byte for byte with the few
     distinct texts seen at this compile (the hosts of a healthy job wrote the same bytes: one text, and
     comparing is cheaper than hashing); only distinct texts have their metadata set aside and hashed."""
     distinct: list[tuple[bytes, list[str]]] = []
     programs: dict[bytes, tuple[list[str], Program]] = {}
     for host, module in compiled.items():
-        text = _program_bytes(module)
+        text = _program_bytes(module, skipped)
         if text is None:
             continue
         same = next((hosts for seen, hosts in distinct if seen == text), None)
@@ -152,15 +156,17 @@ def _add_program(programs: dict[bytes, tuple[list[str], Program]], hosts: list[s
     programs.setdefault(digest, ([], (compared, printed)))[0].extend(hosts)
 
 
-def _program_bytes(module: DumpModule) -> bytes | None:
+def _program_bytes(module: DumpModule, skipped: list[SkippedFile] | None) -> bytes | None:
     """The bytes of the program jax gave XLA (`DumpModule.program_file`; what count-recompiles read of
-    it is not read again, what it did not is not kept); None when it cannot be read."""
+    it is not read again, what it did not is not kept); None when it cannot be read (added to `skipped`)."""
     program = module.program_file()
     if program is None:
         return None
     try:
         return module.read(program, keep=False)
-    except XlaInspectError:
+    except XlaInspectError as error:
+        if skipped is not None:
+            SkippedFile.of(program.path, error).add_to(skipped)
         return None
 
 

@@ -22,7 +22,7 @@ from xlainspect.analysis.recompiles import (
 )
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.capture import dump_folder, run_with_dump
-from xlainspect.dump.directory import Dump, SkippedFile, load_dump
+from xlainspect.dump.directory import Dump, DumpModule, SkippedFile, load_dump, scoped_reads
 from xlainspect.dump.jaxlog import run_log
 from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import UsageError, XlaInspectError, literal
@@ -137,7 +137,9 @@ def recompiles_report(
     """Compiles per function and why each recompile happened; `budget` makes it a gate (`violations`).
     Raises NoMatchError for a per-name budget naming no function (a misspelt name would budget nothing)."""
     dump = load_dump(input_paths(path), strict=strict)
-    found = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
+    with scoped_reads(_compiled_by_hosts(dump)):  # divergence compares what count-recompiles read of them
+        found = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
+        disagreements = host_disagreements(dump, found.skipped)
     rows, budget = found.functions, budget or Budget()
     if rows and all(row.unreadable == row.modules for row in rows):
         raise nothing_read([*dump.skipped, *found.skipped])
@@ -145,9 +147,14 @@ def recompiles_report(
     times = _compile_times(dump, path, log)
     profiled, unpaired = _profiled_seconds(rows, trace)
     violations = budget_violations(rows, budget)
-    return RecompileReport(
-        rows, violations, times, profiled, unpaired, [*dump.skipped, *found.skipped], host_disagreements(dump)
-    )
+    return RecompileReport(rows, violations, times, profiled, unpaired, [*dump.skipped, *found.skipped], disagreements)
+
+
+def _compiled_by_hosts(dump: Dump) -> list[DumpModule]:
+    """The compiles of the functions several hosts of one job compiled (`host_disagreements` reads them)."""
+    if dump.runs:
+        return []
+    return [m for modules in dump.functions().values() if len({m.host for m in modules}) > 1 for m in modules]
 
 
 @dataclass
@@ -158,22 +165,23 @@ class CaptureReport(Tabular):
     """The program's exit status."""
     dump: Path
     recompiles: RecompileReport | None
-    """None when the dump cannot be read (`notes` say why; a program that failed early dumps nothing)."""
-    notes: list[str] = field(default_factory=list[str])
-    """Where the dump was kept, when no folder was given; why it could not be counted."""
+    """None when the dump cannot be read (`error` says why; a program that failed early dumps nothing)."""
+    kept: bool = False
+    """The dump went to a new temporary folder, kept (no folder was given)."""
+    error: str | None = None
+    """Why the dump could not be counted."""
 
 
 def capture_report(command: Sequence[str], dump_dir: Path | None = None, budget: Budget | None = None) -> CaptureReport:
     """Run `command` with XLA dumping on and jax's compile log saved in the dump, then count its
     recompiles against `budget`. Without `dump_dir` the dump goes to a new temporary folder that is
-    kept (the other commands read it), and a note says where."""
+    kept (the other commands read it: `kept`)."""
     target = dump_folder(dump_dir)
     status = run_with_dump(list(command), target)
-    notes: list[str] = [] if dump_dir is not None else [f"dump kept in {target} (--dump-dir chooses where)"]
     try:
-        return CaptureReport(status, target, recompiles_report(target, budget), notes)
+        return CaptureReport(status, target, recompiles_report(target, budget), dump_dir is None)
     except XlaInspectError as error:
-        return CaptureReport(status, target, None, [*notes, str(error)])
+        return CaptureReport(status, target, None, dump_dir is None, str(error))
 
 
 def _profiled_seconds(

@@ -53,7 +53,7 @@ def memory_report(
             f"no *buffer-assignment.txt for the selected modules under {path} (XLA writes it "
             "after optimizations, with --xla_dump_to and text dumps)"
         )
-    return MemoryReport(rows, [*dump.skipped, *skipped])
+    return MemoryReport(rows, [*dump.skipped, *skipped, *(r.unparsed for r in rows if r.unparsed is not None)])
 
 
 def _assignment_path(dump_module: DumpModule) -> Path:

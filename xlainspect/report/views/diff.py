@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xlainspect.report.causes import (
+    parameter_text,
     signature_detail,
 )
 from xlainspect.report.document import Document, Heading, Lines, Table, record
@@ -75,7 +76,7 @@ def _function_json(row) -> dict:
         "ops": counts(row.ops),
         "fusion_kinds": counts(row.fusion_kinds),
         "custom_call_targets": counts(row.custom_call_targets),
-        "signature": [record(s) | {"detail": _signature_why(s)} for s in row.signature],
+        "signature": [_signature_record(s) for s in row.signature],
         "unreadable": list(row.unreadable),
     }
 
@@ -94,7 +95,7 @@ def _sections(row) -> list[Table]:
         Table(
             "signature",
             ("parameter", "kind", "A", "B", "detail"),
-            tuple((s.parameter, s.kind, s.a, s.b, _signature_detail(s)) for s in row.signature),
+            tuple((parameter_text(s.kind, s.parameter), s.kind, s.a, s.b, _signature_detail(s)) for s in row.signature),
             right=("A", "B"),
         ),
     ]
@@ -115,7 +116,14 @@ def _signature_detail(change) -> str:
 
 def _signature_why(change) -> str:
     """The change's reason in count-recompiles' words, else the dims that vary (`dim 0`)."""
-    return signature_detail(change.reason) or change.detail
+    dims = f"dim {', '.join(map(str, change.dims))}" if change.dims else ""
+    return signature_detail(change.reason) or dims
+
+
+def _signature_record(change) -> dict:
+    """A signature change's JSON: its fields, the parameter and the detail (in place of the dims) in words."""
+    found = {("detail" if k == "dims" else k): v for k, v in record(change).items()}
+    return found | {"parameter": parameter_text(change.kind, change.parameter), "detail": _signature_why(change)}
 
 
 def _diff_summary(rows) -> str:
