@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from xlainspect.dump.buffers import Allocation, BufferAssignment, BufferValue, read_buffer_assignment
+from xlainspect.dump.buffers import (
+    Allocation,
+    BufferAssignment,
+    BufferValue,
+    check_total,
+    read_buffer_assignment,
+    read_total_bytes_used,
+)
 from xlainspect.dump.directory import DumpModule, SkippedFile
 from xlainspect.dump.files import read_text
 from xlainspect.errors import XlaInspectError, error_at
@@ -37,7 +44,6 @@ TUPLE_POINTER_BYTES = 8
 """Bytes per element of a tuple's index table, as XLA's live-range dump counts them."""
 
 _SPACE = re.compile(r"^Memory Space: (?P<name>.*?) \(color=(?P<color>\d+)\)\s*\nTotal bytes: (?P<total>\d+)", re.M)
-_TOTAL_USED = re.compile(r"^\s*Total bytes used: (\d+)", re.M)
 _LIVE_HEADER = re.compile(r"^HloLiveRange \(max (\d+)\):", re.M)
 _SEQUENCE = re.compile(r"^\s+(\d+):(\S+)\s*$")
 _RANGE = re.compile(r"^\s+(?P<name>\S+?)\{(?P<index>[\d,]*)\}:(?P<start>\d+)-(?P<end>\d+)\s*$")
@@ -158,15 +164,9 @@ def read_usage_report(text: str, path: str | None = None) -> UsageReport:
     spaces = tuple(SpaceTotal(int(m["color"]), m["name"], int(m["total"])) for m in _SPACE.finditer(text))
     if spaces:
         return UsageReport(spaces, sum(s.total_bytes for s in spaces))
-    if match := _TOTAL_USED.search(text):
-        return UsageReport((), int(match[1]))
+    if (total := read_total_bytes_used(text)) is not None:
+        return UsageReport((), total)
     raise error_at(text, 0, "not an XLA memory-usage report (no 'Memory Space:' or 'Total bytes used:')", path)
-
-
-def read_total_bytes_used(text: str) -> int | None:
-    """`Total bytes used: N` as `BufferAssignment::ToString` prints it (the values file, older dumps)."""
-    match = _TOTAL_USED.search(text)
-    return int(match[1]) if match else None
 
 
 def read_live_ranges(text: str, path: str | None = None) -> LiveRanges | None:
@@ -392,6 +392,8 @@ def assigned_memory(
         if report
         else _side_file(dump_module, "buffer-assignment-values", lambda text, path: read_total_bytes_used(text))
     )
+    if reported_total is not None:  # a file cut between two allocations reads whole: XLA's total tells
+        check_total(assignment, reported_total)
     live = _side_file(dump_module, "live-range", read_live_ranges) or read_live_ranges(assignment_text, assignment.path)
     module: Module | None
     unparsed = None
