@@ -230,6 +230,24 @@ def test_an_older_buffer_assignment_ends_with_total_bytes_used():
         read_buffer_assignment(whole.replace("used: 4", "used: 8"))
 
 
+def test_a_file_argument_reads_its_module_not_its_folder(tmp_path):
+    """`memory FILE` in a folder like /tmp: a symbolic link loop and another module beside the file
+    are never walked nor read; the file's own module's side files (by its name) are."""
+    import shutil
+
+    from xlainspect import memory_report
+
+    for found in (DUMPS / "clean_run").glob("module_0000.*.*"):
+        shutil.copy(found, tmp_path)
+    other = next((DUMPS / "tpu_v5e").glob("module_0029.*-buffer-assignment.txt"))
+    (tmp_path / other.name.replace("0029", "0001")).write_text("damaged\n")
+    (tmp_path / "loop").symlink_to(".")
+    chosen = next(tmp_path.glob("module_0000.*-buffer-assignment.txt"))
+    report = memory_report(chosen)
+    assert [(m.function, m.total_bytes, m.peak_bytes) for m in report.modules] == [("jit_train_step", 1532, 1452)]
+    assert report.skipped == []
+
+
 def test_cli_json_and_html(tmp_path):
     from xlainspect.cli.app import app
 
