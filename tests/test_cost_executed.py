@@ -10,9 +10,10 @@ import pytest
 from conftest import DUMPS
 from typer.testing import CliRunner
 
-from xlainspect.analysis import cost as cost_module
 from xlainspect.analysis.chips import dump_chip_key
 from xlainspect.analysis.cost import module_cost, op_executions
+from xlainspect.analysis.cost.handlers import HANDLERS
+from xlainspect.analysis.cost.trip_count import iterations
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.errors import HloParseError
@@ -173,7 +174,7 @@ def test_a_bug_in_a_rule_is_not_a_damaged_file(monkeypatch):
     def broken(*args):
         raise TypeError("a bug")
 
-    monkeypatch.setitem(cost_module._HANDLERS, "dot", broken)
+    monkeypatch.setitem(HANDLERS, "dot", broken)
     with pytest.raises(TypeError, match="a bug"):
         module_cost(_module(CPU, "jit_cond_step"), None)
 
@@ -284,7 +285,7 @@ def test_nested_loops_multiply_their_trip_counts():
     + [(0, 6, 2, "NE", 3), (0, 5, 2, "NE", None), (0, 3, -1, "LT", None), (4, 3, 1, "LT", 0)],
 )
 def test_iterations_of_a_counted_loop(start, bound, step, direction, trips):
-    assert cost_module._iterations(start, bound, step, direction) == trips
+    assert iterations(start, bound, step, direction) == trips
 
 
 # From XLA's GPU AOT compilation test (gpu_aot_compilation_test.cc, ExportAndLoadExecutableWithTriton),
