@@ -197,6 +197,24 @@ def test_a_custom_call_without_its_shape_is_named_not_a_crash():
     assert raised.value.line == 5
 
 
+BAD_WINDOW = """HloModule m
+ENTRY e {
+  a = f32[1,4,4,1]{3,2,1,0} parameter(0)
+  b = f32[3,3,1,1]{3,2,1,0} parameter(1)
+  ROOT c = f32[1,2,2,1]{3,2,1,0} convolution(a, b), window={size=3x3 stride=1}, dim_labels=b01f_01io->b01f
+}
+"""
+"""A convolution whose window lists one stride for two dimensions: XLA's parser rejects it (hlo_parser.cc
+ParseWindow wants each field per dimension); a test string in XLA's syntax, not a dump."""
+
+
+def test_a_malformed_window_is_named_not_counted():
+    """The typed window decoder rejects what XLA's parser would; the count names the line."""
+    with pytest.raises(HloParseError, match="window fields of unequal length") as raised:
+        module_cost(parse_hlo(BAD_WINDOW, "x")[0], None)
+    assert raised.value.line == 5
+
+
 def test_op_executions_give_profile_the_runs_per_call():
     runs = op_executions(_module(GPU, "jit_fori_microbatches"))
     executions, cost = runs["cudnn-conv.4"]

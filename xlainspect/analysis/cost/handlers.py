@@ -6,22 +6,23 @@ from __future__ import annotations
 
 import math
 
-from xlainspect.analysis.cost.convolution import convolution, window_dimensions
+from xlainspect.analysis.cost.convolution import convolution, window_of
 from xlainspect.analysis.cost.fusion import fusion
 from xlainspect.analysis.cost.model import Cost
-from xlainspect.analysis.cost.operands import first_array, ints, operand, result
+from xlainspect.analysis.cost.operands import first_array, operand, result
 from xlainspect.analysis.cost.sizes import accessed, leaves_size, size, total
 from xlainspect.analysis.cost.static import Analysis, Handler
+from xlainspect.hlo.attributes import decode_int_list
 from xlainspect.hlo.model import Instruction, Module
 
 
 def dot(analysis: Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """2 x elements(result) x the product of the lhs contracting dims."""
     lhs = operand(instruction, 0, index)
-    width = math.prod(lhs.dims[d] for d in ints(instruction.attributes.get("lhs_contracting_dims")))
+    width = math.prod(lhs.dims[d] for d in decode_int_list(instruction.attributes.get("lhs_contracting_dims")))
     dims = list(result(instruction).dims)
     if instruction.opcode == "ragged-dot":  # XLA deletes dimension i for each rhs group dim i
-        for i in range(len(ints(instruction.attributes.get("rhs_group_dims")))):
+        for i in range(len(decode_int_list(instruction.attributes.get("rhs_group_dims")))):
             del dims[i]
     return analysis.default_bytes(instruction, index) + Cost(flops=2 * math.prod(dims) * width)
 
@@ -35,17 +36,18 @@ def reduce(analysis: Analysis, instruction: Instruction, index: dict[str, Instru
 def reduce_window(analysis: Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """The reducer's cost x (window - 1) x output elements; XLA's reduce-then-broadcast window is special-cased."""
     shape = result(instruction)
-    window = window_dimensions(instruction.attributes.get("window"), shape.rank)
+    window = window_of(instruction, shape.rank)
     elements = first_array(shape).num_elements
     count = (math.prod(d.size for d in window) - 1) * elements
     reduced = [d for d in window if d.size != 1]
-    padded = [d for d in window if d.pad_low or d.pad_high]
+    padded = [d for d in window if d.padding_low or d.padding_high]
     if len(reduced) == 1 and len(padded) == 1 and not shape.is_tuple:
         # XLA's special case: a reduce followed by a broadcast of one dimension.
         for position, d in enumerate(window):
-            if d.size != 1 and d.pad_low and d.pad_high and d.pad_low == d.pad_high and d.size == 2 * d.pad_low + 1:
+            low, high = d.padding_low, d.padding_high
+            if d.size != 1 and low and high and low == high and d.size == 2 * low + 1:
                 span = shape.dims[position]
-                if d.pad_low == span - 1:
+                if low == span - 1:
                     count = elements // span + span - 1
                 break
     return analysis.default_bytes(instruction, index) + analysis.applied(instruction).scaled(count)
@@ -61,7 +63,7 @@ def map_(analysis: Analysis, instruction: Instruction, index: dict[str, Instruct
 def select_and_scatter(analysis: Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """The select computation x source elements x (window - 1), the scatter computation x source elements."""
     source = operand(instruction, 1, index).num_elements
-    dims = window_dimensions(instruction.attributes.get("window"), result(instruction).rank)
+    dims = window_of(instruction, result(instruction).rank)
     window = math.prod(d.size for d in dims)
     select = analysis.named(instruction.attributes.get("select", ""))
     scatter_ = analysis.named(instruction.attributes.get("scatter", ""))
@@ -80,7 +82,7 @@ def sort(analysis: Analysis, instruction: Instruction, index: dict[str, Instruct
 
 def fft(analysis: Analysis, instruction: Instruction, index: dict[str, Instruction]) -> Cost:
     """8 x prod(floor(log2 length)) x elements."""
-    logs = math.prod(max(n, 1).bit_length() - 1 for n in ints(instruction.attributes.get("fft_length")))
+    logs = math.prod(max(n, 1).bit_length() - 1 for n in decode_int_list(instruction.attributes.get("fft_length")))
     elements = first_array(operand(instruction, 0, index)).num_elements
     return analysis.default_bytes(instruction, index) + Cost(flops=2 * 4 * logs * elements)
 

@@ -3,8 +3,6 @@ the error it raises when the text leaves that for XLA to infer."""
 
 from __future__ import annotations
 
-import re
-
 from xlainspect.analysis.lookup import operand_shape
 from xlainspect.hlo.model import Computation, Instruction
 from xlainspect.hlo.shape import Shape
@@ -49,10 +47,3 @@ def first_array(shape: Shape) -> Shape:
 def arrays(shape: Shape) -> list[Shape]:
     """The shape's arrays: itself, or a tuple's array leaves."""
     return [leaf for leaf in shape.leaves() if leaf.is_array] if shape.is_tuple else [shape]
-
-
-_INTS = re.compile(r"-?\d+")
-
-
-def ints(text: str | None) -> tuple[int, ...]:
-    return tuple(int(n) for n in _INTS.findall(text or ""))

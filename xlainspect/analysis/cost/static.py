@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TypeAlias
 
 from xlainspect.analysis.cost.model import NO_COST, Cost
-from xlainspect.analysis.cost.operands import MALFORMED, Uncountable, ints, operand, result
+from xlainspect.analysis.cost.operands import MALFORMED, Uncountable, operand, result
 from xlainspect.analysis.cost.sizes import leaves_size, size
 from xlainspect.analysis.lookup import control_flow_computations, instruction_index, users
 from xlainspect.errors import HloParseError
+from xlainspect.hlo.attributes import decode_int_list
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.hlo.shape import Shape
 
@@ -223,7 +224,7 @@ def _is_bitcast_transpose(instruction: Instruction, index: dict[str, Instruction
     if instruction.opcode != "transpose":
         return False
     source, shape = operand(instruction, 0, index), result(instruction)
-    permutation = ints(instruction.attributes.get("dimensions"))
+    permutation = decode_int_list(instruction.attributes.get("dimensions"))
     if source.layout is None or shape.layout is None or len(permutation) != shape.rank:
         return False
     return [permutation[d] for d in shape.layout.minor_to_major] == list(source.layout.minor_to_major)

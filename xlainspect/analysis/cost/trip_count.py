@@ -3,13 +3,12 @@ pattern xla/service/while_loop_analysis.cc `MatchTrivialLoopTripCount` recognise
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Literal, TypeAlias
 
 from xlainspect.analysis.cost.operands import root
 from xlainspect.analysis.cost.static import Analysis
-from xlainspect.hlo.attributes import known_trip_count
+from xlainspect.hlo.attributes import decode_integer_literal, known_trip_count
 from xlainspect.hlo.model import Instruction
 
 
@@ -98,7 +97,8 @@ def _scalar_term(
     opcode = instruction.opcode
     if opcode == "constant":
         literal = instruction.operands[0] if instruction.operands else ""
-        return ("const", int(literal)) if re.fullmatch(r"-?\d+", literal) else None
+        value = decode_integer_literal(literal)
+        return ("const", value) if value is not None else None
     if opcode == "copy":
         return _operand_term(analysis, index, instruction, 0, (), bind)
     if opcode == "add":
