@@ -335,6 +335,7 @@ def _spec_entry(dim: str) -> str:
     return repr(axes[0]) if len(axes) == 1 else "(" + ", ".join(map(repr, axes)) + ")"
 
 
+@functools.lru_cache(maxsize=4096)
 def decode_int_list(text: str | None) -> tuple[int, ...]:
     """`{1,0}` (`dimensions=`, `lhs_contracting_dims=`, `fft_length=`...: XLA's `StrJoin(values, ",")` in
     braces, hlo_instruction.cc) -> (1, 0); absent -> (). ValueError where an entry is not an integer."""
