@@ -16,6 +16,7 @@ from xlainspect.hlo.attributes import (
     decode_source_target_pairs,
     decode_window,
     known_trip_count,
+    op_name_scopes,
     print_dim_labels,
     print_window,
 )
@@ -123,3 +124,14 @@ def test_dim_labels_as_convolution_dimension_numbers_print():
         decode_dim_labels("b0f_io->b0f")
     with pytest.raises(ValueError, match="substring not found"):  # no batch dimension in the input
         decode_dim_labels("0f_0io->b0f")
+
+
+def test_op_name_scopes():
+    # jax's name stacks as dumps print them: jax's dispatch of one primitive, and a traced user function.
+    assert op_name_scopes("jit(sin)/jit(main)/sin") == ("jit(sin)", "jit(main)", "sin")
+    assert op_name_scopes("jit(train_step)/transpose(jvp(dense))/dot_general") == (
+        "jit(train_step)",
+        "transpose(jvp(dense))",
+        "dot_general",
+    )
+    assert op_name_scopes(None) == op_name_scopes("") == ()

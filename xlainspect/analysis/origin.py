@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from xlainspect.dump.directory import DumpModule
 from xlainspect.errors import HloParseError, XlaInspectError
-from xlainspect.hlo.fastpath import op_names, opcodes, stack_frame_ids, stack_frames
+from xlainspect.hlo.attributes import op_name_scopes
+from xlainspect.hlo.fastpath import entry_opcodes, op_names, stack_frame_ids, stack_frames
 from xlainspect.hlo.model import StackFrame
 
 _SANITIZE = re.compile(r"[^\w.-]")
@@ -135,8 +136,8 @@ def _wraps_one_primitive(name: str, text: str) -> bool:
     primitive (`jit_sin`: every op_name `jit(sin)/sin`, older jax `jit(sin)/jit(main)/sin`), or it
     computes nothing (`jit_stage`: jax staging a host value; its entry returns its parameter)."""
     primitive = name.removeprefix("jit_")
-    jitted = {n for n in op_names(text) if n.startswith("jit(")}
+    jitted = [op_name_scopes(n) for n in set(op_names(text)) if n.startswith("jit(")]
     if jitted:
-        return all(n.split("/")[0] == f"jit({primitive})" and n.rsplit("/", 1)[-1] == primitive for n in jitted)
-    entry = text[text.find("\nENTRY ") :] if "\nENTRY " in text else ""
-    return bool(entry) and set(opcodes(entry)) <= {"parameter", "tuple"}
+        return all(scopes[0] == f"jit({primitive})" and scopes[-1] == primitive for scopes in jitted)
+    entry = entry_opcodes(text)
+    return entry is not None and set(entry) <= {"parameter", "tuple"}

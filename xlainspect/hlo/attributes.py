@@ -102,6 +102,13 @@ def decode_metadata(text: str | None) -> Metadata:
     )
 
 
+@functools.lru_cache(maxsize=65536)
+def op_name_scopes(op_name: str | None) -> tuple[str, ...]:
+    """The scopes of a jax `op_name` (`jit(f)/jit(main)/dot_general`: its name stack joined with `/`, as
+    source_info_util.NameStack prints it), outermost first; () for none."""
+    return tuple(op_name.split("/")) if op_name else ()
+
+
 def _int_or_none(text: str | None) -> int | None:
     return int(text) if text and text.lstrip("-").isdigit() else None
 

@@ -180,6 +180,13 @@ def opcodes(text: str) -> list[str]:
     return _text_patterns().opcode.findall(text)
 
 
+def entry_opcodes(text: str) -> list[str] | None:
+    """The opcodes of the ENTRY computation's lines (XLA prints it last: every line from `ENTRY` on); None
+    when the text has no ENTRY computation."""
+    at = text.find("\nENTRY ")
+    return opcodes(text[at:]) if at >= 0 else None
+
+
 def op_names(text: str) -> list[str]:
     """Every `op_name` of the instructions' metadata, in printed order."""
     return [unquote(value) for value in _text_patterns().op_name.findall(text)]
