@@ -3,6 +3,7 @@ installed jax through `xlainspect capture` sharing one cache directory."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import json
@@ -79,11 +80,44 @@ def test_same_key_as_a_means_the_entry_is_gone():
     assert _rows("1_cold", "1_cold")["jit_deep"].detail.startswith("same key as in A, which wrote it")
 
 
+def test_runs_given_the_other_way_round_name_the_cold_run():
+    """B = 1_cold wrote the entries A = 2_repeat hit (by the logs' times, later): B ran first, its misses
+    are the cold start, not an eviction. jit_scaled's key changed (jax #21159): A hit nothing B wrote."""
+    rows = _rows("2_repeat", "1_cold")
+    for name in ("jit_train_step", "jit_predict", "jit_deep"):
+        assert rows[name].detail.endswith(
+            "same key as in A, where it was a hit of the entry B wrote: B ran before A (the cold run)"
+        )
+        assert "eviction" not in rows[name].detail and rows[name].earlier
+    assert not rows["jit_scaled"].earlier and rows["jit_scaled"].changed == ("computation",)
+    assert not any(r.earlier for r in _rows("1_cold", "2_repeat").values())
+    result = runner.invoke(app, ["cache-misses", str(RUNS / "2_repeat"), str(RUNS / "1_cold")])
+    assert result.exit_code == 0
+    cold, repeat = RUNS / "1_cold", RUNS / "2_repeat"
+    assert f"{cold} ran before {repeat} ({repeat} hit entries {cold} wrote): give the earlier run first" in (
+        result.stderr
+    )
+
+
+def test_without_times_a_key_b_wrote_and_a_hit_names_both_readings():
+    """The same logs read without their `asctime` (a logging format that has none): which run came first
+    is not known, so the cold start and the eviction are both named, and `earlier` stays false."""
+    untimed = [read_jax_log(RUNS / run) for run in ("2_repeat", "1_cold")]
+    for log in untimed:
+        log.compiles = [dataclasses.replace(c, finished_at=None) for c in log.compiles]
+    rows = {r.name: r for r in cache_misses(*untimed)}
+    assert rows["jit_deep"].detail == (
+        "same key as in A, where it was a hit, and B wrote it: B ran before A (the cold run), or the entry was "
+        "removed since (eviction?) and B wrote it again"
+    )
+    assert not any(r.earlier for r in rows.values())
+
+
 def test_cli_json_and_bad_input():
     result = runner.invoke(app, ["cache-misses", str(RUNS / "2_repeat"), str(RUNS / "3_flag"), "--format", "json"])
     assert result.exit_code == 0, result.output
     functions = json.loads(result.stdout)["functions"]
-    assert [set(f) for f in functions][0] == {"name", "status", "changed", "detail"}
+    assert [set(f) for f in functions][0] == {"name", "status", "changed", "detail", "earlier"}
     missing = runner.invoke(app, ["cache-misses", str(RUNS / "2_repeat"), str(RUNS / "nope")])
     assert missing.exit_code == 2 and "no jax log" in missing.output and "Traceback" not in missing.output
 

@@ -43,9 +43,35 @@ def test_entries_per_function_are_exact():
         "jit_deep": 3,
         "jit_train_step": 3,
     }
-    assert [n for n, r in rows.items() if r.many_entries] == ["jit_predict", "jit_scaled"]
+    # the programs the entries hold: predict at batch 8 and 16, with 0.5 and with 0.25 (4_constant); the
+    # others one program each. Each holds one program under several keys: runs 3 (a flag that leaves the
+    # HLO as it was), 5 (zlib) and jit_scaled's every run (jax #21159) wrote a program the cache had
+    assert {n: (r.programs, r.same_program) for n, r in rows.items()} == {
+        "jit_predict": (4, True),
+        "jit_scaled": (1, True),
+        "jit_deep": (1, True),
+        "jit_train_step": (1, True),
+    }
     recorded = json.loads((FIXTURES / "cache" / "runs.json").read_text())["cache_entries"]
     assert sorted(f"{e.key}-cache" for e in read_cache_dir(CACHE).entries) == recorded
+
+
+def test_entries_of_different_programs_are_not_a_key_that_changes():
+    """fixtures/gpu_corpus/cache_runs (jax 0.11.2, H200): jit_convert_element_type's 11 entries, all
+    written by one cold run (run2 hit every one), 11 programs: one per shape, nothing to flag. Each
+    entry's program is XLA's fingerprint before scheduling, the one the cache-hit run's dump prints."""
+    folder = FIXTURES / "gpu_corpus" / "cache_runs"
+    cached = read_cache_dir(folder / "cache")
+    (row,) = cache_inventory(cached)
+    assert (row.name, row.entries, row.programs, row.same_program) == ("jit_convert_element_type", 11, 11, False)
+    dump = load_dump(folder / "run2" / "dump")
+    printed = {
+        m.header().attributes["frontend_attributes"].split('"')[1] for m in dump.functions()["jit_convert_element_type"]
+    }
+    assert {e.program for e in cached.entries} == {f"fp:{fingerprint}" for fingerprint in printed}
+    result = runner.invoke(app, ["cache", str(folder / "cache")])
+    assert result.exit_code == 0
+    assert "one program, several keys" not in result.stdout
 
 
 def test_stored_compile_seconds_and_compression():

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import xlainspect.settings
-from tests.conftest import DUMPS, GPU_CORPUS, JAX_VERSIONS, twins
+from tests.conftest import DUMPS, FIXTURES, JAX_VERSIONS, twins
 from xlainspect.analysis.divergence import host_disagreements
 from xlainspect.analysis.recompiles import count_recompiles
 from xlainspect.cli.app import app
@@ -141,19 +141,63 @@ def test_causes_of_different_compiles_name_them(jax_version):
     assert causes_text(ragged.causes) == ["shape x dim 0: 100 -> 5", "shape y dim 0: 100 -> 5"]
 
 
-@pytest.mark.skipif(not (GPU_CORPUS / "mixer_profile").is_dir(), reason="../shared/gpu-corpus not present")
-def test_a_flag_that_adds_an_argument_and_image_sizes_are_both_named():
-    """The GPU corpus' MLP-Mixer (jax 0.11.2, H200): jit_train_step compiled 6 times, 3 image sizes x a
-    static `train` flag that adds the dropout key (22 parameters, then 21). The parameter count explains
-    compile 2; the image sizes, compared among signatures of one count, compiles 3-6."""
-    rows = count_recompiles(load_dump(GPU_CORPUS / "mixer_profile" / "dump")).functions
-    (step,) = [r for r in rows if r.name == "jit_train_step"]
-    assert step.modules == 6 == _expected_truth(GPU_CORPUS / "mixer_profile")["jit(train_step)"]
+def test_a_flag_that_drops_an_unused_argument_and_image_sizes_are_both_named():
+    """The GPU corpus' MLP-Mixer (jax 0.11.2, H200; fixtures/gpu_corpus/mixer_profile): jit_train_step
+    compiled 6 times, 3 image sizes x a static `train` flag. With train=False the dropout key is unused
+    and jax leaves it out (keep_unused=False): 22 parameters, then 21, the other 21 paired one-for-one
+    by op_name. That is a static value changing what the function uses (compile 2), not a signature
+    change to cast away; the image sizes, compared among signatures of one count, explain compiles 3-6."""
+    folder = FIXTURES / "gpu_corpus" / "mixer_profile"
+    (step,) = count_recompiles(load_dump(folder / "dump")).functions
+    assert step.modules == 6 == _expected_truth(folder)["jit(train_step)"]
     by_parameter = {c.parameter: c for c in step.causes}
-    count, images = by_parameter["(parameter count)"], by_parameter["images"]
-    assert (count.values, count.compiles) == ((22, 21, 22, 21, 22, 21), (2,))
+    assert set(by_parameter) >= {"key", "images"}
+    assert not {"(parameter count)", "(all parameters)"} & set(by_parameter)
+    key, images = by_parameter["key"], by_parameter["images"]
+    assert (key.kind, key.values, key.compiles) == ("unused", ((), ("key",)) * 3, (2,))
     assert (images.values, images.dims, images.compiles) == (((32, 32), (16, 16), (24, 24)), (1, 2), (3, 4, 5, 6))
-    assert causes_text(step.causes)[1].startswith("compiles 3-6: shape params['tok1'] dim 1: 64 -> 16 -> 36")
+    text = causes_text(step.causes)
+    assert text[0] == (
+        "compile 2: argument key: used -> unused -> used -> unused -> used -> unused (a static argument or "
+        "Python value changes what the function uses: jax leaves an argument the program does not use out of "
+        "it (jit's keep_unused=False))"
+    )
+    assert text[1].startswith("compiles 3-6: shape params['tok1'] dim 1: 64 -> 16 -> 36")
+    advice = suggestion(step)
+    assert advice.startswith("a static argument or Python value (a train flag) decides which arguments")
+    assert "cast the inputs" not in advice and "pytree" not in advice
+    assert "pad params['tok1'], opt_state[0].mu['tok1'], opt_state[0].nu['tok1'] dim 1" in advice
+
+
+def test_a_parameter_count_change_that_drops_no_unused_argument_stays_a_signature_change():
+    """tpu_v5e's jit_layouts (jax 0.10.2): 15 parameters, then 7 of other element types: no variant's
+    parameters are the widest's less some, so the cause stays the parameter count (a pytree change)."""
+    (layouts,) = [r for r in count_recompiles(load_dump(DUMPS / "tpu_v5e")).functions if r.name == "jit_layouts"]
+    assert [c.kind for c in layouts.causes if c.kind == "unused"] == []
+    (count,) = [c for c in layouts.causes if c.reason == "parameter_count"]
+    assert (count.values, count.compiles) == ((15,) * 4 + (7,) * 8, (5,))
+
+
+def test_a_persistent_cache_hit_classifies_as_the_compile_it_loaded():
+    """fixtures/gpu_corpus/cache_runs (jax 0.11.2, H200): one program run twice over one persistent
+    cache. run2 hit it for every compile, and XLA dumped only the executables it loaded (the optimized
+    program: `args[0]` and copy insertion's `copy` for a convert to the dtype it has, or `jit_stage`; no
+    stack frames left). jax's rule for eager dispatch (`prim_fun(*args)` jitted under the primitive's
+    name) tells them eager either way: the same rows in both runs, as jax counted them."""
+    folder = FIXTURES / "gpu_corpus" / "cache_runs"
+    truth = _expected_truth(folder / "run2")
+    rows = [count_recompiles(load_dump(folder / run / "dump")).functions for run in ("run1", "run2")]
+    cold, hit = ({(r.name, r.eager): r.modules for r in found} for found in rows)
+    assert truth["jit(convert_element_type)"] == 11
+    assert (
+        cold
+        == hit
+        == {
+            ("jit_stage", True): truth["jit(stage)"],
+            ("jit_squeeze", True): truth["jit(squeeze)"],
+            ("jit_convert_element_type", True): truth["jit(convert_element_type)"],
+        }
+    )
 
 
 def _expected_truth(folder):

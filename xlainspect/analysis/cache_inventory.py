@@ -1,8 +1,12 @@
 """What a persistent compilation cache directory holds, per function, and which compiles of a dump it holds.
 
-An entry's function is the module name its key starts with. A function holds one entry per distinct key:
-per signature, XLA flags, jax version, ... A function with many entries may have a key that changes on
-every run: jax #21159 (custom_partitioning callbacks hashed into the computation) writes one per run.
+An entry's function is the module name its key starts with. A function holds one entry per distinct key
+(jax's cache_key.get: the computation, jax and backend versions, XLA flags, compile options, devices,
+compression). Entries of different programs are what a run compiles (one per signature or static value;
+one run writes each key once). Entries of one program (`CacheEntry.program`) under several keys are
+the program compiled again by a run whose key differed: flags, versions or compression changed between
+runs, or a key changes every run (jax #21159: a custom_partitioning callback's address hashed into the
+computation). The entry count alone says neither.
 
 Joining a dump: with the run's jax log the dump's compiles carry their keys (paired as in
 compile_times), so an entry is found by key; without a log only the order is known, and the k-th compile
@@ -19,9 +23,6 @@ from xlainspect.dump.compilation_cache import CacheDir, CacheEntry
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.jaxlog import JaxLog
 
-MANY_ENTRIES = 3
-"""More entries than this for one function is worth a look (see the module docstring)."""
-
 
 @dataclass(slots=True)
 class CachedFunction:
@@ -34,7 +35,10 @@ class CachedFunction:
     """The stored seconds of its entries, summed (what a cold run would spend compiling them again)."""
     oldest: str
     newest: str
-    many_entries: bool
+    programs: int | None
+    """The distinct compiled programs its entries hold; None where an entry's program is not known."""
+    same_program: bool
+    """Some program is held under more than one key (see the module docstring)."""
 
 
 @dataclass(slots=True)
@@ -56,9 +60,10 @@ def timestamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def cache_inventory(cache: CacheDir, many: int = MANY_ENTRIES) -> list[CachedFunction]:
-    """Per function, most entries first: entry count, bytes, stored compile seconds, oldest and newest write."""
-    rows = [_function_row(name, entries, many) for name, entries in entries_by_function(cache).items()]
+def cache_inventory(cache: CacheDir) -> list[CachedFunction]:
+    """Per function, most entries first: entry count, bytes, stored compile seconds, oldest and newest
+    write, the programs the entries hold and whether one is held under several keys."""
+    rows = [_function_row(name, entries) for name, entries in entries_by_function(cache).items()]
     return sorted(rows, key=lambda r: (-r.entries, r.name))
 
 
@@ -70,7 +75,9 @@ def entries_by_function(cache: CacheDir) -> dict[str, list[CacheEntry]]:
     return grouped
 
 
-def _function_row(name: str, entries: list[CacheEntry], many: int) -> CachedFunction:
+def _function_row(name: str, entries: list[CacheEntry]) -> CachedFunction:
+    known = {e.program for e in entries if e.program is not None}
+    programs = len(known) if all(e.program is not None for e in entries) else None
     return CachedFunction(
         name,
         len(entries),
@@ -78,7 +85,8 @@ def _function_row(name: str, entries: list[CacheEntry], many: int) -> CachedFunc
         sum(e.compile_seconds for e in entries),
         timestamp(entries[0].modified),
         timestamp(entries[-1].modified),
-        len(entries) > many,
+        programs,
+        len(known) < sum(e.program is not None for e in entries),
     )
 
 

@@ -6,7 +6,9 @@ compiles of that function (fewest differences; the same position on a tie): "com
 code, shapes, constants; jax #21159's custom_partitioning pointer), "XLA flags" (the flags the log lists
 are diffed), "compile_options" (jit options, and the debug options XLA_FLAGS set), "jax_lib version",
 "backend version", "accelerator_config" (devices, topology), "compression" (zstandard vs zlib),
-"custom_hook". A miss with A's very key means A's entry was not written or is gone.
+"custom_hook". A miss with A's very key means A's entry was not written or is gone, or, where A hit that
+key and B wrote it, that B ran first: A hit the entry B wrote (the logs' times say which; the arguments
+were given the other way round).
 
 Status per function in B: "hit", "miss" (compiled, and written unless the log says otherwise),
 "not written" (compiled and not stored, the detail says why), "off" (no cache lines: no cache in use).
@@ -15,7 +17,7 @@ A function compiled several times takes its worst status; the detail counts them
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xlainspect.dump.directory import Dump, DumpModule
 from xlainspect.dump.files import read_text
@@ -36,6 +38,8 @@ class CacheMiss:
     changed: tuple[str, ...]
     """Key components whose hashes differ from A, in jax's order, over all of B's misses of the function."""
     detail: str
+    earlier: bool = False
+    """B wrote an entry that A hit later (by the logs' times): B ran before A, its misses are a cold start."""
 
 
 def cache_misses(a: JaxLog, b: JaxLog, b_dump: Dump | None = None) -> list[CacheMiss]:
@@ -56,7 +60,7 @@ def _custom_partitioning(row: CacheMiss, dump: Dump) -> CacheMiss:
         "hashed into the key anew in every process (jax #21159; jax_remove_custom_partitioning_ptr_from_"
         "cache_key=True leaves it out)"
     )
-    return CacheMiss(row.name, row.status, row.changed, row.detail.replace("computation changed", why, 1))
+    return replace(row, detail=row.detail.replace("computation changed", why, 1))
 
 
 def _calls_custom_partitioning(module: DumpModule) -> bool:
@@ -85,7 +89,8 @@ def _function_row(name: str, compiles: list[LogCompile], earlier: list[LogCompil
         components, why = explain(compile_, earlier, position)
         changed.update(dict.fromkeys(components))
         notes.append(why)
-    return CacheMiss(name, status, tuple(changed), "; ".join(n for n in dict.fromkeys(notes) if n))
+    detail = "; ".join(n for n in dict.fromkeys(notes) if n)
+    return CacheMiss(name, status, tuple(changed), detail, any(_hit_later(c, earlier) for c in compiles))
 
 
 def explain(miss: LogCompile, earlier: list[LogCompile], position: int = 0) -> tuple[list[str], str]:
@@ -99,7 +104,7 @@ def explain(miss: LogCompile, earlier: list[LogCompile], position: int = 0) -> t
     closest = min(keyed, key=lambda c: (len(changed_components(c, miss)), c is not _at(earlier, position)))
     components = changed_components(closest, miss)
     if not components:
-        return [], _join(_same_key(closest), written)
+        return [], _join(_same_key(closest, miss), written)
     described = [_describe(name, closest, miss, components) for name in components]
     return components, _join("; ".join(described), written)
 
@@ -124,14 +129,32 @@ def _describe(component: str, before: LogCompile, after: LogCompile, changed: li
     )
 
 
-def _same_key(earlier: LogCompile) -> str:
+def _same_key(earlier: LogCompile, miss: LogCompile) -> str:
     if earlier.cache == "not written":
         return f"same key as in A, where it was not written ({earlier.why_not_written})"
+    if earlier.cache == "hit" and _hit_later(miss, [earlier]):
+        return "same key as in A, where it was a hit of the entry B wrote: B ran before A (the cold run)"
+    if earlier.cache == "hit" and miss.cache == "written" and None in (miss.finished_at, earlier.finished_at):
+        return (
+            "same key as in A, where it was a hit, and B wrote it: B ran before A (the cold run), or the entry "
+            "was removed since (eviction?) and B wrote it again"
+        )
     if earlier.cache == "hit":
         return (
             "same key as in A, where it was a hit: the entry was removed since (eviction?) or B used another cache dir"
         )
     return "same key as in A, which wrote it: the entry was removed since (eviction?) or B used another cache dir"
+
+
+def _hit_later(written: LogCompile, earlier: list[LogCompile]) -> bool:
+    """B's compile wrote its key and one of A's compiles hit that key after it, by the logs' times: A read
+    what B wrote, so B ran first. Without times (a log format with none) nothing is concluded."""
+    if written.cache != "written" or written.key is None or written.finished_at is None:
+        return False
+    return any(
+        c.cache == "hit" and c.key == written.key and c.finished_at is not None and c.finished_at > written.finished_at
+        for c in earlier
+    )
 
 
 def _at(compiles: list[LogCompile], position: int) -> LogCompile | None:

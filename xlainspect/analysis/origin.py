@@ -132,12 +132,30 @@ def _innermost_frames(text: str) -> set[int]:
 
 
 def _wraps_one_primitive(name: str, text: str) -> bool:
-    """Without stack frames (older jax, or metadata disabled): the module is jax's dispatch of one
-    primitive (`jit_sin`: every op_name `jit(sin)/sin`, older jax `jit(sin)/jit(main)/sin`), or it
-    computes nothing (`jit_stage`: jax staging a host value; its entry returns its parameter)."""
+    """Without stack frames (older jax, metadata disabled, or a program XLA optimized them away from):
+    the module is jax's dispatch of one primitive. jax's rule (`dispatch.xla_primitive_callable`, jax
+    0.10.2): `apply_primitive` jits `def prim_fun(*args): return prim.bind(*args, **params)` renamed
+    to the primitive, so the module is `jit_<prim>`, its parameters are `args[0]`, `args[1]`, ... and
+    every op it traced is the primitive's (`jit(sin)/sin`; older jax `jit(sin)/jit(main)/sin`; the
+    jit's own sharding annotations `jit(sin)`). What XLA adds when it compiles carries no op_name of
+    another function (copy insertion's `copy` has none, a reshape made a `bitcast` keeps its operand's
+    `args[0]`): a persistent-cache hit dumps only that compiled program, and a convert to the dtype
+    it has, or `jit_stage`, is then `args[0]` and a copy, no primitive op left. Without any op_name
+    (metadata disabled), the module is eager when it computes nothing (its entry returns its
+    parameters)."""
     primitive = name.removeprefix("jit_")
-    jitted = [op_name_scopes(n) for n in set(op_names(text)) if n.startswith("jit(")]
-    if jitted:
-        return all(scopes[0] == f"jit({primitive})" and scopes[-1] == primitive for scopes in jitted)
+    names = set(op_names(text))
+    if names:
+        return all(_traced_by(primitive, n) for n in names if not _PRIMITIVE_ARGUMENT.fullmatch(n))
     entry = entry_opcodes(text)
     return entry is not None and set(entry) <= {"parameter", "tuple"}
+
+
+_PRIMITIVE_ARGUMENT = re.compile(r"args\[\d+\]")
+"""The op_name jax gives a parameter of `prim_fun(*args)`: the path of one of its `*args`."""
+
+
+def _traced_by(primitive: str, op_name: str) -> bool:
+    """An op the primitive's jit traced: `jit(sin)/sin`, `jit(sin)/jit(main)/sin`, or `jit(sin)`."""
+    scope, scopes = f"jit({primitive})", op_name_scopes(op_name)
+    return op_name == scope or (bool(scopes) and scopes[0] == scope and scopes[-1] == primitive)

@@ -31,13 +31,13 @@ def cache(
         ),
     ] = None,
     log: LogOpt = None,
-    many: Annotated[int, typer.Option("--many", help="Flag functions with more entries than this.")] = 3,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """Per function: cache entries, bytes, the compile seconds stored in them, oldest and newest write;
-    functions with many entries (one per run: jax #21159). Damaged or foreign files are named on stderr."""
+    """Per function: cache entries, bytes, the compile seconds stored in them, oldest and newest write, the
+    programs they hold; functions holding one program under several keys (keys that changed between runs,
+    or change every run: jax #21159). Damaged or foreign files are named on stderr."""
     with user_errors():
-        report = cache_report(path, dump=dump, log=log, many=many)
+        report = cache_report(path, dump=dump, log=log)
     show(cache_document(report, str(path), str(dump)), fmt, report.skipped)
 
 

@@ -7,6 +7,12 @@ Layout as jax writes it (jax/_src/lru_cache.py, compilation_cache.py, jax 0.10.2
   with zstandard when jax found it (`compression.zstd` on Python 3.14+, else the `zstandard` package),
   else zlib. Newer XLA may serialize the executable as a riegeli "split proto"; only the 4-byte prefix is
   read here, so that does not matter.
+* Which program an entry holds (`CacheEntry.program`), so that entries of one program under several keys
+  are told from one entry per signature: on GPU, the optimized module's frontend attribute
+  `fingerprint_before_lhs`, XLA's `GetFingerprint128` of the canonical HLO before the latency-hiding
+  scheduler (gpu_hlo_schedule.cc), found in the executable's bytes; else the `HloModuleProto` a CPU
+  executable embeds (hlo.proto: name = 1, computations = 3, host_program_shape = 4), hashed without its
+  `id` (5), a process-wide counter. None where neither is found.
 * `<key>-atime` (8-byte little-endian ns of the last use) and `.lockfile`: only with eviction on
   (`jax_compilation_cache_max_size` > 0).
 * `xla_gpu_per_fusion_autotune_cache_dir/`, `xla_gpu_kernel_cache_file`: XLA's own GPU caches.
@@ -16,6 +22,7 @@ Stdlib only; zstandard is imported when an entry needs it.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import zlib
@@ -48,6 +55,9 @@ class CacheEntry:
     """The file's mtime (POSIX seconds): when jax wrote it."""
     compression: str
     """"zstandard" or "zlib"."""
+    program: str | None = None
+    """Which compiled program the entry holds (see the module docstring): equal for the same program
+    compiled in another run or under another key; None where the executable does not say."""
 
 
 @dataclass
@@ -105,7 +115,86 @@ def read_entry(path: Path, function: str, key: str) -> CacheEntry:
     if len(payload) <= _TIME_BYTES:
         raise DumpError(f"{path}: {len(payload)} bytes after decompression: no executable after the compile time")
     seconds = int.from_bytes(payload[:_TIME_BYTES], "big")
-    return CacheEntry(function, key, len(data), seconds, modified, compression)
+    program = executable_program(payload[_TIME_BYTES:], function)
+    return CacheEntry(function, key, len(data), seconds, modified, compression, program)
+
+
+_FINGERPRINT = re.compile(rb"fingerprint_before_lhs\x12 (?P<hex>[0-9a-f]{32})")
+"""The frontend attribute map entry XLA's GPU scheduler adds: key, then field 2, 32 bytes of hex."""
+_MODULE_DEPTH = 4
+"""How deep in the executable's messages an `HloModuleProto` is looked for (a CPU executable's is at 3)."""
+
+
+def executable_program(executable: bytes, function: str) -> str | None:
+    """Which program a serialized executable holds: `fp:` and XLA's fingerprint before scheduling (GPU),
+    else `hlo:` and the sha256 of the embedded HloModuleProto less its id; None where neither is found."""
+    if found := _FINGERPRINT.search(executable):
+        return "fp:" + found["hex"].decode()
+    size, at = _varint(executable, 0)  # jax 0.10's IFRT executables: a length-prefixed header, then the proto
+    parts = [executable[at + size :], executable] if 0 <= at < at + size <= len(executable) else [executable]
+    fields = next((f for part in parts if (f := _module_proto(part, function.encode(), 0)) is not None), None)
+    if fields is None:
+        return None
+    digest = hashlib.sha256(b"".join(raw for number, _, raw in fields if number != _MODULE_ID))
+    return "hlo:" + digest.hexdigest()
+
+
+_MODULE_NAME, _COMPUTATIONS, _HOST_PROGRAM_SHAPE, _MODULE_ID = 1, 3, 4, 5
+"""HloModuleProto's field numbers (xla/service/hlo.proto)."""
+Field = tuple[int, bytes, bytes]
+"""A protobuf field: number, value (a length-delimited field's bytes, else empty) and its bytes as written."""
+
+
+def _module_proto(data: bytes, name: bytes, depth: int) -> list[Field] | None:
+    """The fields of the first message, `data` or one nested in it, that is an HloModuleProto of module
+    `name` (its name, computations and host program shape); None where there is none."""
+    fields = _fields(data)
+    if fields is None:
+        return None
+    numbers = {number for number, _, _ in fields}
+    if (_MODULE_NAME, name) in {(n, v) for n, v, _ in fields} and {_COMPUTATIONS, _HOST_PROGRAM_SHAPE} <= numbers:
+        return fields
+    if depth == _MODULE_DEPTH:
+        return None
+    return next((m for _, v, _ in fields if v and (m := _module_proto(v, name, depth + 1)) is not None), None)
+
+
+def _fields(data: bytes) -> list[Field] | None:
+    """`data` read as one protobuf message; None where it is not one (a blob of object code)."""
+    fields: list[Field] = []
+    at = 0
+    while at < len(data):
+        start = at
+        tag, at = _varint(data, at)
+        number, wire = tag >> 3, tag & 7
+        value = b""
+        if number == 0 or at < 0:
+            return None
+        if wire == 0:
+            _, at = _varint(data, at)
+        elif wire == 2:
+            size, at = _varint(data, at)
+            value, at = data[at : at + size], at + size
+        elif wire in (1, 5):
+            at += 8 if wire == 1 else 4
+        else:
+            return None
+        if at < 0 or at > len(data):
+            return None
+        fields.append((number, value, data[start:at]))
+    return fields
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """A protobuf varint at `at`: (value, the offset after it); offset -1 where the bytes end first."""
+    value = shift = 0
+    while at < len(data):
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if byte < 0x80:
+            return value, at
+    return value, -1
 
 
 def _decompress(data: bytes, path: Path) -> tuple[str, bytes]:

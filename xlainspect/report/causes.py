@@ -36,6 +36,8 @@ _KINDS: dict[Kind, str] = {
     "weak_type": "the same program compiled again for jax's own function: an argument's weak type differs (a "
     "Python scalar and an array of the same dtype), which jax's cache tells apart and HLO does not show",
     "pytree": "the same arrays under other pytree paths (dict keys, dataclass fields)",
+    "unused": "a static argument or Python value changes what the function uses: jax leaves an argument "
+    "the program does not use out of it (jit's keep_unused=False)",
     "out_sharding": "output sharding changed",
 }
 """The detail of the kinds that have one reason."""
@@ -85,11 +87,20 @@ def cause_values(cause: Cause) -> tuple[Any, ...]:
         return tuple("; ".join(v[:3]) + (" ..." if len(v) > 3 else "") for v in cause.values)
     if cause.kind == "pytree":
         return tuple(", ".join(v) for v in cause.values)
+    if cause.kind == "unused":
+        return tuple(_used_text(v, cause.parameter) for v in cause.values)
     if cause.kind == "flags":
         return tuple(tuple(f"{k}={'(default)' if v is None else v}" for k, v in options) for options in cause.values)
     if cause.kind in ("sharding", "out_sharding"):
         return tuple("unspecified" if v is None else "P() (replicated)" if v == "P()" else v for v in cause.values)
     return cause.values
+
+
+def _used_text(dropped: tuple[str, ...], parameter: str | None) -> str:
+    """`used`, `unused` (every argument the cause names left out), or the names of those left out."""
+    if not dropped:
+        return "used"
+    return "unused" if ", ".join(dropped) == parameter else f"{', '.join(dropped)} unused"
 
 
 def _ops_text(ops: tuple[tuple[str, int], ...]) -> str:
@@ -124,6 +135,8 @@ def describe_cause(cause: Cause) -> str:
         return f"{cause.kind} {cause.parameter}: {values}{detail}"
     if cause.kind == "result":
         return f"result {values}{detail}"
+    if cause.kind == "unused":
+        return f"argument {cause.parameter}: {values}{detail}"
     if cause.kind == "out_sharding":
         return f"output sharding {values}"
     if cause.kind == "identical":
@@ -222,6 +235,9 @@ _ADVICE = {
     "static argument that changes nothing, pass a scalar as the same kind every call (jnp.float32(x), not "
     "sometimes a Python float)",
     "pytree": "pass the arguments in one pytree structure (the same dict keys) on every call",
+    "unused": "a static argument or Python value (a train flag) decides which arguments the function uses: "
+    "each value compiles its own program; keep its values few, or pass it as a traced value and choose with "
+    "jax.lax.cond",
     "flags": "compiler flags (XLA_FLAGS / compiler options) changed between compiles",
 }
 
@@ -250,7 +266,9 @@ def _shape_advice(causes: list[Cause]) -> list[str]:
     if not sized:
         return []
     cause = sized[0]
-    names = ", ".join(dict.fromkeys(str(c.parameter) for c in sized if c.values == cause.values))
+    names = ", ".join(
+        dict.fromkeys(str(c.parameter) for c in sized if (c.values, c.dims) == (cause.values, cause.dims))
+    )
     if ragged_last_batch(sizes := tuple(dict.fromkeys(cause.values))):
         full, last = sizes
         return [

@@ -32,16 +32,15 @@ class CacheReport:
 
 
 @remembered("path", "dump", "log")
-def cache_report(
-    path: str | Path, *, dump: str | Path | None = None, log: Path | None = None, many: int = 3
-) -> CacheReport:
-    """What jax's persistent compilation cache holds, per function; functions with more than `many`
-    entries are flagged (a key that changes per run: jax #21159). `log` is the run log of `dump`."""
+def cache_report(path: str | Path, *, dump: str | Path | None = None, log: Path | None = None) -> CacheReport:
+    """What jax's persistent compilation cache holds, per function, and which functions hold one program
+    under several keys (a key that changed between runs, or changes every run: jax #21159). `log` is the
+    run log of `dump`."""
     if log is not None and dump is None:
         raise UsageError("$log is the log of the run of $dump: give both")
     cached = read_cache_dir(path)
     joined = dump_entries(cached, load_dump(dump), run_log(dump, log)) if dump is not None else None
-    return CacheReport(cached, cache_inventory(cached, many), joined, cached.skipped)
+    return CacheReport(cached, cache_inventory(cached), joined, cached.skipped)
 
 
 @remembered("a", "b")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlainspect.analysis.origin import Origin, module_origin, module_origins
-from xlainspect.analysis.recompiles import branch, sharding, signature
+from xlainspect.analysis.recompiles import branch, sharding, signature, unused
 from xlainspect.analysis.recompiles.body import bodies
 from xlainspect.analysis.recompiles.flags import flags
 from xlainspect.analysis.recompiles.gate import (
@@ -55,6 +55,7 @@ Detector = Callable[[Compiles, list[Cause]], list[Cause]]
 
 DETECTORS: tuple[Detector, ...] = (
     signature.parameters,
+    unused.dropped_arguments,
     sharding.per_device_shapes,
     signature.results,
     signature.op_names,

@@ -21,6 +21,7 @@ Kind = Literal[
     "donation",
     "result",
     "pytree",
+    "unused",
     "identical",
     "weak_type",
     "branch",
@@ -28,7 +29,8 @@ Kind = Literal[
     "flags",
 ]
 """What differs between compiles: a part of the signature (shape ... result), the arguments' pytree paths,
-nothing (identical, weak_type), the ops a program runs (branch), its instructions (body), the flags."""
+the arguments the program uses (unused: jax leaves the others out), nothing (identical, weak_type), the
+ops a program runs (branch), its instructions (body), the flags."""
 
 Reason = Literal[
     "parameter_count",
@@ -64,10 +66,11 @@ class Cause:
     values: tuple[Any, ...] = ()
     """Per kind: sizes (or tuples of sizes, or dims), dtypes, layouts, results as text; shardings as a
     PartitionSpec `P(...)` (`P()`: replicated) or XLA's text, None where unspecified; donated or not;
-    per pytree leaf the changed paths; module ids (identical, weak_type); per program the (opcode, count)
-    pairs only it has (branch; a loop unrolled: those of every changed op); the constants (baked_in) or
-    the differing instructions (instructions); the (option, value) pairs of the differing debug options,
-    value None where left at its default (flags)."""
+    per pytree leaf the changed paths; per signature the arguments jax left out (unused); module ids
+    (identical, weak_type); per program the (opcode, count) pairs only it has (branch; a loop unrolled:
+    those of every changed op); the constants (baked_in) or the differing instructions (instructions);
+    the (option, value) pairs of the differing debug options, value None where left at its default
+    (flags)."""
     dims: tuple[int, ...] = ()
     """For shape causes: the dimensions (0-based) whose size varies."""
     reason: Reason | None = None

@@ -8,6 +8,7 @@ from xlainspect.analysis.cache_inventory import timestamp
 from xlainspect.report.document import Document, record, records, table
 
 if TYPE_CHECKING:
+    from xlainspect.analysis.cache_inventory import CachedFunction
     from xlainspect.analysis.cache_misses import CacheMiss
     from xlainspect.analysis.commands.cache import CacheReport
 
@@ -19,10 +20,10 @@ def cache_document(report: CacheReport, where: str, dump: str) -> Document:
     data = {"functions": records(functions), "entries": entries}
     if joined is not None:
         data["dump"] = records(joined)
-    note = "many entries: a key that changes per run? (jax #21159)"
-    rows = [record(f) | {"note": note if f.many_entries else ""} for f in functions]
+    rows = [record(f) | {"note": _note(f)} for f in functions]
     title = f"{len(cached.entries)} entries of {len(functions)} functions in {where}"
-    inventory = table(title, rows, ("name", "entries", "bytes", "compile_seconds", "oldest", "newest", "note"))
+    columns = ("name", "entries", "programs", "bytes", "compile_seconds", "oldest", "newest", "note")
+    inventory = table(title, rows, columns)
     blocks = [inventory]
     if joined is not None:
         title = f"compiles of {dump}: {sum(r.cached for r in joined)} of {len(joined)} in the cache"
@@ -30,11 +31,22 @@ def cache_document(report: CacheReport, where: str, dump: str) -> Document:
     return Document(data, blocks, csv=inventory)
 
 
+def _note(function: CachedFunction) -> str:
+    """Why a function holds one program under several keys; "" where each entry is another program."""
+    if not function.same_program:
+        return ""
+    return "one program, several keys: a key part changed between runs, or changes every run (jax #21159)?"
+
+
 def cache_misses_document(rows: list[CacheMiss], a: str, b: str) -> Document:
     missed = sum(r.status != "hit" for r in rows)
     title = f"{b} against {a}: {missed} of {len(rows)} functions missed the persistent cache"
     shown = table(title, rows, ("name", "status", "changed", "detail"))
     notes = []
+    if any(r.earlier for r in rows):
+        notes.append(
+            f"{b} ran before {a} ({a} hit entries {b} wrote): give the earlier run first: cache-misses {b} {a}"
+        )
     if all(r.status == "off" for r in rows):
         notes.append(f"{b}: no persistent-cache lines: the cache was off, or jax._src.compiler was not logged at DEBUG")
     return Document({"functions": records(rows)}, [shown], csv=shown, notes=notes)
