@@ -135,3 +135,17 @@ def test_op_name_scopes():
         "dot_general",
     )
     assert op_name_scopes(None) == op_name_scopes("") == ()
+
+
+def test_tuple_index_of_get_tuple_element():
+    # Test string in XLA's HloInstruction::ToString syntax (`index=` of a get-tuple-element), not a dump.
+    text = """HloModule m
+
+ENTRY e {
+  p = (f32[4]{0}, s32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=1
+  ROOT n = s32[] negate(i)
+}
+"""
+    (module,) = parse_hlo(text)
+    assert [i.tuple_index for i in module.entry.instructions] == [None, 1, None]  # only a get-tuple-element's

@@ -57,11 +57,7 @@ def _parameter_read(analysis: Analysis, body: Computation, parameter: Instructio
         value = parameter
         for position in leaf_index:
             value = next(
-                (
-                    u
-                    for u in users.get(value.name, ())
-                    if u.opcode == "get-tuple-element" and int(u.attributes.get("index", -1)) == position
-                ),
+                (u for u in users.get(value.name, ()) if u.tuple_index == position),
                 value,
             )
         read = _read_bytes(analysis, body, value)

@@ -77,7 +77,9 @@ def _term(
     if opcode == "parameter":
         return bind(instruction.parameter_number, shape_index)
     if opcode == "get-tuple-element":
-        position = int(instruction.attributes.get("index", "-1"))
+        position = instruction.tuple_index
+        if position is None:
+            return None
         return _operand_term(analysis, index, instruction, 0, (position, *shape_index), bind)
     if opcode == "tuple":
         if not shape_index or shape_index[0] >= len(instruction.operands):
