@@ -9,7 +9,8 @@ from tests.conftest import REPO
 
 def test_python_api_example_runs(monkeypatch, capsys):
     readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("## Python API") : readme.index("## Performance")]
+    start = readme.index("## Python API")
+    section = readme[start : readme.index("\n## ", start)]
     (example,) = re.findall(r"```python\n(.*?)```", section, re.S)
     monkeypatch.chdir(REPO)
     exec(compile(example, "README.md", "exec"), {})

@@ -18,6 +18,7 @@ from typing import Any
 
 from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import AFTER_STAGES, TAIL_BYTES, Dump, DumpFile, DumpModule, classify, dump_of, scan_dump
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
 from xlainspect.dump.textproto import int_field
@@ -68,7 +69,7 @@ class Finding:
 
 
 @dataclass(slots=True)
-class DumpHealth:
+class DumpHealth(Tabular):
     """What `doctor` found about a dump: its size and each finding."""
 
     root: Path

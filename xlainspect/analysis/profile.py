@@ -33,6 +33,7 @@ from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.commands import analyse_each
 from xlainspect.analysis.cost import OpCost, module_cost
 from xlainspect.analysis.profile_compiles import COMPILE_EVENTS, CompileEvent, trace_compiles
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
 from xlainspect.dump.thunks import KERNEL_KINDS, Thunk, ThunkSequence, read_thunk_sequence, thunk_files
 from xlainspect.dump.xplane import StatValue, Trace, TraceEvent, embedded_hlo_text
@@ -138,7 +139,7 @@ class Autotuning:
 
 
 @dataclass
-class ProfileReport:
+class ProfileReport(Tabular):
     """Measured time per op, steps, functions and compiles of a profile, joined with a dump's costs."""
 
     paths: list[str]

@@ -18,6 +18,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from xlainspect.report.document import (
+    DRAWN_ROWS,
     NARROW,
     Document,
     Entry,
@@ -126,11 +127,6 @@ def rich_table(tab: Table):
     for row in tab.rows[:DRAWN_ROWS]:
         drawn.add_row(*(Text(cell_text(v)) for v in row))  # Text(): HLO is never rich markup
     return drawn
-
-
-#: Rows of one table drawn for people: rich lays out ~1,000 cells in 0.1 s, and a terminal shows a few
-#: dozen rows; CSV, JSON and Markdown keep every row.
-DRAWN_ROWS = 25
 
 
 def _rows_left_out(tab: Table) -> str:

@@ -29,7 +29,7 @@ section{margin-bottom:2.5em}svg{background:#fafafa;border:1px solid #ddd}
 
 def write_cost_html(modules: list, path: str | Path) -> None:
     """Write the page for `modules` (ModuleCost rows); modules without a chip get their totals only."""
-    body = "\n".join(_section(m) for m in modules)
+    body = "\n".join(module_roofline(m) for m in modules)
     page = (
         f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect roofline</title>"
         f"<style>{STYLE}</style></head><body><h1>Roofline</h1>\n{body}\n</body></html>\n"
@@ -37,7 +37,7 @@ def write_cost_html(modules: list, path: str | Path) -> None:
     Path(path).write_text(page, encoding="utf-8")
 
 
-def _section(module) -> str:
+def module_roofline(module) -> str:
     title = html.escape(f"{module.module} ({module.function})")
     seconds = "-" if module.roofline_seconds is None else f"{module.roofline_seconds:.3e} s ({module.bound})"
     summary = (

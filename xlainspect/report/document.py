@@ -74,6 +74,11 @@ class Document:
     gate_undecided: bool = False
 
 
+DRAWN_ROWS = 25
+"""Rows of one table drawn for people (a terminal, a notebook): rich lays out ~1,000 cells in 0.1 s, and a
+screen shows a few dozen rows; CSV, JSON, Markdown and DataFrames keep every row."""
+
+
 NARROW = 120
 """Columns under which a wide table's text columns would be a few characters wide (a pipe is 80)."""
 

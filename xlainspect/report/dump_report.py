@@ -25,6 +25,7 @@ from xlainspect.analysis.copies import copy_totals
 from xlainspect.analysis.fusions import fusion_kind_totals
 from xlainspect.analysis.layouts import ledger_totals
 from xlainspect.analysis.memory import ModuleMemory
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.analysis.timing import CompileMark, FunctionTiming, OpTiming, Timing, losses
 from xlainspect.dump.directory import Dump, SkippedFile
 from xlainspect.progress import Progress, silent
@@ -122,7 +123,7 @@ class OpDetail:
 
 
 @dataclass
-class DumpReport:
+class DumpReport(Tabular):
     """One report of a whole dump: the modules table and each section."""
 
     root: str

@@ -62,9 +62,7 @@ def _page(report: DumpReport, curves: int) -> str:
         _summary_html(report),
     ]
     body += [_section_html(s, known, curves) for s in report.sections if s.key != FIRST_SCREEN]
-    body.append(
-        f"<section id='modules'><h2>Modules</h2>{_table_html(report.modules, known, anchor='module')}</section>"
-    )
+    body.append(f"<section id='modules'><h2>Modules</h2>{table_html(report.modules, known, anchor='module')}</section>")
     return page(f"xlainspect report: {report.root}", "\n".join(body), _STYLE)
 
 
@@ -128,7 +126,7 @@ def _section_html(section: Section, known: set[str], curves: int) -> str:
         parts.append(_findings_html(section.findings))
     for tab in section.tables:
         anchor = "function" if section.key == "recompiles" else None
-        parts.append(f"<h3>{html.escape(tab.title)}</h3>{_table_html(tab, known, anchor)}")
+        parts.append(f"<h3>{html.escape(tab.title)}</h3>{table_html(tab, known, anchor)}")
     parts += [_detail_html(d) for d in section.details]
     parts += [module_section(m) for m in section.memory[:curves]]
     if len(section.memory) > curves:
@@ -194,7 +192,7 @@ def _detail_html(detail: OpDetail) -> str:
     )
 
 
-def _table_html(tab: Table, known: set[str], anchor: str | None = None) -> str:
+def table_html(tab: Table, known: set[str], anchor: str | None = None) -> str:
     """A sortable table; with `anchor`, each row is the target of links to its first cell (`#function-NAME`)."""
     numeric = {c for i, c in enumerate(tab.columns) if is_numeric(tab, i)}
     head = "".join(f"<th{'' if c in numeric else ' class=l'}>{html.escape(c)}</th>" for c in tab.columns)

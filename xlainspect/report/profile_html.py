@@ -17,7 +17,7 @@ from xlainspect.report.cost_html import STYLE, Point, roofline_svg
 
 _WIDTH, _LANE, _PAD = 1100, 22, 150
 
-_TIMELINE_STYLE = """.band{fill:#f0f0f0}.band.odd{fill:#e6ecf5}.bar{fill:#1f6feb}.compile{fill:#d1242f}
+TIMELINE_STYLE = """.band{fill:#f0f0f0}.band.odd{fill:#e6ecf5}.bar{fill:#1f6feb}.compile{fill:#d1242f}
 .mark{stroke:#d1242f;stroke-dasharray:4 3}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}td.l,th.l{text-align:left}"""
 
@@ -26,12 +26,12 @@ def write_profile_html(report, path: str | Path) -> None:
     """Write the page for a ProfileReport."""
     sections = [
         _timeline_section("Timeline: the whole trace", report, None),
-        _typical_step(report),
+        typical_step(report),
         _roofline_section(report),
     ]
     page = (
         f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect profile</title>"
-        f"<style>{STYLE}\n{_TIMELINE_STYLE}</style></head><body><h1>Profile</h1>"
+        f"<style>{STYLE}\n{TIMELINE_STYLE}</style></head><body><h1>Profile</h1>"
         f"<p>{html.escape(', '.join(report.paths))}: {len(report.steps)} steps ({html.escape(report.step_source)}), "
         f"{len(report.op_events):,} op events ({report.placed[0]:,} on an HLO op), {len(report.compiles)} compiles"
         f"{_autotuning_note(report)}</p>\n" + "\n".join(s for s in sections if s) + "\n</body></html>\n"
@@ -46,7 +46,7 @@ def _autotuning_note(report) -> str:
     return f"; autotuning apart: {tuning.kernels:,} kernels, {tuning.seconds * 1e3:.3g} ms"
 
 
-def _typical_step(report) -> str:
+def typical_step(report) -> str:
     if not report.steps:
         return ""
     step = sorted(report.steps, key=lambda s: s.seconds)[len(report.steps) // 2]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries
 from xlainspect.analysis.cache_misses import cache_misses
 from xlainspect.analysis.commands import remembered
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.compilation_cache import read_cache_dir
 from xlainspect.dump.directory import Dump, SkippedFile, load_dump
 from xlainspect.dump.jaxlog import read_jax_log, run_log
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class CacheReport:
+class CacheReport(Tabular):
     """A persistent-cache directory per function, and with a dump, which compiles it holds."""
 
     cached: CacheDir
@@ -43,11 +44,19 @@ def cache_report(path: str | Path, *, dump: str | Path | None = None, log: Path 
     return CacheReport(cached, cache_inventory(cached), joined, cached.skipped)
 
 
+class CacheMisses(Tabular, list["CacheMiss"]):
+    """`cache_misses_report`'s rows, a list, with the runs it compares (named in its table's title)."""
+
+    def __init__(self, rows: list[CacheMiss], a: str | Path, b: str | Path) -> None:
+        super().__init__(rows)
+        self.a, self.b = a, b
+
+
 @remembered("a", "b")
-def cache_misses_report(a: str | Path, b: str | Path) -> list[CacheMiss]:
+def cache_misses_report(a: str | Path, b: str | Path) -> CacheMisses:
     """Per function of run B: hit, miss or not written, and for a miss the cache-key components that
     changed since run A. A run is a jax log, or a folder holding jax.log (with its dump, for the HLO)."""
-    return cache_misses(read_jax_log(a), read_jax_log(b), _dump_if_any(Path(b)))
+    return CacheMisses(cache_misses(read_jax_log(a), read_jax_log(b), _dump_if_any(Path(b))), a, b)
 
 
 def _dump_if_any(path: Path) -> Dump | None:

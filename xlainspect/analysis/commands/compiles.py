@@ -20,6 +20,7 @@ from xlainspect.analysis.recompiles import (
     count_recompiles,
     unknown_budget_names,
 )
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.capture import dump_folder, run_with_dump
 from xlainspect.dump.directory import Dump, SkippedFile, load_dump
 from xlainspect.dump.jaxlog import run_log
@@ -51,7 +52,7 @@ class ModuleRow:
 
 
 @dataclass
-class ModulesReport:
+class ModulesReport(Tabular):
     """The compiles of a dump, with compile seconds where the jax log gives them."""
 
     root: Path
@@ -103,7 +104,7 @@ def _compile_times(dump: Dump, path: Paths, log: Path | None) -> CompileTimes | 
 
 
 @dataclass
-class RecompileReport:
+class RecompileReport(Tabular):
     """Compiles per function and why each recompile happened; `violations` are the gate's failures."""
 
     functions: list[FunctionCompiles]
@@ -146,7 +147,7 @@ def recompiles_report(
 
 
 @dataclass
-class CaptureReport:
+class CaptureReport(Tabular):
     """A captured run: the program's exit status, where its dump is, and its recompiles."""
 
     status: int

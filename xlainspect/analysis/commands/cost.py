@@ -10,6 +10,7 @@ from xlainspect.analysis.chips import chip_table, custom_chip, dump_chip_key, ge
 from xlainspect.analysis.commands import Paths, Selection, input_paths, remembered, run_selected
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.profile import only_function, profile
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
 from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import UsageError, XlaInspectError, literal
@@ -32,7 +33,7 @@ class ChipChoice:
 
 
 @dataclass
-class CostReport:
+class CostReport(Tabular):
     """FLOPs, bytes and roofline time per module, with each module's slowest ops."""
 
     modules: list[ModuleCost]

@@ -18,12 +18,13 @@ from xlainspect.analysis.diff import (
     regressions,
     unknown_functions,
 )
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import SkippedFile, load_dump
 from xlainspect.progress import Progress, silent
 
 
 @dataclass
-class DiffReport:
+class DiffReport(Tabular):
     """Two dumps compared per function, the metrics that grew past a threshold, and what is unknown."""
 
     a: Path

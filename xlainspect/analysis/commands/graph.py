@@ -21,6 +21,7 @@ from xlainspect.analysis.ops import (
     opcode_counts,
     opcode_histogram,
 )
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
 from xlainspect.dump.files import read_text
 from xlainspect.dump.model_cache import parse_file
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class FusionsReport:
+class FusionsReport(Tabular):
     """Every fusion of the selected modules, totals per kind, and the compute left outside fusions."""
 
     fusions: list[Fusion]
@@ -87,7 +88,7 @@ def fusions_report(
 
 
 @dataclass
-class CopiesReport:
+class CopiesReport(Tabular):
     """Every copy, transpose and relayout of the selected modules, with totals per kind."""
 
     copies: list[Copy]
@@ -109,7 +110,7 @@ def copies_report(
 
 
 @dataclass
-class CollectivesReport:
+class CollectivesReport(Tabular):
     """Every collective of the selected modules, with totals per kind."""
 
     collectives: list[Collective]
@@ -131,7 +132,7 @@ def collectives_report(
 
 
 @dataclass
-class OpsReport:
+class OpsReport(Tabular):
     """Opcode counts per module, or per function across its variants."""
 
     opcodes: list[OpCount]
@@ -174,7 +175,7 @@ def _histogram(dump_module: DumpModule, stage: str) -> list[OpCount]:
 
 
 @dataclass
-class Neighbourhood:
+class Neighbourhood(Tabular):
     """The data-flow neighbourhood of one instruction, for `graph --around`."""
 
     subgraph: Subgraph

@@ -15,6 +15,7 @@ from xlainspect.analysis.layouts import (
     module_ledger,
     ranked,
 )
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import SkippedFile, load_dump, select_dump_modules
 from xlainspect.hlo.shape_text import parse_shape
 from xlainspect.progress import Progress, silent
@@ -23,13 +24,17 @@ if TYPE_CHECKING:
     from xlainspect.analysis.layouts import ArrayLayout, LedgerView, PaddingRow, PaddingTotal
 
 
-def explain_layout(shape: str, platform: str | None = None) -> list[ArrayLayout]:
+class ArrayLayouts(Tabular, list["ArrayLayout"]):
+    """`explain_layout`'s arrays, a list (a tuple shape has one per leaf)."""
+
+
+def explain_layout(shape: str, platform: str | None = None) -> ArrayLayouts:
     """What each array of a shape with layout costs (`bf16[3,5]{1,0:T(8,128)(2,1)}`); a tuple gives one per leaf."""
-    return explain_shape(parse_shape(shape), platform)
+    return ArrayLayouts(explain_shape(parse_shape(shape), platform))
 
 
 @dataclass
-class LayoutsReport:
+class LayoutsReport(Tabular):
     """The padding ledger of a dump: the most wasteful values and totals per module and function."""
 
     values: list[PaddingRow]

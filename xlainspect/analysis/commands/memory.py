@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from xlainspect.analysis.commands import analyse_each, remembered
 from xlainspect.analysis.memory import memory_inputs, module_memory
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump, select_dump_modules
 from xlainspect.errors import DumpError
 from xlainspect.progress import Progress, silent
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class MemoryReport:
+class MemoryReport(Tabular):
     """Memory per module: allocations by kind and space, the peak and what is live there."""
 
     modules: list[ModuleMemory]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xlainspect.analysis.commands import Paths, remembered
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.model_cache import parse_file
 from xlainspect.hlo.opcodes import unknown_opcodes
 
@@ -22,7 +23,7 @@ class ParsedModule:
 
 
 @dataclass
-class ParseReport:
+class ParseReport(Tabular):
     """What `parse` found: each module of the files, and opcodes this XLA does not know."""
 
     modules: list[ParsedModule]

@@ -27,6 +27,7 @@ from xlainspect.analysis.memory import ModuleMemory, assigned_memory
 from xlainspect.analysis.neighbourhood import neighbourhood
 from xlainspect.analysis.profile import ProfileReport, profile
 from xlainspect.analysis.recompiles import FunctionCompiles, Recompiles, count_recompiles
+from xlainspect.analysis.tabular import Tabular
 from xlainspect.analysis.timing import ModuleTime, OpTiming, Timing, module_time, timing
 from xlainspect.dump.buffers import read_buffer_assignment
 from xlainspect.dump.directory import SHARE_MIN_MODULES, Dump, DumpModule, SkippedFile, load_dump
@@ -58,7 +59,7 @@ class ModuleFacts:
 
 
 @dataclass
-class DumpFacts:
+class DumpFacts(Tabular):
     """What every section of the report reads: the dump (headers: compiles), the facts of each module
     that parsed (`facts[k]` of `readable[k]`), its count-recompiles rows and where the time goes."""
 

@@ -75,7 +75,7 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
     data = {
         "total_modules": sum(r.modules for r in shown),
         "functions": [
-            _function_record(r)
+            function_record(r)
             | _times_json(times, r.name)
             | ({"profile_compile_seconds": list(profiled[r.name])} if r.name in profiled else {})
             for r in shown
@@ -116,7 +116,7 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
     )
 
 
-def _function_record(row: FunctionCompiles) -> dict:
+def function_record(row: FunctionCompiles) -> dict:
     """A function's JSON: its fields (each cause's values and detail in the table's words), the suggestion
     after its causes."""
     data = record(row) | {"causes": [cause_record(c) for c in row.causes]}

@@ -69,12 +69,12 @@ def _rows_and_totals(
     """JSON `{key: rows, "totals": totals, ...}`; CSV the rows, every field of the row type (a header even
     with no rows); tables the rows (fewer columns) and the totals."""
     row_type, total_type = types
-    data = {key: [_json_record(r) for r in records(rows)], "totals": records(totals), **(extra or {})}
+    data = {key: [json_record(r) for r in records(rows)], "totals": records(totals), **(extra or {})}
     blocks = [table(key, rows, shown), table("totals", totals, fields(total_type))]
     return Document(data, blocks, csv=table(None, rows, fields(row_type)))
 
 
-def _json_record(row: dict) -> dict:
+def json_record(row: dict) -> dict:
     """`is_async` is spelled `async` in JSON (a Python keyword cannot be a field name)."""
     return {("async" if k == "is_async" else k): v for k, v in row.items()}
 

@@ -46,7 +46,7 @@ def memory_document(report: MemoryReport) -> Document:
     terminal, every column in Markdown)."""
     summaries = [_memory_summary(r) for r in report.modules]
     title = "Memory per module (bytes)"
-    data = {"modules": [_memory_json(r) for r in report.modules]}
+    data = {"modules": [memory_record(r) for r in report.modules]}
     blocks: list = [table(title, summaries, _MEMORY_COMPACT)]
     markdown: list = [table(title, summaries, _MEMORY_COLUMNS)]
     for row in report.modules:
@@ -70,7 +70,7 @@ def _memory_summary(row) -> dict:
     }
 
 
-def _memory_json(row) -> dict:
+def memory_record(row) -> dict:
     document = record(row)
     document.pop("sequence")
     document.pop("curve")
