@@ -75,6 +75,7 @@ def main() -> None:
     results += latency_figures(args.repeat)
     results += gpu_profile_figures(args.repeat)
     results += fleet_figures(args.repeat)
+    results += job_profile_figures(args.repeat)
     results += pod_figures(args.repeat, tuple(args.pod_s3_hosts))
     if args.skip_big:
         results += small_parse_figure(args.repeat, None)
@@ -375,6 +376,45 @@ def fleet_dump() -> Path:
         link(source / name, target / name.replace("module_0000.", f"module_{FLEET_MODULES:04d}.", 1))
     (folder / ".complete").touch()
     return folder
+
+
+JOB_HOSTS = 64
+JOB_SOURCE = REPO / "fixtures" / "profiles" / "multihost_straggler"
+"""A real 4-host job's traces (fixtures/generate.py): every job host is a copy of one of them."""
+
+
+def job_profile_figures(repeat: int) -> list[dict]:
+    """`profile` of one run's 64 host traces (copies of the fixture's four, the slow host first), cold:
+    at most 10 s (the median run), and its peak RSS."""
+    folder = job_traces()
+    command = [*XLAINSPECT, "profile", str(folder), "--format", "json"]
+    runs = rounds({"job": functools.partial(wall_rss, command, {"XLAINSPECT_NO_CACHE": "1"})}, repeat)["job"]
+    seconds, rss = statistics.median(s for s, _ in runs), max(r for _, r in runs)
+    name = f"profile, {JOB_HOSTS} hosts' traces of one run"
+    return [
+        figure(f"{name} (wall, caches off)", seconds, "s", "<= 10", seconds <= 10),
+        figure(f"{name}: peak RSS", rss / 2**20, "MiB"),
+    ]
+
+
+def job_traces() -> Path:
+    """One run folder of 64 `host_NN.xplane.pb`: host_00 the fixture's slow host, the others its other
+    hosts in turn (hard links)."""
+    folder = CACHE / f"job_{JOB_HOSTS}" / "plugins" / "profile" / "run"
+    if (folder / ".complete").exists():
+        return folder.parents[2]
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    sources = sorted(JOB_SOURCE.rglob("*.xplane.pb"))
+    slow = json.loads((JOB_SOURCE / "truth.json").read_text())["slow_host"]
+    order = [p for p in sources if p.name.startswith(slow + ".")] + [
+        p for p in sources if not p.name.startswith(slow + ".")
+    ]
+    others = order[1:]
+    for host in range(JOB_HOSTS):
+        link(order[0] if host == 0 else others[(host - 1) % len(others)], folder / f"host_{host:02d}.xplane.pb")
+    (folder / ".complete").touch()
+    return folder.parents[2]
 
 
 def wall_rss(command: list[str], env: dict) -> tuple[float, int]:

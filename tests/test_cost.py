@@ -133,10 +133,12 @@ def test_chip_table_has_sources_and_every_dtype():
     assert {"h100", "h200", "b200", "a100", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e"} <= set(table)
     for key, entry in table.items():
         assert set(entry["peak_flops"]) == set(DTYPE_CLASSES), key
-        assert set(entry["sources"]) == {"peak_flops", "hbm_bandwidth", "ici_bandwidth"}, key
+        figures = {"peak_flops", "hbm_bandwidth", "ici_bandwidth"} | ({"launch_seconds"} & set(entry))
+        assert set(entry["sources"]) == figures, key  # every figure cites its source
         assert all("https://" in source for source in entry["sources"].values()), key
     assert get_chip("tpu-v5e").peak_flops("f32") == 197e12  # no f32 unit: the bf16 figure
     assert get_chip("h100", peak_flops=1e15).peak_flops("s8") == 1e15
+    assert (get_chip("h200").launch_seconds, get_chip("tpu-v5e").launch_seconds) == (1e-6, 0.0)  # no TPU figure
 
 
 def test_dtype_classes_and_default_chips():

@@ -20,7 +20,8 @@ from xlainspect.analysis.tabular import Tabular
 from xlainspect.errors import UsageError
 from xlainspect.report.document import DRAWN_ROWS, to_json
 from xlainspect.report.notebook import VIEWS
-from xlainspect.report.views.cost import COST_OP_COLUMNS, PROFILE_OP_COLUMNS
+from xlainspect.report.views.cost import COST_OP_COLUMNS
+from xlainspect.report.views.profile import PROFILE_OP_COLUMNS
 
 DUMP = DUMPS / "profile_steps"
 TRACE = FIXTURES / "profiles" / "profile_steps"
@@ -84,11 +85,11 @@ def test_profile_tables(profiled):
     ops = profiled.to_pandas()
     assert list(ops.columns) == list(json.loads(to_json(VIEWS[type(profiled)].document(profiled)))["ops"][0])
     assert set(PROFILE_OP_COLUMNS) <= set(ops.columns)  # what CSV writes, and more
-    assert ops["total_seconds"].dtype == "float64" and ops["count"].dtype == "int64"
-    assert ops.loc[0, "name"] == "dot.2" and ops.loc[0, "count"] == 3
+    assert ops["total_seconds"].dtype == "float64" and ops["kernels"].dtype == "int64"
+    assert ops.loc[0, "name"] == "dot.2" and ops.loc[0, "kernels"] == 3
     steps = profiled.to_pandas("steps")
     assert list(steps["number"]) == [0, 1, 2, 3, 4, 5]
-    assert steps.loc[0, "seconds"] == pytest.approx(0.329739, abs=1e-6)
+    assert steps.loc[0, "wall_seconds"] == pytest.approx(0.329739, abs=1e-6)
     assert list(steps["kernels"]) == [11] * 6
 
 

@@ -12,7 +12,10 @@ from xlainspect.analysis.commands.report import dump_facts
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.report import dump_report as reports
+from xlainspect.report import sections
 from xlainspect.report.page import render_html, render_markdown
+from xlainspect.report.sections import A_STEP
+from xlainspect.report.views import memory as memory_view
 
 SECTIONS = ["time", "compiles", "recompiles", "memory", "padding", "fusions", "copies", "collectives"]
 
@@ -26,7 +29,7 @@ def test_findings_are_ranked_extra_compiles_first_then_bytes():
     # the roofline section needs a chip: a TPU dump's, where `cost` reads it from the dump
     assert [s.key for s in report.sections if s.key != "roofline"] == SECTIONS
     findings = report.findings()
-    timed = [f for f in findings if f.unit == "seconds"]  # time a step first, where the chip is known
+    timed = [f for f in findings if f.unit == A_STEP]  # no profile: seconds a step, ranked apart from a run's
     assert findings[: len(timed)] == timed
     findings = findings[len(timed) :]
     assert findings[0].section == "recompiles" and findings[0].cost == 11 and findings[0].unit == "compiles"
@@ -59,12 +62,12 @@ def test_collectives_and_eager_flood_findings():
 
 def test_a_builder_appended_to_the_hook_becomes_a_section(monkeypatch):
     def cost_section(source):
-        return reports.Section(
+        return sections.Section(
             "cost",
             "Cost",
             f"{len(source.readable)} modules",
-            [reports.table("flops", ("module", "flops"), [("module_0000.jit_train_step", 7)])],
-            [reports.Finding("cost", "slow", 10**9, "bytes")],
+            [sections.table("flops", ("module", "flops"), [("module_0000.jit_train_step", 7)])],
+            [sections.Finding("cost", "slow", 10**9, "bytes")],
         )
 
     monkeypatch.setattr(reports, "SECTION_BUILDERS", [*reports.SECTION_BUILDERS, cost_section])
@@ -75,8 +78,8 @@ def test_a_builder_appended_to_the_hook_becomes_a_section(monkeypatch):
 
 
 def test_large_tables_are_sampled_with_a_note(monkeypatch):
-    monkeypatch.setattr(reports, "MAX_ROWS", 5)
-    monkeypatch.setattr(reports, "MAX_CURVES", 2)
+    monkeypatch.setattr(sections, "MAX_ROWS", 5)
+    monkeypatch.setattr(memory_view, "MAX_CURVES", 2)
     report = _report("tpu_v5e")
     copies = next(s for s in report.sections if s.key == "copies")
     assert len(copies.tables[1].rows) == 5
@@ -153,3 +156,20 @@ def test_workers_find_the_same_report_as_one_process(tmp_path, monkeypatch):
     assert skipped == ["module_0085", "module_0219", "module_0085"]  # the last from the recompiles section
     assert parallel == serial and render_html(parallel) == render_html(serial)
     assert sum(advanced) == len(load_dump(dump).modules) == 18
+
+
+def test_recompiles_fold_to_one_line_per_function_on_the_first_screen():
+    """What changed, without the values (the recompiles section keeps them), each line linked to it."""
+    (time,) = [s for s in _report("tpu_v5e").sections if s.key == "time"]
+    assert time.brief == [("jit_layouts: 12 compiles: the number of parameters, dtype", "function-jit_layouts")]
+    (time,) = [s for s in _report("same_signature").sections if s.key == "time"]
+    assert time.brief[:2] == [
+        ("jit_layer: 2 compiles: a Python branch on a static argument", "function-jit_layer"),
+        ("jit_scale: 2 compiles: identical programs", "function-jit_scale"),
+    ]
+    assert time.brief[4:] == [
+        ("and 3 more recompiled functions", "recompiles"),
+        ("eager jax ops: 7 compiles of 5 functions", "recompiles"),
+    ]
+    page = render_html(_report("same_signature"))
+    assert "<li><a href='#function-jit_scale'>jit_scale: 2 compiles: identical programs</a></li>" in page

@@ -20,6 +20,11 @@ from xlainspect.dump.directory import load_dump
 from xlainspect.dump.jaxlog import JaxLog, parse_jax_log, read_jax_log
 from xlainspect.report import dump_report as reports
 from xlainspect.report.page import render_html, render_markdown
+from xlainspect.report.sections import A_RUN, A_STEP, StepBars, StepBreakdown
+from xlainspect.report.views import compiles as compiles_view
+from xlainspect.report.views import time as time_view
+from xlainspect.report.views.cost import duration
+from xlainspect.report.views.profile import step_headline
 
 TRACE = FIXTURES / "profiles" / "profile_steps"
 CACHE_RUN = FIXTURES / "cache" / "runs" / "1_cold"
@@ -41,16 +46,21 @@ def test_measured_step_time_is_the_profiles_time_per_step():
     (row,) = time.tables[0].rows
     profiled = profile_report(TRACE, DUMPS / "profile_steps")
     (function,) = profiled.functions
-    per_step = sum(function.per_step_seconds) / len(function.per_step_seconds)
+    ran = [seconds for seconds in function.seconds_by_step if seconds > 0]
+    per_step = sum(ran) / len(ran)
+    assert function.seconds_per_step == pytest.approx(per_step)
     assert row[:3] == ("jit_train_step", pytest.approx(per_step * 1e6), "measured")
     assert row[0:1] + (round(row[1], 2),) == ("jit_train_step", 4496.48)  # 6 steps in the trace
     assert "module" not in time.tables[0].columns  # measured over every module of the function
     assert row[5:] == (2, pytest.approx(0.427045317), pytest.approx(0.202601404), 57860)
-    assert time.intro.startswith("Measured in the profile (6 steps): a function's step time is its kernels'")
-    assert (
-        "0.43 s compiling (profile). jit_train_step compiled 2 times (0.20 s again): shape x dim 0: 32 -> 16; "
-        "shape y dim 0: 32 -> 16. Memory peaks at 57,860 bytes in module_0000.jit_train_step." in time.intro
-    )
+    assert time.intro.startswith("Measured in the profile (6 steps): the step is its wall, the device's time in it")
+    assert "0.43 s compiling (profile). Memory peaks at 57,860 bytes in module_0000.jit_train_step." in time.intro
+    # the recompile folds to one line on the first screen; its values are in the recompiles section
+    assert time.brief == [
+        ("jit_train_step: 2 compiles (0.20 s again): shape of 2 parameters", "function-jit_train_step")
+    ]
+    (recompiled,) = [row for row in _section(report, "recompiles").tables[0].rows if row[0] == "jit_train_step"]
+    assert recompiled[5] == "shape x dim 0: 32 -> 16; shape y dim 0: 32 -> 16"
 
 
 def test_a_compile_in_the_profile_is_on_the_timeline_with_its_seconds():
@@ -62,7 +72,7 @@ def test_a_compile_in_the_profile_is_on_the_timeline_with_its_seconds():
         (c.start_seconds, c.seconds, i > 0) for i, c in enumerate(profiled.compiles)
     ]
     finding = next(f for f in report.findings() if f.section == "recompiles")
-    assert (finding.unit, finding.cost) == ("compile seconds", pytest.approx(0.202601404))
+    assert (finding.unit, finding.cost) == (A_RUN, pytest.approx(0.202601404))
     assert finding.source == "fixtures/generate.py:347"
 
 
@@ -172,9 +182,10 @@ def test_gpu_roofline_estimate_is_costs_roofline_of_the_last_module():
 def test_gpu_findings_link_each_op_to_its_hlo_lines_and_source():
     report = _report(GPU_DUMP, profile=GPU_TRACE)
     time = _section(report, "time")
-    timed = [f for f in report.findings() if f.unit == "seconds"]
-    assert timed == time.findings and len(timed) == 10
-    assert [f.cost for f in timed] == sorted((f.cost for f in timed), reverse=True)
+    timed = [f for f in report.findings() if f.op]  # the ops'; the idle host's has no op
+    assert timed == [f for f in time.findings if f.op] and len(timed) == 10
+    assert all(f.unit == A_STEP and f.run_seconds for f in timed)
+    assert [f.run_seconds for f in timed] == sorted((f.run_seconds for f in timed), reverse=True)
     details = {d.anchor: d for d in time.details}
     for finding in timed:
         detail = details[finding.op]
@@ -203,7 +214,7 @@ def test_every_link_on_the_page_has_its_target():
 
 def test_a_copy_says_what_it_moves():
     """tpu_v5e's jit_dots moves values between HBM and VMEM (the copies analysis reads the memory spaces)."""
-    texts = [f.text for f in _report(DUMPS / "tpu_v5e").findings() if f.unit == "seconds"]
+    texts = [f.text for f in _report(DUMPS / "tpu_v5e").findings() if f.unit == A_STEP]
     assert (
         "module_0219.jit_dots copy.4 (copy): copy between memory spaces (S(1)->S(0) (HBM (default))): "
         "a prefetch or offload, lost where it does not overlap compute"
@@ -223,11 +234,11 @@ def test_a_trace_that_starts_after_the_first_compile_marks_the_next_a_recompile(
     (train,) = [m for m in timeline.marks if m.function == "jit_train_step"]
     assert train.recompile and train.seconds == pytest.approx(2.759099201)
     finding = next(f for f in report.findings() if f.text.startswith("jit_train_step compiled 2 times"))
-    assert (finding.unit, finding.cost) == ("compile seconds", pytest.approx(2.759099201))
+    assert (finding.unit, finding.cost) == (A_RUN, pytest.approx(2.759099201))
 
 
 def test_the_timeline_draws_the_functions_with_the_most_compile_time(monkeypatch):
-    monkeypatch.setattr(reports, "TIMELINE_LANES", 2)
+    monkeypatch.setattr(compiles_view, "TIMELINE_LANES", 2)
     report = reports.dump_report(dump_facts(load_dump(CACHE_RUN), log=read_jax_log(CACHE_RUN)))  # not the cached one
     compiles = _section(report, "compiles")
     (timeline,) = compiles.charts
@@ -236,8 +247,81 @@ def test_the_timeline_draws_the_functions_with_the_most_compile_time(monkeypatch
 
 
 def test_the_step_chart_says_how_many_functions_it_leaves_out(monkeypatch):
-    monkeypatch.setattr(reports, "CHART_FUNCTIONS", 1)
+    monkeypatch.setattr(time_view, "CHART_FUNCTIONS", 1)
     report = reports.dump_report(dump_facts(load_dump(GPU_DUMP), trace=GPU_TRACE))  # not the cached one
-    (chart,) = _section(report, "time").charts
+    (chart,) = [c for c in _section(report, "time").charts if isinstance(c, StepBreakdown)]
     assert [f.function for f in chart.functions] == ["jit_train_step"] and chart.of == 4
-    assert "<h3>Step time per function, by op kind (the 1 slowest of 4)</h3>" in render_html(report)
+    assert "<h3>Device time a step per function, by op kind (the 1 slowest of 4)</h3>" in render_html(report)
+
+
+def test_the_first_line_is_the_step_the_user_waits_for_as_profile_says_it():
+    """The report's headline is `profile`'s first line, of the same median step (issue 39 item 2)."""
+    report = _report(GPU_DUMP, profile=GPU_TRACE)
+    time = _section(report, "time")
+    profiled = profile_report(GPU_TRACE, GPU_DUMP)
+    assert time.headline == step_headline(profiled).replace("; device busy ", "; GPU busy ", 1)
+    summary = profiled.step_summary
+    assert summary is not None and time.headline.startswith(f"{summary.function}: ")
+    (bars,) = [c for c in time.charts if isinstance(c, StepBars)]
+    assert bars.median_step == summary.median_step and bars.device == "GPU"
+    assert [(s.number, s.wall_seconds, s.breakdown) for s in bars.steps] == [
+        (s.number, s.wall_seconds, s.breakdown) for s in profiled.steps
+    ]
+    assert list(bars.categories) == [
+        "compute",
+        "collectives",
+        "copies",
+        "compile",
+        "autotune",
+        "input",
+        "launch",
+        "host",
+    ]
+
+
+def test_nx_its_roofline_is_the_profiles_efficiency_inverted():
+    """CuDNN calls launch several kernels: the report divides by executions, as `profile`'s efficiency
+    does, so "N x its roofline" x efficiency = 1 (issue 39 item 3)."""
+    report = _report(GPU_DUMP, profile=GPU_TRACE)
+    profiled = {(op.module, op.name): op for op in profile_report(GPU_TRACE, GPU_DUMP).ops}
+    said = 0
+    for finding in report.findings():
+        found = re.search(r"^(\S+) (\S+) \(.*takes ([\d,.]+)x its roofline time", finding.text)
+        if found is None:
+            continue
+        efficiency = profiled[(found[1], found[2])].efficiency
+        assert efficiency is not None
+        times = float(found[3].replace(",", ""))
+        assert times * efficiency == pytest.approx(1, rel=0.05 if times < 10 else 0.5 / times)
+        said += 1
+    assert said >= 3
+    (table,) = _section(report, "roofline").tables
+    assert {"lost_us_per_step", "measured_us_per_step", "roofline_us_per_execution", "efficiency"} <= set(table.columns)
+    at = table.columns.index("efficiency")
+    for row in table.rows:
+        assert row[at] == profiled[(row[0], row[1])].efficiency
+
+
+def test_findings_rank_in_seconds_a_run_compiles_idle_host_and_ops_together():
+    """Every time finding is seconds a step or a run, said which, ranked by what the traced run paid:
+    the recompile's 2.76 s, the host's idle time over the steps, an op's loss over the trace (item 5)."""
+    report = _report(GPU_DUMP, profile=GPU_TRACE)
+    findings = report.findings()
+    timed = [f for f in findings if f.unit in (A_STEP, A_RUN)]
+    assert findings[: len(timed)] == timed and all(f.run_seconds is not None for f in timed)
+    assert [f.run_seconds for f in timed] == sorted((f.run_seconds for f in timed), reverse=True)
+    profiled = profile_report(GPU_TRACE, GPU_DUMP)
+    (host,) = [f for f in timed if f.text.startswith("idle, host: ")]
+    assert host.unit == A_STEP
+    median = next(s for s in profiled.steps if s.number == profiled.step_summary.median_step)
+    assert host.cost == median.breakdown["host"]
+    assert host.run_seconds == pytest.approx(sum(s.breakdown["host"] for s in profiled.steps))
+    recompile = next(f for f in timed if f.section == "recompiles")
+    assert (recompile.unit, recompile.run_seconds) == (A_RUN, pytest.approx(2.759099201))
+    ops = {(op.module, op.name): op for op in profiled.ops}
+    for finding in (f for f in timed if f.op):
+        module, name = finding.text.split(" ")[:2]
+        assert finding.run_seconds == pytest.approx(ops[(module, name)].lost_seconds)
+    page = render_html(report)
+    assert f"<td>{duration(recompile.cost)} a run</td>" in page
+    assert f"<b>{duration(host.cost)} a step ({duration(host.run_seconds)} a run)</b>" in page

@@ -32,6 +32,7 @@ class ChipEntry(TypedDict):
     hbm_bandwidth: float
     ici_bandwidth: float
     sources: dict[str, str]
+    launch_seconds: NotRequired[float]
     device_description: NotRequired[str]
     compute_capability: NotRequired[str]
     tpu_version: NotRequired[str]
@@ -48,6 +49,9 @@ class Chip:
     """Peak dense FLOP/s per dtype class; None where the chip has no such unit."""
     hbm_bandwidth: float
     ici_bandwidth: float
+    launch_seconds: float = 0.0
+    """The least time a kernel takes, launch included: a floor under an op's roofline time in a profile
+    (chips.json cites each figure; 0: no floor)."""
 
     def peak_flops(self, dtype: str) -> float:
         """The peak for an op whose output is `dtype`; a class the chip lacks runs at its bf16 peak."""
@@ -77,7 +81,11 @@ def chip_table() -> dict[str, ChipEntry]:
 
 
 def get_chip(
-    key: str, peak_flops: float | None = None, hbm_bandwidth: float | None = None, ici_bandwidth: float | None = None
+    key: str,
+    peak_flops: float | None = None,
+    hbm_bandwidth: float | None = None,
+    ici_bandwidth: float | None = None,
+    launch_seconds: float | None = None,
 ) -> Chip:
     """A chip of the table, with any figure overridden (`--peak-flops` replaces every dtype's peak)."""
     entry = chip_table().get(key.lower())
@@ -92,13 +100,17 @@ def get_chip(
         flops,
         hbm_bandwidth or entry["hbm_bandwidth"],
         ici_bandwidth or entry["ici_bandwidth"],
+        launch_seconds if launch_seconds is not None else entry.get("launch_seconds", 0.0),
     )
 
 
-def custom_chip(peak_flops: float, hbm_bandwidth: float, ici_bandwidth: float | None) -> Chip:
-    """A chip given only by its figures (all of --peak-flops and --hbm-bandwidth, without --chip)."""
+def custom_chip(
+    peak_flops: float, hbm_bandwidth: float, ici_bandwidth: float | None, launch_seconds: float | None = None
+) -> Chip:
+    """A chip given only by its figures (all of --peak-flops and --hbm-bandwidth, without --chip); no
+    launch floor unless given."""
     flops: dict[str, float | None] = dict.fromkeys(DTYPE_CLASSES, peak_flops)
-    return Chip("custom", "custom", flops, hbm_bandwidth, ici_bandwidth or float("inf"))
+    return Chip("custom", "custom", flops, hbm_bandwidth, ici_bandwidth or float("inf"), launch_seconds or 0.0)
 
 
 def default_chip_key(platform: str | None, platform_tag: str | None) -> str | None:

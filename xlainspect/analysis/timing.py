@@ -4,11 +4,12 @@ The report's time sections (step time per function, ops by time lost, roofline p
 time axis) are built from the rows below, never from `ModuleCost`/`OpCost`/`ProfileReport` fields
 directly, so a change of those results (per-execution counts, CUDA-graph attribution) is followed here.
 
-* Step time of a function: measured, the profile's mean device time of the function a step
-  (`FunctionTime.per_step_seconds`, its whole time where the trace has no steps), split by its ops'
-  kinds (`OpTime.per_step_seconds`), the rest "other" (kernels not placed on an op). Else the roofline estimate
-  of its module compiled last (`ModuleCost.roofline_seconds`: every op at the chip's peak FLOP/s or
-  HBM bandwidth, whichever is slower, as XLA's HloCostAnalysis counts FLOPs and bytes).
+* Step time of a function: measured, the profile's mean device time of the function a step over the
+  steps it ran in (`FunctionTime.seconds_per_step`, its whole time where the trace has no steps), split
+  by its ops' kinds (each op's time in steps over those steps), the rest "other" (kernels not placed on
+  an op). Else the roofline estimate of its module compiled last (`ModuleCost.roofline_seconds`: every
+  op at the chip's peak FLOP/s or HBM bandwidth, whichever is slower, as XLA's HloCostAnalysis counts
+  FLOPs and bytes).
 * Time lost by an op: measured, its time over its roofline time (`OpTime.lost_seconds`) per step;
   else, from the roofline alone, the time a fix removes: a copy's whole time, an unfused op's HBM
   round trip (its memory time), the padded share of a memory-bound op's bytes, a collective's time
@@ -21,12 +22,15 @@ Stdlib only.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
 from xlainspect.analysis.fusions import NOT_COMPUTE
+from xlainspect.analysis.profile.compiles import dumped_compiles
+from xlainspect.analysis.profile.model import StepSummary, StepTime
 from xlainspect.hlo.opcodes import ASYNC_SUFFIXES, is_known_opcode
 
 if TYPE_CHECKING:  # the analyses' results, read by field name below
@@ -65,13 +69,22 @@ class OpTiming:
     collective_seconds: float | None
     bound: str | None
     measured_seconds: float | None = None
-    """Measured seconds per execution (None without a profile)."""
+    """Measured seconds per execution (`OpTime.seconds_per_execution`; a cuDNN call of several kernels is
+    one execution); per kernel where the dump gives no executions; None without a profile."""
     per_step_seconds: float | None = None
-    """Measured seconds per step (the trace's whole time where it found no steps)."""
+    """Measured seconds a step, over the steps its module ran in (the trace's whole time where it
+    found no steps)."""
     lost_seconds: float | None = None
-    """Measured minus roofline, per step."""
+    """Measured minus roofline, seconds a step (over the steps its module ran in)."""
     op_name: str | None = None
     source: str | None = None
+    efficiency: float | None = None
+    """`OpTime.efficiency`: roofline / measured seconds per execution, the one figure of how far an op is
+    from its roofline ("N x its roofline" is its inverse)."""
+    run_seconds: float | None = None
+    """Measured seconds in the whole trace (`OpTime.total_seconds`): seconds a run."""
+    lost_run_seconds: float | None = None
+    """Measured minus roofline over the whole trace (`OpTime.lost_seconds`): seconds a run."""
 
     @property
     def intensity(self) -> float | None:
@@ -171,6 +184,12 @@ class Timing:
     """Per function, its compile seconds (all compiles); empty where none is known."""
     recompile_seconds: dict[str, float] = field(default_factory=dict[str, float])
     notes: list[str] = field(default_factory=list[str])
+    step_times: list[StepTime] = field(default_factory=list[StepTime])
+    """The profile's steps, each its wall, busy time and breakdown (`ProfileReport.steps`)."""
+    step_summary: StepSummary | None = None
+    """The step the user waits for (`ProfileReport.step_summary`); None without steps."""
+    step_source: str | None = None
+    """How the profile found its steps (`ProfileReport.step_source`)."""
 
 
 # ---- the roofline estimate, from `module_cost` (run per module by the report's workers)
@@ -256,14 +275,20 @@ def measured(
 ) -> tuple[list[FunctionTiming], list[OpTiming]]:
     """Per function its measured time a step, split by its ops' kinds, and the bound that holds the most
     of it; an op `known` from the dump's cost (by module and name) brings its logical bytes and times."""
-    steps = len(report.steps)
     functions: dict[str, FunctionTiming] = {}
     bounds: dict[str, dict[str, float]] = {}
     ops: list[OpTiming] = []
+    ran = {f.function: sum(1 for seconds in f.seconds_by_step if seconds > 0) for f in report.functions}
     for op in report.ops:
-        per_step = op.per_step_seconds if op.per_step_seconds is not None else op.total_seconds
-        per_run = op.total_seconds / op.count if op.count else None
-        lost = op.lost_seconds / steps if op.lost_seconds is not None and steps else op.lost_seconds
+        per_step = op.seconds_per_step if op.seconds_per_step is not None else op.total_seconds
+        # its share of its function's step: over the steps the function ran in, not only its module's
+        share = (
+            per_step * op.steps / ran[op.function]
+            if op.seconds_per_step is not None and ran.get(op.function)
+            else per_step
+        )
+        per_run = op.seconds_per_execution or (op.total_seconds / op.kernels if op.kernels else None)
+        lost = op.lost_seconds_per_step if op.lost_seconds_per_step is not None else op.lost_seconds
         cost = known.get((op.module, op.name))
         row = OpTiming(
             op.module,
@@ -283,14 +308,17 @@ def measured(
             lost,
             op.op_name,
             op.source,
+            op.efficiency,
+            op.total_seconds,
+            op.lost_seconds,
         )
         ops.append(row)
         timing = functions.setdefault(op.function, FunctionTiming(op.function, 0.0, True, None))
-        timing.seconds = (timing.seconds or 0.0) + per_step
-        timing.by_kind[row.kind] = timing.by_kind.get(row.kind, 0.0) + per_step
+        timing.seconds = (timing.seconds or 0.0) + share
+        timing.by_kind[row.kind] = timing.by_kind.get(row.kind, 0.0) + share
         if op.bound is not None:
             bounds.setdefault(op.function, {}).setdefault(op.bound, 0.0)
-            bounds[op.function][op.bound] += per_step
+            bounds[op.function][op.bound] += share
     for name, seconds in _device_time(report).items():  # the profile's own figure: every kernel of it
         functions.setdefault(name, FunctionTiming(name, 0.0, True, None)).seconds = seconds
     for timing in functions.values():
@@ -301,28 +329,28 @@ def measured(
 
 
 def _device_time(report: ProfileReport) -> dict[str, float]:
-    """Per function, the profile's mean device time a step (`ProfileReport.functions`: every kernel of
-    the function, those not placed on an op included), its whole time without steps."""
+    """Per function, the profile's mean device time a step over the steps it ran in
+    (`ProfileReport.functions`: every kernel of the function, those not placed on an op included), its
+    whole time without steps."""
     found: dict[str, float] = {}
     for function in report.functions:
-        steps = function.per_step_seconds
-        found[function.function] = sum(steps) / len(steps) if steps else function.seconds
+        per_step = function.seconds_per_step
+        found[function.function] = per_step if per_step is not None else function.seconds
     return found
 
 
-def profile_compiles(report: ProfileReport, compiles: dict[str, int]) -> list[CompileMark]:
-    """The profile's compiles, on the trace's clock. A trace covers a window of the run: where the dump
-    holds more `compiles` of a function than the trace, the first ones ran before it, so the trace's
-    k-th compile of the function is its (dumped - traced + k)-th, a recompile past the first."""
-    traced: dict[str, int] = {}
-    for event in report.compiles:
-        traced[event.function or event.name] = traced.get(event.function or event.name, 0) + 1
-    seen = {name: max(compiles.get(name, count) - count, 0) for name, count in traced.items()}
+def profile_compiles(report: ProfileReport, dumped: dict[str, list[int | None]]) -> list[CompileMark]:
+    """The profile's compiles, on the trace's clock; a recompile where the module it made is not its
+    function's first in the dump (`dumped`: module ids per function, in compile order; paired by
+    `dumped_compiles`), or, paired with none, where the trace compiled the function before."""
+    at, _ = dumped_compiles(report.compiles, dumped)
+    seen: set[str] = set()
     marks: list[CompileMark] = []
-    for event in sorted(report.compiles, key=lambda e: e.start_seconds):
+    for event, index in sorted(zip(report.compiles, at), key=lambda pair: pair[0].start_seconds):
         function = event.function or event.name
-        marks.append(CompileMark(function, event.start_seconds, event.seconds, seen[function] > 0))
-        seen[function] += 1
+        again = index > 0 if index is not None else function in seen
+        marks.append(CompileMark(function, event.start_seconds, event.seconds, again))
+        seen.add(function)
     return marks
 
 
@@ -374,26 +402,30 @@ def compile_totals(marks: list[CompileMark]) -> tuple[dict[str, float], dict[str
 
 
 class OpLoss(NamedTuple):
-    """An op and the seconds per step it loses."""
+    """An op and the seconds it loses a step and, measured, in the whole trace (a run)."""
 
     op: OpTiming
     seconds: float
+    run_seconds: float | None = None
 
 
 def losses(ops: list[OpTiming], measured_times: bool) -> list[OpLoss]:
-    """Ops with the seconds per step they lose, largest first: measured loss with a profile, else the
-    roofline's (only ops a fix applies to)."""
+    """Ops with the seconds they lose a step and a run, largest first (by a run's where measured: an op of
+    a module that ran in some steps only loses its seconds a step in those): measured loss with a profile
+    (an op with no roofline that a fix removes whole: its time), else the roofline's a step (only ops a fix
+    applies to)."""
     found: list[OpLoss] = []
     for op in ops:
+        run = None
         if measured_times:
-            lost = op.lost_seconds if op.lost_seconds is not None else None
+            lost, run = op.lost_seconds, op.lost_run_seconds
             if lost is None and op.category is not None:
-                lost = op.per_step_seconds
+                lost, run = op.per_step_seconds, op.run_seconds
         else:
             lost = op.roofline_loss()
         if lost and lost > 0:
-            found.append(OpLoss(op, lost))
-    return sorted(found, key=lambda found_loss: -found_loss.seconds)
+            found.append(OpLoss(op, lost, run))
+    return sorted(found, key=lambda found_loss: -(found_loss.run_seconds or found_loss.seconds))
 
 
 def timing(
@@ -414,9 +446,9 @@ def timing(
         order = {m.label: m.module_id or 0 for m in dump_modules}
         functions, ops = estimated(modules, order)
     if profiled is not None and profiled.compiles:
-        dumped: dict[str, int] = {}
-        for module in dump_modules:
-            dumped[module.name or module.label] = dumped.get(module.name or module.label, 0) + 1
+        dumped: dict[str, list[int | None]] = defaultdict(list)
+        for module in sorted(dump_modules, key=lambda m: (m.module_id is None, m.module_id or 0)):
+            dumped[module.name or module.label].append(module.module_id)
         marks, where = profile_compiles(profiled, dumped), "profile"
     elif log is not None:
         marks, where = log_compiles(log)
@@ -425,4 +457,17 @@ def timing(
     total, again = compile_totals(marks)
     steps = len(profiled.steps) if profiled is not None and profiled.steps else None
     notes = list(profiled.notes) if profiled is not None else []
-    return Timing(functions, ops, marks, where, profiled is not None, steps, chip, total, again, notes)
+    found = Timing(functions, ops, marks, where, profiled is not None, steps, chip, total, again, notes)
+    if profiled is not None:
+        found.step_times, found.step_summary = profiled.steps, profiled.step_summary
+        found.step_source = profiled.step_source
+    return found
+
+
+def run_seconds(steps: list[StepTime]) -> dict[str, float]:
+    """Per category of a step's breakdown, its seconds over every step: what the traced run paid."""
+    total: dict[str, float] = defaultdict(float)
+    for step in steps:
+        for category, seconds in step.breakdown.items():
+            total[category] += seconds
+    return dict(total)

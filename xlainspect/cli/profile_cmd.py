@@ -14,7 +14,8 @@ from xlainspect.cli.cost_cmd import ChipOpt, HbmOpt, IciOpt, PeakFlopsOpt
 from xlainspect.cli.options import FormatOpt, FunctionOpt, StrictOpt, readable, show, user_errors
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.report.profile_html import write_profile_html
-from xlainspect.report.views.cost import profile_document
+from xlainspect.report.views.hosts import with_hosts
+from xlainspect.report.views.profile import profile_document
 
 commands = commands_of("profile")
 
@@ -68,6 +69,15 @@ def profile(
     peak_flops: PeakFlopsOpt = None,
     hbm_bandwidth: HbmOpt = None,
     ici_bandwidth: IciOpt = None,
+    launch_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--launch-seconds",
+            min=0.0,
+            help="The least time a kernel takes, a floor under each op's roofline time (default: the "
+            "chip's, 1e-6 on NVIDIA GPUs, from XLA's GPU cost model).",
+        ),
+    ] = None,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -83,11 +93,12 @@ def profile(
     every compile with its function, step and time by phase. Needs the profile extra: pip install
     'xlainspect[profile]'."""
     with user_errors():
-        figures = ChipChoice(chip, peak_flops, hbm_bandwidth, ici_bandwidth)
+        figures = ChipChoice(chip, peak_flops, hbm_bandwidth, ici_bandwidth, launch_seconds)
         report = profile_report(trace, dump, figures, function=function, strict=strict, step_function=step_function)
         if html is not None:
             write_profile_html(report, html)
             note(f"wrote {html}")
     after = max_compiles_after_step
     late = compiles_after(report, after) if after is not None else []
-    show(profile_document(report, top or None, late, after or 0, compile_phases), fmt, report.skipped, strict)
+    document = with_hosts(profile_document(report, top or None, late, after or 0, compile_phases), report)
+    show(document, fmt, report.skipped, strict)

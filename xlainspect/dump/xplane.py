@@ -116,6 +116,8 @@ class Trace:
     hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict)
     """program_id -> (HloModule name, serialized HloProto): the optimized HLO the profiler embeds
     (`Hlo Proto` stats of the `/host:metadata` plane)."""
+    origin_ns: float = 0.0
+    """The first event's time on the host's clock (ns since the epoch): what `start_ns` counts from."""
 
 
 def find_trace_files(path: str | Path) -> list[Path]:
@@ -147,13 +149,53 @@ def find_trace_files(path: str | Path) -> list[Path]:
 _XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
 
 
+def host_traces(path: str | Path) -> dict[str, list[Path]]:
+    """Each host's XSpace files of one profiling run, by host name. jax.profiler writes one
+    `<host>.xplane.pb` per process into `plugins/profile/<run>/`: several files in the run folder are
+    several hosts (named by their files). A log dir holding one log dir per host (`<dir>/<host>/plugins/
+    profile/<run>/...`, a job whose hosts each traced to a folder of their own) is one host per folder,
+    named by the folder, its newest run read."""
+    path = Path(path)
+    if path.is_dir():
+        by_log_dir: dict[Path, list[Path]] = {}
+        for found in _xspaces(path.rglob("*.xplane.pb*")):
+            by_log_dir.setdefault(_log_dir(found, path), []).append(found)
+        if len(by_log_dir) > 1:
+            return {_host_name(log_dir, path): _newest_run(files) for log_dir, files in sorted(by_log_dir.items())}
+    return {_host_name(f, None): [f] for f in find_trace_files(path)}
+
+
+def _log_dir(xspace: Path, root: Path) -> Path:
+    """The log dir `jax.profiler.trace` was given: above `plugins/profile/<run>/`, else the file's folder."""
+    parts = xspace.relative_to(root).parts
+    for k in range(len(parts) - 3, -1, -1):
+        if parts[k : k + 2] == ("plugins", "profile"):
+            return root.joinpath(*parts[:k])
+    return xspace.parent
+
+
+def _host_name(found: Path, root: Path | None) -> str:
+    if root is not None:
+        return found.relative_to(root).as_posix() or found.name
+    for suffix in _XSPACE_SUFFIXES[::-1]:
+        if found.name.endswith(suffix):
+            return found.name.removesuffix(suffix)
+    return found.name
+
+
+def _newest_run(files: list[Path]) -> list[Path]:
+    newest = max(f.parent for f in files)
+    return [f for f in files if f.parent == newest]
+
+
 def _xspaces(paths) -> list[Path]:
     return sorted(p for p in paths if p.name.endswith(_XSPACE_SUFFIXES) and p.is_file())
 
 
-def read_trace(path: str | Path) -> Trace:
-    """Every timed event of a jax.profiler trace (a file, or a log dir: its newest run), times from its start."""
-    spaces = [(p, _read_space(p)) for p in find_trace_files(path)]
+def read_trace(path: str | Path | list[Path]) -> Trace:
+    """Every timed event of a jax.profiler trace (a file, or a log dir: its newest run; or the XSpace files
+    given), times from its start."""
+    spaces = [(p, _read_space(p)) for p in (path if isinstance(path, list) else find_trace_files(path))]
     with kept_objects():  # 100,000s of events that live to the end of the run: collections need not scan them
         found = [e for p, space in spaces for e in _events(space)]  # (start, -duration, index, event)
     origin = min((e[0] for e in found), default=0.0)
@@ -166,6 +208,7 @@ def read_trace(path: str | Path) -> Trace:
         events,
         [h for _, space in spaces for h in space.hostnames],
         {k: v for _, space in spaces for k, v in _hlo_protos(space).items()},
+        origin,
     )
 
 

@@ -164,6 +164,46 @@ def causes_text(causes: tuple[Cause, ...]) -> list[str]:
     return [f"{_numbers(compiles)}: {', '.join(map(_named, group))}" for compiles, group in grouped.items()]
 
 
+_BRIEF_REASONS: dict[Reason, str] = {
+    "parameter_count": "the number of parameters",
+    "prng_key": "a PRNG key",
+    "static_argument": "a static argument",
+    "branch_on_shape": "a Python branch on a shape",
+    "branch_on_static": "a Python branch on a static argument",
+    "baked_in": "a Python value baked in",
+    "unrolled": "a loop unrolled",
+}
+_BRIEF_KINDS: dict[Kind, str] = {
+    "identical": "identical programs",
+    "weak_type": "a weak type",
+    "out_sharding": "output sharding",
+    "pytree": "argument paths",
+    "body": "other instructions",
+    "flags": "XLA flags",
+    "branch": "another program",
+}
+"""What a cause is, in two or three words: by its reason where it has one, else by its kind."""
+
+
+def causes_in_brief(causes: tuple[Cause, ...]) -> str:
+    """What changed, without the values (`shape of 8 parameters, the number of parameters, dtype`): the
+    one line a function's recompiles fold to on the report's first screen (`causes_text` says it all)."""
+    parameters: dict[str, set[str]] = {}
+    for cause in causes:
+        kind = _BRIEF_KINDS.get(cause.kind, cause.kind)
+        what = _BRIEF_REASONS.get(cause.reason, kind) if cause.reason is not None else kind
+        named = parameters.setdefault(what, set())
+        if cause.parameter and not cause.parameter.startswith("("):  # "(all parameters)": no one parameter
+            named.add(cause.parameter)
+    return ", ".join(_brief(what, named) for what, named in parameters.items())
+
+
+def _brief(what: str, parameters: set[str]) -> str:
+    if len(parameters) > 1:
+        return f"{what} of {len(parameters)} parameters"
+    return f"{what} of {next(iter(parameters))}" if parameters else what
+
+
 def _named(cause: Cause) -> str:
     """A cause beside others: a repeated program says which compile it repeats."""
     if cause.kind == "identical" and cause.same_as:

@@ -30,12 +30,15 @@ def step_breakdown_svg(functions: list[FunctionTiming]) -> str:
     drawn = [f for f in functions if f.seconds]
     longest = max(max(f.seconds, sum(f.by_kind.values())) for f in drawn)  # kinds may sum past a measured total
     kinds = _top_kinds(drawn)
-    height = _BAR * (len(drawn) + 1) + 40
+    names = [*kinds, "other"]
+    classes = [f"kind{i if k in kinds else KINDS_DRAWN}" for i, k in enumerate(names)]
+    legend, legend_rows = _legend(names, classes, _BAR * len(drawn) + 24)
+    height = _BAR * len(drawn) + 16 + legend_rows * _LEGEND_ROW
     scale = (_WIDTH - _LEFT - _RIGHT) / longest
     parts = []
     for row, timing in enumerate(drawn):
         y = 10 + row * _BAR
-        parts.append(f"<text class='label' x='4' y='{y + 14}'>{html.escape(timing.function[:28])}</text>")
+        parts.append(_label(timing.function, y + 14))
         x = float(_LEFT)
         for kind, seconds in _split(timing, kinds):
             width = seconds * scale
@@ -51,15 +54,37 @@ def step_breakdown_svg(functions: list[FunctionTiming]) -> str:
             f"<text class='value' x='{x + 4:.1f}' y='{y + 14}' data-function='{html.escape(timing.function)}' "
             f"data-step-seconds='{timing.seconds!r}'>{duration(timing.seconds)}</text>"
         )
-    legend_y = height - 14
-    names = [*kinds, "other"]
-    for index, kind in enumerate(names):
-        x, colour = 8 + index * 145, index if kind in kinds else KINDS_DRAWN
+    return _svg(height, [*parts, *legend], "step-breakdown")
+
+
+_LEGEND_ROW, _LEGEND_CHAR = 18, 7.0
+"""A legend line's height, and the width a legend character takes at most (12 px system-ui)."""
+_LABEL_CHARS = 28
+"""Characters of a function's name left of its bar; the whole name is its tooltip."""
+
+
+def _label(name: str, y: float) -> str:
+    """A lane's name left of its bar, cut to fit, the whole name as its tooltip."""
+    shown = name if len(name) <= _LABEL_CHARS else name[: _LABEL_CHARS - 1] + "…"
+    return f"<text class='label' x='4' y='{y}'><title>{html.escape(name)}</title>{html.escape(shown)}</text>"
+
+
+def _legend(names: list[str], classes: list[str], top: float) -> tuple[list[str], int]:
+    """Each name whole beside its colour, flowed into as many lines as the chart's width needs (two kinds
+    that share a prefix, `__cudnn$convBackwardFilter` and `__cudnn$convBackwardInput`, stay apart)."""
+    parts, x, row = [], 8.0, 0
+    for name, css in zip(names, classes):
+        width = 14 + _LEGEND_CHAR * len(name) + 18
+        if x > 8 and x + width > _WIDTH - 8:
+            x, row = 8.0, row + 1
+        y = top + row * _LEGEND_ROW
         parts.append(
-            f"<rect class='kind{colour}' x='{x}' y='{legend_y - 10}' width='10' height='10'/>"
-            f"<text class='legend' x='{x + 14}' y='{legend_y}'>{html.escape(kind[:17])}</text>"
+            f"<rect class='{css}' x='{x:.0f}' y='{y - 10:.0f}' width='10' height='10'/>"
+            f"<text class='legend' x='{x + 14:.0f}' y='{y:.0f}'>"
+            f"{html.escape(name)}</text>"
         )
-    return _svg(height, parts, "step-breakdown")
+        x += width
+    return parts, row + 1
 
 
 def _top_kinds(functions: list[FunctionTiming]) -> list[str]:
@@ -90,7 +115,7 @@ def compile_timeline_svg(marks: list[CompileMark], source: str) -> str:
     parts = [f"<text class='label' x='{_LEFT}' y='{height - 8}'>{html.escape(_axis_title(source))}</text>"]
     parts += _ticks(start, end, scale, height - 38) if timed else []
     for row, lane in enumerate(lanes):
-        parts.append(f"<text class='label' x='4' y='{10 + row * _BAR + 14}'>{html.escape(lane[:28])}</text>")
+        parts.append(_label(lane, 10 + row * _BAR + 14))
     rows = {lane: row for row, lane in enumerate(lanes)}
     for mark in marks:
         seconds = mark.seconds if timed else 1.0
@@ -138,3 +163,91 @@ def _svg(height: int, parts: list[str], chart: str) -> str:
         f"<svg class='chart' data-chart='{chart}' viewBox='0 0 {_WIDTH} {height}' width='{_WIDTH}' "
         f"height='{height}'>{''.join(parts)}</svg>"
     )
+
+
+STEP_STYLE = """.cat-compute{fill:#1f6feb}.cat-collectives{fill:#8250df}.cat-copies{fill:#0598bc}
+.cat-compile{fill:#d1242f}.cat-autotune{fill:#9a6700}.cat-input{fill:#e6c229}.cat-launch{fill:#e16f24}.cat-host{fill:#8c959f}
+.median{font-size:11px;fill:#222;font-weight:bold}.cut{stroke:#fff;stroke-width:2}"""
+"""A colour per category of a step's wall: the device's work in cool colours, its idle causes in warm ones
+and the host in grey."""
+
+_STEP_PLOT, _STEP_TOP, _STEP_AXIS = 170, 18, 34
+"""Height of the columns' area, the space above it (a cut column's label) and below it (step numbers)."""
+STEP_CAP = 2.0
+"""Columns are drawn to this many times the longest step without a compile; a longer one (a compile
+inside it) is cut there, its wall written above it."""
+
+
+def step_bars_svg(steps: list, categories: dict[str, str], median_step: int | None) -> str:
+    """A column per step (`StepTime`: its `breakdown` of `wall_seconds`), stacked in the order of
+    `categories` ({category: its legend words}), to one scale; a step far longer than the others (a
+    compile inside it) is cut at `STEP_CAP` times the longest of the rest, its wall said above it."""
+    plain = [s.wall_seconds for s in steps if not s.compiles] or [s.wall_seconds for s in steps]
+    cap = min(max(s.wall_seconds for s in steps), STEP_CAP * max(plain)) or 1.0
+    scale = _STEP_PLOT / cap
+    slot = (_WIDTH - _LEFT_AXIS - 10) / max(len(steps), 1)
+    width = max(min(slot * 0.8, 48.0), 1.0)
+    bottom = _STEP_TOP + _STEP_PLOT
+    parts = _step_axis(cap, bottom)
+    every = max(1, round(len(steps) / 30))
+    for index, step in enumerate(steps):
+        x = _LEFT_AXIS + index * slot + (slot - width) / 2
+        parts += _step_column(step, categories, x, width, bottom, scale, cap)
+        if index % every == 0 or step.number == median_step:
+            median = step.number == median_step
+            parts.append(
+                f"<text class='{'median' if median else 'label'}' x='{x + width / 2:.1f}' y='{bottom + 14}' "
+                f"text-anchor='middle'>{step.number}{' median' if median else ''}</text>"
+            )
+    parts.append(
+        f"<text class='label' x='{_LEFT_AXIS}' y='{bottom + 28}'>step (the median step of those without a "
+        "compile is the headline's)</text>"
+    )
+    present = [c for c in categories if any(s.breakdown.get(c) for s in steps)]
+    legend, rows = _legend([categories[c] for c in present], [f"cat-{c}" for c in present], bottom + _STEP_AXIS + 12)
+    height = int(bottom + _STEP_AXIS + rows * _LEGEND_ROW + 4)
+    return _svg(height, [*parts, *legend], "steps")
+
+
+_LEFT_AXIS = 64
+"""Room left of the step columns for the seconds axis."""
+
+
+def _step_axis(cap: float, bottom: float) -> list[str]:
+    """Three gridlines with their durations: none, half the cap, the cap."""
+    parts = []
+    for share in (0.0, 0.5, 1.0):
+        y = bottom - share * _STEP_PLOT
+        parts.append(
+            f"<line class='grid' x1='{_LEFT_AXIS}' y1='{y:.1f}' x2='{_WIDTH - 8}' y2='{y:.1f}'/>"
+            f"<text class='label' x='4' y='{y + 4:.1f}'>{duration(cap * share) if share else '0'}</text>"
+        )
+    return parts
+
+
+def _step_column(step, categories: dict[str, str], x: float, width: float, bottom: float, scale: float, cap: float):
+    """One step's stacked pieces, bottom up, cut at `cap` (a white line and its wall above a cut one)."""
+    parts, drawn = [], 0.0
+    for category in categories:
+        seconds = step.breakdown.get(category, 0.0)
+        if seconds <= 0:
+            continue
+        shown = min(seconds, cap - drawn)
+        if shown > 0:
+            y = bottom - (drawn + shown) * scale
+            tip = f"step {step.number}: {categories[category]} {duration(seconds)} of {duration(step.wall_seconds)}"
+            parts.append(
+                f"<rect class='cat-{category}' x='{x:.1f}' y='{y:.1f}' width='{width:.1f}' "
+                f"height='{max(shown * scale, 0.5):.1f}' data-step='{step.number}' data-category='{category}' "
+                f"data-seconds='{seconds!r}'><title>{html.escape(tip)}</title></rect>"
+            )
+        drawn += shown
+    parts.append(
+        f"<text class='value' x='{x + width / 2:.1f}' y='{bottom - drawn * scale - 3:.1f}' text-anchor='middle' "
+        f"data-step='{step.number}' data-wall-seconds='{step.wall_seconds!r}' data-bound='{step.bound or ''}' "
+        f"data-compiles='{step.compiles}'>{duration(step.wall_seconds) if step.wall_seconds > cap else ''}</text>"
+    )
+    if step.wall_seconds > cap:
+        y = bottom - _STEP_PLOT + 6
+        parts.append(f"<line class='cut' x1='{x:.1f}' y1='{y:.1f}' x2='{x + width:.1f}' y2='{y - 4:.1f}'/>")
+    return parts

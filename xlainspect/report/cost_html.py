@@ -12,12 +12,14 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xlainspect.report.units import rate
+
 _WIDTH, _HEIGHT, _PAD = 900, 420, 60
 
 ROOFLINE_STYLE = """.roof{fill:none;stroke:#d1242f;stroke-width:1.5}.roof.f32{stroke-dasharray:5 3}.grid{stroke:#e4e4e4}
 .op{fill:#1f6feb;fill-opacity:.45;stroke:#1f6feb}.op.memory{fill:#bf8700;stroke:#bf8700}
 .op.collective{fill:#8250df;stroke:#8250df}.ridge{stroke:#d1242f;stroke-dasharray:2 3}.label{font-size:11px;fill:#555}
-.measured{fill:#d1242f;fill-opacity:.45;stroke:#d1242f}"""
+.measured{fill:#d1242f;fill-opacity:.45;stroke:#d1242f}.ceiling{font-size:11px;fill:#b31d28}"""
 """The roofline chart's classes (the `report` page draws it too)."""
 STYLE = (
     """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
@@ -98,7 +100,13 @@ def roofline_svg(chip, points: list[Point]) -> str:
             f"<line class='ridge' x1='{scale.x(ridge):.1f}' y1='{_PAD}' x2='{scale.x(ridge):.1f}' "
             f"y2='{_HEIGHT - _PAD}' data-ridge='{ridge!r}'><title>{dtype} ridge: {ridge:.3g} FLOPs per byte "
             f"(left of it memory bound, right of it compute bound)</title></line>"
+            f"<text class='ceiling' x='{_WIDTH - _PAD - 4}' y='{scale.y(peak) + (-4 if dtype == 'bf16' else 12):.1f}' "
+            f"text-anchor='end'>{dtype} peak {rate(peak, 'FLOP/s')}</text>"
+            f"<text class='ceiling' x='{scale.x(ridge) - 3:.1f}' y='{_HEIGHT - _PAD - 4}' "
+            f"transform='rotate(-90 {scale.x(ridge) - 3:.1f} {_HEIGHT - _PAD - 4})'>{dtype} ridge {ridge:.3g} FLOP/B"
+            "</text>"
         )
+    parts.append(_bandwidth_label(scale, chip.hbm_bandwidth, min(peaks.values()) / chip.hbm_bandwidth))
     heaviest = max(p.weight for p in points)
     for point in points:
         radius = 3 + 12 * math.sqrt(point.weight / heaviest)
@@ -110,6 +118,21 @@ def roofline_svg(chip, points: list[Point]) -> str:
     return (
         f"<svg class='chart' data-chart='roofline' viewBox='0 0 {_WIDTH} {_HEIGHT}' width='{_WIDTH}' "
         f"height='{_HEIGHT}'>{''.join(parts)}</svg>"
+    )
+
+
+def _bandwidth_label(scale: _Scale, bandwidth: float, ridge: float) -> str:
+    """`HBM 4.8 TB/s` along the sloped ceiling, halfway (in decades) from where it enters the chart to the
+    lower ridge, away from the peaks' labels."""
+    low = max(10 ** scale.x_range[0], 10 ** scale.y_range[0] / bandwidth)
+    at = math.sqrt(low * ridge)
+    if at >= ridge:
+        return ""
+    x, y = scale.x(at), scale.y(at * bandwidth)
+    angle = math.degrees(math.atan2(scale.y(10 * at * bandwidth) - y, scale.x(10 * at) - x))
+    return (
+        f"<text class='ceiling' x='{x:.1f}' y='{y - 4:.1f}' transform='rotate({angle:.1f} {x:.1f} {y:.1f})'>"
+        f"HBM {rate(bandwidth, 'B/s')}</text>"
     )
 
 

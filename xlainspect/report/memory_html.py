@@ -13,13 +13,14 @@ import json
 from pathlib import Path
 
 from xlainspect.analysis.memory import ModuleMemory
+from xlainspect.report.units import byte_size
 
 _WIDTH, _HEIGHT, _PAD = 900, 260, 50
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 section{margin-bottom:2.5em}svg{background:#fafafa;border:1px solid #ddd}
 .curve{fill:none;stroke:#1f6feb;stroke-width:1.5}.peak{fill:#d1242f}
-.axis{stroke:#888}.label{font-size:11px;fill:#555}#tip{font-family:monospace;min-height:1.3em}
+.axis{stroke:#888}.grid{stroke:#e4e4e4}.label{font-size:11px;fill:#555}#tip{font-family:monospace;min-height:1.3em}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}
 td.l,th.l{text-align:left}thead th{cursor:pointer;background:#f3f3f3}"""
 
@@ -33,12 +34,15 @@ SCRIPT = """function sortBy(th){
 }
 document.querySelectorAll('table thead th').forEach(function(th){
   th.title='sort';th.addEventListener('click',function(){sortBy(th);});});
+function binary(n){var u=['bytes','KiB','MiB','GiB','TiB'],i=0;while(n>=1024&&i<u.length-1){n/=1024;i++;}
+  return i?(n>=100?n.toFixed(0):String(Number(n.toPrecision(3))))+' '+u[i]:n+' bytes';}
 document.querySelectorAll('svg[data-curve]').forEach(function(svg){
   var d=JSON.parse(svg.dataset.curve),tip=svg.parentNode.querySelector('.tip');
   svg.addEventListener('mousemove',function(e){
     var r=svg.getBoundingClientRect(),x=(e.clientX-r.left)*svg.viewBox.baseVal.width/r.width;
     var t=Math.round((x-d.pad)/d.step);if(t<0||t>=d.bytes.length)return;
-    tip.textContent='point '+t+': '+(d.seq[t]||'(end of program)')+' - '+d.bytes[t].toLocaleString()+' bytes live';});
+    tip.textContent='point '+t+': '+(d.seq[t]||'(end of program)')+' - '+binary(d.bytes[t])+' live ('+
+      d.bytes[t].toLocaleString()+' bytes)';});
 });
 document.body.dataset.ready='1';"""
 
@@ -62,8 +66,8 @@ def module_section(memory: ModuleMemory) -> str:
     """One module: its totals, the curve (when it has live ranges) and the buffers live at the peak."""
     title = html.escape(f"{memory.module} ({memory.function})")
     summary = (
-        f"<p>allocations {memory.total_bytes:,} bytes (XLA: {_or_dash(memory.reported_total_bytes)}); "
-        f"peak {_or_dash(memory.peak_bytes)} bytes at point {_or_dash(memory.peak_time)} "
+        f"<p>allocations {_sized(memory.total_bytes)} (XLA: {_sized(memory.reported_total_bytes)}); "
+        f"peak {_sized(memory.peak_bytes)} at point {_or_dash(memory.peak_time)} "
         f"{html.escape(memory.peak_instruction or '')}</p>"
     )
     chart = _chart(memory) if memory.curve else "<p>No live ranges in this dump (no *-live-range.txt).</p>"
@@ -82,7 +86,10 @@ def _chart(memory: ModuleMemory) -> str:
         f"<svg viewBox='0 0 {_WIDTH} {_HEIGHT}' width='{_WIDTH}' height='{_HEIGHT}' data-curve='{html.escape(data)}'>"
         f"<line class='axis' x1='{_PAD}' y1='{_HEIGHT - _PAD}' x2='{_WIDTH - _PAD}' y2='{_HEIGHT - _PAD}'/>"
         f"<line class='axis' x1='{_PAD}' y1='{_PAD / 2}' x2='{_PAD}' y2='{_HEIGHT - _PAD}'/>"
-        f"<text class='label' x='2' y='{_y(top, top) + 4:.1f}'>{top:,}</text>"
+        f"<line class='grid' x1='{_PAD}' y1='{_y(top, top):.1f}' x2='{_WIDTH - _PAD}' y2='{_y(top, top):.1f}'/>"
+        f"<line class='grid' x1='{_PAD}' y1='{_y(top / 2, top):.1f}' x2='{_WIDTH - _PAD}' y2='{_y(top / 2, top):.1f}'/>"
+        f"<text class='label' x='2' y='{_y(top, top) + 4:.1f}'>{byte_size(top)}</text>"
+        f"<text class='label' x='2' y='{_y(top / 2, top) + 4:.1f}'>{byte_size(top // 2)}</text>"
         f"<text class='label' x='{_PAD}' y='{_HEIGHT - _PAD + 16}'>0</text>"
         f"<text class='label' x='{_WIDTH - _PAD}' y='{_HEIGHT - _PAD + 16}'>{len(curve) - 1}</text>"
         f"<text class='label' x='{_WIDTH / 2}' y='{_HEIGHT - 8}'>program point (live bytes, memory space 0)</text>"
@@ -92,7 +99,7 @@ def _chart(memory: ModuleMemory) -> str:
     )
 
 
-def _y(value: int, top: int) -> float:
+def _y(value: float, top: int) -> float:
     return _HEIGHT - _PAD - value / top * (_HEIGHT - 1.5 * _PAD)
 
 
@@ -109,6 +116,13 @@ def _top_table(memory: ModuleMemory) -> str:
         for b in memory.top
     )
     return f"<h3>Live at the peak</h3><table>{head}<tbody>{rows}</tbody></table>"
+
+
+def _sized(count: int | None) -> str:
+    """`1.5 MiB (1,572,864 bytes)`: the unit a person reads, the count a search finds."""
+    if count is None:
+        return "-"
+    return f"{count:,} bytes" if count < 1024 else f"{byte_size(count)} ({count:,} bytes)"
 
 
 def _or_dash(value: int | None) -> str:

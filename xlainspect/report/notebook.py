@@ -45,14 +45,16 @@ from xlainspect.report.page import table_html
 from xlainspect.report.profile_html import TIMELINE_STYLE, typical_step
 from xlainspect.report.views.cache import cache_document, cache_misses_document
 from xlainspect.report.views.compiles import modules_document, recompiles_document
-from xlainspect.report.views.cost import cost_document, profile_document
+from xlainspect.report.views.cost import cost_document
 from xlainspect.report.views.diff import diff_document
 from xlainspect.report.views.doctor import doctor_document
 from xlainspect.report.views.facts import facts_document, report_document
 from xlainspect.report.views.graph import collectives_document, copies_document, fusions_document, ops_document
+from xlainspect.report.views.hosts import with_hosts
 from xlainspect.report.views.layouts import layout_document, layouts_document
 from xlainspect.report.views.memory import memory_document
 from xlainspect.report.views.parse import parse_document
+from xlainspect.report.views.profile import profile_document
 
 if TYPE_CHECKING:
     import pandas
@@ -96,7 +98,7 @@ VIEWS: dict[type, View] = {
     MemoryReport: View(memory_document, "modules"),
     DiffReport: View(diff_document, "functions"),
     CostReport: View(lambda report: cost_document(report, None), "ops", _cost_chart),
-    ProfileReport: View(lambda report: profile_document(report, None), "ops", typical_step),
+    ProfileReport: View(lambda report: with_hosts(profile_document(report, None), report), "ops", typical_step),
     CacheReport: View(lambda report: cache_document(report, str(report.cached.root), "the dump"), "functions"),
     CacheMisses: View(lambda rows: cache_misses_document(rows, str(rows.a), str(rows.b)), "functions"),
     DumpHealth: View(doctor_document, "findings"),

@@ -11,26 +11,31 @@ import dataclasses
 import html
 
 from xlainspect.analysis.timing import OpTiming
-from xlainspect.report.charts import CHART_STYLE, compile_timeline_svg, step_breakdown_svg
+from xlainspect.report.charts import CHART_STYLE, STEP_STYLE, compile_timeline_svg, step_bars_svg, step_breakdown_svg
 from xlainspect.report.cost_html import ROOFLINE_STYLE, Point, roofline_svg
 from xlainspect.report.document import Table, cell_text, is_numeric, markdown_table
-from xlainspect.report.dump_report import (
+from xlainspect.report.dump_report import DumpReport
+from xlainspect.report.memory_html import module_section, page
+from xlainspect.report.sections import (
+    A_RUN,
+    A_STEP,
     CompileTimeline,
-    DumpReport,
     Finding,
     OpDetail,
     Roofline,
     Section,
+    StepBars,
     StepBreakdown,
 )
-from xlainspect.report.memory_html import module_section, page
 from xlainspect.report.views.cost import duration
 
 _STYLE = """nav a{margin-right:1em}.finding td{vertical-align:top}.note{color:#666;font-style:italic}
 .intro{max-width:70em}td a{color:#0b5394}tr:target{background:#fff3b0}.chart{display:block;margin:.8em 0}
 pre.hlo{background:#f6f8fa;border:1px solid #ddd;padding:.5em;overflow-x:auto;font-size:12px}
 pre.hlo b{background:#fff3b0}details.op:target{outline:2px solid #bf8700}.src{font-family:monospace}"""
-_STYLE += ROOFLINE_STYLE + CHART_STYLE
+_STYLE += """h1{font-size:1.4em}.headline{font-size:1.15em;font-weight:bold;margin:.4em 0}
+ul.brief{margin:.3em 0;padding-left:1.4em}"""
+_STYLE += ROOFLINE_STYLE + CHART_STYLE + STEP_STYLE
 
 
 FIRST_SCREEN = "time"
@@ -86,17 +91,22 @@ def _summary_html(report: DumpReport) -> str:
         return f"<section id='summary'><h2>Summary</h2><p>Nothing to fix found.</p>{skipped}</section>"
     return (
         f"<section id='summary'><h2>Summary</h2><p class='intro'>{len(report.modules.rows):,} modules. "
-        "Findings, costliest first: time lost a step, then compile seconds, extra compiles, bytes.</p>"
+        "Findings, costliest first, in one currency: seconds the traced run paid, whether each step pays them "
+        "(an op's time lost, the host's idle time) or the run once (compiling); then seconds a step where the "
+        "run's steps are unknown (no profile), extra compiles where no time is known, then bytes.</p>"
         "<table><thead><tr><th>#</th><th class='l'>section</th><th>cost</th><th class='l'>finding</th></tr></thead>"
         f"<tbody>{rows}</tbody></table>{skipped}</section>"
     )
 
 
 def _cost(finding: Finding) -> str:
-    if finding.unit == "seconds":
-        return f"{duration(finding.cost)} a step"
-    if finding.unit == "compile seconds":
-        return f"{finding.cost:,.2f} s compiling"
+    """`1.2 ms a step (0.84 s a run)`, `10.81 s a run`: what each step or the run pays, the run's figure
+    (what the summary ranks by) beside a step's."""
+    if finding.unit == A_STEP:
+        run = f" ({duration(finding.run_seconds)} a run)" if finding.run_seconds is not None else ""
+        return f"{duration(finding.cost)} a step{run}"
+    if finding.unit == A_RUN:
+        return f"{duration(finding.cost)} a run"
     if finding.unit == "compiles":
         return f"{finding.cost:,} extra compile{'s' * (finding.cost != 1)}"
     return f"{finding.cost:,} bytes"
@@ -114,14 +124,18 @@ def _finding_text(finding: Finding) -> str:
 
 
 def _section_html(section: Section, known: set[str], curves: int) -> str:
-    parts = [
-        f"<section id='{section.key}'><h2>{html.escape(section.title)}</h2>",
-        f"<p class='intro'>{html.escape(section.intro)}</p>",
-    ]
+    parts = [f"<section id='{section.key}'><h2>{html.escape(section.title)}</h2>"]
+    if section.headline:
+        parts.append(f"<p class='headline' data-first='headline'>{html.escape(section.headline)}</p>")
+    parts += [_chart_html(chart) for chart in section.charts if isinstance(chart, StepBars)]
+    if section.brief:
+        items = "".join(f"<li><a href='#{html.escape(a)}'>{html.escape(text)}</a></li>" for text, a in section.brief)
+        parts.append(f"<ul class='brief' data-first='recompiles'>{items}</ul>")
+    parts.append(f"<p class='intro'>{html.escape(section.intro)}</p>")
     if section.links:
         links = " · ".join(f"<a href='#{html.escape(a)}'>{html.escape(text)}</a>" for text, a in section.links)
         parts.append(f"<p>See: {links}</p>")
-    parts += [_chart_html(chart) for chart in section.charts]
+    parts += [_chart_html(chart) for chart in section.charts if not isinstance(chart, StepBars)]
     if section.findings and section.key == FIRST_SCREEN:
         parts.append(_findings_html(section.findings))
     for tab in section.tables:
@@ -138,20 +152,25 @@ def _section_html(section: Section, known: set[str], curves: int) -> str:
 
 
 def _findings_html(findings: list[Finding]) -> str:
-    """The first screen's list: each op's time lost a step and what to do, linked to its HLO."""
+    """The first screen's list: the idle time and the ops that lose the most, what to do, linked to its HLO."""
     items = "".join(f"<li><b>{_cost(f)}</b>: {_finding_text(f)}</li>" for f in findings)
-    return f"<h3>Ops that lose the most time, and what to do</h3><ol>{items}</ol>"
+    return f"<h3>What loses the most time (idle causes, ops), and what to do</h3><ol>{items}</ol>"
 
 
 def _chart_html(chart: object) -> str:
     """A section's chart as inline SVG, with a heading saying what it shows."""
     if isinstance(chart, StepBreakdown):
         shown = f" (the {len(chart.functions)} slowest of {chart.of:,})" if chart.of > len(chart.functions) else ""
-        return f"<h3>Step time per function, by op kind{shown}</h3>" + step_breakdown_svg(chart.functions)
+        return f"<h3>Device time a step per function, by op kind{shown}</h3>" + step_breakdown_svg(chart.functions)
     if isinstance(chart, Roofline):
         return (
             "<h3>Roofline (blue: compute bound, amber: memory bound, purple: collective; area: the op's time)</h3>"
             + roofline_svg(chart.chip, [_point(op) for op in chart.ops])
+        )
+    if isinstance(chart, StepBars):
+        return (
+            f"<div data-first='steps'><h3>Each step's wall time: the {html.escape(chart.device)} busy by kind, "
+            f"idle by cause</h3>{step_bars_svg(chart.steps, chart.categories, chart.median_step)}</div>"
         )
     if isinstance(chart, CompileTimeline):
         return "<h3>Compile timeline</h3>" + compile_timeline_svg(chart.marks, chart.source)
@@ -237,7 +256,10 @@ def render_markdown(report: DumpReport) -> str:
         for i, f in enumerate(report.findings(), 1)
     ] or ["Nothing to fix found."]
     for section in report.sections:
-        lines += ["", f"## {section.title}", "", section.intro]
+        lines += ["", f"## {section.title}", ""]
+        lines += [f"**{section.headline}**", ""] if section.headline else []
+        lines.append(section.intro)
+        lines += ["", *(f"- {text}" for text, _ in section.brief)] if section.brief else []
         for tab in section.tables:
             rows = tuple(tuple(_words(v) for v in row) for row in tab.rows)
             shown = dataclasses.replace(tab, rows=rows, note=f"_{tab.note}_" if tab.note else "")

@@ -49,8 +49,8 @@ def _autotuning_note(report) -> str:
 def typical_step(report) -> str:
     if not report.steps:
         return ""
-    step = sorted(report.steps, key=lambda s: s.seconds)[len(report.steps) // 2]
-    return _timeline_section(f"Step {step.number} (the median step, {step.seconds * 1e3:.3g} ms)", report, step)
+    step = sorted(report.steps, key=lambda s: s.wall_seconds)[len(report.steps) // 2]
+    return _timeline_section(f"Step {step.number} (the median step, {step.wall_seconds * 1e3:.3g} ms)", report, step)
 
 
 def _timeline_section(title: str, report, step) -> str:
@@ -61,7 +61,9 @@ def _timeline_section(title: str, report, step) -> str:
     height = _LANE * (len(lanes) + 2) + 30
     x = _linear(start, end)
     parts = [
-        _band(x, s, height) for s in report.steps if s.start_seconds <= end and s.start_seconds + s.seconds >= start
+        _band(x, s, height)
+        for s in report.steps
+        if s.start_seconds <= end and s.start_seconds + s.wall_seconds >= start
     ]
     for row, lane in enumerate(lanes, start=1):
         parts.append(f"<text class='label' x='4' y='{row * _LANE + 15}'>{html.escape(lane[:24])}</text>")
@@ -97,9 +99,11 @@ def _phases_tip(phases) -> str:
 
 def _window(report, step) -> tuple[float, float]:
     if step is not None:
-        return step.start_seconds, step.start_seconds + step.seconds
+        return step.start_seconds, step.start_seconds + step.wall_seconds
     ends = [e.start_ns / 1e9 + e.duration_ns / 1e9 for e in report.op_events]
-    ends += [c.start_seconds + c.seconds for c in report.compiles] + [s.start_seconds + s.seconds for s in report.steps]
+    ends += [c.start_seconds + c.seconds for c in report.compiles] + [
+        s.start_seconds + s.wall_seconds for s in report.steps
+    ]
     return 0.0, max(ends, default=1.0) or 1.0
 
 
@@ -109,11 +113,11 @@ def _linear(start: float, end: float):
 
 
 def _band(x, step, height: int) -> str:
-    left, right = x(step.start_seconds), x(step.start_seconds + step.seconds)
+    left, right = x(step.start_seconds), x(step.start_seconds + step.wall_seconds)
     odd = " odd" if step.number % 2 else ""
     return (
         f"<rect class='band{odd}' x='{left:.1f}' y='0' width='{max(right - left, 0.5):.1f}' height='{height}'>"
-        f"<title>step {step.number}: {step.seconds * 1e3:.3g} ms</title></rect>"
+        f"<title>step {step.number}: {step.wall_seconds * 1e3:.3g} ms</title></rect>"
         f"<text class='label' x='{left + 2:.1f}' y='{height - 4}'>{step.number}</text>"
     )
 
@@ -127,7 +131,11 @@ def _bar(css: str, left: float, right: float, y: float, tip: str) -> str:
 
 def _roofline_section(report) -> str:
     """Predicted and measured points per op with FLOPs; a note where no chip was given."""
-    ops = [op for op in report.ops if op.flops and op.flops > 0 and op.bytes_accessed and op.roofline_seconds]
+    ops = [
+        op
+        for op in report.ops
+        if op.flops and op.flops > 0 and op.bytes_accessed and op.roofline_seconds and op.seconds_per_execution
+    ]
     if not ops:
         return (
             "<section><h2>Roofline</h2><p>No op with FLOPs and a roofline time: pass --dump, and on CPU a "
@@ -135,7 +143,7 @@ def _roofline_section(report) -> str:
         )
     points = []
     for op in ops:
-        intensity, measured = op.flops / op.bytes_accessed, op.total_seconds / op.count
+        intensity, measured = op.flops / op.bytes_accessed, op.seconds_per_execution
         label = f"{op.module} {op.name} ({op.kind}): {op.op_name or ''}"
         points.append(
             Point(
@@ -152,7 +160,7 @@ def _roofline_section(report) -> str:
                 op.flops / measured,
                 measured,
                 "measured",
-                f"{label}; measured {measured:.3e} s, efficiency {op.efficiency:.3g}",
+                f"{label}; measured {measured:.3e} s an execution, efficiency {op.efficiency:.3g}",
             )
         )
     return (

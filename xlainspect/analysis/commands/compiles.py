@@ -175,11 +175,10 @@ def capture_report(command: Sequence[str], dump_dir: Path | None = None, budget:
 def _profiled_seconds(
     rows: list[FunctionCompiles], trace: Path | None
 ) -> tuple[dict[str, tuple[float | None, ...]], list[str]]:
-    """Measured compile seconds per function from a jax.profiler trace, paired in order with the dump's."""
+    """Measured compile seconds per function from a jax.profiler trace, each on the module it made."""
     if trace is None:
         return {}, []
-
-    return paired_compile_seconds({r.name: r.modules for r in rows}, profile(read_trace(trace)))
+    return paired_compile_seconds({r.name: list(r.module_ids) for r in rows}, profile(read_trace(trace)))
 
 
 def read_baseline(path: Path) -> tuple[tuple[str, int], ...]:

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 from xlainspect.analysis.chips import chip_table, custom_chip, dump_chip_key, get_chip
 from xlainspect.analysis.commands import Paths, Selection, input_paths, remembered, run_selected
 from xlainspect.analysis.cost import module_cost
-from xlainspect.analysis.profile import only_function, profile
+from xlainspect.analysis.hosts import job_profile
+from xlainspect.analysis.profile import only_function
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
-from xlainspect.dump.xplane import read_trace
+from xlainspect.dump.xplane import host_traces
 from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.progress import Progress, silent
 
@@ -30,6 +31,8 @@ class ChipChoice:
     peak_flops: float | None = None
     hbm_bandwidth: float | None = None
     ici_bandwidth: float | None = None
+    launch_seconds: float | None = None
+    """The least time a kernel takes (a floor under each op's roofline in a profile); None: the chip's."""
 
 
 @dataclass
@@ -65,7 +68,7 @@ def chip_for(dump_module: DumpModule | None, choice: ChipChoice) -> Chip | None:
     where neither says (counts without times). Figures without a chip to complete them are a usage error."""
     figures = (choice.peak_flops, choice.hbm_bandwidth, choice.ici_bandwidth)
     if choice.key is None and choice.peak_flops and choice.hbm_bandwidth:
-        return custom_chip(choice.peak_flops, choice.hbm_bandwidth, choice.ici_bandwidth)
+        return custom_chip(choice.peak_flops, choice.hbm_bandwidth, choice.ici_bandwidth, choice.launch_seconds)
     key = choice.key or (dump_chip_key(dump_module) if dump_module else None)
     if key is None and not any(figures):
         return None
@@ -76,7 +79,7 @@ def chip_for(dump_module: DumpModule | None, choice: ChipChoice) -> Chip | None:
             f"$hbm_bandwidth are needed together, or $chip, one of: {', '.join(chip_table())}"
         )
     try:
-        return get_chip(key, *figures)
+        return get_chip(key, *figures, launch_seconds=choice.launch_seconds)
     except XlaInspectError as error:
         raise UsageError(str(error)) from None
 
@@ -95,11 +98,11 @@ def profile_report(
     efficiency and time lost, GPU kernels run in command buffers placed on their op. `function` narrows
     it to one function (one that matches nothing is an error); `step_function` names the function whose
     executions are the steps (without step markers, the one with the most device time)."""
-    read = read_trace(trace)
+    hosts = host_traces(trace)
     if dump is None:
-        return only_function(profile(read, None, chip_for(None, chip), step_function), function)
+        return only_function(job_profile(hosts, None, chip_for(None, chip), step_function), function)
     loaded = load_dump(dump, strict=strict)
-    report = profile(read, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
+    report = job_profile(hosts, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
     report.skipped = [*loaded.skipped, *report.skipped]
     if not report.joined:
         report.notes.append(

@@ -21,11 +21,12 @@ from xlainspect.analysis.commands.cost import ChipChoice, chip_for
 from xlainspect.analysis.copies import Copy, copies
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.fusions import Fusion, fusions, unfused_ops
+from xlainspect.analysis.hosts import JobReport, job_profile
 from xlainspect.analysis.layouts import LedgerInput, PaddingRow, padding_ledger
 from xlainspect.analysis.lookup import module_label
 from xlainspect.analysis.memory import ModuleMemory, assigned_memory
 from xlainspect.analysis.neighbourhood import neighbourhood
-from xlainspect.analysis.profile import ProfileReport, profile
+from xlainspect.analysis.profile import ProfileReport
 from xlainspect.analysis.recompiles import FunctionCompiles, Recompiles, count_recompiles
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.analysis.timing import ModuleTime, OpTiming, Timing, module_time, timing
@@ -33,7 +34,7 @@ from xlainspect.dump.buffers import read_buffer_assignment
 from xlainspect.dump.directory import SHARE_MIN_MODULES, Dump, DumpModule, SkippedFile, load_dump
 from xlainspect.dump.files import read_text
 from xlainspect.dump.jaxlog import JaxLog, run_log
-from xlainspect.dump.xplane import read_trace
+from xlainspect.dump.xplane import host_traces
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent
 from xlainspect.settings import cache_enabled
@@ -71,6 +72,8 @@ class DumpFacts(Tabular):
     """Step time per function, ops, compiles: measured with a profile, else the roofline estimate."""
     skipped: list[SkippedFile]
     """The dump's own skips, then the modules' and their side files', then count-recompiles'."""
+    job: JobReport | None = None
+    """The profile's hosts and devices, collectives' waits and the straggler (with a profile)."""
 
 
 def report_of(
@@ -119,14 +122,16 @@ def dump_facts(
     skipped += [problem for f in found.results for problem in f.problems]
     times = timing([f.time for f in found.results if f.time is not None], found.modules, profiled, log)
     skipped += profiled.skipped if profiled is not None else []
-    return DumpFacts(dump, found.results, found.modules, recompiles.functions, times, [*skipped, *recompiles.skipped])
+    job = profiled.job if profiled is not None else None
+    skipped += recompiles.skipped
+    return DumpFacts(dump, found.results, found.modules, recompiles.functions, times, skipped, job)
 
 
 def _profiled(trace: str | Path | None, dump: Dump) -> ProfileReport | None:
     """`profile` of the trace against the dump (its ops joined to their costs), None without a trace."""
     if trace is None:
         return None
-    profiled = profile(read_trace(trace), dump, _chip(next(iter(dump.modules), None)))
+    profiled = job_profile(host_traces(trace), dump, _chip(next(iter(dump.modules), None)))
     if not profiled.joined:
         profiled.notes.append(
             f"{trace}: none of the traced modules is in this dump (module ids and names differ): a profile of "

@@ -1,18 +1,23 @@
-"""`modules` and `count-recompiles`: compiles per function and why each recompile happened."""
+"""`modules` and `count-recompiles`: compiles per function and why each recompile happened; the report's
+compile-time and recompiles sections."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.commands.compiles import ModuleRow
+from xlainspect.analysis.commands.report import DumpFacts
 from xlainspect.report.causes import (
     cause_record,
+    causes_in_brief,
     causes_text,
     for_people,
     suggestion,
     violation_text,
 )
 from xlainspect.report.document import Document, Entry, Lines, fields, record, records, table
+from xlainspect.report.sections import A_RUN, CompileTimeline, Finding, Section
+from xlainspect.report.sections import table as section_table
 from xlainspect.report.views.doctor import host_list
 
 if TYPE_CHECKING:
@@ -168,9 +173,14 @@ def _table_row(row, times=None) -> dict:
         "eager": row.eager,
         **seconds,
         "source": row.source or "",
-        "why": "; ".join([*_unreadable(row), *causes_text(row.causes)]),
+        "why": why(row),
         "suggestion": suggestion(row) or "",
     }
+
+
+def why(row: FunctionCompiles) -> str:
+    """Why a function compiled again: its causes, after the compiles that could not be read to explain."""
+    return "; ".join([*_unreadable(row), *causes_text(row.causes)])
 
 
 def _unreadable(row) -> list[str]:
@@ -205,4 +215,139 @@ def _for_people(rows: list, times=None) -> list[dict]:
     return [*people, folded]
 
 
-# --- memory ---------------------------------------------------------------------------------------------
+# ---- the report's section
+
+
+TIMELINE_LANES = 30
+"""Functions on the compile timeline, one lane each (those with the most compile time, else compiles)."""
+
+
+def compiles_section(source: DumpFacts) -> Section | None:
+    """Compiles on a time axis, per function: seconds (profile or jax log) and what recompiled."""
+    t = source.timing
+    if not t.compiles:
+        return None
+    rows = [
+        (
+            r.name,
+            r.modules,
+            t.compile_seconds.get(r.name),
+            t.recompile_seconds.get(r.name),
+            why(r),
+        )
+        for r in sorted(source.recompiles, key=lambda r: -(t.compile_seconds.get(r.name) or 0.0))
+    ]
+    seconds = sum(t.compile_seconds.values())
+    timed = f"{seconds:.2f} s in all, from the {t.compile_source}" if t.compile_seconds else "no seconds known"
+    counts: dict[str, int] = {}
+    for mark in t.compiles:
+        counts[mark.function] = counts.get(mark.function, 0) + 1
+    lanes = sorted(counts, key=lambda f: (-(t.compile_seconds.get(f) or 0.0), -counts[f]))[:TIMELINE_LANES]
+    drawn = [m for m in t.compiles if m.function in lanes]
+    left_out = (
+        f" The timeline draws the {TIMELINE_LANES} functions with the most compile time of {len(counts):,}."
+        if len(counts) > TIMELINE_LANES
+        else ""
+    )
+    return Section(
+        "compiles",
+        "Compile time",
+        f"{len(t.compiles):,} compiles ({timed}); red bars are recompiles.{left_out}",
+        [
+            section_table(
+                "compile time per function",
+                ("function", "compiles", "compile_seconds", "recompile_seconds", "what recompiled"),
+                rows,
+                "xlainspect count-recompiles --log explains each",
+            )
+        ],
+        charts=[CompileTimeline(drawn, t.compile_source)],
+    )
+
+
+def recompiles_section(source: DumpFacts) -> Section:
+    """count-recompiles: the user's functions first (recompiled ones first) with their source lines,
+    causes and suggestions, then the eager ops; the eager traffic is one finding (one fix)."""
+    rows = source.recompiles
+    by_name = source.dump.functions()
+    user, eager = for_people(rows)
+    ranked = [*user, *(eager.functions if eager else ())]
+    tab = section_table(
+        "compiles per function",
+        ("function", "compiles", "modules", "eager", "source", "why", "suggestion"),
+        [
+            (
+                r.name,
+                r.modules,
+                tuple(m.label for m in by_name.get(r.name, ()) if m.module_id in r.module_ids),
+                r.eager,
+                r.source or "",
+                why(r),
+                suggestion(r) or "",
+            )
+            for r in ranked
+        ],
+        "xlainspect count-recompiles lists every function",
+    )
+    again = source.timing.recompile_seconds
+    findings = [
+        _compile_finding(
+            f"{r.name} compiled {r.modules} times: {why(r) or 'no cause found'}",
+            r.modules - 1,
+            again.get(r.name),
+            r.source or "",
+        )
+        for r in user
+        if r.modules > 1
+    ]
+    if eager is not None and eager.compiles > 1:
+        spent = [source.timing.compile_seconds.get(r.name) for r in eager.functions]
+        findings.append(
+            _compile_finding(
+                f"{eager.compiles} compiles of eager jax ops ({eager.summary()}): jit the surrounding code",
+                eager.compiles,
+                sum(s for s in spent if s) if any(spent) else None,
+            )
+        )
+    total = sum(r.modules for r in rows)
+    intro = (
+        f"{total:,} compiles of {len(rows):,} functions, {sum(r.modules > 1 for r in rows):,} compiled more than once."
+    )
+    return Section("recompiles", "Recompiles", intro, [tab], findings)
+
+
+BRIEF_FUNCTIONS = 4
+"""Recompiled functions the first screen names, one line each (those with the most recompile time)."""
+
+
+def recompiles_in_brief(source: DumpFacts) -> list[tuple[str, str]]:
+    """One line per recompiled function (what changed, without the values), with the anchor of its row in
+    the recompiles section, which says it all; the eager traffic in one more: the first screen's fold."""
+    again = source.timing.recompile_seconds
+    user, eager = for_people(source.recompiles)
+    recompiled = sorted((r for r in user if r.modules > 1), key=lambda r: (-again.get(r.name, 0.0), -r.modules))
+    lines = [
+        (
+            f"{r.name}: {r.modules} compiles"
+            + (f" ({again[r.name]:.2f} s again)" if again.get(r.name) else "")
+            + f": {causes_in_brief(r.causes) or 'no cause found'}",
+            f"function-{r.name}",
+        )
+        for r in recompiled[:BRIEF_FUNCTIONS]
+    ]
+    if len(recompiled) > BRIEF_FUNCTIONS:
+        lines.append((f"and {len(recompiled) - BRIEF_FUNCTIONS} more recompiled functions", "recompiles"))
+    if eager is not None and eager.compiles > 1:
+        spent = sum(source.timing.compile_seconds.get(r.name) or 0.0 for r in eager.functions)
+        said = f" ({spent:.2f} s)" if spent else ""
+        lines.append(
+            (f"eager jax ops: {eager.compiles} compiles of {len(eager.functions)} functions{said}", "recompiles")
+        )
+    return lines
+
+
+def _compile_finding(text: str, compiles: int, seconds: float | None, where: str = "") -> Finding:
+    """A recompile finding in compile seconds where the log or profile timed them, else in compiles."""
+    if seconds is None:
+        return Finding("recompiles", text, compiles, "compiles", source=where)
+    return Finding("recompiles", text, seconds, A_RUN, source=where)

@@ -48,7 +48,8 @@ def report_document(report: DumpReport) -> Document:
     titled = [("modules", report.modules)]
     blocks: list = [report.modules]
     for section in report.sections:
-        blocks += [Heading(section.title), Lines(section.intro), *section.tables]
+        headline = [Lines(section.headline)] if section.headline else []
+        blocks += [Heading(section.title), *headline, Lines(section.intro), *section.tables]
         titled += [(t.title or section.key, t) for t in section.tables]
     counts = Counter(title for title, _ in titled)
     data = {}

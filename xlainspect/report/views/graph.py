@@ -1,14 +1,20 @@
-"""`fusions`, `copies`, `collectives` and `ops`: rows per module, with totals."""
+"""`fusions`, `copies`, `collectives` and `ops`: rows per module, with totals; the report's sections of the
+first three."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.collectives import Collective, CollectiveTotal
-from xlainspect.analysis.copies import Copy, CopyTotal
-from xlainspect.analysis.fusions import Fusion, FusionKindTotal
+from xlainspect.analysis.collectives import Collective, CollectiveTotal, collective_totals
+from xlainspect.analysis.commands.report import DumpFacts
+from xlainspect.analysis.copies import Copy, CopyTotal, copy_totals
+from xlainspect.analysis.fusions import Fusion, FusionKindTotal, fusion_kind_totals
 from xlainspect.analysis.ops import FunctionOpCount, OpCount
-from xlainspect.report.document import Document, Lines, fields, records, table
+from xlainspect.report.document import Document, Lines, fields, record, records, table
+from xlainspect.report.sections import Finding, Section, largest
+from xlainspect.report.sections import table as section_table
+from xlainspect.report.views.cost import duration
+from xlainspect.report.views.hosts import measured_collectives
 
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.graph import CollectivesReport, CopiesReport, FusionsReport, OpsReport
@@ -114,4 +120,126 @@ def ops_document(report: OpsReport) -> Document:
     return Document(records(report.opcodes), [rows], csv=rows)
 
 
-# --- doctor, modules, count-recompiles --------------------------------------------------------------------
+# ---- the report's section
+
+
+def fusions_section(source: DumpFacts) -> Section:
+    """fusions: totals per kind, the largest fusions, and compute ops left outside fusions."""
+    rows = [fusion for f in source.facts for fusion in f.fusions]
+    unfused = [
+        (f.label, sum(f.unfused.values()), " ".join(f"{k}:{n}" for k, n in f.unfused.items()))
+        for f in source.facts
+        if f.unfused
+    ]
+    kinds = section_table(
+        "fusions per kind",
+        fields(FusionKindTotal),
+        fusion_kind_totals(rows),
+        "xlainspect fusions",
+    )
+    biggest = section_table(
+        "largest fusions",
+        ("module", "name", "kind", "root", "output_shape", "output_bytes", "op_name"),
+        [
+            (f.module, f.name, f.backend_kind or f.kind, f.root, f.output_shape, f.output_bytes, f.op_name or "")
+            for f in sorted(rows, key=lambda f: -f.output_bytes)
+        ],
+        "xlainspect fusions lists every fusion",
+    )
+    outside = section_table(
+        "compute ops outside fusions",
+        ("module", "ops", "opcodes"),
+        sorted(unfused, key=lambda u: -u[1]),
+        "xlainspect fusions",
+    )
+    intro = f"{len(rows):,} fusions; {sum(u[1] for u in unfused):,} compute ops outside fusions."
+    return Section("fusions", "Fusions", intro, [kinds, biggest, outside])
+
+
+def copies_section(source: DumpFacts) -> Section:
+    """copies: bytes moved per module and the largest copies."""
+    rows = [c for f in source.facts for c in f.copies]
+    totals = copy_totals(rows)
+    findings = [
+        Finding("copies", f"{t.module}: {t.kind} x{t.count} moves {t.bytes:,} bytes", t.bytes, "bytes")
+        for t in largest(totals, lambda t: t.bytes)
+    ]
+    return Section(
+        "copies",
+        "Copies",
+        f"{len(rows):,} copies, transposes and relayouts.",
+        [
+            section_table(
+                "per module and kind",
+                fields(CopyTotal),
+                totals,
+                "xlainspect copies",
+            ),
+            section_table(
+                "largest copies",
+                ("module", "name", "kind", "from_layout", "to_layout", "memory_space_change", "bytes", "op_name"),
+                sorted(rows, key=lambda c: -c.bytes),
+                "xlainspect copies lists every copy",
+            ),
+        ],
+        findings,
+    )
+
+
+def collectives_section(source: DumpFacts) -> Section:
+    """collectives: payload and bytes per step per module and kind, and every collective."""
+    rows = [c for f in source.facts for c in f.collectives]
+    totals = collective_totals(rows)
+    findings = [
+        Finding(
+            "collectives",
+            f"{t.module}: {t.kind} x{t.count} sends {t.bytes_per_step or t.payload_bytes:,} bytes a step",
+            t.bytes_per_step or t.payload_bytes,
+            "bytes",
+        )
+        for t in largest(totals, lambda t: t.bytes_per_step or t.payload_bytes)
+    ]
+    return Section(
+        "collectives",
+        "Collectives",
+        f"{len(rows):,} collectives.",
+        [
+            section_table(
+                "per module and kind",
+                fields(CollectiveTotal),
+                totals,
+                "xlainspect collectives",
+            ),
+            _collectives_table(source, sorted(rows, key=lambda c: -c.payload_bytes)),
+        ],
+        findings,
+    )
+
+
+_COLLECTIVE_COLUMNS = (
+    "module",
+    "name",
+    "kind",
+    "dtype",
+    "payload_bytes",
+    "group_size",
+    "bytes_per_device",
+    "executions",
+    "bytes_per_step",
+    "op_name",
+)
+_MEASURED = ("wait_seconds", "transfer_seconds", "exposed_seconds")
+"""What a profile adds to a collective's row: per execution, the mean over devices (`views.hosts`)."""
+
+
+def _collectives_table(source: DumpFacts, rows: list[Collective]):
+    """Every collective; with a profile that ran them, its wait, transfer and exposed time."""
+    what = "xlainspect collectives lists every collective"
+    measured = measured_collectives(source.job)
+    if not measured:
+        return section_table("collectives", _COLLECTIVE_COLUMNS, rows, what)
+    found = []
+    for row in rows:
+        times = measured.get((row.module.rpartition("/")[2], row.name))
+        found.append(record(row) | ({k: duration(v) for k, v in zip(_MEASURED, times)} if times else {}))
+    return section_table("collectives", (*_COLLECTIVE_COLUMNS[:-1], *_MEASURED, "op_name"), found, what)

@@ -1,11 +1,14 @@
-"""`layout` and `layouts`: what one layout costs, and the padding ledger."""
+"""`layout` and `layouts`: what one layout costs, and the padding ledger; the report's padding section."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.layouts import ArrayLayout, PaddingRow, PaddingTotal
+from xlainspect.analysis.commands.report import DumpFacts
+from xlainspect.analysis.layouts import ArrayLayout, PaddingRow, PaddingTotal, ledger_totals
 from xlainspect.report.document import Document, Lines, fields, records, table
+from xlainspect.report.sections import Finding, Section, largest
+from xlainspect.report.sections import table as section_table
 
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.layouts import LayoutsReport
@@ -70,4 +73,45 @@ LEDGER_COLUMNS = (
 )
 
 
-# --- fusions, copies, collectives, ops -----------------------------------------------------------------
+# ---- the report's section
+
+
+def padding_section(source: DumpFacts) -> Section | None:
+    """layouts: bytes lost to tile padding, per function and the most wasteful values."""
+    labelled = sorted(((f.label, r) for f in source.facts for r in f.padding), key=lambda lr: -lr[1].wasted_bytes)
+    rows = [r for _, r in labelled]
+    if not rows:
+        return None
+    per_function = ledger_totals(rows, "function")
+    totals = section_table(
+        "per function",
+        ("function", "values", "logical_bytes", "padded_bytes", "wasted_bytes", "expansion"),
+        [(t.group, t.values, t.logical_bytes, t.padded_bytes, t.wasted_bytes, t.expansion) for t in per_function],
+    )
+    values = section_table(
+        "most wasted bytes",
+        LEDGER_COLUMNS,
+        [
+            (label, r.instruction, r.shape, r.logical_bytes, r.padded_bytes, r.wasted_bytes, r.expansion, r.op_name)
+            for label, r in labelled
+            if r.wasted_bytes
+        ],
+        "xlainspect layouts lists every value",
+    )
+    findings = [
+        Finding(
+            "padding",
+            f"{t.group} loses {t.wasted_bytes:,} bytes to tile padding ({t.expansion}x)",
+            t.wasted_bytes,
+            "bytes",
+        )
+        for t in largest(per_function, lambda t: t.wasted_bytes)
+    ]
+    wasted = sum(t.wasted_bytes for t in per_function)
+    return Section(
+        "padding",
+        "Padding waste",
+        f"{wasted:,} bytes of tile padding in {len(rows):,} array values.",
+        [totals, values],
+        findings,
+    )

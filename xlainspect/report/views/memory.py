@@ -1,10 +1,13 @@
-"""`memory`: allocations, the peak and the buffers live there."""
+"""`memory`: allocations, the peak and the buffers live there; the report's memory section."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from xlainspect.analysis.commands.report import DumpFacts
 from xlainspect.report.document import Document, record, table
+from xlainspect.report.sections import Finding, Section, largest
+from xlainspect.report.sections import table as section_table
 
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.memory import MemoryReport
@@ -92,4 +95,39 @@ def _bars(buffers) -> list[dict]:
     ]
 
 
-# --- diff -----------------------------------------------------------------------------------------------
+# ---- the report's section
+
+
+MAX_CURVES = 12
+"""Memory curves drawn, for the modules with the highest peaks."""
+
+
+def memory_section(source: DumpFacts) -> Section | None:
+    """memory: totals and peak per module, the curve and top buffers of the highest peaks."""
+    rows = [f.memory for f in source.facts if f.memory is not None]
+    if not rows:
+        return None
+    peaks = sorted(rows, key=lambda r: -(r.peak_bytes or 0))
+    tab = section_table(
+        "memory per module (bytes)",
+        ("module", "function", "total_bytes", "peak_bytes", "peak_instruction"),
+        [(r.module, r.function, r.total_bytes, r.peak_bytes, r.peak_instruction or "") for r in peaks],
+        "xlainspect memory lists every module",
+    )
+    findings = [
+        Finding(
+            "memory",
+            f"{r.module} peaks at {r.peak_bytes:,} bytes at {r.peak_instruction or 'the end'}",
+            r.peak_bytes,
+            "bytes",
+        )
+        for r in largest(peaks, lambda r: r.peak_bytes or 0)
+    ]
+    curves = [r for r in peaks if r.curve][:MAX_CURVES]
+    drawable = sum(1 for r in rows if r.curve)
+    intro = f"{len(rows):,} modules with a buffer assignment; curves of the {len(curves)} highest peaks" + (
+        f" of {drawable:,} with live ranges (xlainspect memory DIR --html draws every one)."
+        if len(curves) < drawable
+        else "."
+    )
+    return Section("memory", "Memory", intro, [tab], findings, curves)

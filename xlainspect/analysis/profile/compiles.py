@@ -26,8 +26,13 @@ import bisect
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from xlainspect.analysis.profile.events import event_label
 from xlainspect.dump.xplane import TraceEvent
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.profile.model import ProfileReport
 
 COMPILE_EVENTS = frozenset({"backend_compile_and_load", "backend_compile"})
 TOP_PASSES = 10
@@ -220,3 +225,101 @@ def _children(own: list[TraceEvent], parents: list[TraceEvent]) -> list[TraceEve
             found.append(event)
         stack.append(event)
     return found
+
+
+def with_modules(
+    compiles: list[CompileEvent], op_events: list[TraceEvent], launched: dict[int, tuple[str, float]]
+) -> list[CompileEvent]:
+    """Each compile with the module it made: its function's first module to run (be launched) after it."""
+    runs: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for event in op_events:
+        if isinstance(event.stats.get("program_id"), int):
+            at = launched[id(event)][1] if id(event) in launched else event.start_ns
+            runs[str(event.stats["hlo_module"])].append((at, event_label(event)))
+    for found in runs.values():
+        found.sort()
+    for event in compiles:
+        after = runs.get(event.function or "", [])
+        index = bisect.bisect_left(after, ((event.start_seconds + event.seconds) * 1e9, ""))
+        event.module = after[index][1] if index < len(after) else None
+    return compiles
+
+
+def compiles_after(report: ProfileReport, step: int) -> list[CompileEvent]:
+    """The compiles that fell in a step after `step`: the gate of `--max-compiles-after-step`."""
+    return [c for c in report.compiles if c.step is not None and c.step > step]
+
+
+def compile_seconds(report: ProfileReport) -> dict[str, list[float]]:
+    """Measured seconds of each function's compiles, in trace order."""
+    seconds: dict[str, list[float]] = defaultdict(list)
+    for event in report.compiles:
+        seconds[event.function or "?"].append(event.seconds)
+    return dict(seconds)
+
+
+def dumped_compiles(
+    compiles: list[CompileEvent], dumped: dict[str, list[int | None]]
+) -> tuple[list[int | None], list[str]]:
+    """For each of the trace's `compiles`, the index of the module it made among its function's modules in
+    the dump (`dumped`: module ids per function, in compile order), and a sentence per compile that pairs
+    with none. A trace covers a window of the run, so the dump's modules outside it pair with nothing
+    (that is no fault). The module a compile made is named by id (`CompileEvent.module`: the one that ran
+    first after it); a compile whose module ran no kernel in the trace takes, in trace order, the next
+    module of its function that no compile took, after the one its previous compile made."""
+    at: list[int | None] = []
+    unpaired: list[str] = []
+    taken: dict[str, set[int]] = defaultdict(set)
+    for event in compiles:
+        ids = dumped.get(event.function or "", [])
+        made = _module_id(event.module)
+        at.append(ids.index(made) if made is not None and made in ids else None)
+        if at[-1] is not None:
+            taken[event.function or ""].add(at[-1])
+    last: dict[str, int] = {}
+    for position, event in enumerate(compiles):
+        name = event.function or ""
+        index = at[position]
+        if index is None:
+            index = _next_free(len(dumped.get(name, [])), last.get(name, -1), taken[name], event)
+            if index is None:
+                unpaired.append(_unpaired(event, name in dumped))
+            else:
+                taken[name].add(index)
+            at[position] = index
+        last[name] = index if index is not None else last.get(name, -1)
+    return at, unpaired
+
+
+def _next_free(count: int, after: int, taken: set[int], event: CompileEvent) -> int | None:
+    """The first module index past `after` that no compile took, for a compile whose module is not named
+    (one named by id that the dump does not have is another run's module: it pairs with none)."""
+    if _module_id(event.module) is not None:
+        return None
+    return next((i for i in range(after + 1, count) if i not in taken), None)
+
+
+def _module_id(label: str | None) -> int | None:
+    """The module id of a label `module_0042.jit_f` (`events.module_label`)."""
+    number = (label or "").partition(".")[0].removeprefix("module_")
+    return int(number) if number.isdigit() else None
+
+
+def _unpaired(event: CompileEvent, in_dump: bool) -> str:
+    made = f" (made {event.module})" if event.module else ""
+    why = "the dump has no such module of it" if in_dump else "no module of it in the dump"
+    return f"{event.function or event.name} compiled at {event.start_seconds:.3f} s{made}: {why}"
+
+
+def paired_compile_seconds(
+    dumped: dict[str, list[int | None]], report: ProfileReport
+) -> tuple[dict[str, tuple[float | None, ...]], list[str]]:
+    """Per function of a dump (`dumped`: its module ids in compile order), the measured seconds of the
+    compile that made each module (None: compiled outside the trace), paired by `dumped_compiles`, and
+    a sentence per compile of the trace that pairs with no module of the dump."""
+    at, unpaired = dumped_compiles(report.compiles, dumped)
+    seconds: dict[str, list[float | None]] = {name: [None] * len(ids) for name, ids in dumped.items()}
+    for event, index in zip(report.compiles, at):
+        if index is not None:
+            seconds[event.function or ""][index] = event.seconds
+    return {name: tuple(found) for name, found in seconds.items()}, unpaired

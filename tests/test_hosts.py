@@ -1,0 +1,222 @@
+"""Every host's trace of a run at once: fixtures/profiles/multihost_straggler (a real 4-process jax job on
+one machine, host_1's input pipeline 80 ms slower a step; `python fixtures/generate.py multihost_straggler`)
+and multidevice_cpu (one process, 8 CPU devices), against what each host measured in Python (truth.json)."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import shutil
+from pathlib import Path
+from statistics import median
+
+import pytest
+from conftest import FIXTURES
+from typer.testing import CliRunner
+
+from xlainspect.analysis.hosts import HostSummary, job_of, job_profile, summarise_host
+from xlainspect.cli.app import app
+from xlainspect.dump.xplane import host_traces
+
+JOB = FIXTURES / "profiles" / "multihost_straggler"
+ONE = FIXTURES / "profiles" / "multidevice_cpu"
+runner = CliRunner()
+
+
+def _truth(folder: Path) -> dict:
+    return json.loads((folder / "truth.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def job():
+    report = job_profile(host_traces(JOB))
+    assert report.job is not None
+    return report.job
+
+
+def test_each_run_folder_file_is_a_host():
+    assert list(host_traces(JOB)) == ["host_0", "host_1", "host_2", "host_3"]
+
+
+def test_every_hosts_median_step_within_ten_percent_of_python(job):
+    truth = {h["host"]: h for h in _truth(JOB)["hosts"]}
+    assert [row.host for row in job.hosts] == list(truth)
+    for row in job.hosts:
+        expected = truth[row.host]["step_seconds"]
+        assert row.step_seconds == pytest.approx(expected, rel=0.10), row.host
+        walls = [s.wall_seconds for s in row.steps]  # each step's marker against its perf_counter wall
+        assert walls == pytest.approx(truth[row.host]["step_walls_seconds"], rel=0.05), row.host  # 2.5% at most
+        assert [s.compiled for s in row.steps] == [True] + [False] * (len(walls) - 1)
+
+
+def test_every_device_has_a_row(job):
+    truth = _truth(JOB)["hosts"]
+    expected = [(h["host"], f"device {d.removeprefix('cpu:')}") for h in truth for d in h["devices"]]
+    assert sorted((row.host, row.device) for row in job.devices) == sorted(expected)
+
+
+def _extra_input(folder: Path) -> float:
+    """The slow host's extra input work a step, as Python measured it: its load_batch less the others'
+    (median over the steps without a compile)."""
+    truth = _truth(folder)
+    slow = next(h for h in truth["hosts"] if h["host"] == truth["slow_host"])
+    others = [h for h in truth["hosts"] if h is not slow]
+    extra = [
+        s - median(o["load_batch_seconds"][k] for o in others)
+        for k, s in enumerate(slow["load_batch_seconds"])
+        if k not in slow["compile_steps"]
+    ]
+    return median(extra)
+
+
+def test_the_straggler_is_named_and_the_others_wait_about_its_delay(job):
+    truth = _truth(JOB)
+    found = job.straggler
+    assert found is not None and (found.level, found.name) == ("host", truth["slow_host"])
+    assert found.last_in_steps == found.steps == 7
+    extra = _extra_input(JOB)  # 81 ms when the fixture was made (delay_seconds 0.080)
+    assert found.wait_seconds == pytest.approx(extra, rel=0.15)  # 89.5 ms: +10%
+    assert found.margin_seconds == pytest.approx(extra, rel=0.15)  # 86.5 ms: +7%
+    for row in job.hosts:  # each other host's all-reduce wait a step is the delay; the straggler's is ~0
+        expected = 0.0 if row.host == truth["slow_host"] else extra
+        assert row.wait_seconds == pytest.approx(expected, abs=0.15 * extra), row.host
+        # its devices idle meanwhile, the host busy in Python (profile's step breakdown: `host`)
+        assert row.idle["host"] == pytest.approx(extra - expected, abs=0.15 * extra), row.host
+    what, name, seconds = found.meanwhile[0]  # its input pipeline, the TraceAnnotation it ran in
+    assert (what, name) == ("host", "load_batch") and seconds == pytest.approx(extra, rel=0.15)
+
+
+def test_collective_rows_split_wait_and_transfer(job):
+    truth = _truth(JOB)
+    rows = job.collectives
+    assert {(r.kind, r.op) for r in rows} == {("all-reduce", "all-reduce.3")}
+    assert len(rows) == 8 and all(r.count == 7 for r in rows)  # a device each, the 7 steps without a compile
+    for row in rows:
+        assert row.wait_seconds + row.transfer_seconds == pytest.approx(row.seconds)
+        assert row.exposed_seconds + row.hidden_seconds == pytest.approx(row.seconds)
+        assert row.hidden_seconds == 0.0  # XLA:CPU runs the all-reduce alone: no compute overlaps it
+        # the gradients (128x128 and 128x1 f32) and the loss, all-reduced over 8 devices: 2 (n - 1) / n of them
+        assert row.bytes_per_execution == round((128 * 128 + 128 + 1) * 4 * 2 * 7 / 8)
+        assert row.transfer_bytes_per_second == pytest.approx(row.bytes_per_execution * 7 / row.transfer_seconds)
+        assert row.link_bandwidth is None  # XLA:CPU: no chip, no link figure
+        share = row.wait_seconds / row.seconds
+        assert share < 0.1 if row.host == truth["slow_host"] else share > 0.5, row
+
+
+def test_one_machine_one_clock_is_kept(job):
+    """Every process ran on one machine: on their recorded clocks every all-reduce is causal."""
+    assert job.clock.method == "recorded clocks" and job.clock.shared == 8
+    assert set(job.clock.offsets.values()) == {0.0}
+
+
+def _shifted(summary: HostSummary, seconds: float) -> HostSummary:
+    ns = seconds * 1e9
+    return dataclasses.replace(
+        summary,
+        steps=[dataclasses.replace(s, start_ns=s.start_ns + ns) for s in summary.steps],
+        parts=[dataclasses.replace(p, start_ns=p.start_ns + ns, end_ns=p.end_ns + ns) for p in summary.parts],
+        annotations=[(n, s + ns, e + ns) for n, s, e in summary.annotations],
+        compiles=[(s + ns, e + ns) for s, e in summary.compiles],
+    )
+
+
+def test_a_host_whose_clock_is_off_by_a_second_is_aligned():
+    traces = host_traces(JOB)
+    summaries = [summarise_host(h, paths, None, None, None, False) for h, paths in traces.items()]
+    summaries[2] = _shifted(summaries[2], 1.0)
+    job = job_of(summaries, [], None, lambda host: ([], []))
+    assert job.clock.method == "collective ends"  # host_2 would leave each all-reduce before the others came
+    assert job.clock.offsets["host_2"] == pytest.approx(-1.0, abs=0.01)
+    assert job.straggler is not None and job.straggler.name == "host_1"
+
+
+def test_one_process_eight_devices():
+    report = job_profile(host_traces(ONE))
+    job = report.job
+    assert job is not None and [row.host for row in job.hosts] == ["host_0"]
+    assert [row.device for row in job.devices] == [f"device {k}" for k in range(8)]
+    truth = _truth(ONE)["hosts"][0]
+    assert job.hosts[0].step_seconds == pytest.approx(truth["step_seconds"], rel=0.10)
+    assert job.clock.method == "one host"
+    assert job.straggler is not None and job.straggler.level == "device"
+
+
+def _copy_host(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+
+
+def test_one_log_dir_per_host_and_a_damaged_host_skipped(tmp_path):
+    for host, paths in host_traces(JOB).items():
+        _copy_host(paths[0], tmp_path / f"worker-{host[-1]}" / "plugins" / "profile" / "2026_01_01" / "vm.xplane.pb")
+    damaged = tmp_path / "worker-3" / "plugins" / "profile" / "2026_01_01" / "vm.xplane.pb"
+    damaged.write_bytes(b"not a protobuf")
+    traces = host_traces(tmp_path)
+    assert list(traces) == ["worker-0", "worker-1", "worker-2", "worker-3"]
+    job = job_profile(traces).job
+    assert job is not None
+    assert [row.host for row in job.hosts] == ["worker-0", "worker-1", "worker-2"]
+    assert [s.path for s in job.skipped] == [damaged] and "not an XPlane profile" in job.skipped[0].reason
+    assert job.straggler is not None and job.straggler.name == "worker-1"
+
+
+def test_profile_command_names_the_straggler():
+    result = runner.invoke(app, ["profile", str(JOB), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [h["host"] for h in data["hosts"]] == ["host_0", "host_1", "host_2", "host_3"]
+    assert len(data["devices"]) == 8 and data["straggler"]["name"] == "host_1"
+    assert data["clock"]["method"] == "recorded clocks"
+    text = runner.invoke(app, ["profile", str(JOB), "--top", "3"])
+    assert text.exit_code == 0
+    assert "host_1 is the straggler: it arrived last at the collectives of 7 of 7 steps" in text.stdout
+    assert "Meanwhile it ran: load_batch" in text.stdout
+
+
+def test_report_has_a_hosts_section_and_collectives_that_wait(tmp_path):
+    page = tmp_path / "report.md"
+    dump = FIXTURES / "dumps" / "multihost_straggler"
+    result = runner.invoke(app, ["report", str(dump), "--profile", str(JOB), "--markdown", str(page)])
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    hosts = text.split("\n## Hosts\n", 1)[1].split("\n## ", 1)[0]
+    assert "host_1 is the straggler: it arrived last at the collectives of 7 of 7 steps" in hosts
+    assert "| host_1 | (all) | 8 |" in hosts  # a bar row per host
+    assert "(hosts): host_1 is the straggler: the others wait" in text  # among the findings ranked on top
+    header = next(line for line in text.splitlines() if line.startswith("| module | name | kind | dtype |"))
+    assert "| wait_seconds | transfer_seconds | exposed_seconds |" in header
+
+
+def test_a_step_function_no_host_ran_is_a_usage_error_not_a_skipped_host():
+    result = runner.invoke(app, ["profile", str(JOB), "--step-function", "nope"])
+    assert result.exit_code == 2
+    assert "--step-function nope: no kernel of it in the trace; it has: jit_train_step" in result.stderr
+
+
+def test_a_notebook_has_the_hosts_devices_and_collectives_tables():
+    pytest.importorskip("pandas")
+    report = job_profile(host_traces(JOB))
+    hosts = report.to_pandas("hosts")
+    assert list(hosts["host"]) == ["host_0", "host_1", "host_2", "host_3"]
+    assert hosts["step_seconds"].dtype == "float64"
+    assert len(report.to_pandas("devices")) == 8 and len(report.to_pandas("collectives")) == 8
+
+
+def test_the_command_names_a_damaged_hosts_file_and_reads_the_others(tmp_path):
+    for host, paths in host_traces(JOB).items():
+        shutil.copyfile(paths[0], tmp_path / f"{host}.xplane.pb")
+    (tmp_path / "host_3.xplane.pb").write_bytes(b"not a protobuf")
+    result = runner.invoke(app, ["profile", str(tmp_path), "--format", "json"])
+    assert result.exit_code == 0
+    assert [h["host"] for h in json.loads(result.stdout)["hosts"]] == ["host_0", "host_1", "host_2"]
+    assert f"{tmp_path / 'host_3.xplane.pb'}: not an XPlane profile" in result.stderr
+    assert runner.invoke(app, ["profile", str(tmp_path), "--strict"]).exit_code == 2
+
+
+def test_gzipped_host_files_are_named_by_their_host(tmp_path):
+    for host, paths in host_traces(JOB).items():
+        (tmp_path / f"{host}.xplane.pb.gz").write_bytes(gzip.compress(paths[0].read_bytes()))
+    assert list(host_traces(tmp_path)) == ["host_0", "host_1", "host_2", "host_3"]
+    job = job_profile(host_traces(tmp_path)).job
+    assert job is not None and job.straggler is not None and job.straggler.name == "host_1"

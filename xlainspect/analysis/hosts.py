@@ -1,0 +1,733 @@
+"""The job, not one device: every host's trace of a run read at once, their clocks aligned, each host's and
+device's step, the straggler the others wait for, and each collective's wait apart from its transfer.
+
+* **One host at a time, in parallel** (`workers.map_shared`): a host's trace is read and profiled
+  (`profile`, the per-step computation every command shares), summarised (`HostSummary`: its steps,
+  per-device busy and collective time, each collective part, its host annotations) and dropped, so memory
+  holds one trace per worker and the summaries. The first host's whole profile (ops, compiles) is kept:
+  every host runs the same program, and its op table stands for the job's. The straggler's trace is read
+  once more, for what its devices did while the others waited (`host_activity`).
+* **Devices**: a `/device:*` plane is a device (GPU, TPU); on CPU, XLA's thunk executor names the device
+  of each op event (`device_ordinal`, jax's global device id).
+* **Clocks** (`align_clocks`): every participant of a collective leaves it at about the same instant (no
+  device leaves an all-reduce before the last has brought its data), so each host's offset from the first
+  host is the median, over the collective executions both ran (same module, op and `run_id`, which PjRt
+  shares across the processes of one launch; else the same step and occurrence in it), of the difference
+  of their ends. Without shared collectives, the ends of the same step numbers; one host needs none.
+* **Wait and transfer** per device part of one execution: wait = the last participant's arrival (start,
+  on the aligned clock) - this device's arrival, at most its duration; transfer = the rest. Exposed = the
+  part's time not overlapped by compute (non-collective ops) on the same device; hidden = the overlap.
+* **The straggler** (`straggler`): per step without a compile, each host's (or, on one host, each
+  device's) lateness is the sum over the step's collective executions of its arrival (its last device's)
+  minus the first arrival; its margin is its lateness minus the latest other's. The straggler is the one
+  whose median margin over the steps exceeds `STRAGGLER_SHARE` of the median step: it arrives last in most
+  steps, and the others wait that much longer for it than for anyone else. Otherwise no host stands out.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+
+from xlainspect.analysis.chips import Chip
+from xlainspect.analysis.collectives import KINDS, collectives
+from xlainspect.analysis.profile import ProfileReport, profile
+from xlainspect.analysis.profile.breakdown import device_kind
+from xlainspect.analysis.profile.costs import embedded_modules
+from xlainspect.analysis.profile.events import dump_label, event_label, op_name, traced_modules
+from xlainspect.analysis.profile.model import IDLE_CAUSES, StepTime
+from xlainspect.dump.directory import Dump, SkippedFile
+from xlainspect.dump.xplane import StatValue, Trace, TraceEvent, read_trace
+from xlainspect.errors import UsageError, XlaInspectError
+from xlainspect.hlo.model import Module
+from xlainspect.workers import map_shared
+
+STRAGGLER_SHARE = 0.05
+"""A host stands out when the others wait for it, beyond the next latest, more than this share of the
+median step (the noise of a busy machine's scheduling stays under it; a slow input pipeline does not)."""
+
+Interval = tuple[float, float]
+Execution = tuple[str, str, tuple[StatValue, ...]]
+"""(module, op, what names the execution): one execution of a collective, the same on every participant."""
+
+
+@dataclass(slots=True)
+class CollectivePart:
+    """One device's part in one execution of a collective (times on its host's clock, ns since the epoch)."""
+
+    module: str
+    op: str
+    kind: str
+    execution: tuple[StatValue, ...]
+    """What names the execution on every participant: (`run_id`,), else (step, occurrence in the step)."""
+    device: str
+    step: int | None
+    start_ns: float
+    end_ns: float
+    hidden_ns: float
+    """Overlapped by compute on the same device."""
+
+    @property
+    def key(self) -> Execution:
+        return (self.module, self.op, self.execution)
+
+
+@dataclass(slots=True)
+class HostStep:
+    """One step of one host (or device): its wall, device-busy time, time in collectives and, for a host,
+    its idle time by cause: the host's `StepTime` (`profile`'s per-step computation) on its clock."""
+
+    number: int
+    start_ns: float
+    """On the host's clock (ns since the epoch); the JSON gives `start_seconds` on the aligned clock."""
+    wall_seconds: float
+    busy_seconds: float
+    """A host's: the union of its devices' activity (`StepTime.busy_seconds`); a device's: of its own ops."""
+    idle_seconds: float
+    """Wall less busy."""
+    collective_seconds: float
+    compiled: bool
+    """A compile ran inside the step (`StepTime.compiles`)."""
+    idle: dict[str, float] = field(default_factory=dict[str, float])
+    """A host's idle time by cause (`model.IDLE_CAUSES`: `StepTime.breakdown`'s); empty for a device."""
+
+
+@dataclass(slots=True)
+class HostSummary:
+    """What a worker hands back for one host: its trace summarised, no event kept."""
+
+    host: str
+    paths: list[str]
+    steps: list[HostStep]
+    step_seconds: float | None
+    """`profile`'s median step without a compile (`StepSummary.step_seconds`)."""
+    devices: dict[str, list[HostStep]]
+    parts: list[CollectivePart]
+    annotations: list[tuple[str, float, float]]
+    """(name, start, end) of the outermost host events inside the step markers (the user's `load_batch`,
+    jax's dispatch), on the host's clock."""
+    compiles: list[Interval]
+    report: ProfileReport | None = None
+    """The whole profile, for the first host only."""
+    bytes_sent: dict[tuple[str, str], int | None] = field(default_factory=dict[tuple[str, str], "int | None"])
+    """(module, op) -> bytes a device sends per execution, for the first host only."""
+
+
+@dataclass(slots=True)
+class UnitRow:
+    """A host's (or device's) steps and its per-step medians over the steps without a compile."""
+
+    host: str
+    device: str | None
+    steps: list[HostStep]
+    step_seconds: float | None
+    """Median wall of the steps without a compile (a host's: `StepSummary.step_seconds`)."""
+    busy_seconds: float | None
+    idle_seconds: float | None
+    idle: dict[str, float]
+    """Median idle time a step by cause (`model.IDLE_CAUSES`), for a host; empty for a device."""
+    collective_seconds: float | None
+    wait_seconds: float | None
+    """Waiting for the last peer of its collectives, a step (a host: the mean over its devices)."""
+    transfer_seconds: float | None
+    exposed_seconds: float | None
+    clock_offset_seconds: float = 0.0
+    """Added to the host's clock to put it on the first host's."""
+
+
+@dataclass(slots=True)
+class CollectiveRow:
+    """One collective op on one device, over its executions in steps without a compile."""
+
+    module: str
+    op: str
+    kind: str
+    host: str
+    device: str
+    count: int
+    seconds: float
+    wait_seconds: float
+    transfer_seconds: float
+    exposed_seconds: float
+    hidden_seconds: float
+    bytes_per_execution: int | None = None
+    """What the device sends per execution (`collectives`' `bytes_per_device`: the payload times its kind's
+    ring factor), from the first host's dump module or embedded HLO."""
+    transfer_bytes_per_second: float | None = None
+    """Those bytes over the transfer time (the wait left out)."""
+    link_bandwidth: float | None = None
+    """The chip's interconnect bandwidth one way (`chips.json`'s `ici_bandwidth`), where a chip is known."""
+
+
+@dataclass(slots=True)
+class Straggler:
+    """Who the others wait for: a host (a device, where the job has one host), or None."""
+
+    level: str
+    """`host` or `device`."""
+    name: str | None
+    """None: no host stands out."""
+    last_in_steps: int
+    steps: int
+    margin_seconds: float
+    """Median over the steps of how much later it arrives than the latest other."""
+    threshold_seconds: float
+    wait_seconds: float
+    """Median over the steps of the others' wait in their collectives."""
+    meanwhile: list[tuple[str, str, float]] = field(default_factory=list[tuple[str, str, float]])
+    """(what, name, seconds a step) it did while the others waited: `compile`, `device` (its own ops, not
+    collectives), `input` (device transfers of no compiled function), `host` (an annotation inside its
+    steps on its Python thread: the name; `(unannotated)`: none of these). They may overlap."""
+
+
+@dataclass(slots=True)
+class ClockAlignment:
+    method: str
+    """`recorded clocks` (kept: causal), `collective ends`, `step ends` or `one host`."""
+    shared: int
+    """Collective executions (or steps) the offsets are medians over."""
+    offsets: dict[str, float]
+
+
+@dataclass
+class JobReport:
+    """Every host's trace of one run: per host, per device, per collective, and the straggler."""
+
+    hosts: list[UnitRow]
+    devices: list[UnitRow]
+    collectives: list[CollectiveRow]
+    straggler: Straggler | None
+    clock: ClockAlignment
+    skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
+    """Hosts whose trace could not be read (named and left out)."""
+
+
+def job_profile(
+    traces: dict[str, list[Path]],
+    dump: Dump | None = None,
+    chip: Chip | None = None,
+    step_function: str | None = None,
+) -> ProfileReport:
+    """The first host's whole profile, its `job` every host's: each host's trace read and summarised in
+    parallel, their clocks aligned, the straggler found. A host whose trace cannot be read is skipped
+    (`job.skipped`); none readable is an error."""
+    names = list(traces)
+    found = map_shared(
+        lambda host: _summary_or_skipped(host, traces[host], dump, chip, step_function, host == names[0]), names, 1
+    )
+    summaries = [s for s in found if isinstance(s, HostSummary)]
+    skipped = [s for s in found if isinstance(s, SkippedFile)]
+    if not summaries:
+        raise XlaInspectError("; ".join(f"{s.path}: {s.reason}" for s in skipped))
+    report = summaries[0].report
+    if report is None:  # the first readable host's report is kept
+        report = summarise_host(summaries[0].host, traces[summaries[0].host], dump, chip, step_function, True).report
+    assert report is not None
+    report.paths = [str(p) for s in summaries for p in s.paths]
+    report.skipped += skipped  # named on stderr with the dump's, as every command names a file it left out
+    report.job = job_of(summaries, skipped, chip, lambda host: host_activity(traces[host], dump, chip, step_function))
+    return report
+
+
+def _summary_or_skipped(
+    host: str, paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None, keep: bool
+) -> HostSummary | SkippedFile:
+    """A damaged host's trace is named and skipped; the others are still read."""
+    try:
+        return summarise_host(host, paths, dump, chip, step_function, keep)
+    except UsageError:
+        raise  # the command's error (a --step-function no host ran), not this file's
+    except XlaInspectError as error:
+        return SkippedFile(paths[0], str(error).removeprefix(f"{paths[0]}: "))  # the path is said once
+
+
+def job_of(
+    summaries: list[HostSummary],
+    skipped: list[SkippedFile],
+    chip: Chip | None,
+    activity: Callable[[str], Activity],
+) -> JobReport:
+    """Per host and device rows, collectives' waits and the straggler of the hosts' summaries;
+    `activity(host)` reads the straggler's device work again."""
+    clock = align_clocks(summaries)
+    rows = [_unit_row(s, None, clock.offsets[s.host]) for s in summaries]
+    devices = [_unit_row(s, d, clock.offsets[s.host]) for s in summaries for d in sorted(s.devices)]
+    waits = collective_waits(summaries, clock.offsets)
+    return JobReport(
+        _with_waits(rows, waits, summaries),
+        _with_waits(devices, waits, summaries),
+        collective_rows(summaries, waits, chip),
+        straggler(summaries, clock.offsets, waits, activity),
+        clock,
+        skipped,
+    )
+
+
+# -- one host ----------------------------------------------------------------------------------------
+
+
+def summarise_host(
+    host: str, paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None, keep: bool
+) -> HostSummary:
+    """One host's trace, profiled and summarised; the trace is dropped on return."""
+    trace = read_trace(paths)
+    report = profile(trace, dump, chip, step_function)
+    origin = trace.origin_ns
+    kinds = _kinds(report)
+    compiles = [(origin + c.start_seconds * 1e9, origin + (c.start_seconds + c.seconds) * 1e9) for c in report.compiles]
+    steps = [_host_step(s, origin) for s in report.steps]
+    by_device: dict[str, list[TraceEvent]] = defaultdict(list)
+    for event in report.op_events:
+        by_device[_device(event)].append(event)
+    parts: list[CollectivePart] = []
+    devices: dict[str, list[HostStep]] = {}
+    for device, events in by_device.items():
+        devices[device] = _device_steps(steps, events, kinds, origin)
+        parts += _collective_parts(device, events, kinds, steps, origin)
+    annotations = _annotations(trace.events, origin)
+    median_step = report.step_summary.step_seconds if report.step_summary is not None else None
+    found = HostSummary(host, [str(p) for p in paths], steps, median_step, devices, parts, annotations, compiles)
+    if keep:
+        found.report, found.bytes_sent = report, _bytes_sent(trace, dump, {p.module for p in parts})
+    return found
+
+
+Activity = tuple[list[Interval], list[Interval]]
+"""(when some device ran an op other than a collective, when a device moved data for no compiled
+function: input and output transfers), merged spans on the host's clock."""
+
+
+def host_activity(paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None) -> Activity:
+    """A host's device work and transfers: read again for the straggler only, so that no host's spans
+    (as many as its kernels) are held while every host is summarised."""
+    trace = read_trace(paths)
+    report = profile(trace, dump, chip, step_function)
+    kinds = _kinds(report)
+    origin = trace.origin_ns
+    work = _union(_span(e, origin) for e in report.op_events if not _collective(e, kinds))
+    moved = (e for e in trace.events if e.plane.startswith("/device") and "hlo_module" not in e.stats)
+    return work, _union(_span(e, origin) for e in moved)
+
+
+def _kinds(report: ProfileReport) -> dict[tuple[str, str], str | None]:
+    """(module, op) -> the op's kind from its cost row (None without costs)."""
+    return {(op.module, op.name): op.kind for op in report.ops}
+
+
+def _span(event: TraceEvent, origin: float) -> Interval:
+    return (origin + event.start_ns, origin + event.start_ns + event.duration_ns)
+
+
+def _collective(event: TraceEvent, kinds: dict[tuple[str, str], str | None]) -> str | None:
+    """The collective an op event runs (its kind from the profile's cost rows, keyed by module and op)."""
+    return collective_kind(event, kinds.get((event_label(event), op_name(event))))
+
+
+def _bytes_sent(trace: Trace, dump: Dump | None, labels: set[str]) -> dict[tuple[str, str], int | None]:
+    """Bytes each device sends per execution of each collective of the traced modules: from the dump's
+    after-optimizations module, else the HLO the trace embeds (none where neither reads: `profile` has
+    named why)."""
+    modules: dict[str, Module] = {}
+    if dump is None:
+        modules = embedded_modules(trace, labels, [])
+    for dumped in traced_modules(dump, labels) if dump is not None else []:
+        try:
+            modules[dump_label(dumped)] = dumped.module("after")
+        except XlaInspectError:
+            continue  # in the report's skipped files already
+    return {(label, c.name): c.bytes_per_device for label, module in modules.items() for c in collectives(module)}
+
+
+def _device(event: TraceEvent) -> str:
+    if event.plane.startswith("/device"):
+        return event.plane.removeprefix("/device:")
+    ordinal = event.stats.get("device_ordinal")
+    return f"device {ordinal}" if ordinal is not None else event.plane
+
+
+def collective_kind(event: TraceEvent, kind: str | None) -> str | None:
+    """The collective an op event runs (as the step breakdown's `device_kind` decides): its kind from the
+    HLO where costs are known, else XLA's default instruction name, which is its opcode (`all-reduce.3`,
+    `all-gather-start`); an NCCL kernel without one is `nccl`."""
+    kind = kind or op_name(event).partition(".")[0]
+    if device_kind(event, kind) != "collectives":
+        return None
+    kind = kind.removesuffix("-start").removesuffix("-done")
+    return kind if kind in KINDS else "nccl"
+
+
+def _device_steps(
+    steps: list[HostStep], events: list[TraceEvent], kinds: dict[tuple[str, str], str | None], origin: float
+) -> list[HostStep]:
+    """Each step as one device saw it: the union of its ops' spans, and of its collectives'."""
+    found = [HostStep(s.number, s.start_ns, s.wall_seconds, 0.0, 0.0, 0.0, s.compiled) for s in steps]
+    starts = [s.start_ns for s in steps]
+    busy: dict[int, list[Interval]] = defaultdict(list)
+    moving: dict[int, list[Interval]] = defaultdict(list)
+    for event in events:
+        at = _step_at(starts, origin + event.start_ns)
+        if at is None:
+            continue
+        span = _span(event, origin)
+        busy[at].append(span)
+        if _collective(event, kinds):
+            moving[at].append(span)
+    for k, step in enumerate(found):
+        step.busy_seconds = _length(_union(busy[k])) / 1e9
+        step.collective_seconds = _length(_union(moving[k])) / 1e9
+        step.idle_seconds = max(0.0, step.wall_seconds - step.busy_seconds)
+    return found
+
+
+def _host_step(step: StepTime, origin: float) -> HostStep:
+    """The host's step as `profile` measured it, on the host's clock."""
+    return HostStep(
+        step.number,
+        origin + step.start_seconds * 1e9,
+        step.wall_seconds,
+        step.busy_seconds,
+        step.idle_seconds,
+        step.breakdown.get("collectives", 0.0),
+        step.compiles > 0,
+        {cause: step.breakdown.get(cause, 0.0) for cause in IDLE_CAUSES},
+    )
+
+
+def _collective_parts(
+    device: str,
+    events: list[TraceEvent],
+    kinds: dict[tuple[str, str], str | None],
+    steps: list[HostStep],
+    origin: float,
+) -> list[CollectivePart]:
+    starts = [s.start_ns for s in steps]
+    compute = _union(_span(e, origin) for e in events if not _collective(e, kinds))
+    seen: dict[tuple[str, str, int | None], int] = defaultdict(int)
+    parts: list[CollectivePart] = []
+    for event in sorted(events, key=lambda e: e.start_ns):
+        kind = _collective(event, kinds)
+        if kind is None:
+            continue
+        start, end = _span(event, origin)
+        at = _step_at(starts, start)
+        number = steps[at].number if at is not None else None
+        key = (event_label(event), op_name(event), number)
+        run = event.stats.get("run_id")
+        execution = (run,) if run is not None else (number, seen[key])
+        seen[key] += 1
+        hidden = _overlap(compute, start, end)
+        parts.append(CollectivePart(key[0], key[1], kind, execution, device, number, start, end, hidden))
+    return parts
+
+
+def _annotations(events: list[TraceEvent], origin: float) -> list[tuple[str, float, float]]:
+    """The outermost events inside each step marker on the marker's own thread (`events` by start)."""
+    markers = [e for e in events if "step_num" in e.stats]
+    lines = {e.line for e in markers}
+    threads = [e for e in events if e.line in lines and "step_num" not in e.stats]
+    starts = [e.start_ns for e in threads]
+    found: list[tuple[str, float, float]] = []
+    for marker in markers:
+        end, reach = marker.start_ns + marker.duration_ns, marker.start_ns
+        for event in threads[bisect.bisect_left(starts, marker.start_ns) : bisect.bisect_left(starts, end)]:
+            if event.line == marker.line and event.start_ns >= reach:
+                found.append((event.name, *_span(event, origin)))
+                reach = event.start_ns + event.duration_ns
+    return found
+
+
+# -- the job -----------------------------------------------------------------------------------------
+
+
+def align_clocks(summaries: list[HostSummary]) -> ClockAlignment:
+    """Each host's offset to the first host's clock. The recorded clocks are kept where every shared
+    collective is causal on them (no participant leaves it before the last one has arrived: one machine,
+    or hosts whose clocks agree closer than a collective lasts); else each host is moved by the median
+    difference of the ends of the collectives it shares with the first host, else of the steps."""
+    if len(summaries) == 1:
+        return ClockAlignment("one host", 0, {summaries[0].host: 0.0})
+    ends = [_median_ends(s.parts) for s in summaries]
+    shared = [set(ends[0]) & set(e) for e in ends]
+    if all(shared[1:]) and _causal(summaries):
+        return ClockAlignment("recorded clocks", min(len(c) for c in shared[1:]), {s.host: 0.0 for s in summaries})
+    if all(shared[1:]):
+        pairs = zip(summaries, ends, shared)
+        offsets = {s.host: median(ends[0][k] - e[k] for k in common) / 1e9 for s, e, common in pairs}
+        return ClockAlignment("collective ends", min(len(c) for c in shared[1:]), offsets)
+    step_ends = [{st.number: _end(st) for st in s.steps} for s in summaries]
+    common = [set(step_ends[0]) & set(e) for e in step_ends]
+    offsets = {
+        s.host: median(step_ends[0][n] - e[n] for n in c) / 1e9 if c else 0.0
+        for s, e, c in zip(summaries, step_ends, common)
+    }
+    return ClockAlignment("step ends", min(len(c) for c in common[1:]), offsets)
+
+
+def _causal(summaries: list[HostSummary]) -> bool:
+    """Whether, on the recorded clocks, every participant of every collective execution left it after the
+    last participant arrived."""
+    arrived: dict[Execution, float] = defaultdict(lambda: float("-inf"))
+    left: dict[Execution, float] = defaultdict(lambda: float("inf"))
+    for summary in summaries:
+        for part in summary.parts:
+            arrived[part.key] = max(arrived[part.key], part.start_ns)
+            left[part.key] = min(left[part.key], part.end_ns)
+    return all(left[k] >= arrived[k] for k in arrived)
+
+
+def _median_ends(parts: list[CollectivePart]) -> dict[Execution, float]:
+    ends: dict[Execution, list[float]] = defaultdict(list)
+    for part in parts:
+        ends[part.key].append(part.end_ns)
+    return {k: median(v) for k, v in ends.items()}
+
+
+Waits = dict[int, tuple[float, float]]
+"""id(part) -> (arrival on the aligned clock, wait ns)."""
+
+
+def collective_waits(summaries: list[HostSummary], offsets: dict[str, float]) -> Waits:
+    """Each part's arrival on the aligned clock and its wait for the last participant of its execution."""
+    executions: dict[Execution, list[tuple[float, CollectivePart]]] = defaultdict(list)
+    for summary in summaries:
+        for part in summary.parts:
+            arrival = part.start_ns + offsets[summary.host] * 1e9
+            executions[part.key].append((arrival, part))
+    waits: Waits = {}
+    for arrivals in executions.values():
+        last = max(a for a, _ in arrivals)
+        for arrival, part in arrivals:
+            waits[id(part)] = (arrival, min(last - arrival, part.end_ns - part.start_ns))
+    return waits
+
+
+def _unit_row(summary: HostSummary, device: str | None, offset: float) -> UnitRow:
+    steps = summary.steps if device is None else summary.devices[device]
+    clean = [s for s in steps if not s.compiled]
+    causes = {c for s in clean for c in s.idle}
+    return UnitRow(
+        summary.host,
+        device,
+        steps,
+        summary.step_seconds,
+        _median(s.busy_seconds for s in clean),
+        _median(s.idle_seconds for s in clean),
+        {c: median(s.idle[c] for s in clean) for c in IDLE_CAUSES if c in causes},
+        _median(s.collective_seconds for s in clean),
+        None,
+        None,
+        None,
+        offset,
+    )
+
+
+def _with_waits(rows: list[UnitRow], waits: Waits, summaries: list[HostSummary]) -> list[UnitRow]:
+    """Each row's wait, transfer and exposed collective time, medians over its steps without a compile
+    (a host's: the mean over its devices)."""
+    parts = {s.host: s.parts for s in summaries}
+    for row in rows:
+        clean = {s.number for s in row.steps if not s.compiled}
+        mine = [p for p in parts[row.host] if p.step in clean and (row.device is None or p.device == row.device)]
+        devices = len({p.device for p in mine}) or 1
+        per_step: dict[int | None, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+        for part in mine:
+            wait = waits[id(part)][1]
+            sums = per_step[part.step]
+            sums[0] += wait / devices
+            sums[1] += (part.end_ns - part.start_ns - wait) / devices
+            sums[2] += (part.end_ns - part.start_ns - part.hidden_ns) / devices
+        if per_step:
+            row.wait_seconds, row.transfer_seconds, row.exposed_seconds = (
+                median(v[k] for v in per_step.values()) / 1e9 for k in range(3)
+            )
+    return rows
+
+
+def collective_rows(summaries: list[HostSummary], waits: Waits, chip: Chip | None) -> list[CollectiveRow]:
+    """Per collective op per device, over its executions in steps without a compile; bytes from the
+    first host's program (every host runs the same), against the chip's link."""
+    rows: dict[tuple[str, str, str, str], CollectiveRow] = {}
+    for summary in summaries:
+        clean = {s.number for s in summary.steps if not s.compiled}
+        for part in summary.parts:
+            if part.step not in clean:
+                continue
+            key = (summary.host, part.device, part.module, part.op)
+            row = rows.setdefault(
+                key, CollectiveRow(part.module, part.op, part.kind, summary.host, part.device, 0, 0, 0, 0, 0, 0)
+            )
+            seconds, wait = (part.end_ns - part.start_ns) / 1e9, waits[id(part)][1] / 1e9
+            row.count += 1
+            row.seconds += seconds
+            row.wait_seconds += wait
+            row.transfer_seconds += seconds - wait
+            row.hidden_seconds += part.hidden_ns / 1e9
+            row.exposed_seconds += seconds - part.hidden_ns / 1e9
+    sent = summaries[0].bytes_sent
+    for row in rows.values():
+        row.bytes_per_execution = sent.get((row.module, row.op))
+        if row.bytes_per_execution is not None and row.transfer_seconds > 0:
+            row.transfer_bytes_per_second = row.bytes_per_execution * row.count / row.transfer_seconds
+        row.link_bandwidth = chip.ici_bandwidth if chip is not None else None
+    return list(rows.values())
+
+
+# -- the straggler -----------------------------------------------------------------------------------
+
+
+def straggler(
+    summaries: list[HostSummary], offsets: dict[str, float], waits: Waits, activity: Callable[[str], Activity]
+) -> Straggler | None:
+    """The host (or, with one host, the device) that arrives last at the collectives of most steps, by a
+    median margin over `STRAGGLER_SHARE` of the median step; None without collectives. `activity(host)`:
+    the straggler's device work and transfers, for what it did meanwhile."""
+    level = "host" if len(summaries) > 1 else "device"
+    compiled = {s.number for summary in summaries for s in summary.steps if s.compiled}
+    lateness = _lateness(summaries, waits, compiled, level)
+    if not lateness:
+        return None
+    units = sorted({u for per in lateness.values() for u in per})
+    margins = {u: median(_margin(per, u) for per in lateness.values()) for u in units}
+    walls = [s.wall_seconds for summary in summaries for s in summary.steps if s.number not in compiled]
+    threshold = STRAGGLER_SHARE * (median(walls) if walls else 0.0)
+    slowest = max(units, key=margins.__getitem__)
+    last = sum(max(per, key=per.__getitem__) == slowest for per in lateness.values())
+    stands_out = margins[slowest] > threshold and len(units) > 1
+    others = _others_wait(summaries, waits, compiled, level, slowest)
+    found = Straggler(level, slowest if stands_out else None, last, len(lateness), margins[slowest], threshold, others)
+    if stands_out and level == "host":
+        late = next(s for s in summaries if s.host == slowest)
+        found.meanwhile = _meanwhile(late, activity(slowest), summaries, offsets, waits, compiled)
+    return found
+
+
+def _unit(summary: HostSummary, part: CollectivePart, level: str) -> str:
+    return summary.host if level == "host" else part.device
+
+
+def _lateness(
+    summaries: list[HostSummary], waits: Waits, compiled: set[int], level: str
+) -> dict[int | None, dict[str, float]]:
+    """Per step, per unit: the sum over the step's executions of its arrival (its last device's) after the first."""
+    arrivals: dict[Execution, dict[str, float]] = defaultdict(dict)
+    steps: dict[Execution, int | None] = {}
+    for summary in summaries:
+        for part in summary.parts:
+            if part.step in compiled:
+                continue
+            key = part.key
+            unit = _unit(summary, part, level)
+            arrivals[key][unit] = max(arrivals[key].get(unit, float("-inf")), waits[id(part)][0])
+            steps.setdefault(key, part.step)
+    lateness: dict[int | None, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for key, per_unit in arrivals.items():
+        first = min(per_unit.values())
+        for unit, arrival in per_unit.items():
+            lateness[steps[key]][unit] += (arrival - first) / 1e9
+    return lateness
+
+
+def _margin(per_unit: dict[str, float], unit: str) -> float:
+    others = [v for u, v in per_unit.items() if u != unit]
+    return per_unit.get(unit, 0.0) - max(others, default=0.0)
+
+
+def _others_wait(summaries: list[HostSummary], waits: Waits, compiled: set[int], level: str, slowest: str) -> float:
+    """Median over the steps of the mean wait per step of the other units' devices."""
+    per_step: dict[int | None, float] = defaultdict(float)
+    devices: set[tuple[str, str]] = set()
+    for summary in summaries:
+        for part in summary.parts:
+            if part.step not in compiled and _unit(summary, part, level) != slowest:
+                per_step[part.step] += waits[id(part)][1] / 1e9
+                devices.add((summary.host, part.device))
+    return median(v / max(1, len(devices)) for v in per_step.values()) if per_step else 0.0
+
+
+def _meanwhile(
+    late: HostSummary,
+    activity: Activity,
+    summaries: list[HostSummary],
+    offsets: dict[str, float],
+    waits: Waits,
+    compiled: set[int],
+) -> list[tuple[str, str, float]]:
+    """What the straggler ran, a step, while the others waited: from the others' median arrival at each
+    collective execution to its own (on its clock)."""
+    others: dict[Execution, list[float]] = defaultdict(list)
+    for summary in summaries:
+        if summary is not late:
+            for part in summary.parts:
+                others[part.key].append(waits[id(part)][0])
+    windows: list[Interval] = []
+    for part in late.parts:
+        key = part.key
+        if part.step not in compiled and key in others:
+            start = median(others[key]) - offsets[late.host] * 1e9
+            if start < part.start_ns:
+                windows.append((start, part.start_ns))
+    windows = _union(windows)
+    steps = len({s.number for s in late.steps if not s.compiled}) or 1
+
+    def within(spans: list[Interval]) -> float:
+        return sum(_overlap(windows, *span) for span in spans) / 1e9 / steps
+
+    work, transfers = activity
+    found = [("compile", "", within(late.compiles)), ("device", "", within(work)), ("input", "", within(transfers))]
+    by_name: dict[str, list[Interval]] = defaultdict(list)
+    for name, start, end in late.annotations:
+        by_name[name].append((start, end))
+    found += [("host", name, within(spans)) for name, spans in by_name.items()]
+    covered = _union([*late.compiles, *work, *transfers, *(a[1:] for a in late.annotations)])
+    found.append(("host", "(unannotated)", (_length(windows) - _covered(windows, covered)) / 1e9 / steps))
+    return sorted((f for f in found if f[2] > 0), key=lambda f: -f[2])
+
+
+def _covered(windows: list[Interval], merged: list[Interval]) -> float:
+    """How much of the disjoint `windows` the disjoint `merged` spans cover."""
+    return sum(_overlap(merged, *window) for window in windows)
+
+
+# -- intervals ---------------------------------------------------------------------------------------
+
+
+def _union(intervals: Iterable[Interval]) -> list[Interval]:
+    merged: list[Interval] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _length(merged: list[Interval]) -> float:
+    return sum(end - start for start, end in merged)
+
+
+def _overlap(merged: list[Interval], start: float, end: float) -> float:
+    """How much of [start, end] the sorted, disjoint `merged` covers."""
+    k = max(0, bisect.bisect_right(merged, (start, float("inf"))) - 1)
+    total = 0.0
+    while k < len(merged) and merged[k][0] < end:
+        total += max(0.0, min(end, merged[k][1]) - max(start, merged[k][0]))
+        k += 1
+    return total
+
+
+def _step_at(starts: list[float], at: float) -> int | None:
+    index = bisect.bisect_right(starts, at) - 1
+    return index if index >= 0 else None
+
+
+def _end(step: HostStep) -> float:
+    return step.start_ns + step.wall_seconds * 1e9
+
+
+def _median(values: Iterable[float]) -> float | None:
+    found = list(values)
+    return median(found) if found else None

@@ -1,0 +1,283 @@
+"""The whole step: its wall time, the device's busy time by kind, and its idle time by cause.
+
+Every instant of a step's wall goes to one category of `model.CATEGORIES`, so a step's breakdown adds
+up to its wall and its idle time (wall less busy) never exceeds it. The first that holds, in order:
+
+* **device busy** (`busy_seconds` is their union): some device activity of the program runs: an op
+  event of a compiled function (on a `/device` plane; on CPU, on the client threads that run XLA:CPU's
+  thunks) or device work of no function outside compiles (memcpy, memset). By kind, where kinds
+  overlap the first of: `compute`, `collectives` (an op of a collective kind, `analysis.collectives`,
+  or an NCCL kernel, `nccl*`: NCCL names its kernels `ncclDevKernel_*`/`ncclKernel_*`), `copies`
+  (memcpy and memset, the CUPTI activities `cupti_collector.cc` records with `memcpy_details` /
+  `Memset_details`, and copy ops);
+* **autotune**: autotuning's device work runs (XLA compiling and timing candidate fusions);
+* **compile**: a compile runs (`backend_compile_and_load`, on any thread);
+* **launch**: inside one execution of a compiled function, between its device events: the device
+  waits for the host to launch the next kernel (a step of many small kernels);
+* **input**: the host is in a host-to-device transfer (`transfer_event`);
+* **host**: the rest: the host runs something else (Python, eager jax functions, dispatch). `StepTime.host`
+  names it from the host thread's events (`host_names`).
+
+A step's **bound** is the largest of `model.BOUNDS` (`bound_of`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from statistics import median_low
+
+from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
+from xlainspect.analysis.profile.compiles import COMPILE_EVENTS
+from xlainspect.analysis.profile.model import BOUNDS, CATEGORIES, DEVICE_KINDS, StepSummary, StepTime
+from xlainspect.dump.xplane import TraceEvent
+
+Span = tuple[float, float]
+"""(start, end) in ns since the trace's first event."""
+
+UNTRACED = "(untraced)"
+"""The host's share where its thread shows no event (Python runs untraced with the Python tracer off)."""
+DISPATCH = "PjitFunction("
+"""jax's C++ dispatch of a jitted function, eager ops included (`jaxlib` pjit.cc's TraceMe `PjitFunction(f)`)."""
+TRANSFER_EVENTS = ("DevicePut", "BufferFromHostBuffer", "H2D Dispatch", "CopyRawHostToDevice", "TransferToDevice")
+"""Host-to-device transfers as jaxlib and PjRt name their trace events: `DevicePut` and
+`DevicePutWithSharding` (jaxlib py_values.cc, `jax.device_put` and numpy arguments of a jitted call),
+`PjRtClient::BufferFromHostBuffer` and the C API's `PJRT_Client_BufferFromHostBuffer`, `H2D Dispatch`
+and `CopyRawHostToDevice` (PjRt's stream-executor client)."""
+_PRECEDENCE = ("compute", "collectives", "copies", "autotune", "compile", "launch", "input")
+
+
+@functools.cache
+def transfer_event(name: str) -> bool:
+    """Whether a host event of this name is a host-to-device transfer (`TRANSFER_EVENTS`)."""
+    return any(transfer in name for transfer in TRANSFER_EVENTS)
+
+
+def device_kind(event: TraceEvent, op_kind: str | None) -> str:
+    """`compute`, `collectives` or `copies` for a device event; `op_kind`: its op's kind from the dump."""
+    name = event.name.lower()
+    if "memcpy_details" in event.stats or "Memset_details" in event.stats or name.startswith(("memcpy", "memset")):
+        return "copies"
+    kind = (op_kind or "").removesuffix("-start").removesuffix("-done")
+    if kind in COLLECTIVE_KINDS or name.startswith("nccl"):
+        return "collectives"
+    return "copies" if kind == "copy" else "compute"
+
+
+def bound_of(breakdown: dict[str, float]) -> str | None:
+    """What a step waits on: the largest of the device's busy time (every kind together), compiling
+    (autotuning included), input, launch and host time. Removing it would shorten the step the most;
+    ties go to the first of `model.BOUNDS`."""
+    groups = {
+        "device": sum(breakdown.get(kind, 0.0) for kind in DEVICE_KINDS),
+        "compile": breakdown.get("compile", 0.0) + breakdown.get("autotune", 0.0),
+        "input": breakdown.get("input", 0.0),
+        "launch": breakdown.get("launch", 0.0),
+        "host": breakdown.get("host", 0.0),
+    }
+    best = max(BOUNDS, key=lambda bound: groups[bound])
+    return best if groups[best] > 0 else None
+
+
+class Activity:
+    """What the trace shows running, as spans per category, for cutting into steps."""
+
+    def __init__(self, spans: dict[str, list[Span]], host_thread: list[TraceEvent]) -> None:
+        self.spans = spans
+        self.host_thread = host_thread
+        self.host_starts = [e.start_ns for e in host_thread]
+
+    def step(self, step: StepTime, marker: TraceEvent | None, kernels: int, compiles: int) -> StepTime:
+        """`step` with its busy time, breakdown, host names and bound."""
+        start = step.start_seconds * 1e9
+        end = start + step.wall_seconds * 1e9
+        seconds: dict[str, float] = dict.fromkeys(CATEGORIES, 0.0)
+        host_spans: list[Span] = []
+        for a, b, category in _segments(self.spans, start, end, _PRECEDENCE):
+            seconds[category or "host"] += (b - a) / 1e9
+            if category is None:
+                host_spans.append((a, b))
+        busy = sum(seconds[kind] for kind in DEVICE_KINDS)
+        step.busy_seconds = busy
+        step.idle_seconds = step.wall_seconds - busy
+        step.breakdown = seconds
+        step.host = self._host_names(host_spans, start, end, marker)
+        step.bound = bound_of(seconds)
+        step.kernels, step.compiles = kernels, compiles
+        return step
+
+    def _host_names(self, spans: list[Span], start: float, end: float, marker: TraceEvent | None) -> dict[str, float]:
+        """Seconds of `spans` by what the host thread ran then (`host_names`)."""
+        if not spans:
+            return {}
+        inside = self.host_thread[
+            bisect.bisect_left(self.host_starts, start) : bisect.bisect_left(self.host_starts, end)
+        ]
+        named = host_names([e for e in inside if e is not marker])
+        found: dict[str, float] = defaultdict(float)
+        for span_start, span_end in spans:
+            for a, b, name in _segments(named, span_start, span_end, None):
+                found[name or UNTRACED] += (b - a) / 1e9
+        return dict(sorted(found.items(), key=lambda item: -item[1]))
+
+
+def host_names(events: list[TraceEvent]) -> dict[str, list[Span]]:
+    """Spans of the host thread by what ran: inside a jax dispatch `PjitFunction(f)`, the innermost
+    one as `jit_f` (a jitted or eager jax function dispatched, and traced and compiled on a miss);
+    elsewhere the outermost event of the step (a Python function with the Python tracer on, `$` cut),
+    below any one frame that wraps all the step's events (the user's step function says nothing of
+    where its time went; its callees do)."""
+    names: dict[str, list[Span]] = defaultdict(list)
+    outermost = _outermost(events)
+    while len(outermost) == 1 and dispatched(outermost[0]) is None:
+        wrapper = outermost[0]
+        inside = [e for e in events if e is not wrapper and _end(e) <= _end(wrapper)]
+        if not inside:
+            break
+        outermost = _outermost(inside)
+    for event in outermost:
+        names[event.name.removeprefix("$")].append((event.start_ns, _end(event)))
+    dispatches = _innermost([e for e in events if dispatched(e) is not None])
+    # a dispatch wins over the outermost event: listed first (see `_segments`)
+    return {**dispatches, **names}
+
+
+def dispatched(event: TraceEvent) -> str | None:
+    """The compiled function a host event dispatches: `jit_f` for jax's `PjitFunction(f)`; `<module>` for
+    PjRt's `CommonPjRtLoadedExecutable::Execute (<module>)`, the event with the `run_id` stat, where jax's
+    own is not traced; None for any other event."""
+    if event.name.startswith(DISPATCH):
+        return "jit_" + event.name.removeprefix(DISPATCH).removesuffix(")")
+    if "run_id" in event.stats and event.name.endswith(")") and " (" in event.name:
+        return event.name.rpartition(" (")[2].removesuffix(")")
+    return None
+
+
+def _outermost(events: list[TraceEvent]) -> list[TraceEvent]:
+    """The events no other of `events` encloses (`events` by start, the enclosing first)."""
+    found: list[TraceEvent] = []
+    for event in events:
+        if not found or event.start_ns >= _end(found[-1]):
+            found.append(event)
+    return found
+
+
+def _innermost(dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
+    """Spans of each dispatched function, nested dispatches cut out of their callers' (the innermost
+    dispatch names an instant). `dispatches`: one thread's, by start, the enclosing first."""
+    found: dict[str, list[Span]] = defaultdict(list)
+    stack: list[TraceEvent] = []
+    at = 0.0
+    for event in dispatches:
+        while stack and _end(stack[-1]) <= event.start_ns:
+            at = _emit(found, stack.pop(), at, None)
+        if stack:
+            _emit(found, stack[-1], at, event.start_ns)
+        stack.append(event)
+        at = event.start_ns
+    while stack:
+        at = _emit(found, stack.pop(), at, None)
+    return found
+
+
+def _emit(found: dict[str, list[Span]], event: TraceEvent, at: float, until: float | None) -> float:
+    """Add [at, until) (until None: the event's end) to the event's function; the new `at`."""
+    end = _end(event) if until is None else until
+    if end > at:
+        found[dispatched(event) or event.name].append((at, end))
+    return max(at, end)
+
+
+def _segments(
+    spans: dict[str, list[Span]], start: float, end: float, precedence: Iterable[str] | None
+) -> list[tuple[float, float, str | None]]:
+    """[start, end) cut where any span starts or ends, each piece with the first label of `precedence`
+    (None: the order of `spans`' keys) that has a span over it, or None."""
+    order = list(precedence) if precedence is not None else list(spans)
+    rank = {label: index for index, label in enumerate(order)}
+    edges: list[tuple[float, int, int]] = []
+    for label, found in spans.items():
+        if label not in rank:
+            continue
+        for a, b in found:
+            if b > start and a < end and b > a:
+                edges += [(max(a, start), 1, rank[label]), (min(b, end), -1, rank[label])]
+    edges.sort()
+    active = [0] * len(order)
+    pieces: list[tuple[float, float, str | None]] = []
+    at = start
+    for time, change, index in edges:
+        if time > at:
+            pieces.append((at, time, _first(active, order)))
+            at = time
+        active[index] += change
+    if end > at:
+        pieces.append((at, end, _first(active, order)))
+    return pieces
+
+
+def _first(active: list[int], order: list[str]) -> str | None:
+    return next((order[index] for index, count in enumerate(active) if count > 0), None)
+
+
+def _end(event: TraceEvent) -> float:
+    return event.start_ns + event.duration_ns
+
+
+def measure_steps(
+    steps: list[StepTime],
+    events: list[TraceEvent],
+    marked: dict[int, list[TraceEvent]],
+    device: list[TraceEvent],
+    kind_of: Callable[[TraceEvent], str],
+    tuning: list[TraceEvent],
+    runs: Iterable[tuple[float, float]],
+) -> None:
+    """Fill each step's busy time, breakdown, host names, bound, kernels and compiles. `device`: the
+    program's device activity (op events of compiled functions, other device work outside compiles),
+    `kind_of` its kind; `marked`: the step markers (`steps.step_markers`);
+    `tuning`: autotuning's device work; `runs`: the device span of each execution
+    of a compiled function."""
+    spans: dict[str, list[Span]] = defaultdict(list)
+    for event in device:
+        spans[kind_of(event)].append((event.start_ns, _end(event)))
+    spans["autotune"] = [(e.start_ns, _end(e)) for e in tuning]
+    spans["compile"] = [(e.start_ns, _end(e)) for e in events if e.name in COMPILE_EVENTS]
+    spans["launch"] = list(runs)
+    host = [e for e in events if not e.plane.startswith("/device")]
+    spans["input"] = [(e.start_ns, _end(e)) for e in host if transfer_event(e.name)]
+    thread = _host_thread(host, marked)
+    activity = Activity(spans, [e for e in host if (e.plane, e.line) == thread])
+    device_starts = sorted(e.start_ns for e in device if "hlo_op" in e.stats)
+    for step in steps:
+        start, end = step.start_seconds * 1e9, (step.start_seconds + step.wall_seconds) * 1e9
+        kernels = bisect.bisect_left(device_starts, end) - bisect.bisect_left(device_starts, start)
+        compiles = sum(1 for a, b in spans["compile"] if a < end and b > start)
+        marker = next(iter(marked.get(step.number, [])), None)
+        activity.step(step, marker, kernels, compiles)
+
+
+def _host_thread(host: list[TraceEvent], marked: dict[int, list[TraceEvent]]) -> tuple[str, str] | None:
+    """The thread that runs the user's program: the step markers' (with most of them), else the one that
+    dispatches jax calls (most `PjitFunction` events)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for markers in marked.values():
+        counts.update((e.plane, e.line) for e in markers)
+    if not counts:
+        counts.update((e.plane, e.line) for e in host if e.name.startswith(DISPATCH))
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def summary(
+    steps: list[StepTime], function_of: Callable[[list[StepTime]], str | None], marked: dict[int, list[TraceEvent]]
+) -> StepSummary | None:
+    """The median step of those with no compile inside (of all, where every step compiled)."""
+    if not steps:
+        return None
+    clean = [s for s in steps if s.compiles == 0] or steps
+    wall = median_low(s.wall_seconds for s in clean)
+    middle = next(s for s in clean if s.wall_seconds == wall)
+    marker = next((m[0].name for m in marked.values() if m), None)
+    return StepSummary(function_of(clean), marker, wall, middle.number, len(clean), len(steps) - len(clean))

@@ -1,0 +1,42 @@
+"""What an op event names: its module's label (as the dump's), its op, and the dump's modules it ran."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.xplane import TraceEvent
+
+
+def event_label(event: TraceEvent) -> str:
+    program = event.stats.get("program_id")
+    name = str(event.stats["hlo_module"])
+    return module_label(program, name) if isinstance(program, int) else name
+
+
+def module_label(program_id: int, name: str) -> str:
+    """The trace's program_id is the dump's module id: label as `DumpModule.label` does, without the host."""
+    return f"module_{program_id:04d}.{name}"
+
+
+def op_name(event: TraceEvent) -> str:
+    """The op an annotation names: the last `::` segment of `hlo_op`."""
+    return str(event.stats["hlo_op"]).rpartition("::")[2]
+
+
+def by_op(op_events: list[TraceEvent], placed: dict[int, str | None]) -> dict[tuple[str, str, str], list[TraceEvent]]:
+    """Events by (module label, function, op); an event not placed stays on its annotation."""
+    grouped: dict[tuple[str, str, str], list[TraceEvent]] = defaultdict(list)
+    for event in op_events:
+        op = placed.get(id(event)) or op_name(event)
+        grouped[(event_label(event), str(event.stats["hlo_module"]), op)].append(event)
+    return grouped
+
+
+def traced_modules(dump: Dump, labels: set[str]) -> list[DumpModule]:
+    return [m for m in dump.modules if dump_label(m) in labels]
+
+
+def dump_label(module: DumpModule) -> str:
+    """The label `_label` gives an op event of this module (the host prefix is not in the trace)."""
+    return module.label.rpartition("/")[2]

@@ -1,0 +1,201 @@
+"""What `profile` finds: steps, op times, device time per function, unplaced kernels, autotuning."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from xlainspect.analysis.chips import Chip
+from xlainspect.analysis.profile.compiles import CompileEvent
+from xlainspect.analysis.tabular import Tabular
+from xlainspect.dump.directory import SkippedFile
+from xlainspect.dump.xplane import TraceEvent
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.hosts import JobReport  # which reads profiles
+
+DEVICE_KINDS = ("compute", "collectives", "copies")
+"""What the device was busy with: kernels of compiled functions, NCCL collectives, memcpy and memset."""
+IDLE_CAUSES = ("compile", "autotune", "input", "launch", "host")
+"""Why the device was idle (`breakdown.py` decides, in this order of precedence)."""
+CATEGORIES = DEVICE_KINDS + IDLE_CAUSES
+"""The keys of `StepTime.breakdown`, in the order a stacked bar draws them."""
+BOUNDS = ("device", "compile", "input", "launch", "host")
+"""What a step waits on (`StepTime.bound`): the device's work, or one of the causes of its idling."""
+
+
+@dataclass(slots=True)
+class StepTime:
+    """One step as the user waits for it: its wall time, the device's share, and where the rest went."""
+
+    number: int
+    start_seconds: float
+    """Seconds since the trace's first event."""
+    wall_seconds: float
+    """The step marker's span; without markers, from the start (host launch) of one execution of the
+    step function to the next (the last step: to the end of its execution)."""
+    busy_seconds: float = 0.0
+    """The device busy with the program: the union of its device activity in the step, autotuning apart."""
+    idle_seconds: float = 0.0
+    """`wall_seconds - busy_seconds`: never more than the wall."""
+    breakdown: dict[str, float] = field(default_factory=dict[str, float])
+    """Seconds per category of `CATEGORIES`: device time by kind and idle time by cause; the values add up
+    to `wall_seconds` (each instant of the step is in one category)."""
+    host: dict[str, float] = field(default_factory=dict[str, float])
+    """`breakdown["host"]` by what the host ran (a Python function, `jit_f` dispatched, a PjRt call;
+    `(untraced)` where the host's thread shows no event: Python with the profiler's Python tracer off),
+    most first."""
+    bound: str | None = None
+    """Of `BOUNDS`, the largest share of the wall (`breakdown.bound_of`); None for a step of no time."""
+    compiles: int = 0
+    """Compiles that ran during the step (a step with one is left out of `ProfileReport.step_seconds`)."""
+    kernels: int = 0
+    """Device events of compiled functions that ran in the step."""
+
+
+@dataclass(slots=True)
+class StepSummary:
+    """The step the user waits for, in one line: the median step of those with no compile inside."""
+
+    function: str | None
+    """The function the steps run: the one with most of the device time in them (None: no kernel ran,
+    or no function has most of it: a step of eager ops)."""
+    marker: str | None
+    """The step markers' name (`StepTraceAnnotation("train")`: `train`); None without markers."""
+    step_seconds: float
+    """The median wall time (the lower median: a step's own wall) of the steps with no compile inside;
+    of every step where each one compiled."""
+    median_step: int
+    """The number of the step whose wall is `step_seconds`: its breakdown, bound and host time are the
+    summary's."""
+    steps: int
+    """How many steps the median is of."""
+    compiled: int
+    """Steps left out: a compile ran inside them."""
+
+
+@dataclass(slots=True)
+class OpTime:
+    """One HLO op's measured time in a profile, beside its roofline time where costs are known."""
+
+    module: str
+    """`module_0002.jit_train_step` (the dump file's label) where the trace names the module id."""
+    function: str
+    name: str
+    kernels: int
+    """Kernel executions in the trace (a cuDNN call may launch several for one execution of the op)."""
+    total_seconds: float
+    """All its kernels' time in the trace: seconds a run."""
+    seconds_per_step: float | None
+    """Its kernels' time in steps over the steps its module ran in: seconds a step."""
+    min_kernel_seconds: float
+    median_kernel_seconds: float
+    max_kernel_seconds: float
+    step_share: float | None
+    """Of all steps' device-busy time, the fraction this op took."""
+    steps: int = 0
+    """The steps its module ran in: the denominator of its `_per_step` figures."""
+    kernels_per_step: float | None = None
+    """Kernel executions per step, over the steps its module ran in (a loop body's ops: its trip count)."""
+    kind: str | None = None
+    """From the dump (`cost`): fusion kind, collective kind or opcode."""
+    executions_per_call: float | None = None
+    """Runs per call of its module, from the dump (`cost`): the product of the trip counts of the loops
+    it runs in. A kernel per run makes `kernels_per_step` equal it where the function runs once a step."""
+    executions_in_trace: float | None = None
+    """Its module's runs in the trace times `executions_per_call` (a library call of several kernels is
+    one execution)."""
+    seconds_per_execution: float | None = None
+    """`total_seconds / executions_in_trace`: what the roofline time is compared with."""
+    flops: float | None = None
+    """Per execution (`cost`'s `flops_per_execution`)."""
+    bytes_accessed: int | None = None
+    """Padded bytes read and written per execution."""
+    measured_bytes_per_second: float | None = None
+    roofline_seconds: float | None = None
+    """Per execution, on the chip, never below the chip's kernel launch cost (`Chip.launch_seconds`)."""
+    efficiency: float | None = None
+    """`roofline_seconds / seconds_per_execution`: the one figure of how far an op is from its roofline
+    (the report's "N x its roofline" is 1 / efficiency)."""
+    lost_seconds: float | None = None
+    """`total_seconds - roofline_seconds * executions_in_trace`: seconds a run above the roofline."""
+    lost_seconds_per_step: float | None = None
+    """The same over the steps its module ran in: seconds a step."""
+    bound: str | None = None
+    op_name: str | None = None
+    source: str | None = None
+
+
+@dataclass(slots=True)
+class FunctionTime:
+    """A compiled function's device time: the sum of its kernels, per step and in all."""
+
+    function: str
+    modules: int
+    kernels: int
+    seconds: float
+    seconds_by_step: list[float]
+    """Its kernels' seconds in each step, in step order; empty without steps."""
+    seconds_per_step: float | None = None
+    """Its kernels' seconds a step, over the steps it ran in (None: no steps)."""
+
+
+@dataclass(slots=True)
+class Unplaced:
+    """Kernel executions of a compiled function that could not be put on an HLO op, and why."""
+
+    module: str
+    hlo_op: str
+    kernel: str
+    count: int
+    seconds: float
+    reason: str | None
+    """None: the commands that ran them name no HLO op (a thunk without metadata)."""
+
+
+@dataclass(slots=True)
+class Autotuning:
+    """Device work of no compiled function: what XLA ran while autotuning."""
+
+    kernels: int
+    seconds: float
+    per_fusion: list[tuple[str, int, float]]
+    """(fusion tuned, kernels, seconds), most time first; `(unnamed)`: buffer checks and comparisons."""
+
+
+@dataclass
+class ProfileReport(Tabular):
+    """Measured time per op, steps, functions and compiles of a profile, joined with a dump's costs."""
+
+    paths: list[str]
+    steps: list[StepTime]
+    step_source: str
+    """`step markers`, `executions of <function> (...)` or `none`."""
+    ops: list[OpTime]
+    """Ranked by time lost (measured - roofline) where a roofline is known, else by measured time."""
+    compiles: list[CompileEvent]
+    joined: list[str] = field(default_factory=list[str])
+    """Modules whose ops were joined with a dump module's cost."""
+    op_events: list[TraceEvent] = field(default_factory=list[TraceEvent], repr=False)
+    """The op events themselves (compiled functions' kernels), for the timeline."""
+    chip: Chip | None = field(default=None, repr=False)
+    """The chip the roofline times are for."""
+    hlo_source: str | None = None
+    """Where the ops' costs come from: `dump`, `embedded in the trace`, or None (no costs)."""
+    notes: list[str] = field(default_factory=list[str])
+    """Why costs are missing, for stderr."""
+    skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
+    """`SkippedFile`s of the dump that could not be read."""
+    functions: list[FunctionTime] = field(default_factory=list[FunctionTime])
+    """Device time per compiled function, most first."""
+    placed: tuple[int, int] = (0, 0)
+    """(kernel executions on an HLO op, kernel executions of compiled functions)."""
+    unplaced: list[Unplaced] = field(default_factory=list[Unplaced])
+    autotuning: Autotuning | None = None
+    other_device: tuple[int, float] = (0, 0.0)
+    """(events, seconds) of device work of no module outside compiles: transfers of a program's inputs
+    and outputs, eager copies."""
+    step_summary: StepSummary | None = None
+    """The median step without a compile (None: no steps)."""
+    job: JobReport | None = None
+    """Every host's and device's steps, collectives' waits and the straggler (`analysis/hosts.py`)."""

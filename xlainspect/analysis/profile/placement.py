@@ -1,0 +1,156 @@
+"""Command buffers: the kernels a CUDA graph ran, each placed on the HLO op that launched it."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+from xlainspect.analysis.profile.events import dump_label, event_label, op_name, traced_modules
+from xlainspect.analysis.profile.model import Unplaced
+from xlainspect.dump.directory import Dump, SkippedFile
+from xlainspect.dump.thunks import KERNEL_KINDS, Thunk, ThunkSequence, read_thunk_sequence, thunk_files
+from xlainspect.dump.xplane import StatValue, TraceEvent
+from xlainspect.errors import XlaInspectError
+
+COMMAND_BUFFER = "command_buffer_"
+_CONTROL_KINDS = frozenset(
+    {"kWhile", "kConditional", "kSequential", "kAsyncStart", "kAsyncDone", "kDynamicSliceFusion", "kWaitForStreams"}
+)
+"""Thunks that launch nothing of their own (`xla/backends/gpu/runtime/thunk.h`)."""
+
+
+def thunk_sequences(dump: Dump, labels: set[str], skipped: list[SkippedFile]) -> dict[str, ThunkSequence]:
+    """The thunk sequence of each traced module the dump has; unreadable files are added to `skipped`."""
+    found: dict[str, ThunkSequence] = {}
+    for module in traced_modules(dump, labels):
+        sequence, metadata = thunk_files(module)
+        if sequence is None:
+            continue
+        try:
+            found[dump_label(module)] = read_thunk_sequence(sequence, metadata)
+        except XlaInspectError as error:
+            skipped.append(SkippedFile.of(Path(sequence), error))
+    return found
+
+
+def place(
+    op_events: list[TraceEvent], sequences: dict[str, ThunkSequence], with_dump: bool
+) -> tuple[dict[int, str | None], list[Unplaced]]:
+    """id(event) -> the HLO op it ran for (None: not placed), and the unplaced kernels with the reason."""
+    placed: dict[int, str | None] = {}
+    launches: dict[tuple[str, str, str, StatValue], list[TraceEvent]] = defaultdict(list)
+    for event in op_events:
+        op = op_name(event)
+        if op.startswith(COMMAND_BUFFER):
+            launches[(event_label(event), op, event.plane, event.stats.get("correlation_id"))].append(event)
+        else:
+            placed[id(event)] = op
+    failed: dict[tuple[str, str, str, str | None], list[TraceEvent]] = defaultdict(list)
+    for (label, buffer, _, _), events in launches.items():
+        events.sort(key=lambda e: (e.stats.get("cuda_graph_node_id", 0), e.start_ns))
+        sequence = sequences.get(label)
+        commands = sequence.command_buffers.get(buffer) if sequence is not None else None
+        if commands is None:
+            reason = (
+                "no --dump: the dump's thunk sequence places a command buffer's kernels"
+                if not with_dump
+                else f"the dump has no thunk sequence of {label}"
+                if sequence is None
+                else f"{buffer} is not a command buffer of {label}'s thunk sequence"
+            )
+            for event in events:
+                placed[id(event)] = None
+                failed[(label, buffer, event.name, reason)].append(event)
+            continue
+        for event, op, reason in place_launch(events, commands, buffer):
+            placed[id(event)] = op
+            if op is None:
+                failed[(label, buffer, event.name, reason)].append(event)
+    unplaced = [
+        Unplaced(label, buffer, kernel, len(events), sum(e.duration_ns for e in events) / 1e9, reason)
+        for (label, buffer, kernel, reason), events in failed.items()
+    ]
+    return placed, sorted(unplaced, key=lambda u: -u.seconds)
+
+
+def place_launch(
+    events: list[TraceEvent], commands: list[Thunk], buffer: str
+) -> Iterator[tuple[TraceEvent, str | None, str | None]]:
+    """(event, op or None, reason) for one launch of a command buffer, its events in graph order.
+
+    A kernel a kernel command names goes to the k-th command of that name at its k-th run. The others
+    (copies, memsets, library kernels) go to the buffer's commands of their kind: the one there is, or
+    in turn where their count is a multiple of the commands'; else to the one command of their kind
+    between the commands of the named kernels around them in graph order."""
+    at = _named_commands(events, commands)
+    for event, command in zip(events, at):
+        if command is not None:
+            yield event, commands[command].op, None
+    rest: dict[str, list[int]] = defaultdict(list)
+    for position, event in enumerate(events):
+        if at[position] is None:
+            rest[_work_kind(event)].append(position)
+    for kind, positions in rest.items():
+        candidates = [c for c in commands if c.kernel is None and _command_kind(c) == kind]
+        if len(candidates) == 1 or (candidates and len(positions) % len(candidates) == 0):
+            for index, position in enumerate(positions):
+                yield events[position], candidates[index % len(candidates)].op, None
+            continue
+        for position in positions:
+            command = _between(at, position, commands, kind)
+            reason = (
+                f"no {kind} command in {buffer}"
+                if not candidates
+                else f"{len(positions)} {kind} events for {len(candidates)} {kind} commands of {buffer}, "
+                "and not one between its neighbours"
+            )
+            yield events[position], command.op if command else None, None if command else reason
+
+
+def _named_commands(events: list[TraceEvent], commands: list[Thunk]) -> list[int | None]:
+    """The index of the command each event ran, where a kernel command names its kernel: the k-th run of
+    a kernel is the k-th command of that name (in turn, when a loop in the graph runs them again)."""
+    by_kernel: dict[str, list[int]] = defaultdict(list)
+    for index, command in enumerate(commands):
+        if command.kernel:
+            by_kernel[command.kernel].append(index)
+    seen: Counter[str] = Counter()
+    at: list[int | None] = []
+    for event in events:
+        same = by_kernel.get(event.name)
+        at.append(same[seen[event.name] % len(same)] if same else None)
+        seen[event.name] += 1
+    return at
+
+
+def _between(at: list[int | None], position: int, commands: list[Thunk], kind: str) -> Thunk | None:
+    """The one command of `kind` between the commands of the named kernels before and after `position`."""
+    before = next((index for index in reversed(at[:position]) if index is not None), -1)
+    after = next((index for index in at[position + 1 :] if index is not None), len(commands))
+    if after <= before:  # the graph's loop started again: up to the end
+        after = len(commands)
+    found = [c for c in commands[before + 1 : after] if c.kernel is None and _command_kind(c) == kind]
+    return found[0] if len(found) == 1 else None
+
+
+def _work_kind(event: TraceEvent) -> str:
+    """`copy`, `memset` or `library` for a kernel no kernel thunk names (the CUDA driver runs a small copy
+    as a `memcpy32_post` kernel inside a graph; cuDNN and cuBLAS name their own kernels)."""
+    name = event.name.lower()
+    if "memcpy_details" in event.stats or name.startswith("memcpy"):
+        return "copy"
+    if "Memset_details" in event.stats or name.startswith("memset"):
+        return "memset"
+    return "library"
+
+
+def _command_kind(command: Thunk) -> str | None:
+    """What a command without a kernel of its own runs: None for control flow (nothing of its own)."""
+    if command.kind in _CONTROL_KINDS or command.kind in KERNEL_KINDS:
+        return None
+    if "Copy" in command.kind or "Memcpy" in command.kind:
+        return "copy"
+    if "Memset" in command.kind or "Memzero" in command.kind:
+        return "memset"
+    return "library"

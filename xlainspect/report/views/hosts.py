@@ -1,0 +1,249 @@
+"""The job's hosts (`profile` of a multi-host run, and the report's "Hosts" section): per-host step bars,
+the straggler sentence, the clocks' alignment, and each collective's wait, transfer and exposed time."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from xlainspect.analysis.hosts import STRAGGLER_SHARE
+from xlainspect.report.document import Block, Document, Lines, Table, record, records, table
+from xlainspect.report.sections import A_STEP, Finding, Section
+from xlainspect.report.sections import table as section_table
+from xlainspect.report.views.cost import duration, readable
+from xlainspect.report.views.profile import step_headline
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.commands.report import DumpFacts
+    from xlainspect.analysis.hosts import ClockAlignment, JobReport, Straggler, UnitRow
+    from xlainspect.analysis.profile import ProfileReport
+
+UNIT_COLUMNS = (
+    "host",
+    "device",
+    "steps",
+    "step_seconds",
+    "busy_seconds",
+    "idle_seconds",
+    "idle_causes",
+    "collective_seconds",
+    "wait_seconds",
+    "transfer_seconds",
+    "exposed_seconds",
+    "clock_offset_seconds",
+)
+COLLECTIVE_COLUMNS = (
+    "host",
+    "device",
+    "module",
+    "op",
+    "kind",
+    "count",
+    "seconds",
+    "wait_seconds",
+    "transfer_seconds",
+    "exposed_seconds",
+    "hidden_seconds",
+    "bytes_per_execution",
+    "transfer_bytes_per_second",
+    "link_bandwidth",
+)
+_BAR = 40
+"""Characters of the longest step's bar."""
+
+
+def with_hosts(document: Document, report: ProfileReport) -> Document:
+    """`profile`'s document with the job's keys in its JSON and, where the run has several hosts or
+    devices, its hosts on the terminal and in Markdown, after the step headline."""
+    job = report.job
+    if job is None:
+        return document
+    assert isinstance(document.data, dict)
+    data: dict[str, object] = {**document.data, **hosts_data(job)}
+    if len(job.hosts) < 2 and len(job.devices) < 2:
+        return replace(document, data=data)
+    blocks, after = hosts_blocks(job), 1 if step_headline(report) else 0  # the step the user waits for first
+
+    def placed(shown: list[Block]) -> list[Block]:
+        return [*shown[:after], *blocks, *shown[after:]]
+
+    markdown = None if document.markdown is None else placed(document.markdown)
+    return replace(document, data=data, blocks=placed(document.blocks), markdown=markdown)
+
+
+def hosts_data(job: JobReport) -> dict[str, object]:
+    """The JSON keys a profile gains: `hosts`, `devices`, `collectives`, `straggler` (with its sentence)
+    and `clock` (with its method said). Steps start at seconds since the job's first step, on the first
+    host's clock."""
+    start = min((s.start_ns / 1e9 + row.clock_offset_seconds for row in job.hosts for s in row.steps), default=0.0)
+    return {
+        "hosts": [_unit_record(row, start) for row in job.hosts],
+        "devices": [_unit_record(row, start) for row in job.devices],
+        "collectives": records(job.collectives),
+        "straggler": None if job.straggler is None else record(job.straggler) | {"said": straggler_text(job)},
+        "clock": record(job.clock) | {"method_said": clock_text(job.clock)},
+    }
+
+
+def hosts_blocks(job: JobReport) -> list[Table | Lines]:
+    """Per-host step bars and the straggler sentence, the hosts' and devices' rows, the collectives'."""
+    units = job.hosts if len(job.hosts) > 1 else job.devices
+    lines = [*_bars(units), "", straggler_text(job), clock_text(job.clock)]
+    if len(job.hosts) > 1:
+        lines.append(
+            f"The ops, steps and compiles below are {job.hosts[0].host}'s (every host runs the same program); "
+            "the rows here and JSON's hosts, devices and collectives cover every host."
+        )
+    title = f"{len(job.hosts)} host(s), {len(job.devices)} device(s): per step without a compile (median)"
+    return [
+        Lines("\n".join(lines)),
+        table(title, [_readable_unit(r) for r in job.hosts + job.devices], UNIT_COLUMNS),
+        table(
+            "collectives per device: waiting for the last peer, moving data, exposed",
+            _collective_rows(job),
+            COLLECTIVE_COLUMNS,
+        ),
+    ]
+
+
+def straggler_text(job: JobReport) -> str:
+    found = job.straggler
+    if found is None:
+        return "No collective ran in a step without a compile: no straggler to find."
+    rule = (
+        f"(rule: a {found.level} stands out when the others wait for it, beyond the next latest, more than "
+        f"{STRAGGLER_SHARE:.0%} of the median step, here {duration(found.threshold_seconds)})"
+    )
+    if found.name is None:
+        return (
+            f"No {found.level} stands out: the latest arrives {duration(max(0.0, found.margin_seconds))} after the "
+            f"next latest (median over {found.steps} steps) {rule}."
+        )
+    return (
+        f"{found.name} is the straggler: it arrived last at the collectives of {found.last_in_steps} of "
+        f"{found.steps} steps without a compile, {duration(found.margin_seconds)} after the next latest "
+        f"(median); the others wait {duration(found.wait_seconds)} a step in their collectives"
+        + (f". Meanwhile it ran: {_meanwhile(found)}" if found.meanwhile else "")
+        + f" {rule}."
+    )
+
+
+def _meanwhile(found: Straggler) -> str:
+    named = {"compile": "compiling", "device": "its own ops", "input": "device transfers (input)"}
+    total = sum(seconds for _, _, seconds in found.meanwhile)
+    shown = [m for m in found.meanwhile[:4] if m[2] >= 0.01 * total]  # what took 1% of the wait or more
+    return ", ".join(f"{named.get(what, name)} {duration(seconds)}" for what, name, seconds in shown)
+
+
+def clock_text(clock: ClockAlignment) -> str:
+    if clock.method == "one host":
+        return "Clock: one host, no alignment needed."
+    if clock.method == "recorded clocks":
+        return (
+            f"Clocks: the hosts' own, kept: on them every participant of each of the {clock.shared} collective "
+            "executions shared left it after the last one arrived (one machine, or clocks that agree closer "
+            "than a collective lasts)."
+        )
+    offsets = ", ".join(f"{h} {clock.offsets[h] * 1e3:+.2f} ms" for h in clock.offsets)
+    how = {
+        "collective ends": "the median difference of the ends of the collective executions each host shares "
+        "with the first (every participant leaves a collective at about the same instant; the recorded clocks "
+        "had one leave a collective before another arrived)",
+        "step ends": "the median difference of the ends of the steps each host shares with the first (no "
+        "collective execution is shared)",
+    }[clock.method]
+    return f"Clocks aligned to {next(iter(clock.offsets))}'s by {how}, over {clock.shared} shared: {offsets}."
+
+
+def _bars(units: list[UnitRow]) -> list[str]:
+    """One bar per host: its median step, waiting in collectives (#), other device work (=), idle (.)."""
+    longest = max((u.step_seconds or 0.0 for u in units), default=0.0)
+    lines = []
+    for unit in units:
+        name = unit.host if unit.device is None else f"{unit.host} {unit.device}"
+        step, wait = unit.step_seconds or 0.0, min(unit.wait_seconds or 0.0, unit.step_seconds or 0.0)
+        lines.append(f"{name:>16} |{_bar(unit, longest):<{_BAR}}| {duration(step)}, waiting {duration(wait)}")
+    return lines if longest > 0 else []
+
+
+def _bar(unit: UnitRow, longest: float) -> str:
+    step = unit.step_seconds or 0.0
+    if longest <= 0:
+        return ""
+    wait = min(unit.wait_seconds or 0.0, step)
+    busy = min(max(0.0, (unit.busy_seconds or 0.0) - wait), step - wait)
+    cells = [round(x / longest * _BAR) for x in (wait, busy, step)]
+    return "#" * cells[0] + "=" * cells[1] + "." * max(0, cells[2] - cells[0] - cells[1])
+
+
+def _unit_record(row: UnitRow, start: float) -> dict[str, object]:
+    found = record(row)
+    found["steps"] = [
+        {k: v for k, v in record(s).items() if k != "start_ns"}
+        | {"start_seconds": s.start_ns / 1e9 + row.clock_offset_seconds - start}
+        for s in row.steps
+    ]
+    return found
+
+
+def _readable_unit(row: UnitRow) -> dict[str, object]:
+    offset = f"{row.clock_offset_seconds * 1e3:+.2f} ms"
+    causes = ", ".join(f"{cause} {duration(seconds)}" for cause, seconds in row.idle.items() if seconds > 0)
+    return readable(record(row) | {"steps": len(row.steps), "device": row.device or "(all)"}) | {
+        "clock_offset_seconds": offset,
+        "idle_causes": causes,
+    }
+
+
+def _collective_rows(job: JobReport) -> list[dict[str, object]]:
+    return [readable(record(c)) | {"seconds": duration(c.seconds)} for c in job.collectives]
+
+
+def hosts_section(source: DumpFacts) -> Section | None:
+    """The report's "Hosts": a bar per host's median step (per device on one host), the straggler sentence
+    and the finding of what the others wait for it; None for a profile of one device (or none)."""
+    job = source.job
+    if job is None or (len(job.hosts) < 2 and len(job.devices) < 2):
+        return None
+    units = job.hosts if len(job.hosts) > 1 else job.devices
+    longest = max((u.step_seconds or 0.0 for u in units), default=0.0)
+    rows = [_readable_unit(u) | {"bar": _bar(u, longest)} for u in units]
+    found = job.straggler
+    findings = []
+    if found is not None and found.name is not None:
+        text = f"{found.name} is the straggler: the others wait {duration(found.wait_seconds)} a step for it"
+        findings.append(
+            Finding("hosts", text, found.wait_seconds, A_STEP, run_seconds=found.wait_seconds * found.steps)
+        )
+    return Section(
+        "hosts",
+        "Hosts",
+        f"{straggler_text(job)} {clock_text(job.clock)}",
+        [
+            section_table(
+                "median step per host (# waiting in collectives, = other device work, . idle)",
+                ("bar", *UNIT_COLUMNS),
+                rows,
+            ),
+            section_table(
+                "collectives per device: waiting for the last peer, moving data, exposed",
+                COLLECTIVE_COLUMNS,
+                _collective_rows(job),
+                "xlainspect profile lists every row",
+            ),
+        ],
+        findings,
+    )
+
+
+def measured_collectives(job: JobReport | None) -> dict[tuple[str, str], tuple[float, float, float]]:
+    """(module label, op) -> (wait, transfer, exposed) seconds per execution, the mean over devices: what
+    the report's collective rows gain from a profile."""
+    sums: dict[tuple[str, str], list[float]] = {}
+    for row in job.collectives if job is not None else []:
+        found = sums.setdefault((row.module, row.op), [0.0, 0.0, 0.0, 0])
+        found[0] += row.wait_seconds
+        found[1] += row.transfer_seconds
+        found[2] += row.exposed_seconds
+        found[3] += row.count
+    return {key: (w / n, t / n, e / n) for key, (w, t, e, n) in sums.items() if n}
