@@ -98,3 +98,42 @@ def test_metadata_is_set_aside_up_to_its_closing_brace():
         b"  %add.1 = f32[] add(%a, %b)",
         b"  %mul.2 = f32[] multiply(%a, %b), backend_config={}",
     ]
+
+
+def test_a_renumbered_name_is_no_difference(tmp_path):
+    """The same jit_scan_layers (fixtures/generate.py's loop_twins), lowered for an H200 (gpu_loop_twins)
+    and for the CPU, laid out as two hosts: XLA numbers names per module, so line 11 reads
+    `%constant.10 = s32[] constant(0)` on one and `%constant.9 = s32[] constant(0)` on the other, which
+    is no difference; the first real one is the computation each prints at line 16."""
+    for host, scenario in (("host_0", "gpu_loop_twins"), ("host_1", "loop_twins")):
+        (tmp_path / host).mkdir()
+        for path in (DUMPS / scenario).glob("module_0000.jit_scan_layers.*"):
+            shutil.copy(path, tmp_path / host / path.name)
+    (found,) = host_disagreements(load_dump(tmp_path))
+    assert (found.function, found.compile, found.usual_hosts, found.odd_hosts, found.line) == (
+        "jit_scan_layers",
+        1,
+        ("host_0",),
+        ("host_1",),
+        16,
+    )
+    assert found.usual_line.startswith("%dynamic_update_index_in_dim.2 (Arg_0.3: f32[4,32,128],")
+    assert found.odd_line.startswith("%closed_call.2 (Arg_0.3: f32[32,128], Arg_1.3: f32[128,128])")
+
+
+def test_a_host_program_that_cannot_be_read_is_named_not_compared_silently(tmp_path):
+    """host_3's first program is gone (a link to a file a copy did not bring): it is compared with no host
+    and count-recompiles names it as skipped (it was left out silently); the hosts that read still agree
+    or differ as before."""
+    dump = tmp_path / "fleet"
+    shutil.copytree(FLEET, dump)
+    damaged = dump / "host_3" / "module_0000.jit_train_step.before_optimizations.txt"
+    damaged.unlink()
+    damaged.symlink_to(tmp_path / "not copied")
+    from xlainspect.analysis.commands.compiles import recompiles_report
+
+    report = recompiles_report(dump)
+    assert [s.path for s in report.skipped] == [damaged]
+    skipped = []
+    assert host_disagreements(load_dump(dump), skipped) == report.disagreements
+    assert [s.path for s in skipped] == [damaged]

@@ -202,3 +202,23 @@ def test_cli_function_filter_and_csv():
     assert result.exit_code == 0, result.output
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 2 and lines[1].startswith("module_0219.jit_dots,jit_dots,238600,238600,")
+
+
+def test_an_unparsable_hlo_text_is_named_and_its_memory_still_counted(tmp_path):
+    """The HLO text gives the buffers' op_names only: where it does not parse, the bytes stand, the
+    op_names are unknown, and the file is a skipped file (it was dropped silently)."""
+    import shutil
+
+    from xlainspect import memory_report
+
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMPS / "clean_run", dump)
+    whole = memory_report(DUMPS / "clean_run")
+    hlo = load_dump(dump).modules[0].hlo_path()
+    hlo.write_text(hlo.read_text().replace(" parameter(", " parameter[", 1))
+    report = memory_report(dump)
+    assert [s.path for s in report.skipped] == [hlo]
+    assert "parameter[" in report.skipped[0].reason
+    (before, after) = (whole.modules[0], report.modules[0])
+    assert (after.module, after.peak_bytes, after.total_bytes) == (before.module, before.peak_bytes, before.total_bytes)
+    assert {b.op_name for b in after.top} == {None} != {b.op_name for b in before.top}

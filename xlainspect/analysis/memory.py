@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from xlainspect.dump.buffers import Allocation, BufferAssignment, BufferValue, read_buffer_assignment
-from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.directory import DumpModule, SkippedFile
 from xlainspect.dump.files import read_text
 from xlainspect.dump.live_ranges import LiveRange, LiveRanges, read_live_ranges
 from xlainspect.dump.usage_report import UsageReport, read_total_bytes_used, read_usage_report
@@ -242,13 +242,17 @@ class ModuleMemory:
     top: tuple[PeakBuffer, ...]
     curve: tuple[int, ...]
     sequence: tuple[str, ...]
+    unparsed: SkippedFile | None = None
+    """Its HLO text, where that does not parse: a skipped file (the buffers' op_names and sources are
+    then unknown, the bytes stand)."""
 
 
-def module_memory(dump_module: DumpModule, top: int = 10) -> ModuleMemory | None:
+def module_memory(dump_module: DumpModule, top: int | None = 10) -> ModuleMemory | None:
     """Memory of a `dump.DumpModule` from its side files; None when it has no buffer assignment.
 
     Raises HloParseError / DumpError for a side file that is truncated or not what its name says;
-    the HLO module (for op_name and source) is optional: when it does not parse those stay None.
+    the HLO module (for op_name and source) is optional: when it does not parse those stay None and
+    the row names it (`unparsed`).
     """
     found = dump_module.file(kind="buffer-assignment")
     if found is None:
@@ -258,7 +262,7 @@ def module_memory(dump_module: DumpModule, top: int = 10) -> ModuleMemory | None
 
 
 def assigned_memory(
-    dump_module: DumpModule, assignment_text: str, assignment: BufferAssignment, top: int = 10
+    dump_module: DumpModule, assignment_text: str, assignment: BufferAssignment, top: int | None = 10
 ) -> ModuleMemory:
     """`module_memory` with the buffer assignment already read (its text holds older dumps' live
     ranges): the report reads each assignment once for memory and padding alike."""
@@ -270,10 +274,11 @@ def assigned_memory(
     )
     live = _side_file(dump_module, "live-range", read_live_ranges) or read_live_ranges(assignment_text, assignment.path)
     module: Module | None
+    unparsed = None
     try:
         module = dump_module.module()
-    except XlaInspectError:
-        module = None
+    except XlaInspectError as error:
+        module, unparsed = None, SkippedFile.of(dump_module.hlo_path(), error)
     at = peak(live, assignment, module) if live is not None else None
     name = dump_module.name or dump_module.label
     return ModuleMemory(
@@ -292,6 +297,7 @@ def assigned_memory(
         top=at.buffers[:top] if at else (),
         curve=at.curve if at else (),
         sequence=live.sequence if live else (),
+        unparsed=unparsed,
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.directory import DumpModule, SkippedFile
 from xlainspect.errors import HloParseError, XlaInspectError
 from xlainspect.hlo.attributes import op_name_scopes
 from xlainspect.hlo.fastpath import entry_opcodes, op_names, stack_frame_ids, stack_frames
@@ -36,20 +36,21 @@ class Origin:
     source: str | None = None
 
 
-def module_origin(module: DumpModule) -> Origin:
+def module_origin(module: DumpModule, skipped: list[SkippedFile]) -> Origin:
     """The origin of one compile, read from the program jax gave XLA (before_optimizations, else the
-    compiled module). An unreadable file counts as a user function: it is never hidden as eager."""
-    return module_origins([module])[0]
+    compiled module). An unreadable file counts as a user function (it is never hidden as eager) and
+    is added to `skipped`."""
+    return module_origins([module], skipped)[0]
 
 
-def module_origins(modules: list[DumpModule]) -> list[Origin]:
+def module_origins(modules: list[DumpModule], skipped: list[SkippedFile]) -> list[Origin]:
     """`module_origin` of each module; a text met before is not classified again (an eager op's
     hundreds of compiles repeat a few programs, and reading one costs less than classifying it)."""
     known: dict[tuple[str, str], Origin] = {}
     origins: list[Origin] = []
     for module in modules:
         name = module.name or ""
-        text = _program_text(module) if name.startswith("jit_") else None
+        text = _program_text(module, skipped) if name.startswith("jit_") else None
         if text is None:
             origins.append(Origin(False))
             continue
@@ -59,15 +60,16 @@ def module_origins(modules: list[DumpModule]) -> list[Origin]:
     return origins
 
 
-def _program_text(module: DumpModule) -> str | None:
+def _program_text(module: DumpModule, skipped: list[SkippedFile]) -> str | None:
     """The text of the program jax gave XLA (before_optimizations, else the compiled module); None when
-    there is none or it cannot be read."""
+    there is none, or it cannot be read (then added to `skipped`)."""
     dump_file = module.program_file()
     if dump_file is None:
         return None
     try:
         return module.text(dump_file)
-    except XlaInspectError:
+    except XlaInspectError as error:
+        SkippedFile.of(dump_file.path, error).add_to(skipped)
         return None
 
 

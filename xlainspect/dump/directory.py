@@ -11,6 +11,7 @@ import contextlib
 import functools
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -288,6 +289,12 @@ class SkippedFile:
         """The file and the error's message (a parse error with its source line and caret)."""
         return cls(path, error.render() if isinstance(error, HloParseError) else str(error))
 
+    def add_to(self, skipped: list[SkippedFile]) -> None:
+        """Append it to `skipped` unless its file is there: several routes of one analysis may meet one bad
+        file (the first reason is kept)."""
+        if all(s.path != self.path for s in skipped):
+            skipped.append(self)
+
 
 @dataclass(eq=False)
 class DumpModule:
@@ -359,8 +366,8 @@ class DumpModule:
 
     def read(self, dump_file: DumpFile, *, keep: bool = True) -> bytes:
         """The bytes of one of its files (decompressed), read once: kept for the next route that asks
-        (`forget_contents` drops them), unless `keep` is False (a caller that reads each file once and
-        many of them); DumpError when the file is missing or unreadable."""
+        (`scoped_reads` drops them at the end of its block), unless `keep` is False (a caller that reads
+        each file once and many of them); DumpError when the file is missing or unreadable."""
         data = self._read.get(dump_file.location)
         if data is None:
             data = read_bytes(dump_file.location)
@@ -407,16 +414,6 @@ class DumpModule:
         self._parsed[key] = found if found is not None and found.entry.is_entry else self.module(stage)
         return self._parsed[key]
 
-    def forget(self) -> None:
-        """Drop the parsed models and file contents this module holds (a caller that visits every module
-        of a big dump)."""
-        self._parsed.clear()
-        self.forget_contents()
-
-    def forget_contents(self) -> None:
-        """Drop the file contents this module holds (its parsed models stay)."""
-        self._read.clear()
-
     def header(self, stage: str = "after") -> Module:
         """The `HloModule` line alone, parsed (a Module without computations): name and signature.
 
@@ -454,6 +451,30 @@ class DumpModule:
         return f"{where}module_{number}" + (f".{self.name}" if self.name else "")
 
 
+@contextlib.contextmanager
+def scoped_reads(modules: Iterable[DumpModule]) -> Iterator[None]:
+    """The file contents and models `modules` read or parse inside the block are dropped at its end, what
+    they held before it stays: an analysis that visits every module of a big dump leaves the dump as it
+    was given (nothing of the caller's evicted), its memory bounded by one block's reads. A module already
+    in an enclosing block keeps its reads to that block's end (a command that runs two analyses over the
+    same files reads them once)."""
+    held = [(module, set(module._read), set(module._parsed)) for module in modules if module not in _SCOPED]
+    _SCOPED.update(module for module, _, _ in held)
+    try:
+        yield
+    finally:
+        for module, read, parsed in held:
+            _SCOPED.discard(module)
+            for location in [k for k in module._read if k not in read]:
+                del module._read[location]
+            for key in [k for k in module._parsed if k not in parsed]:
+                del module._parsed[key]
+
+
+_SCOPED: set[DumpModule] = set()
+"""The modules inside a `scoped_reads` block (a DumpModule hashes by identity)."""
+
+
 SHARE_MIN_MODULES = 64
 """Modules from which analysing a dump's modules is shared with forked workers (where xlainspect owns
 the process), whatever their size: below it, and below `SHARE_MIN_BYTES`, a fork costs more than the
@@ -474,10 +495,14 @@ def header_line(path: Path | str) -> str:
 
 
 def checked_header_line(path: Path | str, first: bytes, tail: bytes) -> str:
-    """`header_line` of a file's first line and last bytes, read already."""
+    """`header_line` of a file's first line and last bytes, read already. A first line that is no
+    `HloModule` header is returned unchecked: the file is not HLO text (not a truncated one), and
+    parsing the line says so with its place (`path:1:col`)."""
     if not first.strip():
         raise DumpError(f"{path}: empty file")
     line = decode_text(first, path).rstrip("\r\n")
+    if not line.lstrip().startswith("HloModule"):
+        return line
     *_, before_last, last = [b"", *tail.rstrip().rsplit(b"\n", 2)]
     if before_last.lstrip().startswith(b"HloModule"):
         raise DumpError(f"{path}: no computation after the HloModule line (a damaged or foreign file)")
@@ -575,7 +600,7 @@ def _name_modules_from_headers(modules: list[DumpModule], strict: bool) -> None:
         if module.name is None:
             try:
                 module.name = module.header().name
-            except XlaInspectError:
+            except XlaInspectError:  # left unnamed: the analysis that reads it meets the error and skips it
                 if strict:
                     raise
 

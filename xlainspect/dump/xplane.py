@@ -104,6 +104,10 @@ class TraceEvent:
     stats: dict[str, StatValue] = field(hash=False, compare=False)
     """The event's and its metadata's stats by name (`hlo_op`, `hlo_module`, `program_id`, `step_num`...)."""
 
+    @property
+    def end_ns(self) -> float:
+        return self.start_ns + self.duration_ns
+
 
 @dataclass
 class Trace:

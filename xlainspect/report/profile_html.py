@@ -14,6 +14,7 @@ import html
 from pathlib import Path
 
 from xlainspect.report.cost_html import STYLE, Point, roofline_svg
+from xlainspect.report.views.profile import step_source_text
 
 _WIDTH, _LANE, _PAD = 1100, 22, 150
 
@@ -32,7 +33,8 @@ def write_profile_html(report, path: str | Path) -> None:
     page = (
         f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect profile</title>"
         f"<style>{STYLE}\n{TIMELINE_STYLE}</style></head><body><h1>Profile</h1>"
-        f"<p>{html.escape(', '.join(report.paths))}: {len(report.steps)} steps ({html.escape(report.step_source)}), "
+        f"<p>{html.escape(', '.join(report.paths))}: {len(report.steps)} steps "
+        f"({html.escape(step_source_text(report))}), "
         f"{len(report.op_events):,} op events ({report.placed[0]:,} on an HLO op), {len(report.compiles)} compiles"
         f"{_autotuning_note(report)}</p>\n" + "\n".join(s for s in sections if s) + "\n</body></html>\n"
     )

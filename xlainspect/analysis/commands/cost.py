@@ -11,6 +11,7 @@ from xlainspect.analysis.commands import Paths, Selection, input_paths, remember
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.hosts import job_profile
 from xlainspect.analysis.profile import only_function
+from xlainspect.analysis.profile.model import ProfileNote
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
 from xlainspect.dump.xplane import host_traces
@@ -105,8 +106,5 @@ def profile_report(
     report = job_profile(hosts, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
     report.skipped = [*loaded.skipped, *report.skipped]
     if not report.joined:
-        report.notes.append(
-            f"{dump}: none of the traced modules is in this dump (module ids and names differ); ops are shown "
-            "without costs"
-        )
+        report.notes.append(ProfileNote("dump_not_joined", str(dump)))
     return only_function(report, function)

@@ -27,10 +27,11 @@ class MemoryReport(Tabular):
 
 @remembered("path")
 def memory_report(
-    path: str | Path, *, function: str | None = None, top: int = 10, progress: Progress = silent
+    path: str | Path, *, function: str | None = None, top: int | None = 10, progress: Progress = silent
 ) -> MemoryReport:
     """Memory per compiled module from the buffer assignment, memory-usage report and live ranges: bytes
-    by allocation kind, the peak and the `top` biggest buffers live there. `path` may be one dump file."""
+    by allocation kind, the peak and the `top` biggest buffers live there (None: all). `path` may be one
+    dump file."""
     path = Path(path)
     dump = load_dump(path.parent if path.is_file() else path)
     chosen = [
@@ -52,7 +53,7 @@ def memory_report(
             f"no *buffer-assignment.txt for the selected modules under {path} (XLA writes it "
             "after optimizations, with --xla_dump_to and text dumps)"
         )
-    return MemoryReport(rows, [*dump.skipped, *skipped])
+    return MemoryReport(rows, [*dump.skipped, *skipped, *(r.unparsed for r in rows if r.unparsed is not None)])
 
 
 def _assignment_path(dump_module: DumpModule) -> Path:

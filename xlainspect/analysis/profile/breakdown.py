@@ -27,10 +27,11 @@ import bisect
 import functools
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from statistics import median_low
+from statistics import median
 
 from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
 from xlainspect.analysis.profile.compiles import COMPILE_EVENTS
+from xlainspect.analysis.profile.events import outermost
 from xlainspect.analysis.profile.model import BOUNDS, CATEGORIES, DEVICE_KINDS, StepSummary, StepTime
 from xlainspect.dump.xplane import TraceEvent
 
@@ -85,9 +86,21 @@ class Activity:
     """What the trace shows running, as spans per category, for cutting into steps."""
 
     def __init__(self, spans: dict[str, list[Span]], host_thread: list[TraceEvent]) -> None:
-        self.spans = spans
+        self.spans = {label: sorted(found) for label, found in spans.items()}
+        self.starts = {label: [a for a, _ in found] for label, found in self.spans.items()}
+        self.longest = {label: max((b - a for a, b in found), default=0.0) for label, found in self.spans.items()}
         self.host_thread = host_thread
         self.host_starts = [e.start_ns for e in host_thread]
+
+    def within(self, start: float, end: float) -> dict[str, list[Span]]:
+        """The spans of each category that may overlap [start, end): those starting in it or at most the
+        category's longest span before it (a bisection, not a pass over the trace per step)."""
+        found: dict[str, list[Span]] = {}
+        for label, spans in self.spans.items():
+            starts = self.starts[label]
+            first = bisect.bisect_left(starts, start - self.longest[label])
+            found[label] = spans[first : bisect.bisect_left(starts, end)]
+        return found
 
     def step(self, step: StepTime, marker: TraceEvent | None, kernels: int, compiles: int) -> StepTime:
         """`step` with its busy time, breakdown, host names and bound."""
@@ -95,7 +108,7 @@ class Activity:
         end = start + step.wall_seconds * 1e9
         seconds: dict[str, float] = dict.fromkeys(CATEGORIES, 0.0)
         host_spans: list[Span] = []
-        for a, b, category in _segments(self.spans, start, end, _PRECEDENCE):
+        for a, b, category in _segments(self.within(start, end), start, end, _PRECEDENCE):
             seconds[category or "host"] += (b - a) / 1e9
             if category is None:
                 host_spans.append((a, b))
@@ -130,15 +143,15 @@ def host_names(events: list[TraceEvent]) -> dict[str, list[Span]]:
     below any one frame that wraps all the step's events (the user's step function says nothing of
     where its time went; its callees do)."""
     names: dict[str, list[Span]] = defaultdict(list)
-    outermost = _outermost(events)
-    while len(outermost) == 1 and dispatched(outermost[0]) is None:
-        wrapper = outermost[0]
-        inside = [e for e in events if e is not wrapper and _end(e) <= _end(wrapper)]
+    top = outermost(events)
+    while len(top) == 1 and dispatched(top[0]) is None:
+        wrapper = top[0]
+        inside = [e for e in events if e is not wrapper and e.end_ns <= wrapper.end_ns]
         if not inside:
             break
-        outermost = _outermost(inside)
-    for event in outermost:
-        names[event.name.removeprefix("$")].append((event.start_ns, _end(event)))
+        top = outermost(inside)
+    for event in top:
+        names[event.name.removeprefix("$")].append((event.start_ns, event.end_ns))
     dispatches = _innermost([e for e in events if dispatched(e) is not None])
     # a dispatch wins over the outermost event: listed first (see `_segments`)
     return {**dispatches, **names}
@@ -155,15 +168,6 @@ def dispatched(event: TraceEvent) -> str | None:
     return None
 
 
-def _outermost(events: list[TraceEvent]) -> list[TraceEvent]:
-    """The events no other of `events` encloses (`events` by start, the enclosing first)."""
-    found: list[TraceEvent] = []
-    for event in events:
-        if not found or event.start_ns >= _end(found[-1]):
-            found.append(event)
-    return found
-
-
 def _innermost(dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
     """Spans of each dispatched function, nested dispatches cut out of their callers' (the innermost
     dispatch names an instant). `dispatches`: one thread's, by start, the enclosing first."""
@@ -171,7 +175,7 @@ def _innermost(dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
     stack: list[TraceEvent] = []
     at = 0.0
     for event in dispatches:
-        while stack and _end(stack[-1]) <= event.start_ns:
+        while stack and stack[-1].end_ns <= event.start_ns:
             at = _emit(found, stack.pop(), at, None)
         if stack:
             _emit(found, stack[-1], at, event.start_ns)
@@ -184,7 +188,7 @@ def _innermost(dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
 
 def _emit(found: dict[str, list[Span]], event: TraceEvent, at: float, until: float | None) -> float:
     """Add [at, until) (until None: the event's end) to the event's function; the new `at`."""
-    end = _end(event) if until is None else until
+    end = event.end_ns if until is None else until
     if end > at:
         found[dispatched(event) or event.name].append((at, end))
     return max(at, end)
@@ -222,10 +226,6 @@ def _first(active: list[int], order: list[str]) -> str | None:
     return next((order[index] for index, count in enumerate(active) if count > 0), None)
 
 
-def _end(event: TraceEvent) -> float:
-    return event.start_ns + event.duration_ns
-
-
 def measure_steps(
     steps: list[StepTime],
     events: list[TraceEvent],
@@ -242,12 +242,12 @@ def measure_steps(
     of a compiled function."""
     spans: dict[str, list[Span]] = defaultdict(list)
     for event in device:
-        spans[kind_of(event)].append((event.start_ns, _end(event)))
-    spans["autotune"] = [(e.start_ns, _end(e)) for e in tuning]
-    spans["compile"] = [(e.start_ns, _end(e)) for e in events if e.name in COMPILE_EVENTS]
+        spans[kind_of(event)].append((event.start_ns, event.end_ns))
+    spans["autotune"] = [(e.start_ns, e.end_ns) for e in tuning]
+    spans["compile"] = [(e.start_ns, e.end_ns) for e in events if e.name in COMPILE_EVENTS]
     spans["launch"] = list(runs)
     host = [e for e in events if not e.plane.startswith("/device")]
-    spans["input"] = [(e.start_ns, _end(e)) for e in host if transfer_event(e.name)]
+    spans["input"] = [(e.start_ns, e.end_ns) for e in host if transfer_event(e.name)]
     thread = _host_thread(host, marked)
     activity = Activity(spans, [e for e in host if (e.plane, e.line) == thread])
     device_starts = sorted(e.start_ns for e in device if "hlo_op" in e.stats)
@@ -273,11 +273,40 @@ def _host_thread(host: list[TraceEvent], marked: dict[int, list[TraceEvent]]) ->
 def summary(
     steps: list[StepTime], function_of: Callable[[list[StepTime]], str | None], marked: dict[int, list[TraceEvent]]
 ) -> StepSummary | None:
-    """The median step of those with no compile inside (of all, where every step compiled)."""
+    """The median wall of the steps with no compile inside (of all, where every step compiled), and the
+    step nearest it (the lower where two are as near), whose breakdown stands for the typical step."""
     if not steps:
         return None
     clean = [s for s in steps if s.compiles == 0] or steps
-    wall = median_low(s.wall_seconds for s in clean)
-    middle = next(s for s in clean if s.wall_seconds == wall)
+    wall = median(s.wall_seconds for s in clean)
+    middle = min(clean, key=lambda s: (abs(s.wall_seconds - wall), s.wall_seconds))
     marker = next((m[0].name for m in marked.values() if m), None)
-    return StepSummary(function_of(clean), marker, wall, middle.number, len(clean), len(steps) - len(clean))
+    return StepSummary(
+        function_of(clean),
+        marker,
+        wall,
+        _typical(clean, middle.number),
+        middle.number,
+        len(clean),
+        len(steps) - len(clean),
+    )
+
+
+def _typical(steps: list[StepTime], number: int) -> StepTime:
+    """A step whose every figure is the median of that figure over `steps` (a name the host did not run
+    in a step counts 0 there), numbered as the step nearest the median wall."""
+    breakdown = {category: median(s.breakdown.get(category, 0.0) for s in steps) for category in CATEGORIES}
+    names = {name for s in steps for name in s.host}
+    host = {name: median(s.host.get(name, 0.0) for s in steps) for name in names}
+    return StepTime(
+        number,
+        median(s.start_seconds for s in steps),
+        median(s.wall_seconds for s in steps),
+        median(s.busy_seconds for s in steps),
+        median(s.idle_seconds for s in steps),
+        breakdown,
+        dict(sorted(((n, v) for n, v in host.items() if v > 0), key=lambda item: -item[1])),
+        bound_of(breakdown),
+        0,
+        round(median(s.kernels for s in steps)),
+    )

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.profile.events import event_label
+from xlainspect.analysis.profile.events import event_label, outermost
 from xlainspect.dump.xplane import TraceEvent
 
 if TYPE_CHECKING:
@@ -115,10 +115,10 @@ def trace_compiles(
     for event in compile_events:
         key = (event.plane, event.line)
         thread, starts_here = by_thread[key], at[key]
-        own = thread[bisect.bisect_left(starts_here, event.start_ns) : bisect.bisect_right(starts_here, _end(event))]
+        own = thread[bisect.bisect_left(starts_here, event.start_ns) : bisect.bisect_right(starts_here, event.end_ns)]
         own = [e for e in own if e is not event]
-        callers = [e for e in calls[key] if e.start_ns <= event.start_ns and _end(event) <= _end(e)]
-        during = events[bisect.bisect_left(starts, event.start_ns) : bisect.bisect_right(starts, _end(event))]
+        callers = [e for e in calls[key] if e.start_ns <= event.start_ns and event.end_ns <= e.end_ns]
+        during = events[bisect.bisect_left(starts, event.start_ns) : bisect.bisect_right(starts, event.end_ns)]
         function = _named_function(own) or (
             f"jit_{callers[-1].name.removeprefix('PjitFunction(').removesuffix(')')}" if callers else None
         )
@@ -134,10 +134,6 @@ def trace_compiles(
             )
         )
     return found
-
-
-def _end(event: TraceEvent) -> float:
-    return event.start_ns + event.duration_ns
 
 
 def _named_function(own: list[TraceEvent]) -> str | None:
@@ -160,14 +156,14 @@ def _phases(
     is_tuning: Callable[[TraceEvent], bool],
 ) -> CompilePhases:
     thread = _compiling_thread(own, during, function)
-    outer = _outermost([e for e in thread if e.stats.get("module") == function])
+    outer = outermost([e for e in thread if e.stats.get("module") == function])
     passes = _children(thread, outer)
     tuning_work = [e for e in during if is_tuning(e)]
     work_starts = [w.start_ns for w in tuning_work]  # sorted, as `during` is
     tuning_passes: list[TraceEvent] = []
     by_name: dict[str, list[float]] = defaultdict(list)
     for p in passes:
-        if bisect.bisect_right(work_starts, _end(p)) > bisect.bisect_left(work_starts, p.start_ns):
+        if bisect.bisect_right(work_starts, p.end_ns) > bisect.bisect_left(work_starts, p.start_ns):
             tuning_passes.append(p)
         else:
             by_name[p.name].append(p.duration_ns / 1e9)
@@ -179,8 +175,8 @@ def _phases(
     tuning_seconds = sum(p.duration_ns for p in tuning_passes) / 1e9
     lowered = None
     if caller is not None:
-        spans = [e for e in lowerings if caller.start_ns <= e.start_ns and _end(e) <= compile_event.start_ns]
-        lowered = sum(e.duration_ns for e in _outermost(spans)) / 1e9
+        spans = [e for e in lowerings if caller.start_ns <= e.start_ns and e.end_ns <= compile_event.start_ns]
+        lowered = sum(e.duration_ns for e in outermost(spans)) / 1e9
     return CompilePhases(
         (compile_event.start_ns - caller.start_ns) / 1e9 if caller is not None else None,
         lowered,
@@ -204,22 +200,13 @@ def _compiling_thread(own: list[TraceEvent], during: list[TraceEvent], function:
     return [e for e in during if e.line == line and e.plane == plane]
 
 
-def _outermost(spans: list[TraceEvent]) -> list[TraceEvent]:
-    """The spans not nested in another of them (spans sorted by start)."""
-    kept: list[TraceEvent] = []
-    for span in spans:
-        if not kept or span.start_ns >= _end(kept[-1]):
-            kept.append(span)
-    return kept
-
-
 def _children(own: list[TraceEvent], parents: list[TraceEvent]) -> list[TraceEvent]:
     """The events directly nested in any of `parents` on their thread (`own` sorted by start)."""
     wanted = {id(p) for p in parents}
     found: list[TraceEvent] = []
     stack: list[TraceEvent] = []
     for event in own:
-        while stack and event.start_ns >= _end(stack[-1]):
+        while stack and event.start_ns >= stack[-1].end_ns:
             stack.pop()
         if stack and id(stack[-1]) in wanted:
             found.append(event)
@@ -260,15 +247,15 @@ def compile_seconds(report: ProfileReport) -> dict[str, list[float]]:
 
 def dumped_compiles(
     compiles: list[CompileEvent], dumped: dict[str, list[int | None]]
-) -> tuple[list[int | None], list[str]]:
+) -> tuple[list[int | None], list[CompileEvent]]:
     """For each of the trace's `compiles`, the index of the module it made among its function's modules in
-    the dump (`dumped`: module ids per function, in compile order), and a sentence per compile that pairs
-    with none. A trace covers a window of the run, so the dump's modules outside it pair with nothing
-    (that is no fault). The module a compile made is named by id (`CompileEvent.module`: the one that ran
-    first after it); a compile whose module ran no kernel in the trace takes, in trace order, the next
-    module of its function that no compile took, after the one its previous compile made."""
+    the dump (`dumped`: module ids per function, in compile order), and the compiles that pair with none.
+    A trace covers a window of the run, so the dump's modules outside it pair with nothing (that is no
+    fault). The module a compile made is named by id (`CompileEvent.module`: the one that ran first after
+    it); a compile whose module ran no kernel in the trace takes, in trace order, the next module of its
+    function that no compile took, after the one its previous compile made."""
     at: list[int | None] = []
-    unpaired: list[str] = []
+    unpaired: list[CompileEvent] = []
     taken: dict[str, set[int]] = defaultdict(set)
     for event in compiles:
         ids = dumped.get(event.function or "", [])
@@ -283,7 +270,7 @@ def dumped_compiles(
         if index is None:
             index = _next_free(len(dumped.get(name, [])), last.get(name, -1), taken[name], event)
             if index is None:
-                unpaired.append(_unpaired(event, name in dumped))
+                unpaired.append(event)
             else:
                 taken[name].add(index)
             at[position] = index
@@ -305,18 +292,12 @@ def _module_id(label: str | None) -> int | None:
     return int(number) if number.isdigit() else None
 
 
-def _unpaired(event: CompileEvent, in_dump: bool) -> str:
-    made = f" (made {event.module})" if event.module else ""
-    why = "the dump has no such module of it" if in_dump else "no module of it in the dump"
-    return f"{event.function or event.name} compiled at {event.start_seconds:.3f} s{made}: {why}"
-
-
 def paired_compile_seconds(
     dumped: dict[str, list[int | None]], report: ProfileReport
-) -> tuple[dict[str, tuple[float | None, ...]], list[str]]:
+) -> tuple[dict[str, tuple[float | None, ...]], list[CompileEvent]]:
     """Per function of a dump (`dumped`: its module ids in compile order), the measured seconds of the
     compile that made each module (None: compiled outside the trace), paired by `dumped_compiles`, and
-    a sentence per compile of the trace that pairs with no module of the dump."""
+    the trace's compiles that pair with no module of the dump."""
     at, unpaired = dumped_compiles(report.compiles, dumped)
     seconds: dict[str, list[float | None]] = {name: [None] * len(ids) for name, ids in dumped.items()}
     for event, index in zip(report.compiles, at):

@@ -10,7 +10,7 @@ from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.commands import analyse_each
 from xlainspect.analysis.cost import OpCost, module_cost
 from xlainspect.analysis.profile.events import dump_label, module_label, traced_modules
-from xlainspect.analysis.profile.model import OpTime
+from xlainspect.analysis.profile.model import OpTime, ProfileNote
 from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
 from xlainspect.dump.xplane import Trace, TraceEvent, embedded_hlo_text
 from xlainspect.errors import XlaInspectError
@@ -32,6 +32,7 @@ def dump_costs(
         key=lambda _: f"profile-costs:{chip!r}",  # the chip by every figure: `--peak-flops` chips are `custom`
         blame=DumpModule.hlo_path,
         advance=lambda _: None,
+        only_input=False,  # the trace was read: a dump none of whose modules parse leaves ops without costs
     )
     skipped += found.skipped
     return {dump_label(module): costs for module, costs in zip(found.modules, found.results)}
@@ -41,7 +42,7 @@ def op_costs(module: Module, chip: Chip | None) -> dict[str, OpCost]:
     return {row.name: row for row in module_cost(module, chip).ops}
 
 
-def embedded_modules(trace: Trace, labels: set[str], notes: list[str]) -> dict[str, Module]:
+def embedded_modules(trace: Trace, labels: set[str], notes: list[ProfileNote]) -> dict[str, Module]:
     """The HLO modules the trace embeds (XLA's optimized HLO, with the names the op events carry)."""
     modules: dict[str, Module] = {}
     for program_id, (name, proto) in sorted(trace.hlo_protos.items()):
@@ -51,7 +52,7 @@ def embedded_modules(trace: Trace, labels: set[str], notes: list[str]) -> dict[s
         try:
             modules[label] = parse_hlo(embedded_hlo_text(proto), label, runner=OWNED)[0]
         except XlaInspectError as error:
-            notes.append(f"{label}: {error}")
+            notes.append(ProfileNote("embedded_hlo", label, str(error)))
             break  # the same reason (no jax) holds for every module
     return modules
 

@@ -33,6 +33,15 @@ def by_op(op_events: list[TraceEvent], placed: dict[int, str | None]) -> dict[tu
     return grouped
 
 
+def outermost(events: list[TraceEvent]) -> list[TraceEvent]:
+    """The events no other of `events` encloses (`events` by start, the enclosing first)."""
+    found: list[TraceEvent] = []
+    for event in events:
+        if not found or event.start_ns >= found[-1].end_ns:
+            found.append(event)
+    return found
+
+
 def traced_modules(dump: Dump, labels: set[str]) -> list[DumpModule]:
     return [m for m in dump.modules if dump_label(m) in labels]
 

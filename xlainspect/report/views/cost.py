@@ -131,8 +131,8 @@ def readable(row: dict) -> dict:
 
 
 def _is_seconds(column: str) -> bool:
-    """`busy_seconds`, `seconds_per_step`: a column of seconds."""
-    return column.endswith("_seconds") or column.startswith("seconds_")
+    """`busy_seconds`, `seconds_per_step`, `lost_seconds_per_step`: a column of seconds."""
+    return "seconds" in column.split("_")
 
 
 def duration(seconds: float) -> str:

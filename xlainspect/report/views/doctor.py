@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from xlainspect.analysis.divergence import HostDisagreement
-from xlainspect.analysis.doctor import DumpHealth, Finding
+from xlainspect.analysis.doctor import DumpHealth, HealthFinding
 from xlainspect.report.document import Document, Lines, records, table
 
 EXAMPLES = 3
@@ -43,16 +43,18 @@ def doctor_document(health: DumpHealth) -> Document:
     verdict = f"{len(worded)} findings" if worded else "no findings: the dump looks healthy"
     title = f"{health.root}: {health.modules} modules, {health.files} files, {verdict}"
     rows = table(title, worded, COLUMNS)
-    return Document(data, [rows] if worded else [Lines(title)], csv=rows)  # a sentence, not an empty table
+    # A terminal reads a healthy dump's title as one sentence, not over an empty table; Markdown (a pull
+    # request's comment, a report) keeps the table's shape, as JSON and CSV do.
+    return Document(data, [rows] if worded else [Lines(title)], csv=rows, markdown=[rows])
 
 
-def worded_finding(found: Finding) -> dict[str, object]:
+def worded_finding(found: HealthFinding) -> dict[str, object]:
     """The finding with its examples, explanation and action in words (`COLUMNS`)."""
     worded = (found.check, found.severity, found.count, examples(found), explanation(found), ACTIONS[found.check])
     return dict(zip(COLUMNS, worded))
 
 
-def examples(found: Finding) -> tuple[str, ...]:
+def examples(found: HealthFinding) -> tuple[str, ...]:
     """Where to look: the finding's paths, or for a host check, its odd hosts and what they did."""
     if found.check == "host-compile-counts":
         hosts = list(dict.fromkeys(c.host for c in found.odd_counts))[:EXAMPLES]
@@ -62,7 +64,7 @@ def examples(found: Finding) -> tuple[str, ...]:
     return found.examples
 
 
-def _odd_functions(found: Finding, host: str) -> list[str]:
+def _odd_functions(found: HealthFinding, host: str) -> list[str]:
     return [f"{c.function} {c.count} (most hosts {c.usual})" for c in found.odd_counts if c.host == host][:EXAMPLES]
 
 
@@ -81,7 +83,7 @@ def host_list(hosts: tuple[str, ...], shown: int = 3) -> str:
     return named + (f" and {len(hosts) - shown:,} more" if len(hosts) > shown else "")
 
 
-def explanation(found: Finding) -> str:
+def explanation(found: HealthFinding) -> str:
     """What the check's finding means for the counts made from the dump."""
     check = found.check
     if check == "unparsable-modules":

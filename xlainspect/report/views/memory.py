@@ -77,6 +77,7 @@ def memory_record(row) -> dict:
     document = record(row)
     document.pop("sequence")
     document.pop("curve")
+    document.pop("unparsed")  # a skipped file: the command lists it with the others
     return document
 
 
