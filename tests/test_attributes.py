@@ -19,6 +19,7 @@ from xlainspect.hlo.attributes import (
     op_name_scopes,
     print_dim_labels,
     print_window,
+    single_literal_value,
 )
 from xlainspect.hlo.parser import parse_hlo
 
@@ -149,3 +150,11 @@ ENTRY e {
 """
     (module,) = parse_hlo(text)
     assert [i.tuple_index for i in module.entry.instructions] == [None, 1, None]  # only a get-tuple-element's
+
+
+def test_single_literal_value():
+    # Constant literals as LiteralBase::ToString prints them: a scalar, a one-element array, more values.
+    assert single_literal_value("-0.05") == "-0.05"
+    assert single_literal_value("{-0.05}") == "-0.05"
+    assert single_literal_value("{1, 2}") is None
+    assert single_literal_value("{ { 1 }, { 2 } }") is None

@@ -342,6 +342,13 @@ def _spec_entry(dim: str) -> str:
     return repr(axes[0]) if len(axes) == 1 else "(" + ", ".join(map(repr, axes)) + ")"
 
 
+def single_literal_value(literal: str) -> str | None:
+    """The one value of a constant's literal (`-0.05` of `-0.05` or `{-0.05}`: a shape of one element,
+    LiteralBase::ToString's braces); None for a literal of more values (or nested braces)."""
+    one = literal[1:-1] if literal.startswith("{") and literal.endswith("}") else literal
+    return None if any(c in one for c in "{},") else one
+
+
 @functools.lru_cache(maxsize=4096)
 def decode_int_list(text: str | None) -> tuple[int, ...]:
     """`{1,0}` (`dimensions=`, `lhs_contracting_dims=`, `fft_length=`...: XLA's `StrJoin(values, ",")` in
