@@ -8,21 +8,12 @@ import pytest
 from conftest import DUMPS, JAX011
 from typer.testing import CliRunner
 
-from xlainspect.analysis.memory import (
-    LiveRange,
-    LiveRanges,
-    bytes_by_color,
-    bytes_by_kind,
-    live_curve,
-    logical_curve,
-    module_memory,
-    read_live_ranges,
-    read_total_bytes_used,
-    read_usage_report,
-)
+from xlainspect.analysis.memory import bytes_by_color, bytes_by_kind, live_curve, logical_curve, module_memory
 from xlainspect.dump.buffers import read_buffer_assignment
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.files import read_text
+from xlainspect.dump.live_ranges import LiveRange, LiveRanges, read_live_ranges
+from xlainspect.dump.usage_report import read_total_bytes_used, read_usage_report
 from xlainspect.errors import HloParseError
 
 

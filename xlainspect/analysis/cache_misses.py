@@ -24,10 +24,12 @@ from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
 from xlainspect.dump.files import read_text
 from xlainspect.dump.jaxlog import COMPONENTS, JaxLog, LogCompile
 from xlainspect.errors import XlaInspectError
+from xlainspect.hlo.fastpath import calls_custom_call_target
 
 _SEVERITY = ("hit", "miss", "not written", "off")
-CUSTOM_PARTITIONING = 'custom_call_target="CustomSPMDPartitioning"'
-"""How a custom_partitioning call reaches HLO; its backend_config is a Python object's address."""
+CUSTOM_PARTITIONING = "CustomSPMDPartitioning"
+"""The custom-call target a custom_partitioning call reaches HLO as; its backend_config is a Python object's
+address."""
 
 
 SameKey = Literal["not_written_in_a", "b_ran_first", "b_ran_first_or_evicted", "evicted_after_hit", "evicted"]
@@ -98,7 +100,7 @@ def _custom_partitioning(row: CacheMiss, dump: Dump, skipped: list[SkippedFile] 
 def _calls_custom_partitioning(module: DumpModule, skipped: list[SkippedFile] | None) -> bool:
     hlo = module.hlo_file("before")
     try:
-        return hlo is not None and CUSTOM_PARTITIONING in read_text(hlo.path)
+        return hlo is not None and calls_custom_call_target(read_text(hlo.path), CUSTOM_PARTITIONING)
     except XlaInspectError as error:
         if hlo is None or skipped is None:
             raise

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,13 +31,13 @@ from xlainspect.dump.directory import (
     scoped_reads,
 )
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
+from xlainspect.dump.textproto import int_field
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.progress import Progress, silent
 from xlainspect.workers import map_shared
 
 SEVERITIES = ("error", "warning", "info")
 _MAX_EXAMPLES = 3
-_DUMP_CAP = re.compile(r"^\s*xla_dump_max_hlo_modules:\s*(-?\d+)\s*$", re.MULTILINE)
 
 
 @dataclass(slots=True)
@@ -325,7 +324,8 @@ def _id_collisions(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]
 def _dump_cap_reached(files: _Files) -> tuple[int, Path] | None:
     """(cap, the debug_options file that says so) when `xla_dump_max_hlo_modules` is set and the dump
     holds that many modules; None otherwise."""
-    caps = [(int(m[1]), f.path) for f in files.debug_options for m in [_DUMP_CAP.search(_quiet_read(f.path))] if m]
+    found = [(int_field(_quiet_read(f.path), "xla_dump_max_hlo_modules"), f.path) for f in files.debug_options]
+    caps = [(cap, path) for cap, path in found if cap is not None]
     if not caps:
         return None
     cap, path = min(caps)

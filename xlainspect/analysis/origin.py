@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from xlainspect.dump.directory import DumpModule, SkippedFile
 from xlainspect.errors import HloParseError, XlaInspectError
-from xlainspect.hlo.fastpath import op_names, opcodes, stack_frame_ids, stack_frames
+from xlainspect.hlo.attributes import op_name_scopes
+from xlainspect.hlo.fastpath import entry_opcodes, op_names, stack_frame_ids, stack_frames
 from xlainspect.hlo.model import StackFrame
 
 _SANITIZE = re.compile(r"[^\w.-]")
@@ -148,8 +149,8 @@ def _wraps_one_primitive(name: str, text: str) -> bool:
     names = set(op_names(text))
     if names:
         return all(_traced_by(primitive, n) for n in names if not _PRIMITIVE_ARGUMENT.fullmatch(n))
-    entry = text[text.find("\nENTRY ") :] if "\nENTRY " in text else ""
-    return bool(entry) and set(opcodes(entry)) <= {"parameter", "tuple"}
+    entry = entry_opcodes(text)
+    return entry is not None and set(entry) <= {"parameter", "tuple"}
 
 
 _PRIMITIVE_ARGUMENT = re.compile(r"args\[\d+\]")
@@ -158,5 +159,5 @@ _PRIMITIVE_ARGUMENT = re.compile(r"args\[\d+\]")
 
 def _traced_by(primitive: str, op_name: str) -> bool:
     """An op the primitive's jit traced: `jit(sin)/sin`, `jit(sin)/jit(main)/sin`, or `jit(sin)`."""
-    scope = f"jit({primitive})"
-    return op_name == scope or (op_name.split("/")[0] == scope and op_name.rsplit("/", 1)[-1] == primitive)
+    scope, scopes = f"jit({primitive})", op_name_scopes(op_name)
+    return op_name == scope or (bool(scopes) and scopes[0] == scope and scopes[-1] == primitive)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from xlainspect.dump.usage_report import read_total_bytes_used
 from xlainspect.errors import HloParseError, error_at
 from xlainspect.hlo.parser import decode_shape
 from xlainspect.hlo.shape import Shape
@@ -24,7 +25,6 @@ _VALUE = re.compile(
     r"\s+value: <(?P<id>\d+) (?P<instruction>\S+?)(?P<index>\{[\d,]*\})?(?P<phi> \(phi\))?"
     r"(?: @(?P<color>\d+))?> \(size=(?P<size>\d+),offset=(?P<offset>\d+)\): (?P<shape>.+?)\s*$"
 )
-_TOTAL_USED = re.compile(r"^\s*Total bytes used: (\d+)", re.MULTILINE)
 _COLOR = re.compile(r", color (\d+)")
 _PARAMETER = re.compile(r", parameter (\d+)")
 _PRINTED_SHAPE = re.compile(r"\|[^|]*\|")
@@ -89,8 +89,8 @@ def read_buffer_assignment(text: str, path: str | None = None) -> BufferAssignme
     if text and not text.endswith("\n"):
         raise _error(text, text.count("\n") + 1, path, "the file ends mid-line (it is truncated)")
     assignment = BufferAssignment(path, tuple(_allocations(text, path)))
-    if total := _TOTAL_USED.search(text):
-        check_total(assignment, int(total[1]), text.count("\n", 0, total.start()) + 1, text)
+    if (total := read_total_bytes_used(text)) is not None:
+        check_total(assignment, total, text[: text.find("Total bytes used")].count("\n") + 1, text)
     return assignment
 
 
@@ -117,12 +117,6 @@ def _allocations(text: str, path: str | None) -> list[Allocation]:
     if header is not None:
         allocations.append(_allocation(header, values, header_line, text, path))
     return allocations
-
-
-def read_total_bytes_used(text: str) -> int | None:
-    """`Total bytes used: N` as `BufferAssignment::ToString` prints it (the values file, older dumps)."""
-    match = _TOTAL_USED.search(text)
-    return int(match[1]) if match else None
 
 
 def check_total(assignment: BufferAssignment, total: int, line: int = 1, text: str = "") -> None:

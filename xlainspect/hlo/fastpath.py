@@ -180,6 +180,25 @@ def opcodes(text: str) -> list[str]:
     return _text_patterns().opcode.findall(text)
 
 
+def entry_opcodes(text: str) -> list[str] | None:
+    """The opcodes of the ENTRY computation's lines (XLA prints it last: every line from `ENTRY` on); None
+    when the text has no ENTRY computation."""
+    at = text.find("\nENTRY ")
+    return opcodes(text[at:]) if at >= 0 else None
+
+
+def has_call(text: str) -> bool:
+    """Whether any instruction is a `call` (` call(`: XLA prints the opcode after the shape and a space),
+    read as a substring: the check that spares a text without calls the per-computation count."""
+    return " call(" in text
+
+
+def calls_custom_call_target(text: str, target: str) -> bool:
+    """Whether a custom-call of `target` is in the text (`custom_call_target="<target>"` as XLA prints it:
+    hlo_instruction.cc quotes the target with CEscape; a target with characters to escape is not found)."""
+    return f'custom_call_target="{target}"' in text
+
+
 def op_names(text: str) -> list[str]:
     """Every `op_name` of the instructions' metadata, in printed order."""
     return [unquote(value) for value in _text_patterns().op_name.findall(text)]

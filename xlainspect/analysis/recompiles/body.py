@@ -23,6 +23,7 @@ from xlainspect.analysis.recompiles.model import (
 from xlainspect.analysis.recompiles.sharding import sharding_causes
 from xlainspect.dump.directory import DumpModule
 from xlainspect.errors import XlaInspectError
+from xlainspect.hlo.attributes import single_literal_value
 from xlainspect.hlo.model import Computation
 from xlainspect.hlo.parser import parse_hlo, split_computations
 from xlainspect.workers import OWNED
@@ -164,9 +165,8 @@ def _unrolled(histograms: list[Counter[str]]) -> Cause | None:
 def _constant_value(line: Line) -> str:
     """`-0.05` of `f32[] constant(-0.05)` or `f32[1]{0} constant({-0.05})` (a literal of one value);
     the whole line for a constant of more values."""
-    literal = line.literal or ""
-    one = literal[1:-1] if literal.startswith("{") and literal.endswith("}") else literal
-    return line.text if any(c in one for c in "{},") else one
+    one = single_literal_value(line.literal or "")
+    return line.text if one is None else one
 
 
 def _differing_computations(compiles: Compiles) -> list[list[Computation]]:
