@@ -160,3 +160,14 @@ def test_hosts_without_a_stage_in_common_are_not_compared(tmp_path):
         name = f"module_0000.jit_train_step.{stage}.txt"
         shutil.copy(DUMPS / "clean_run" / name, tmp_path / host / name)
     assert host_disagreements(load_dump(tmp_path)) == []
+    found = [(f.check, f.count, f.examples) for f in diagnose(tmp_path).findings if f.check.startswith("host-")]
+    assert found == [
+        (
+            "host-programs-uncompared",
+            2,
+            (
+                "a/module_0000.jit_train_step.before_optimizations.txt",
+                "b/module_0000.jit_train_step.cpu_after_optimizations.txt",
+            ),
+        )
+    ]

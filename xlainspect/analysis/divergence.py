@@ -73,6 +73,21 @@ def host_disagreements(dump: Dump, skipped: list[SkippedFile] | None = None) -> 
     return found
 
 
+def uncompared_programs(dump: Dump) -> list[DumpModule]:
+    """The compiles `host_disagreements` could not compare: their hosts dumped no stage in common (one
+    only the program jax gave XLA, another only the compiled module), each compile's modules."""
+    if dump.runs or len({m.host for m in dump.modules}) < 2:
+        return []
+    found: list[DumpModule] = []
+    for modules in dump.functions().values():
+        hosts = list(_by_host(modules).values())
+        for index in range(max(map(len, hosts))):
+            compiled = [compiles[index] for compiles in hosts if index < len(compiles)]
+            if len(compiled) > 1 and _common_stage(compiled) is None:
+                found += compiled
+    return found
+
+
 def _by_host(modules: list[DumpModule]) -> dict[str, list[DumpModule]]:
     """Each host's compiles of one function, in module-id order (per timestamp, for timestamped dumps)."""
     hosts: dict[str, list[DumpModule]] = {}
