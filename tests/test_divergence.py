@@ -137,3 +137,37 @@ def test_a_host_program_that_cannot_be_read_is_named_not_compared_silently(tmp_p
     skipped = []
     assert host_disagreements(load_dump(dump), skipped) == report.disagreements
     assert [s.path for s in skipped] == [damaged]
+
+
+def test_a_host_that_hit_the_persistent_cache_is_compared_at_the_stage_both_dumped(tmp_path):
+    """A host that loaded the executable from jax's persistent cache dumps its compiled module only (no
+    before_optimizations) and prints it without the stack-frame tables: the hosts agree, where run2's
+    compiled module was compared with run1's input (`is_scheduled=true` at line 1)."""
+    hit, compiled = tmp_path / "run2", "module_0000.jit_train_step.cpu_after_optimizations.txt"
+    shutil.copytree(DUMPS / "clean_run", tmp_path / "run1")
+    hit.mkdir()
+    lines = (DUMPS / "clean_run" / compiled).read_text().splitlines(keepends=True)
+    tables = next(n for n, line in enumerate(lines) if line.startswith(("ENTRY", "%", "fused")))
+    (hit / compiled).write_text("".join(lines[:2] + lines[tables:]))
+    assert host_disagreements(load_dump(tmp_path)) == []
+    assert [f.check for f in diagnose(tmp_path).findings if f.check == "host-programs"] == []
+
+
+def test_hosts_without_a_stage_in_common_are_not_compared(tmp_path):
+    """One host dumped only its input, the other only its compiled module: no stage to compare at."""
+    for host, stage in (("a", "before_optimizations"), ("b", "cpu_after_optimizations")):
+        (tmp_path / host).mkdir()
+        name = f"module_0000.jit_train_step.{stage}.txt"
+        shutil.copy(DUMPS / "clean_run" / name, tmp_path / host / name)
+    assert host_disagreements(load_dump(tmp_path)) == []
+    found = [(f.check, f.count, f.examples) for f in diagnose(tmp_path).findings if f.check.startswith("host-")]
+    assert found == [
+        (
+            "host-programs-uncompared",
+            2,
+            (
+                "a/module_0000.jit_train_step.before_optimizations.txt",
+                "b/module_0000.jit_train_step.cpu_after_optimizations.txt",
+            ),
+        )
+    ]

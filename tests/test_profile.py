@@ -324,3 +324,22 @@ def test_cpu_compiles_have_their_phases(report):
         assert phases.passes_seconds > 0 and phases.autotuning_seconds == 0 and not phases.tuned
         assert phases.passes_seconds + phases.codegen_seconds == pytest.approx(event.seconds)
         assert "layout-assignment" in {p.name for p in phases.passes}
+
+
+def test_a_dump_whose_traced_modules_do_not_read_says_so_not_that_they_differ(tmp_path):
+    """The traced modules are in the dump (same ids and names) but their HLO is cut: the note names the
+    skipped files, where it said the modules' ids and names differ."""
+    import shutil
+
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMP, dump)
+    for hlo in dump.glob("*after_optimizations.txt"):
+        hlo.write_text(hlo.read_text()[:300])
+    result = _cli(TRACE, "--dump", dump, "--top", "0")
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+    assert notes == [
+        f"note: {dump}: the traced modules are in this dump but their files could not be read (skipped: "
+        "module_0000.jit_train_step.cpu_after_optimizations.txt, module_0002.jit_train_step.cpu_after_optimizations.txt);"
+        " ops are shown without costs"
+    ]

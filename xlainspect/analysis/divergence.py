@@ -9,8 +9,9 @@ multi-host check compares a fingerprint of each host's compiled program (`jax._s
 `_cached_compilation` with `jax_multi_host_fingerprint`); a dump holds the programs themselves, so
 here the hosts' HLO text of each compile is compared, per function and compile in module-id order.
 
-What is compared is the program as XLA was given it (before_optimizations, when dumped; else the
-compiled module), with metadata set aside: `metadata={...}` of each instruction and the module's
+What is compared is the program as XLA was given it (before_optimizations, where every host dumped it;
+else the compiled module, where every host dumped that: never one host's input with another's compiled
+module), with metadata set aside: `metadata={...}` of each instruction and the module's
 stack-frame tables (FileNames, FunctionNames, FileLocations, StackFrames; hlo/fast.py FRAME_TABLES)
 hold source places, which differ between hosts whose code is laid out differently without the
 program differing. Names are compared by their place in the module (`hlo.fastpath.canonical_names`):
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
@@ -71,6 +73,21 @@ def host_disagreements(dump: Dump, skipped: list[SkippedFile] | None = None) -> 
     return found
 
 
+def uncompared_programs(dump: Dump) -> list[DumpModule]:
+    """The compiles `host_disagreements` could not compare: their hosts dumped no stage in common (one
+    only the program jax gave XLA, another only the compiled module), each compile's modules."""
+    if dump.runs or len({m.host for m in dump.modules}) < 2:
+        return []
+    found: list[DumpModule] = []
+    for modules in dump.functions().values():
+        hosts = list(_by_host(modules).values())
+        for index in range(max(map(len, hosts))):
+            compiled = [compiles[index] for compiles in hosts if index < len(compiles)]
+            if len(compiled) > 1 and _common_stage(compiled) is None:
+                found += compiled
+    return found
+
+
 def _by_host(modules: list[DumpModule]) -> dict[str, list[DumpModule]]:
     """Each host's compiles of one function, in module-id order (per timestamp, for timestamped dumps)."""
     hosts: dict[str, list[DumpModule]] = {}
@@ -100,7 +117,10 @@ def _program_disagreements(
     found: list[HostDisagreement] = []
     for index in range(max(map(len, hosts.values()))):
         compiled = {host: compiles[index] for host, compiles in hosts.items() if index < len(compiles)}
-        groups = _by_program(compiled, skipped)
+        stage = _common_stage(compiled.values())
+        if stage is None:  # no stage every host dumped: nothing to compare the programs at
+            continue
+        groups = _by_program(compiled, stage, skipped)
         if len(groups) < 2:
             continue
         (usual, usual_lines), *odds = sorted(groups, key=lambda g: len(g[0]), reverse=True)  # ties: host order
@@ -110,17 +130,34 @@ def _program_disagreements(
     return found
 
 
+def _common_stage(modules: Iterable[DumpModule]) -> str | None:
+    """The stage all hosts' programs of one compile are compared at: the program jax gave XLA
+    (before_optimizations) where every host dumped it, else the compiled module where every host did;
+    None where neither. A host that hit jax's persistent compilation cache dumps no before_optimizations
+    (XLA compiled nothing), and a compiled module always differs from its input (`is_scheduled=true`)."""
+    modules = list(modules)
+    for stage in ("before", "after"):
+        if all(m.file("hlo", stage) is not None for m in modules):
+            return stage
+    return None
+
+
 _DISTINCT_TEXTS = 4
 """Distinct file contents compared byte for byte at one compile; the files past them are compared by
 their programs with metadata set aside at once (then the hosts differ anyway)."""
 
 
-Program = tuple[list[bytes], list[bytes]]
-"""A program's lines as compared (metadata aside, names canonical) and as printed (metadata aside)."""
+Program = tuple[list[tuple[int, bytes]], list[bytes]]
+"""A program's lines as compared (metadata and blank lines aside, names canonical; each with its
+number among the printed lines) and as printed (metadata aside). Blank lines are no difference: a
+compiled module that jax's persistent cache loaded prints no stack-frame tables, so not the blank
+lines between them either."""
 
 
-def _by_program(compiled: dict[str, DumpModule], skipped: list[SkippedFile] | None) -> list[tuple[list[str], Program]]:
-    """The hosts grouped by their program with metadata set aside, in host order, each group with its
+def _by_program(
+    compiled: dict[str, DumpModule], stage: str, skipped: list[SkippedFile] | None
+) -> list[tuple[list[str], Program]]:
+    """The hosts grouped by their program at `stage` with metadata set aside, in host order, each group with its
     program's lines (`Program`); an unreadable file is in no group (it is no program difference) and
     goes to `skipped`. Each file is read once and not kept: it is compared byte for byte with the few
     distinct texts seen at this compile (the hosts of a healthy job wrote the same bytes: one text, and
@@ -128,7 +165,7 @@ def _by_program(compiled: dict[str, DumpModule], skipped: list[SkippedFile] | No
     distinct: list[tuple[bytes, list[str]]] = []
     programs: dict[bytes, tuple[list[str], Program]] = {}
     for host, module in compiled.items():
-        text = _program_bytes(module, skipped)
+        text = _program_bytes(module, stage, skipped)
         if text is None:
             continue
         same = next((hosts for seen, hosts in distinct if seen == text), None)
@@ -151,15 +188,15 @@ def _add_program(programs: dict[bytes, tuple[list[str], Program]], hosts: list[s
     """`hosts` join the group of `text`'s program (metadata aside, names canonical), a new group where
     none has it."""
     printed = program_lines(text)
-    compared = canonical_names(printed)
-    digest = hashlib.blake2b(b"\n".join(compared), digest_size=16).digest()
+    compared = [(number, line) for number, line in enumerate(canonical_names(printed), 1) if line.strip()]
+    digest = hashlib.blake2b(b"\n".join(line for _, line in compared), digest_size=16).digest()
     programs.setdefault(digest, ([], (compared, printed)))[0].extend(hosts)
 
 
-def _program_bytes(module: DumpModule, skipped: list[SkippedFile] | None) -> bytes | None:
-    """The bytes of the program jax gave XLA (`DumpModule.program_file`; what count-recompiles read of
-    it is not read again, what it did not is not kept); None when it cannot be read (added to `skipped`)."""
-    program = module.program_file()
+def _program_bytes(module: DumpModule, stage: str, skipped: list[SkippedFile] | None) -> bytes | None:
+    """The bytes of the module's HLO at `stage` (what count-recompiles read of it is not read again, what
+    it did not is not kept); None when it cannot be read (added to `skipped`)."""
+    program = module.file("hlo", stage)
     if program is None:
         return None
     try:
@@ -172,16 +209,19 @@ def _program_bytes(module: DumpModule, skipped: list[SkippedFile] | None) -> byt
 
 def _first_difference(usual: Program, odd: Program) -> tuple[int, str, str]:
     """(line number in the odd program, the usual line, the odd line, as printed) of the first line
-    that differs as compared."""
-    for number, (a, b) in enumerate(zip(usual[0], odd[0]), 1):
-        if a != b:
-            return number, _line(usual[1], number), _line(odd[1], number)
-    number = min(len(usual[0]), len(odd[0])) + 1  # one program is the other's start
-    return number, _line(usual[1], number), _line(odd[1], number)
+    that differs as compared; where one program is the other's start, the line past the shorter one."""
+    pairs = zip(usual[0], odd[0])
+    first = next(((u, o) for u, o in pairs if u[1] != o[1]), None)
+    if first is not None:
+        return first[1][0], _line(usual[1], first[0][0]), _line(odd[1], first[1][0])
+    shorter = min(len(usual[0]), len(odd[0]))
+    past = [lines[shorter][0] if shorter < len(lines) else 0 for lines in (usual[0], odd[0])]
+    number = past[1] or len(odd[1]) + 1
+    return number, _line(usual[1], past[0]), _line(odd[1], past[1])
 
 
 def _line(lines: list[bytes], number: int) -> str:
-    return _text(lines[number - 1]) if number <= len(lines) else ""
+    return _text(lines[number - 1]) if 0 < number <= len(lines) else ""
 
 
 def _text(line: bytes) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from xlainspect.analysis.commands import remembered
-from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
+from xlainspect.analysis.divergence import HostDisagreement, host_disagreements, uncompared_programs
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import (
     AFTER_STAGES,
@@ -434,6 +434,12 @@ def _host_programs(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]
     return [HealthFinding("host-programs", "error", len(found), (), disagreements=tuple(found))]
 
 
+def _uncompared_programs(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
+    """Compiles whose hosts' programs host-programs could not compare: no stage every host dumped."""
+    paths = [path for m in uncompared_programs(dump) if (path := m.program_file()) is not None]
+    return _finding(root, "host-programs-uncompared", "warning", [p.path for p in paths])
+
+
 _CHECKS = (
     _texts,
     _missing_after,
@@ -445,4 +451,5 @@ _CHECKS = (
     _host_compile_counts,
     _unknown_files,
     _host_programs,
+    _uncompared_programs,
 )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from xlainspect.dump.buffers import Allocation, BufferAssignment, BufferValue, read_buffer_assignment
+from xlainspect.dump.buffers import Allocation, BufferAssignment, BufferValue, check_total, read_buffer_assignment
 from xlainspect.dump.directory import DumpModule, SkippedFile
 from xlainspect.dump.files import read_text
 from xlainspect.dump.live_ranges import LiveRange, LiveRanges, read_live_ranges
@@ -272,6 +272,8 @@ def assigned_memory(
         if report
         else _side_file(dump_module, "buffer-assignment-values", lambda text, path: read_total_bytes_used(text))
     )
+    if reported_total is not None:  # a file cut between two allocations reads whole: XLA's total tells
+        check_total(assignment, reported_total)
     live = _side_file(dump_module, "live-range", read_live_ranges) or read_live_ranges(assignment_text, assignment.path)
     module: Module | None
     unparsed = None

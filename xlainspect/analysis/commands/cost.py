@@ -11,7 +11,8 @@ from xlainspect.analysis.commands import Paths, Selection, input_paths, remember
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.hosts import job_profile
 from xlainspect.analysis.profile import only_function
-from xlainspect.analysis.profile.model import ProfileNote
+from xlainspect.analysis.profile.costs import unjoined_note
+from xlainspect.analysis.profile.events import event_label
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
 from xlainspect.dump.xplane import host_traces
@@ -106,5 +107,6 @@ def profile_report(
     report = job_profile(hosts, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
     report.skipped = [*loaded.skipped, *report.skipped]
     if not report.joined:
-        report.notes.append(ProfileNote("dump_not_joined", str(dump)))
+        labels = {event_label(e) for e in report.op_events}
+        report.notes.append(unjoined_note(loaded, str(dump), labels, report.skipped))
     return only_function(report, function)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from xlainspect.analysis.commands import analyse_each, remembered
 from xlainspect.analysis.memory import memory_inputs, module_memory
 from xlainspect.analysis.tabular import Tabular
-from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump, select_dump_modules
+from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump, load_module_of, select_dump_modules
 from xlainspect.errors import DumpError
 from xlainspect.progress import Progress, silent
 
@@ -33,7 +33,7 @@ def memory_report(
     by allocation kind, the peak and the `top` biggest buffers live there (None: all). `path` may be one
     dump file."""
     path = Path(path)
-    dump = load_dump(path.parent if path.is_file() else path)
+    dump = load_module_of(path) if path.is_file() else load_dump(path)
     chosen = [
         m
         for m in select_dump_modules(dump, function=function)

@@ -38,6 +38,16 @@ def dump_costs(
     return {dump_label(module): costs for module, costs in zip(found.modules, found.results)}
 
 
+def unjoined_note(dump: Dump, where: str, labels: set[str], skipped: list[SkippedFile]) -> ProfileNote:
+    """Why no traced module has costs: the dump holds none of them (ids and names differ), or it holds
+    them and their files did not read (named: those of `skipped` that are the traced modules' HLO)."""
+    paths = {m.hlo_path() for m in traced_modules(dump, labels)}
+    unread = [s.path.name for s in skipped if s.path in paths]
+    if unread:
+        return ProfileNote("dump_unreadable", where, ", ".join(unread))
+    return ProfileNote("dump_not_joined", where)
+
+
 def op_costs(module: Module, chip: Chip | None) -> dict[str, OpCost]:
     return {row.name: row for row in module_cost(module, chip).ops}
 

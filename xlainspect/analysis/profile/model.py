@@ -29,9 +29,10 @@ class ProfileNote:
     """Why a profile's ops have no costs, as data (`report.views.profile.note_text` words it): the trace's
     embedded HLO did not read (`embedded_hlo`: `where` is the module, `error` why), or none of the traced
     modules is in the dump given (`dump_not_joined`: `where` is the dump) or in the report's dump
-    (`trace_not_joined`: `where` is the trace)."""
+    (`trace_not_joined`: `where` is the trace), or they are in the dump given but none of their files
+    read (`dump_unreadable`: `where` is the dump, `error` the files skipped)."""
 
-    kind: Literal["embedded_hlo", "dump_not_joined", "trace_not_joined"]
+    kind: Literal["embedded_hlo", "dump_not_joined", "dump_unreadable", "trace_not_joined"]
     where: str
     error: str = ""
 

@@ -26,6 +26,8 @@ ACTIONS = {
     "text-dumps-off": "Re-run with --xla_dump_hlo_as_text (it may be combined with --xla_dump_hlo_as_proto).",
     "host-compile-counts": "Run count-recompiles on one usual and one odd host folder and diff them "
     "(xlainspect diff A B).",
+    "host-programs-uncompared": "Dump the same stages on every host (a host whose compile hit jax's persistent "
+    "cache dumps no before_optimizations: run it with the cache off, or compare the compiled modules).",
     "host-programs": "Make the traced program the same on every host (no host-dependent Python in jitted code); "
     "`xlainspect diff` a usual and an odd host's folder shows the whole difference.",
 }
@@ -135,6 +137,9 @@ EXPLANATIONS = {
     "wrote into one folder, and XLA's per-process ids restart at 0, so files may have overwritten each other.",
     "text-dumps-off": "Modules dumped as HLO protos only (--xla_dump_hlo_as_text=false): xlainspect reads HLO "
     "text, so these modules are invisible to every other command.",
+    "host-programs-uncompared": "Compiles whose hosts dumped no HLO stage in common (one only the program jax "
+    "gave XLA, another only the compiled module): their programs could not be compared, so host-programs "
+    "says nothing of them.",
     "host-programs": "Hosts of one job compiled another program for the same function and compile (metadata "
     "aside): in an SPMD job such a host waits at its next collective for peers that never come, and every "
     "host still looks healthy. A Python branch on jax.process_index(), a host-local flag or environment "

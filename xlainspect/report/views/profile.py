@@ -75,6 +75,11 @@ def note_text(note: ProfileNote) -> str:
     """Why a profile's ops have no costs, in words."""
     if note.kind == "embedded_hlo":
         return f"{note.where}: {note.error}"
+    if note.kind == "dump_unreadable":
+        return (
+            f"{note.where}: the traced modules are in this dump but their files could not be read "
+            f"(skipped: {note.error}); ops are shown without costs"
+        )
     if note.kind == "dump_not_joined":
         return f"{note.where}: {_NOT_JOINED}; ops are shown without costs"
     return f"{note.where}: {_NOT_JOINED}: a profile of another run? Its ops are shown without costs."
