@@ -28,10 +28,23 @@ from xlainspect.report.causes import violation_text
 runner = CliRunner()
 
 
-def test_every_export_resolves():
+def test_every_export_resolves_and_dir_and_help_list_it():
+    """`recompiles_report` was missing from dir() and help(): the API loads lazily (PEP 562 `__getattr__`),
+    so `__dir__` and the docstring name it."""
     assert xlainspect.__all__ == sorted(xlainspect._EXPORTS)
+    assert len(xlainspect.__all__) == 50
+    listed = dir(xlainspect)
+    documented = (xlainspect.__doc__ or "").split()
     for name in xlainspect.__all__:
-        assert getattr(xlainspect, name) is not None, name
+        assert getattr(xlainspect, name).__name__ == name
+        assert name in listed and name in documented, name
+    assert {"recompiles_report", "fusions_report", "Budget", "UsageError", "__version__"} <= set(listed)
+    assert not {"importlib", "TYPE_CHECKING", "annotations"} & set(listed)
+    code = (
+        "import sys, xlainspect; print(len(dir(xlainspect)), *[m for m in sys.modules if m.startswith('xlainspect.')])"
+    )
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert fresh.stdout.split() == [str(len(listed))]  # dir() lists the API without importing any of it
 
 
 def test_recompiles_report_counts_the_ragged_batch():

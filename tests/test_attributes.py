@@ -1,14 +1,25 @@
-"""Generic attribute decoders: replica groups in every spelling, permute pairs, backend configs."""
+"""Attribute decoders: replica groups in every spelling, permute pairs, backend configs, integer lists, windows,
+convolution dim_labels and integer literals."""
 
 from __future__ import annotations
 
 import pytest
 
 from xlainspect.hlo.attributes import (
+    ConvolutionDimensionNumbers,
+    WindowDimension,
     backend_config_kind,
+    decode_dim_labels,
+    decode_int_list,
+    decode_integer_literal,
     decode_replica_groups,
     decode_source_target_pairs,
+    decode_window,
     known_trip_count,
+    op_name_scopes,
+    print_dim_labels,
+    print_window,
+    single_literal_value,
 )
 from xlainspect.hlo.parser import parse_hlo
 
@@ -68,3 +79,82 @@ ENTRY e {
 """
     (module,) = parse_hlo(text)
     assert [i.custom_call_target for i in module.entry.instructions] == [None, "__cublas$gemm", None]
+
+
+def test_integer_lists_and_literals():
+    # `dimensions={1,0}` as hlo_instruction.cc prints it (StrJoin(dimensions(), ",") in braces).
+    assert decode_int_list("{1,0}") == (1, 0)
+    assert decode_int_list("{}") == ()
+    assert decode_int_list(None) == ()
+    with pytest.raises(ValueError, match="invalid literal"):
+        decode_int_list("{a}")
+    assert [decode_integer_literal(t) for t in ("5", "-3", "1.5", "true", "--1")] == [5, -3, None, None, None]
+
+
+def test_window_fields_as_window_util_prints_them():
+    # window_util.cc ToString(const Window&): size always, the rest only where a dimension is not the default.
+    text = "{size=3x3 stride=2x1 pad=1_1x0_2 lhs_dilate=1x2 rhs_dilate=2x1 rhs_reversal=0x1}"
+    assert decode_window(text) == (
+        WindowDimension(size=3, stride=2, padding_low=1, padding_high=1, window_dilation=2),
+        WindowDimension(size=3, padding_high=2, base_dilation=2, window_reversal=True),
+    )
+    assert print_window(decode_window(text)) == text
+    assert decode_window("{pad=1_1 size=1}") == (WindowDimension(size=1, padding_low=1, padding_high=1),)  # any order
+    assert print_window(decode_window("{pad=1_1 size=1}")) == "{size=1 pad=1_1}"
+    assert decode_window("{}") == decode_window(None) == ()
+    bad = {
+        "{size=3x3 stride=2}": "unequal",
+        "{stride=2}": "no size",
+        "{size=3 pad=1}": "low_high",
+        "{size=3 c=2}": "unknown",
+    }
+    for text, reason in bad.items():
+        with pytest.raises(ValueError, match=reason):
+            decode_window(text)
+
+
+def test_dim_labels_as_convolution_dimension_numbers_print():
+    # hlo_instruction.cc ConvolutionDimensionNumbersToString: b/f, o/i, b/f and digit k for spatial dim k.
+    numbers = decode_dim_labels("b01f_01io->b01f")
+    assert numbers == ConvolutionDimensionNumbers(0, 3, (1, 2), 2, 3, (0, 1), 0, 3, (1, 2))
+    transposed = decode_dim_labels("f10b_i01o->01bf")  # spatial dim 0 after dim 1 in the input
+    assert (transposed.input_spatial, transposed.kernel_spatial, transposed.output_spatial) == ((2, 1), (1, 2), (0, 1))
+    assert print_dim_labels(transposed) == "f10b_i01o->01bf"
+    assert print_dim_labels(decode_dim_labels("bf_io->bf")) == "bf_io->bf"  # no spatial dims
+    with pytest.raises(ValueError, match="spatial dimensions differ"):
+        decode_dim_labels("b0f_io->b0f")
+    with pytest.raises(ValueError, match="substring not found"):  # no batch dimension in the input
+        decode_dim_labels("0f_0io->b0f")
+
+
+def test_op_name_scopes():
+    # jax's name stacks as dumps print them: jax's dispatch of one primitive, and a traced user function.
+    assert op_name_scopes("jit(sin)/jit(main)/sin") == ("jit(sin)", "jit(main)", "sin")
+    assert op_name_scopes("jit(train_step)/transpose(jvp(dense))/dot_general") == (
+        "jit(train_step)",
+        "transpose(jvp(dense))",
+        "dot_general",
+    )
+    assert op_name_scopes(None) == op_name_scopes("") == ()
+
+
+def test_tuple_index_of_get_tuple_element():
+    # Test string in XLA's HloInstruction::ToString syntax (`index=` of a get-tuple-element), not a dump.
+    text = """HloModule m
+
+ENTRY e {
+  p = (f32[4]{0}, s32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=1
+  ROOT n = s32[] negate(i)
+}
+"""
+    (module,) = parse_hlo(text)
+    assert [i.tuple_index for i in module.entry.instructions] == [None, 1, None]  # only a get-tuple-element's
+
+
+def test_single_literal_value():
+    # Constant literals as LiteralBase::ToString prints them: a scalar, a one-element array, more values.
+    assert single_literal_value("-0.05") == "-0.05"
+    assert single_literal_value("{-0.05}") == "-0.05"
+    assert single_literal_value("{1, 2}") is None
+    assert single_literal_value("{ { 1 }, { 2 } }") is None

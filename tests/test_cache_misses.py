@@ -8,18 +8,22 @@ import gzip
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+from types import SimpleNamespace
 
 import pytest
 from conftest import FIXTURES, REPO
 from typer.testing import CliRunner
 
 from xlainspect.analysis.cache_misses import cache_misses
+from xlainspect.analysis.commands.cache import cache_misses_report
 from xlainspect.capture import _tee, child_env
 from xlainspect.cli.app import app
 from xlainspect.dump.jaxlog import DEBUG_LOG_MODULES, read_jax_log
+from xlainspect.report.views.cache import miss_detail, miss_record
 
 RUNS = FIXTURES / "cache" / "runs"
 runner = CliRunner()
@@ -27,7 +31,10 @@ FLAG = "--xla_cpu_enable_fast_math=true"
 
 
 def _rows(a: str, b: str) -> dict:
-    return {r.name: r for r in cache_misses(read_jax_log(RUNS / a), read_jax_log(RUNS / b))}
+    """Per function, its row with the detail as the command words it."""
+    return {
+        r.name: SimpleNamespace(**miss_record(r)) for r in cache_misses(read_jax_log(RUNS / a), read_jax_log(RUNS / b))
+    }
 
 
 def _summary(rows: dict) -> dict:
@@ -106,7 +113,7 @@ def test_without_times_a_key_b_wrote_and_a_hit_names_both_readings():
     for log in untimed:
         log.compiles = [dataclasses.replace(c, finished_at=None) for c in log.compiles]
     rows = {r.name: r for r in cache_misses(*untimed)}
-    assert rows["jit_deep"].detail == (
+    assert miss_detail(rows["jit_deep"]) == (
         "same key as in A, where it was a hit, and B wrote it: B ran before A (the cold run), or the entry was "
         "removed since (eviction?) and B wrote it again"
     )
@@ -209,7 +216,7 @@ def test_live_runs_sharing_one_cache(tmp_path):
         ("jit_step", "miss", ("XLA flags", "compile_options")),
         ("jit_loss", "miss", ("XLA flags", "compile_options")),
     ]
-    assert all(f"added {FLAG}" in r.detail for r in flag)
+    assert all(f"added {FLAG}" in miss_detail(r) for r in flag)
     constant = cache_misses(cold, read_jax_log(tmp_path / "constant"))
     assert [(r.name, r.status, r.changed) for r in constant] == [
         ("jit_step", "miss", ("computation",)),
@@ -242,3 +249,18 @@ def test_custom_partitioning_is_named_from_the_dump():
         ],
     )
     assert "jax #21159" not in lone_log.stdout  # no dump beside a lone log: nothing to look into
+
+
+def test_an_unreadable_hlo_file_of_b_is_named_not_read_as_no_custom_partitioning(tmp_path):
+    """B's dump holds jit_scaled's program, damaged: its detail cannot say custom_partitioning, and the
+    file is named on stderr with its reason (it was read as "no custom_partitioning" silently)."""
+    b = tmp_path / "4_constant"
+    shutil.copytree(RUNS / "4_constant", b)
+    damaged = b / "module_0012.jit_scaled.before_optimizations.txt.gz"
+    damaged.write_bytes(damaged.read_bytes()[:40])
+    result = runner.invoke(app, ["cache-misses", str(RUNS / "2_repeat"), str(b), "--format", "json"])
+    assert result.exit_code == 0
+    details = {f["name"]: f["detail"] for f in json.loads(result.stdout)["functions"]}
+    assert details["jit_scaled"] == "computation changed"
+    assert f"skipped {damaged}: " in result.stderr
+    assert [s.path for s in cache_misses_report(RUNS / "2_repeat", b).skipped] == [damaged]

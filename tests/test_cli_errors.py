@@ -159,6 +159,49 @@ def test_real_interpreter_prints_no_traceback(truncated, tmp_path):
     assert result.stdout == ""
 
 
+PER_MODULE = ("cost", "fusions", "copies", "collectives", "ops", "layouts", "modules", "count-recompiles")
+NOT_HLO = RAGGED / "module_0000.jit_train_step.debug_options"  # real XLA output (its DebugOptions), not HLO text
+
+
+@pytest.mark.parametrize("command", PER_MODULE)
+def test_a_file_that_is_not_hlo_is_an_error_not_an_empty_table(tmp_path, command):
+    path = tmp_path / "random.txt"
+    shutil.copy(NOT_HLO, path)
+    result = _run(command, path)
+    assert (result.exit_code, result.stdout) == (2, "")
+    where, source, caret, *_ = result.stderr.splitlines()
+    assert re.fullmatch(rf"{re.escape(str(path))}:1:\d+: unexpected (name|text) .*", where), where
+    assert source == "xla_cpu_enable_fast_min_max: false" and caret.endswith("^")
+    assert "skipped" not in result.stderr
+
+
+@pytest.mark.parametrize("command", [*PER_MODULE, "memory", "diff", "report"])
+def test_a_dump_whose_every_file_is_damaged_is_an_error(tmp_path, command):
+    dump = tmp_path / "dump"
+    shutil.copytree(RAGGED, dump)
+    for path in dump.glob("*.txt"):
+        path.write_bytes(b"\x08\x01\x12\x00" + bytes(range(64)))
+    arguments = {"diff": [dump, dump], "report": [dump, "--markdown", "-"]}.get(command, [dump])
+    result = _run(command, *arguments)
+    assert (result.exit_code, result.stdout) == (2, "")
+    first, rest = result.stderr.splitlines()
+    side = "-buffer-assignment" if command == "memory" else ""
+    assert (
+        first
+        == f"{dump}/module_0000.jit_train_step.cpu_after_optimizations{side}.txt: binary file, not HLO text (a .pb proto dump?)"
+    )
+    more = 7 if command == "diff" else 3  # diff reads each dump's 4 modules
+    assert rest == f"{more} more file(s) could not be read either: nothing was analysed"
+
+
+def test_a_partly_damaged_dump_is_analysed_and_names_the_damaged_file(tmp_path):
+    dump, bad = _mixed_dump(tmp_path, "truncated")
+    result = _run("cost", dump, "--format", "csv")
+    assert result.exit_code == 0
+    assert "module_0002.jit_train_step," in result.stdout and "jit_eval_step" not in result.stdout
+    assert f"skipped {bad}: {bad}:" in result.stderr
+
+
 @pytest.mark.parametrize(
     "header",
     [
@@ -167,12 +210,14 @@ def test_real_interpreter_prints_no_traceback(truncated, tmp_path):
     ],
 )
 def test_header_only_files_of_one_function_are_named_and_skipped(tmp_path, header):
-    """Test strings, not dumps: damaged or foreign files holding a header and a closing brace, no computation."""
+    """Test strings, not dumps: damaged or foreign files holding a header and a closing brace, no computation,
+    beside one real module of another function (read: the run is a partial failure, exit 0)."""
     for module_id in (0, 1):
         (tmp_path / f"module_000{module_id}.jit_f.cpu_after_optimizations.txt").write_text(f"{header}\n}}\n")
+    shutil.copy(RAGGED / AFTER, tmp_path / "module_0002.jit_train_step.cpu_after_optimizations.txt")
     result = _run("count-recompiles", tmp_path, "--format", "json")
     assert result.exit_code == 0
-    assert '"total_modules": 2' in result.stdout and '"unreadable": 2' in result.stdout  # counted, not explained
+    assert '"total_modules": 3' in result.stdout and '"unreadable": 2' in result.stdout  # counted, not explained
     assert "skipped 2 file(s)" in result.stderr
     assert "module_0001.jit_f.cpu_after_optimizations.txt: no computation after the HloModule line" in result.stderr
 

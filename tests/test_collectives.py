@@ -6,8 +6,10 @@ from collections import Counter
 
 import pytest
 from conftest import DUMPS, corpus_files, twins
+from typer.testing import CliRunner
 
 from xlainspect.analysis.collectives import collective_totals, collectives, execution_counts
+from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.files import read_text
 from xlainspect.dump.selection import select_modules
@@ -129,3 +131,21 @@ def test_llama_corpus_iota_groups(path):
     embedding = rows[0]
     assert (embedding.shape, embedding.payload_bytes) == ("bf16[128256,4096]{1,0}", 128256 * 4096 * 2)
     assert embedding.bytes_per_device == 128256 * 4096 * 2 * 7 // 8
+
+
+def test_a_program_on_one_device_is_one_sentence_not_empty_tables():
+    """clean_run compiled for one CPU device: no collective. A terminal (or a pipe) reads one sentence;
+    Markdown writes it over the table's header; JSON and CSV keep their shape."""
+
+    def run(*args: str) -> str:
+        result = CliRunner().invoke(app, ["collectives", str(DUMPS / "clean_run"), *args])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    assert run() == "no collectives in the modules read\n"
+    assert run("--format", "markdown").startswith("**no collectives in the modules read**\n\n| module | name | kind |")
+    assert run("--format", "json") == '{\n  "collectives": [],\n  "totals": []\n}\n'
+    assert (
+        run("--format", "csv").startswith("module,computation,name,opcode,kind,")
+        and run("--format", "csv").count("\n") == 1
+    )

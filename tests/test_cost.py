@@ -14,8 +14,10 @@ from conftest import DUMPS, corpus_files, hlo_fixture_files, requires_corpus
 from typer.testing import CliRunner
 
 from xlainspect.analysis.chips import DTYPE_CLASSES, chip_table, default_chip_key, dtype_class, get_chip
-from xlainspect.analysis.cost import TRANSCENDENTAL, _valid_positions, _window, _WindowDim, module_cost
+from xlainspect.analysis.cost import TRANSCENDENTAL, module_cost
+from xlainspect.analysis.cost.convolution import valid_positions
 from xlainspect.cli.app import app
+from xlainspect.hlo.attributes import WindowDimension
 from xlainspect.hlo.parser import parse_hlo
 
 CLEAN = DUMPS / "clean_run" / "module_0000.jit_train_step.cpu_after_optimizations.txt"
@@ -110,13 +112,12 @@ def test_transcendentals_and_host_offload_bytes():
     assert (copy_start.bytes_read, copy_start.bytes_written) == (4096, 4096 + 4096 + 4)
 
 
-def test_convolution_window_rules():
-    assert _window("{size=3x3 stride=2x1 pad=1_1x0_2 lhs_dilate=1x2}", 2) == [
-        _WindowDim(3, 2, 1, 1, 1, 1),
-        _WindowDim(3, 1, 0, 2, 2, 1),
-    ]
-    assert _valid_positions(8, 3, 8, _WindowDim(3, 1, 1, 1)) == 22  # 3 taps x 8 outputs, 2 fall in padding
-    assert _valid_positions(4, 2, 7, _WindowDim(2, 1, 0, 0, base_dilation=2)) == 7  # holes of lhs dilation skipped
+def test_convolution_valid_positions():
+    """The (output, tap) pairs whose input index lies inside the input (hlo_cost_analysis.cc GetConvolutionFlops)."""
+    padded = WindowDimension(size=3, padding_low=1, padding_high=1)
+    assert valid_positions(8, 3, 8, padded) == 22  # 3 taps x 8 outputs, 2 fall in padding
+    dilated = WindowDimension(size=2, base_dilation=2)
+    assert valid_positions(4, 2, 7, dilated) == 7  # holes of lhs dilation skipped
 
 
 def test_collective_time_uses_bytes_per_device():

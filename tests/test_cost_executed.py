@@ -10,9 +10,10 @@ import pytest
 from conftest import DUMPS
 from typer.testing import CliRunner
 
-from xlainspect.analysis import cost as cost_module
 from xlainspect.analysis.chips import dump_chip_key
 from xlainspect.analysis.cost import module_cost, op_executions
+from xlainspect.analysis.cost.handlers import HANDLERS
+from xlainspect.analysis.cost.trip_count import iterations
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.errors import HloParseError
@@ -173,7 +174,7 @@ def test_a_bug_in_a_rule_is_not_a_damaged_file(monkeypatch):
     def broken(*args):
         raise TypeError("a bug")
 
-    monkeypatch.setitem(cost_module._HANDLERS, "dot", broken)
+    monkeypatch.setitem(HANDLERS, "dot", broken)
     with pytest.raises(TypeError, match="a bug"):
         module_cost(_module(CPU, "jit_cond_step"), None)
 
@@ -193,6 +194,24 @@ def test_a_custom_call_without_its_shape_is_named_not_a_crash():
     """The rules read the call's result shape: where the text leaves it out, the place is named."""
     with pytest.raises(HloParseError, match="the shape of c is not printed") as raised:
         module_cost(parse_hlo(SHAPELESS_CONVOLUTION, "x")[0], None)
+    assert raised.value.line == 5
+
+
+BAD_WINDOW = """HloModule m
+ENTRY e {
+  a = f32[1,4,4,1]{3,2,1,0} parameter(0)
+  b = f32[3,3,1,1]{3,2,1,0} parameter(1)
+  ROOT c = f32[1,2,2,1]{3,2,1,0} convolution(a, b), window={size=3x3 stride=1}, dim_labels=b01f_01io->b01f
+}
+"""
+"""A convolution whose window lists one stride for two dimensions: XLA's parser rejects it (hlo_parser.cc
+ParseWindow wants each field per dimension); a test string in XLA's syntax, not a dump."""
+
+
+def test_a_malformed_window_is_named_not_counted():
+    """The typed window decoder rejects what XLA's parser would; the count names the line."""
+    with pytest.raises(HloParseError, match="window fields of unequal length") as raised:
+        module_cost(parse_hlo(BAD_WINDOW, "x")[0], None)
     assert raised.value.line == 5
 
 
@@ -222,7 +241,10 @@ def test_cli_tpu_and_gpu_dumps_need_no_chip():
     assert result.exit_code == 0, result.output
     (module,) = json.loads(result.stdout)["modules"]
     assert module["chip"] == "tpu-v5e" and module["roofline_seconds"] > 0
-    result = runner.invoke(app, ["cost", str(GPU), "--function", "jit_fori_microbatches", "--format", "json"])
+    # the 10 costliest ops (JSON keeps every op unless --top is given): all in the loop's body
+    result = runner.invoke(
+        app, ["cost", str(GPU), "--function", "jit_fori_microbatches", "--format", "json", "--top", "10"]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     (module,) = data["modules"]
@@ -284,7 +306,7 @@ def test_nested_loops_multiply_their_trip_counts():
     + [(0, 6, 2, "NE", 3), (0, 5, 2, "NE", None), (0, 3, -1, "LT", None), (4, 3, 1, "LT", 0)],
 )
 def test_iterations_of_a_counted_loop(start, bound, step, direction, trips):
-    assert cost_module._iterations(start, bound, step, direction) == trips
+    assert iterations(start, bound, step, direction) == trips
 
 
 # From XLA's GPU AOT compilation test (gpu_aot_compilation_test.cc, ExportAndLoadExecutableWithTriton),

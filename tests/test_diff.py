@@ -8,6 +8,7 @@ CPU devices with x replicated and sharded over its batch dim.
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from conftest import DUMPS, JAX011
@@ -40,7 +41,7 @@ def test_batch_signature_names_parameters_and_dim_and_bytes_double(jax_version):
     changes = {(s.parameter, s.kind): s for s in row.signature}
     assert set(changes) == {("x", "shape"), ("y", "shape")}
     x = changes["x", "shape"]
-    assert (x.a, x.b, x.detail) == ("8", "16", "dim 0")
+    assert (x.a, x.b, x.dims) == ("8", "16", (0,))
     assert (x.a_bytes, x.b_bytes) == (256, 512)  # f32[8,8] -> f32[16,8]
     assert (changes["y", "shape"].a_bytes, changes["y", "shape"].b_bytes) == (32, 64)
     metrics = _metrics(row)
@@ -325,14 +326,36 @@ def test_a_module_equal_in_both_dumps_is_analysed_once(tmp_path, monkeypatch):
 
 
 def test_equal_damaged_modules_are_each_skipped_under_their_own_path(tmp_path, monkeypatch):
-    """A module that does not parse, byte-identical in both dumps: each dump names its own file."""
+    """A module that does not parse, byte-identical in both dumps: each dump names its own file. Both
+    dumps also hold one readable module (ragged_batch's eval step): a diff of which nothing could be
+    read is an input error (tests/test_cli_errors.py)."""
     a, b = _damaged_copy(tmp_path / "a", "diff_batch_a"), _damaged_copy(tmp_path / "b", "diff_batch_a")
+    for root in (a, b):
+        for path in (DUMPS / "ragged_batch").glob("module_0004.jit_eval_step.*"):
+            shutil.copy(path, root / path.name.replace("module_0004", "module_0001"))
     analysed = _counted_facts(monkeypatch)
     dumps = load_dump(a), load_dump(b)
     found = diff_dumps(*dumps)
-    (row,) = found.functions
+    row = next(r for r in found.functions if r.name == "jit_train_step")
     assert (row.status, row.unreadable) == ("unknown", ("A module_0000.jit_train_step", "B module_0000.jit_train_step"))
-    assert len(analysed) == 2
+    assert len(analysed) == 3  # the damaged file on each side, the equal eval step once
     assert dumps[0].skipped == dumps[1].skipped == []  # the dumps are not changed: the diff returns its skips
     for (skipped,), root in zip((found.skipped_a, found.skipped_b), (a, b)):
         assert skipped.path.parent == root and str(root) in skipped.reason
+
+
+def test_csv_is_every_functions_metrics_unchanged_ones_too():
+    """`--format csv` (once exit 2): the metrics table, a row per function and metric, as JSON holds them."""
+    a, b = str(DUMPS / "ragged_batch"), str(DUMPS / "diff_batch_b")
+    result = CliRunner().invoke(app, ["diff", a, b, "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    header, *rows = [line.split(",") for line in result.stdout.splitlines()]
+    assert header == ["function", "status", "metric", "a", "b", "delta", "change"]
+    document = json.loads(CliRunner().invoke(app, ["diff", a, b, "--format", "json"]).stdout)
+    expected = [
+        [f["name"], f["status"], name, *("" if v is None else str(v) for v in values.values())]
+        for f in document["functions"]
+        for name, values in f["metrics"].items()
+    ]
+    assert rows == expected
+    assert {(r[0], r[1]) for r in rows} == {("jit_train_step", "changed"), ("jit_eval_step", "only_a")}

@@ -195,8 +195,8 @@ def _frames(frames) -> dict:
 
 
 def _assert_text_readers_agree(text: str) -> None:
-    """The one-pass readers of `xlainspect.hlo.fastpath` (opcodes, op_names, stack-frame ids and
-    tables) answer as the grammar's model does on every text of one module that `scan` reads (XLA
+    """The one-pass readers of `xlainspect.hlo.fastpath` (opcodes, the entry's opcodes, calls and
+    custom-call targets, op_names, stack-frame ids and tables) answer as the grammar's model does on every text of one module that `scan` reads (XLA
     prints no comments and no instructions written as operands): what count-recompiles and the origin
     of a compile read from a text without parsing it."""
     if fastpath.scan(text) is None:
@@ -204,6 +204,13 @@ def _assert_text_readers_agree(text: str) -> None:
     (module,) = parse_hlo(text, "x.hlo", fast=False)
     instructions = list(module.instructions())
     assert Counter(fastpath.opcodes(text)) == Counter(i.opcode for i in instructions)
+    assert fastpath.entry_opcodes(text) == (
+        [i.opcode for i in module.entry.instructions] if "\nENTRY " in text else None
+    )
+    assert fastpath.has_call(text) == any(i.opcode == "call" for i in instructions)
+    targets = {t for i in instructions if (t := i.custom_call_target) is not None}
+    assert all(fastpath.calls_custom_call_target(text, t) for t in targets if t.isprintable() and '"' not in t)
+    assert not fastpath.calls_custom_call_target(text, "no-such-target")
     assert fastpath.op_names(text) == [i.metadata.op_name for i in instructions if i.metadata.op_name is not None]
     ids = [i.metadata.stack_frame_id for i in instructions if i.metadata.stack_frame_id is not None]
     assert list(fastpath.stack_frame_ids(text)) == ids

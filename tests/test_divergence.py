@@ -98,3 +98,76 @@ def test_metadata_is_set_aside_up_to_its_closing_brace():
         b"  %add.1 = f32[] add(%a, %b)",
         b"  %mul.2 = f32[] multiply(%a, %b), backend_config={}",
     ]
+
+
+def test_a_renumbered_name_is_no_difference(tmp_path):
+    """The same jit_scan_layers (fixtures/generate.py's loop_twins), lowered for an H200 (gpu_loop_twins)
+    and for the CPU, laid out as two hosts: XLA numbers names per module, so line 11 reads
+    `%constant.10 = s32[] constant(0)` on one and `%constant.9 = s32[] constant(0)` on the other, which
+    is no difference; the first real one is the computation each prints at line 16."""
+    for host, scenario in (("host_0", "gpu_loop_twins"), ("host_1", "loop_twins")):
+        (tmp_path / host).mkdir()
+        for path in (DUMPS / scenario).glob("module_0000.jit_scan_layers.*"):
+            shutil.copy(path, tmp_path / host / path.name)
+    (found,) = host_disagreements(load_dump(tmp_path))
+    assert (found.function, found.compile, found.usual_hosts, found.odd_hosts, found.line) == (
+        "jit_scan_layers",
+        1,
+        ("host_0",),
+        ("host_1",),
+        16,
+    )
+    assert found.usual_line.startswith("%dynamic_update_index_in_dim.2 (Arg_0.3: f32[4,32,128],")
+    assert found.odd_line.startswith("%closed_call.2 (Arg_0.3: f32[32,128], Arg_1.3: f32[128,128])")
+
+
+def test_a_host_program_that_cannot_be_read_is_named_not_compared_silently(tmp_path):
+    """host_3's first program is gone (a link to a file a copy did not bring): it is compared with no host
+    and count-recompiles names it as skipped (it was left out silently); the hosts that read still agree
+    or differ as before."""
+    dump = tmp_path / "fleet"
+    shutil.copytree(FLEET, dump)
+    damaged = dump / "host_3" / "module_0000.jit_train_step.before_optimizations.txt"
+    damaged.unlink()
+    damaged.symlink_to(tmp_path / "not copied")
+    from xlainspect.analysis.commands.compiles import recompiles_report
+
+    report = recompiles_report(dump)
+    assert [s.path for s in report.skipped] == [damaged]
+    skipped = []
+    assert host_disagreements(load_dump(dump), skipped) == report.disagreements
+    assert [s.path for s in skipped] == [damaged]
+
+
+def test_a_host_that_hit_the_persistent_cache_is_compared_at_the_stage_both_dumped(tmp_path):
+    """A host that loaded the executable from jax's persistent cache dumps its compiled module only (no
+    before_optimizations) and prints it without the stack-frame tables: the hosts agree, where run2's
+    compiled module was compared with run1's input (`is_scheduled=true` at line 1)."""
+    hit, compiled = tmp_path / "run2", "module_0000.jit_train_step.cpu_after_optimizations.txt"
+    shutil.copytree(DUMPS / "clean_run", tmp_path / "run1")
+    hit.mkdir()
+    lines = (DUMPS / "clean_run" / compiled).read_text().splitlines(keepends=True)
+    tables = next(n for n, line in enumerate(lines) if line.startswith(("ENTRY", "%", "fused")))
+    (hit / compiled).write_text("".join(lines[:2] + lines[tables:]))
+    assert host_disagreements(load_dump(tmp_path)) == []
+    assert [f.check for f in diagnose(tmp_path).findings if f.check == "host-programs"] == []
+
+
+def test_hosts_without_a_stage_in_common_are_not_compared(tmp_path):
+    """One host dumped only its input, the other only its compiled module: no stage to compare at."""
+    for host, stage in (("a", "before_optimizations"), ("b", "cpu_after_optimizations")):
+        (tmp_path / host).mkdir()
+        name = f"module_0000.jit_train_step.{stage}.txt"
+        shutil.copy(DUMPS / "clean_run" / name, tmp_path / host / name)
+    assert host_disagreements(load_dump(tmp_path)) == []
+    found = [(f.check, f.count, f.examples) for f in diagnose(tmp_path).findings if f.check.startswith("host-")]
+    assert found == [
+        (
+            "host-programs-uncompared",
+            2,
+            (
+                "a/module_0000.jit_train_step.before_optimizations.txt",
+                "b/module_0000.jit_train_step.cpu_after_optimizations.txt",
+            ),
+        )
+    ]

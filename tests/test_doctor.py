@@ -95,6 +95,17 @@ def test_truncated_and_unreadable_files_are_reported_and_gzip_is_read(tmp_path):
     assert set(findings) == {"truncated-files", "unreadable-files"}  # the .txt.gz module is healthy
 
 
+def test_a_debug_options_file_that_cannot_be_read_is_unreadable_not_read_as_no_cap(tmp_path):
+    """A host's first debug_options, read for xla_dump_max_hlo_modules: binary, it names no cap
+    and is an unreadable file (it was read as an empty file, silently)."""
+    dump = _copy("ragged_batch", tmp_path / "dump")
+    options = dump / "module_0000.jit_train_step.debug_options"
+    options.write_bytes(b"\xff\xfe\x00xla_dump_max_hlo_modules: 2\n")
+    findings = _by_check(diagnose(dump))
+    assert findings["unreadable-files"].examples == (options.name,)
+    assert set(findings) == {"unreadable-files"}  # no dump cap read from it
+
+
 def test_examples_are_the_first_paths_in_any_listing_order(tmp_path):
     """`doctor` sorts files out in the order the folder lists them (a fleet's 900,000 are never sorted
     whole): a finding's examples are still its first three paths."""
@@ -163,7 +174,15 @@ def test_cli_json_and_exit_codes(tmp_path):
         21,
     )
     markdown = runner.invoke(app, ["doctor", str(DUMPS / "clean_run"), "--format", "markdown"])
-    assert markdown.exit_code == 0 and "no findings: the dump looks healthy" in markdown.stdout
+    assert markdown.exit_code == 0
+    assert markdown.stdout.splitlines() == [  # the table, for a pull request, even without a finding
+        f"**{DUMPS / 'clean_run'}: 1 modules, 7 files, no findings: the dump looks healthy**",
+        "",
+        "| check | severity | count | examples | explanation | action |",
+        "|---|---|---|---|---|---|",
+    ]
+    table = runner.invoke(app, ["doctor", str(DUMPS / "clean_run")])  # people: one sentence
+    assert table.stdout == f"{DUMPS / 'clean_run'}: 1 modules, 7 files, no findings: the dump looks healthy\n"
     missing = runner.invoke(app, ["doctor", str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "nope" in missing.output and "Traceback" not in missing.output
 

@@ -16,7 +16,7 @@ from test_syntax_forms import (
 from xlainspect import HloParseError, parse_hlo
 from xlainspect.analysis.ops import line_histogram
 from xlainspect.dump.files import read_text
-from xlainspect.hlo.fastpath import program_lines, scan
+from xlainspect.hlo.fastpath import canonical_names, program_lines, scan
 from xlainspect.hlo.parser import decode_shape
 
 
@@ -120,3 +120,28 @@ def test_program_lines_are_the_program_less_its_origin():
         compared += 1
         with_origin += "metadata={" in text
     assert compared > 300 and with_origin > 200
+
+
+def test_canonical_names_compare_names_by_their_place_in_the_module():
+    """jit_scan_layers lowered for an H200 and for the CPU (gpu_loop_twins, loop_twins): the lines up to
+    16 differ only in XLA's per-module numbers (`%constant.10` vs `%constant.9`); canonical, they are
+    equal up to the first real difference. fleet_divergence's hosts 0 and 2 (another program) differ
+    where the clip computation is."""
+    gpu, cpu = (
+        program_lines((DUMPS / scenario / "module_0000.jit_scan_layers.before_optimizations.txt").read_bytes())
+        for scenario in ("gpu_loop_twins", "loop_twins")
+    )
+    assert (gpu[10], cpu[10]) == (b"  %constant.10 = s32[] constant(0)", b"  %constant.9 = s32[] constant(0)")
+    canonical_gpu, canonical_cpu = canonical_names(gpu), canonical_names(cpu)
+    first = next(n for n, (a, b) in enumerate(zip(canonical_gpu, canonical_cpu), 1) if a != b)
+    assert first == 16 and canonical_gpu[10] == canonical_cpu[10] == b"  %3 = s32[] constant(0)"
+    usual, odd = (
+        canonical_names(
+            program_lines(
+                (DUMPS / "fleet_divergence" / host / "module_0000.jit_train_step.before_optimizations.txt").read_bytes()
+            )
+        )
+        for host in ("host_0", "host_2")
+    )
+    assert next(n for n, (a, b) in enumerate(zip(usual, odd), 1) if a != b) == 14
+    assert odd[13] == b"%4 (%5: f32[8,1], %6: f32[], %7: f32[]) -> f32[8,1] {"

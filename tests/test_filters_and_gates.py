@@ -86,8 +86,9 @@ def test_baseline_gates_functions_it_does_not_hold(tmp_path, extra, exit_code, m
 
 
 def test_unreadable_compiles_are_counted_not_dropped(tmp_path):
-    """A real dump whose HLO files were cut short (as a killed compile leaves them): every compile still
-    counts against the gate, and the table says which are unexplained."""
+    """A real dump whose HLO files but the first were cut short (as a killed compile leaves them): every
+    compile still counts against the gate, and the table says which are unexplained. (With every file
+    cut nothing could be read: an input error, tests/test_cli_errors.py.)"""
     import shutil
 
     from xlainspect import Budget, recompiles_report
@@ -95,10 +96,11 @@ def test_unreadable_compiles_are_counted_not_dropped(tmp_path):
     dump = tmp_path / "dump"
     shutil.copytree(DUMPS / "ragged_batch", dump)
     for path in dump.glob("*_optimizations.txt"):
-        path.write_text(path.read_text()[:200])
+        if not path.name.startswith("module_0000."):
+            path.write_text(path.read_text()[:200])
     report = recompiles_report(dump, Budget(max_per_function=1))
     assert [(f.name, f.modules, f.unreadable) for f in report.functions] == [
-        ("jit_train_step", 2, 2),
+        ("jit_train_step", 2, 1),
         ("jit_eval_step", 2, 2),
     ]
-    assert len(report.violations) == 2 and len(report.skipped) == 4
+    assert len(report.violations) == 2 and len(report.skipped) == 3

@@ -80,7 +80,8 @@ def test_doctor_reports_progress_per_check(tmp_path):
         return lambda n=1: heard[-1].__setitem__(2, heard[-1][2] + n)
 
     diagnose(_fleet(tmp_path, 2), progress)
-    assert heard == [["checking the dump", 10, 10]]  # unknown-files and host-programs among them
+    # unknown-files, host-programs and host-programs-uncompared among them
+    assert heard == [["checking the dump", 11, 11]]
 
 
 def test_count_recompiles_explains_one_usual_host(tmp_path):

@@ -60,6 +60,7 @@ CASES = [
     ("memory-clean_run.csv", ["memory", f"{D}/clean_run", "--format", "csv"]),
     ("diff-batch.txt", ["diff", f"{D}/diff_batch_a", f"{D}/diff_batch_b"]),
     ("diff-batch.md", ["diff", f"{D}/diff_batch_a", f"{D}/diff_batch_b", "--format", "markdown"]),
+    ("diff-batch.csv", ["diff", f"{D}/diff_batch_a", f"{D}/diff_batch_b", "--format", "csv"]),
     ("cost-tpu_v5e.txt", ["cost", f"{D}/tpu_v5e", "--chip", "tpu-v5e", "--top", "3"]),
     ("cost-tpu_v5e.csv", ["cost", f"{D}/tpu_v5e", "--chip", "tpu-v5e", "--top", "3", "--format", "csv"]),
     ("cache-misses-flag.txt", ["cache-misses", "fixtures/cache/runs/2_repeat", "fixtures/cache/runs/3_flag"]),

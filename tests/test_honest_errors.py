@@ -50,6 +50,34 @@ def test_a_damaged_file_is_returned_skipped_and_the_dump_is_not_changed(tmp_path
     }
 
 
+def test_a_damaged_program_is_skipped_once_and_the_compiles_still_counted(tmp_path):
+    """The compiled module reads, the program jax gave XLA (before_optimizations) does not: every detector
+    that reads the program meets it, and it is named once, with the first reason (not silently dropped)."""
+    dump_dir = tmp_path / "dump"
+    shutil.copytree(RAGGED, dump_dir)
+    damaged = dump_dir / "module_0002.jit_train_step.before_optimizations.txt"
+    damaged.write_text(damaged.read_text()[:200])
+    found = count_recompiles(load_dump(dump_dir))
+    assert [s.path for s in found.skipped] == [damaged]
+    assert found.skipped[0].reason.startswith(f"{damaged}: truncated: the file ends inside a computation")
+    assert {f.name: (f.modules, f.unreadable) for f in found.functions} == {
+        "jit_train_step": (2, 0),
+        "jit_eval_step": (2, 0),
+    }
+
+
+def test_count_recompiles_leaves_the_dump_as_given():
+    """What the caller read stays read (nothing evicted), and nothing count-recompiles read or parsed is
+    left in the modules (memory stays that of one function's compiles)."""
+    dump = load_dump(RAGGED)
+    first = dump.modules[0]
+    text, header = first.read(first.hlo_file()), first.header()
+    held = [(set(m._read), set(m._parsed)) for m in dump.modules]
+    assert count_recompiles(dump).functions
+    assert [(set(m._read), set(m._parsed)) for m in dump.modules] == held
+    assert first.read(first.hlo_file()) is text and first.header() is header
+
+
 def test_a_bug_in_a_detector_is_raised_naming_the_file(monkeypatch):
     monkeypatch.setattr(recompiles, "DETECTORS", (_bug,))
     dump = load_dump(RAGGED)

@@ -12,11 +12,12 @@ import pytest
 from conftest import DUMPS, FIXTURES
 from typer.testing import CliRunner
 
-from xlainspect.analysis.compile_times import compile_times
+from xlainspect.analysis.compile_times import Unpaired, compile_times
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.jaxlog import COMPONENTS, module_name, parse_jax_log, read_jax_log
 from xlainspect.errors import DumpError
+from xlainspect.report.views.compiles import unpaired_text
 
 RUNS = FIXTURES / "cache" / "runs"
 runner = CliRunner()
@@ -112,12 +113,13 @@ def test_hits_pair_with_the_executables_xla_dumped():
 
 def test_a_log_of_another_run_says_what_does_not_pair():
     log = read_jax_log(RUNS / "6_threshold")
-    assert compile_times(load_dump(RUNS / "1_cold"), log).unpaired == [
-        f"jit_evaluate: 1 compile(s) in the log {log.path}, none in the dump"
-    ]
+    found = compile_times(load_dump(RUNS / "1_cold"), log)
+    assert found.unpaired == [Unpaired("jit_evaluate", 0, 1)]
+    assert unpaired_text(found) == [f"jit_evaluate: 1 compile(s) in the log {log.path}, none in the dump"]
     other = read_jax_log(RUNS / "1_cold")
     times = compile_times(load_dump(DUMPS / "ragged_batch"), other)
-    assert times.unpaired[0] == (
+    assert times.unpaired[0] == Unpaired("jit_train_step", 2, 1)
+    assert unpaired_text(times)[0] == (
         f"jit_train_step: 2 compile(s) in the dump, 1 in the log {other.path}; the first 1 paired in order"
     )
     assert times.functions["jit_train_step"].seconds == (other.compiles[0].seconds, None)

@@ -12,6 +12,7 @@ from xlainspect.analysis.layouts import explain_shape
 from xlainspect.cli.app import app
 from xlainspect.errors import HloParseError
 from xlainspect.layout import decode_layout, format_layout, memory_space_name
+from xlainspect.report.views.layouts import layout_notes, tile_picture
 
 
 @pytest.mark.parametrize(
@@ -76,12 +77,13 @@ def test_format_layout_round_trips(layout):
 def test_explain_names_padded_dims_and_memory_space():
     (array,) = explain_shape(parse_shape("bf16[3,5]<1,0:T(8,128)(2,1)S(1)>"), "tpu")
     assert (array.padded_dims, array.logical_bytes, array.padded_bytes, array.expansion) == ((8, 128), 30, 2048, 68.27)
-    assert array.notes[:2] == (
+    assert layout_notes(array)[:2] == (
         "dim 0 (physical position 0): 3 -> 8 by tile extent 8",
         "dim 1 (physical position 1): 5 -> 128 by tile extent 128",
     )
     assert array.memory_space_name == "VMEM"
-    assert array.picture[1] == "##" + "." * 30 and array.picture[4] == "." * 32
+    picture = tile_picture(array.padding)
+    assert picture[1] == "##" + "." * 30 and picture[4] == "." * 32
     combined = explain_shape(parse_shape("f32[2,7,8,11,10]{4,3,2,1,0:T(*,*,2,*,3)}"))[0]
     assert [(p.logical_dims, p.size, p.padded) for p in combined.padding if p.logical_dims] == [
         ((0, 1, 2), 112, 112),

@@ -101,12 +101,13 @@ def test_layouts_cli_json(tmp_path):
 
 def test_ledger_view_lists_padded_values_and_says_what_it_left_out():
     from xlainspect.analysis.layouts import TABLE_TOP, ledger_view
+    from xlainspect.report.views.layouts import ledger_caption
 
     rows = _ledger("tpu_v5e")
     view = ledger_view(rows)
     assert (len(rows), len(view.values), TABLE_TOP) == (1447, 20, 20)
     assert all(r.wasted_bytes > 0 for r in view.values)
-    assert view.caption == (
+    assert ledger_caption(view) == (
         "padding ledger: 20 of 1,447 values, most wasted bytes first "
         "(119 without padding; 1,308 more beyond --top 20 left out; --all lists every value)"
     )

@@ -8,21 +8,12 @@ import pytest
 from conftest import DUMPS, JAX011
 from typer.testing import CliRunner
 
-from xlainspect.analysis.memory import (
-    LiveRange,
-    LiveRanges,
-    bytes_by_color,
-    bytes_by_kind,
-    live_curve,
-    logical_curve,
-    module_memory,
-    read_live_ranges,
-    read_total_bytes_used,
-    read_usage_report,
-)
+from xlainspect.analysis.memory import bytes_by_color, bytes_by_kind, live_curve, logical_curve, module_memory
 from xlainspect.dump.buffers import read_buffer_assignment
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.files import read_text
+from xlainspect.dump.live_ranges import LiveRange, LiveRanges, read_live_ranges
+from xlainspect.dump.usage_report import read_total_bytes_used, read_usage_report
 from xlainspect.errors import HloParseError
 
 
@@ -180,6 +171,74 @@ def test_a_truncated_buffer_assignment_is_named_and_skipped_not_counted_in_part(
     assert len(report.modules) == len(load_dump(DUMPS / "tpu_v5e").modules) - 1
 
 
+def test_a_buffer_assignment_cut_anywhere_within_a_line_does_not_read():
+    """Cut at any character that is not a line's end (a shape cut short still looks like a shape), or
+    right after an allocation's header: XLA ends every line with a newline and prints every
+    allocation with its values (`BufferAllocation::ToString`)."""
+    cut = next((DUMPS / "tpu_v5e").glob("module_0029.*-buffer-assignment.txt"))
+    text = cut.read_text()
+    read, cuts = [], range(len("BufferAssignment:\n") + 1, len(text))
+    for end in cuts:
+        try:
+            read_buffer_assignment(text[:end], str(cut))
+        except HloParseError:
+            continue
+        read.append(end)
+    line_ends = [end for end in cuts if text[end - 1] == "\n"]
+    last_lines = {end: text[: end - 1].rsplit("\n", 1)[-1] for end in line_ends}
+    after_a_header = [e for e, line in last_lines.items() if line.startswith("allocation") and "temp" not in line]
+    assert len(read) == 123 and read == [end for end in line_ends if end not in after_a_header]
+
+
+def test_a_buffer_assignment_cut_between_lines_is_named_and_skipped(tmp_path):
+    """Cut after a whole value line (mid-allocation) or between two allocations, the file reads whole:
+    the total XLA printed in the module's memory-usage report tells it lost its last allocations."""
+    import shutil
+
+    from xlainspect import memory_report
+
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMPS / "tpu_v5e", dump)
+    cut = next(dump.glob("module_0029.*-buffer-assignment.txt"))
+    lines = cut.read_text().splitlines(keepends=True)
+    between = next(i for i in range(41, len(lines)) if lines[i].startswith("allocation"))
+    cut.write_text("".join(lines[:between]))
+    with pytest.raises(HloParseError) as caught:
+        module_memory(next(m for m in load_dump(dump).modules if m.module_id == 29))
+    assert "505884" in str(caught.value) and "truncated" in str(caught.value)
+    report = memory_report(dump)
+    assert [s.path.name for s in report.skipped] == [cut.name]
+    assert "module_0029.jit_layouts" not in [m.module for m in report.modules]
+
+
+def test_an_older_buffer_assignment_ends_with_total_bytes_used():
+    """Older XLA printed `Total bytes used: N` after the allocations in the same file (quoting
+    `BufferAssignment::ToString`'s syntax): allocations that do not sum to it were cut."""
+    head = "BufferAssignment:\nallocation 0: size 4, parameter 0, shape |s32[]| at ShapeIndex {}:\n"
+    whole = head + " value: <0 p @0> (size=4,offset=0): s32[]\n\nTotal bytes used: 4 (4B)\n"
+    assert [a.size for a in read_buffer_assignment(whole).allocations] == [4]
+    with pytest.raises(HloParseError, match="sum to 4 bytes, XLA's total is 8"):
+        read_buffer_assignment(whole.replace("used: 4", "used: 8"))
+
+
+def test_a_file_argument_reads_its_module_not_its_folder(tmp_path):
+    """`memory FILE` in a folder like /tmp: a symbolic link loop and another module beside the file
+    are never walked nor read; the file's own module's side files (by its name) are."""
+    import shutil
+
+    from xlainspect import memory_report
+
+    for found in (DUMPS / "clean_run").glob("module_0000.*.*"):
+        shutil.copy(found, tmp_path)
+    other = next((DUMPS / "tpu_v5e").glob("module_0029.*-buffer-assignment.txt"))
+    (tmp_path / other.name.replace("0029", "0001")).write_text("damaged\n")
+    (tmp_path / "loop").symlink_to(".")
+    chosen = next(tmp_path.glob("module_0000.*-buffer-assignment.txt"))
+    report = memory_report(chosen)
+    assert [(m.function, m.total_bytes, m.peak_bytes) for m in report.modules] == [("jit_train_step", 1532, 1452)]
+    assert report.skipped == []
+
+
 def test_cli_json_and_html(tmp_path):
     from xlainspect.cli.app import app
 
@@ -211,3 +270,23 @@ def test_cli_function_filter_and_csv():
     assert result.exit_code == 0, result.output
     lines = result.stdout.strip().splitlines()
     assert len(lines) == 2 and lines[1].startswith("module_0219.jit_dots,jit_dots,238600,238600,")
+
+
+def test_an_unparsable_hlo_text_is_named_and_its_memory_still_counted(tmp_path):
+    """The HLO text gives the buffers' op_names only: where it does not parse, the bytes stand, the
+    op_names are unknown, and the file is a skipped file (it was dropped silently)."""
+    import shutil
+
+    from xlainspect import memory_report
+
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMPS / "clean_run", dump)
+    whole = memory_report(DUMPS / "clean_run")
+    hlo = load_dump(dump).modules[0].hlo_path()
+    hlo.write_text(hlo.read_text().replace(" parameter(", " parameter[", 1))
+    report = memory_report(dump)
+    assert [s.path for s in report.skipped] == [hlo]
+    assert "parameter[" in report.skipped[0].reason
+    (before, after) = (whole.modules[0], report.modules[0])
+    assert (after.module, after.peak_bytes, after.total_bytes) == (before.module, before.peak_bytes, before.total_bytes)
+    assert {b.op_name for b in after.top} == {None} != {b.op_name for b in before.top}

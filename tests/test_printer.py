@@ -8,6 +8,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from collections import Counter
 
 import pytest
 from conftest import corpus_files, hlo_fixture_files, model_summary
@@ -17,6 +18,15 @@ from test_syntax_forms import NESTED_OPERANDS, SYNTAX_EXAMPLES
 from xlainspect import parse_hlo, print_hlo
 from xlainspect.dump.files import read_text
 from xlainspect.hlo import print_hlo as hlo_print_hlo
+from xlainspect.hlo.attributes import (
+    decode_dim_labels,
+    decode_int_list,
+    decode_integer_literal,
+    decode_window,
+    print_dim_labels,
+    print_int_list,
+    print_window,
+)
 
 #: The corpus modules our parser reads (test_corpus.py names the ones it rightly rejects).
 _CORPUS = [
@@ -26,18 +36,65 @@ _CORPUS = [
 ]
 
 
-def _printed(text: str) -> tuple[list, list[str]]:
+def _printed(text: str, canonical: bool = False) -> tuple[list, list[str]]:
     """The modules of `text` and each one's printed text, which must parse to the same model."""
     modules = parse_hlo(text, "original.hlo")
     printed = [print_hlo(m) for m in modules]
     again = [m for t in printed for m in parse_hlo(t, "printed.hlo")]
     assert model_summary(again, lines=False) == model_summary(modules, lines=False)
+    _assert_attributes_print_back(modules, canonical)
     return modules, printed
+
+
+#: The integer-list attributes the analyses decode (hlo_instruction.cc prints each as `{1,0}`).
+_INT_LISTS = (
+    "dimensions",
+    "lhs_contracting_dims",
+    "rhs_contracting_dims",
+    "lhs_batch_dims",
+    "rhs_batch_dims",
+    "rhs_group_dims",
+    "fft_length",
+)
+_TYPED = [(key, decode_int_list, print_int_list) for key in _INT_LISTS] + [
+    ("window", decode_window, print_window),
+    ("dim_labels", decode_dim_labels, print_dim_labels),
+]
+
+
+def _assert_attributes_print_back(modules, canonical: bool) -> Counter:
+    """Every typed attribute the analyses decode prints back (as XLA's printer does) to a text that decodes
+    to the same value; to the very text the grammar read where XLA printed it (`canonical`: the fixtures,
+    where hand-written corpus text may order a window's fields otherwise, as XLA's parser allows)."""
+    seen: Counter = Counter()
+    for module in modules:
+        for instruction in module.instructions():
+            for key, decode, print_back in _TYPED:
+                text = instruction.attributes.get(key)
+                if text is not None:
+                    value = decode(text)
+                    assert decode(print_back(value)) == value, instruction.line
+                    assert not canonical or print_back(value) == text, instruction.line
+                    seen[key] += 1
+            shape = instruction.shape
+            if instruction.opcode == "constant" and shape is not None and shape.rank == 0 and shape.dtype[0] in "su":
+                literal = instruction.operands[0]
+                assert str(decode_integer_literal(literal)) == literal, instruction.line
+                seen["integer literal"] += 1
+    return seen
+
+
+def test_typed_attributes_are_met_on_the_fixtures():
+    """The print-back check above is not vacuous: the fixture dumps hold every attribute it decodes."""
+    seen: Counter = Counter()
+    for path in hlo_fixture_files():
+        seen += _assert_attributes_print_back(parse_hlo(read_text(path), str(path)), canonical=True)
+    assert set(seen) >= {"dimensions", "lhs_contracting_dims", "window", "dim_labels", "integer literal"}
 
 
 @pytest.mark.parametrize("path", hlo_fixture_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_fixture_module_prints_back(path):
-    _printed(read_text(path))
+    _printed(read_text(path), canonical=True)
 
 
 @pytest.mark.parametrize("path", _CORPUS, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -20,6 +20,7 @@ from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.xplane import find_trace_files, read_trace
 from xlainspect.errors import XlaInspectError
+from xlainspect.report.views.profile import profile_document, step_source_text
 
 TRACE = FIXTURES / "profiles" / "profile_steps"
 DUMP = DUMPS / "profile_steps"
@@ -256,7 +257,7 @@ def _without(trace, *stats):
 
 def test_without_step_markers_steps_are_the_step_functions_executions(trace):
     report = profile(_without(trace, "step_num"))
-    assert report.step_source == "executions of jit_train_step, the function with the most device time"
+    assert step_source_text(report) == "executions of jit_train_step, the function with the most device time"
     assert len(report.steps) == 6 and [c.step for c in report.compiles] == [None, 2]  # compiles precede the run
 
 
@@ -271,7 +272,8 @@ def test_without_a_dump_the_hlo_the_trace_embeds_gives_the_same_costs(trace, rep
         pytest.skip("jax is not installed")
     assert sorted(trace.hlo_protos) == [0, 2]
     embedded = profile(trace, None, report.chip)
-    assert (embedded.hlo_source, report.hlo_source) == ("embedded in the trace", "dump")
+    assert (embedded.hlo_source, report.hlo_source) == ("trace", "dump")
+    assert profile_document(embedded).data["hlo_source"] == "embedded in the trace"  # as JSON names it
     fields = ("kind", "flops", "bytes_accessed", "roofline_seconds", "op_name", "source")
     by_key = {(op.module, op.name): [getattr(op, f) for f in fields] for op in report.ops}
     assert {(op.module, op.name): [getattr(op, f) for f in fields] for op in embedded.ops} == by_key
@@ -322,3 +324,22 @@ def test_cpu_compiles_have_their_phases(report):
         assert phases.passes_seconds > 0 and phases.autotuning_seconds == 0 and not phases.tuned
         assert phases.passes_seconds + phases.codegen_seconds == pytest.approx(event.seconds)
         assert "layout-assignment" in {p.name for p in phases.passes}
+
+
+def test_a_dump_whose_traced_modules_do_not_read_says_so_not_that_they_differ(tmp_path):
+    """The traced modules are in the dump (same ids and names) but their HLO is cut: the note names the
+    skipped files, where it said the modules' ids and names differ."""
+    import shutil
+
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMP, dump)
+    for hlo in dump.glob("*after_optimizations.txt"):
+        hlo.write_text(hlo.read_text()[:300])
+    result = _cli(TRACE, "--dump", dump, "--top", "0")
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note:")]
+    assert notes == [
+        f"note: {dump}: the traced modules are in this dump but their files could not be read (skipped: "
+        "module_0000.jit_train_step.cpu_after_optimizations.txt, module_0002.jit_train_step.cpu_after_optimizations.txt);"
+        " ops are shown without costs"
+    ]

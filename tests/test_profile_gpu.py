@@ -32,6 +32,7 @@ from xlainspect.dump.directory import load_dump
 from xlainspect.dump.thunks import read_thunk_sequence, thunk_files
 from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import XlaInspectError
+from xlainspect.report.views.profile import not_placed_text, step_source_text
 
 CORPUS = FIXTURES / "gpu_corpus"
 RUNS = {
@@ -132,7 +133,7 @@ def test_cnn_profile_fori_loop_body_runs_4_times_a_step(reports):
 
 def test_mixer_profile_steps_are_jit_train_step_and_its_scan_runs_6_times(reports):
     report = reports["mixer_profile"]
-    assert report.step_source == "executions of jit_train_step, the function with the most device time"
+    assert step_source_text(report) == "executions of jit_train_step, the function with the most device time"
     assert report.functions[0].function == "jit_train_step"
     ops = {(op.module, op.name): op for op in report.ops}
     module = "module_20551.jit_train_step"
@@ -214,7 +215,7 @@ def test_without_the_dump_command_buffer_kernels_are_unplaced_with_the_reason(tr
     report = profile(traces["cnn_profile"])
     placed, kernels = report.placed
     assert 0 < placed < kernels
-    assert {u.reason for u in report.unplaced} == {
+    assert {not_placed_text(u) for u in report.unplaced} == {
         "no --dump: the dump's thunk sequence places a command buffer's kernels"
     }
     assert sum(u.count for u in report.unplaced) == kernels - placed
@@ -227,13 +228,15 @@ def test_a_dump_without_a_modules_thunk_files_says_so(traces, tmp_path):
     for path in dump.glob("module_9285.*thunk*"):
         path.unlink()
     report = profile(traces["cnn_profile"], load_dump(dump))
-    assert {u.reason for u in report.unplaced} == {"the dump has no thunk sequence of module_9285.jit_train_step"}
+    assert {not_placed_text(u) for u in report.unplaced} == {
+        "the dump has no thunk sequence of module_9285.jit_train_step"
+    }
     assert {u.module for u in report.unplaced} == {"module_9285.jit_train_step"}
 
 
 def test_step_function_overrides_the_step_markers(traces):
     report = profile(traces["cnn_profile"], step_function="jit_dynamic_slice")
-    assert report.step_source == "executions of jit_dynamic_slice, named by --step-function"
+    assert step_source_text(report) == "executions of jit_dynamic_slice, named by --step-function"
     assert len(report.steps) == 2
     with pytest.raises(XlaInspectError, match="step_function jit_nothing: no kernel of it in the trace"):
         profile(traces["cnn_profile"], step_function="jit_nothing")

@@ -5,6 +5,9 @@ per process, so each run needs its own interpreter."""
 from __future__ import annotations
 
 import pytest
+from typer.testing import CliRunner
+
+from xlainspect.cli.app import app
 
 pytest.importorskip("jax")
 
@@ -65,7 +68,7 @@ def test_marker_fails_with_the_count_recompiles_explanation(pytester: pytest.Pyt
 def test_over_budget():
     train_step(batch(8)); train_step(batch(16))
 
-@pytest.mark.max_compiles(train_step=2, total=2)
+@pytest.mark.max_compiles(jit_train_step=2, total=2)
 def test_within_budget():
     train_step(batch(3)); train_step(batch(4))
 
@@ -87,6 +90,44 @@ def test_total_over_budget():
     )
     result.stdout.fnmatch_lines(["*max_compiles(total=1) exceeded:", "*2 compiles in total, budget 1*"])
     assert any((pytester.path / "dump").glob("module_*.jit_train_step.*after_optimizations.txt"))
+
+
+def test_a_budget_naming_no_function_fails_as_count_recompiles_max_does(pytester: pytest.Pytester):
+    """A misspelt name (`trainstep`) and jax's Python name (`train_step`: the HloModule is jit_train_step)
+    fail the test with count-recompiles' `--max` error; a name compiled by an earlier test (jax's cache:
+    this test compiles nothing) is a budget met."""
+    pytester.makepyfile(
+        STEP
+        + """
+@pytest.mark.max_compiles(trainstep=1)
+def test_misspelt():
+    train_step(batch(8)); train_step(batch(16))
+
+@pytest.mark.max_compiles(train_step=1)
+def test_python_name():
+    train_step(batch(8))
+
+@pytest.mark.max_compiles(jit_train_step=1)
+def test_compiled_by_an_earlier_test():
+    train_step(batch(8))
+"""
+    )
+    dump = pytester.path / "dump"
+    result = _run(pytester, f"--xla-dump={dump}")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_misspelt*",
+            "max_compiles trainstep: no function of that name; did you mean jit_train_step?",
+            "*test_python_name*",
+            "max_compiles train_step: no function of that name; did you mean jit_train_step?",
+        ]
+    )
+    cli = CliRunner().invoke(app, ["--no-cache", "count-recompiles", str(dump), "--max", "trainstep=1"])
+    assert (cli.exit_code, cli.stderr) == (
+        2,
+        "--max trainstep: no function of that name; did you mean jit_train_step?\n",
+    )
 
 
 def test_without_the_option_the_fixture_and_marker_say_what_is_missing(pytester: pytest.Pytester):
@@ -122,7 +163,7 @@ def test_the_flag_before_test_paths_runs_those_tests(pytester: pytest.Pytester):
     assert not (pytester.path / "tests" / "module_0000.jit_train_step.before_optimizations.txt").exists()
     (tests / "test_gate.py").write_text(
         STEP
-        + "\n@pytest.mark.max_compiles(train_step=1)\ndef test_two():\n    train_step(batch(3)); train_step(batch(4))\n"
+        + "\n@pytest.mark.max_compiles(jit_train_step=1)\ndef test_two():\n    train_step(batch(3)); train_step(batch(4))\n"
     )
     gated = _run(pytester, "--xla-dump", "tests/test_gate.py")
     gated.assert_outcomes(failed=1)

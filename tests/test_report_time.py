@@ -81,7 +81,7 @@ def test_the_jax_log_in_the_dump_puts_compiles_on_its_clock():
     compiles = _section(report, "compiles")
     (timeline,) = compiles.charts
     logged = read_jax_log(CACHE_RUN).compiles
-    assert timeline.source == "jax log"
+    assert timeline.source == "log_clock"
     assert [(m.function, m.seconds) for m in timeline.marks] == [(c.module, c.seconds) for c in logged]
     assert [m.recompile for m in timeline.marks] == [False, False, True, False, False]
     # jit_predict's recompile ended at 03:04:26,462 after 0.091049433 s; the first compile began at
@@ -97,7 +97,7 @@ def test_a_log_without_times_lays_compiles_back_to_back():
     dispatch.py: "Finished XLA compilation of {fun_name} in {elapsed_time} sec")."""
     text = "Finished XLA compilation of jit(f) in 0.5 sec\nFinished XLA compilation of jit(f) in 0.25 sec\n"
     marks, source = log_compiles(JaxLog(Path("jax.log"), parse_jax_log(text)))
-    assert source == "jax log, back to back"
+    assert source == "log_order"
     assert [(m.function, m.start_seconds, m.seconds, m.recompile) for m in marks] == [
         ("jit_f", 0.0, 0.5, False),
         ("jit_f", 0.5, 0.25, True),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import time
+from contextlib import contextmanager
 
 import pytest
 from conftest import DUMPS
@@ -31,18 +33,74 @@ def _no_children_left() -> bool:
     return False
 
 
+class _Pipe:
+    """Items done on one side, told through a pipe the forked worker inherits: a test waits for the other
+    process instead of sleeping and hoping it has started (a loaded machine starts the worker late, or
+    it does every item before this process claims one)."""
+
+    def __init__(self) -> None:
+        self.read, self.write = os.pipe()
+
+    def tell(self) -> None:
+        os.write(self.write, b".")
+
+    def wait_for(self, items: int, timeout: float = 120.0) -> None:
+        done = 0
+        while done < items:
+            ready, _, _ = select.select([self.read], [], [], timeout)
+            if not ready:
+                pytest.fail(f"the other process did {done} of {items} items in {timeout} s")
+            done += len(os.read(self.read, items - done))
+
+
+class _Worker:
+    """What a forked worker did (`from_worker`) and this process (`from_here`)."""
+
+    def __init__(self) -> None:
+        self.parent = os.getpid()
+        self.from_worker, self.from_here = _Pipe(), _Pipe()
+
+    def here(self) -> bool:
+        """Whether this call runs in the test's process; a worker's call is told to `from_worker`."""
+        if os.getpid() == self.parent:
+            return True
+        self.from_worker.tell()
+        return False
+
+
+@contextmanager
+def _worker():
+    worker = _Worker()
+    try:
+        yield worker
+    finally:
+        for pipe in (worker.from_worker, worker.from_here):
+            os.close(pipe.read)
+            os.close(pipe.write)
+
+
 def test_shared_work_is_the_serial_answer_in_order(two_processes):
-    parent = os.getpid()
-    fds = _open_fds()
+    with _worker() as worker:
+        fds = _open_fds()
 
-    def square(n: int) -> tuple[int, bool]:
-        time.sleep(0.002)  # long enough for the child to start before this process has done them all
-        return n * n, os.getpid() == parent
+        first = [True]
 
-    found = workers.map_shared(square, list(range(200)), 3)
+        def square(n: int) -> tuple[int, bool]:
+            """Each side's first item waits for the other: this process's for the worker's to start, the
+            worker's for this process's to end (the worker holds one chunk meanwhile, so this process
+            claims one: no deadlock)."""
+            here = worker.here()
+            if first:
+                first.clear()
+                (worker.from_worker if here else worker.from_here).wait_for(1)
+                if here:
+                    worker.from_here.tell()
+            return n * n, here
+
+        found = workers.map_shared(square, list(range(200)), 3)
+        assert _open_fds() == fds
     assert [square for square, _ in found] == [n * n for n in range(200)]
     assert {here for _, here in found} == {True, False}  # both processes did some
-    assert _open_fds() == fds
     assert _no_children_left()
 
 
@@ -77,33 +135,42 @@ def test_an_exception_in_a_worker_is_raised_here_with_its_own_traceback(two_proc
 
 def test_meanwhile_runs_once_and_sized_items_go_out_largest_first(two_processes):
     """This process claims items only after `meanwhile`, so the worker takes the first ones: the
-    largest; the results are in the items' order."""
-    parent = os.getpid()
+    largest; the results are in the items' order. `meanwhile` returns once the worker has done three."""
     calls = []
+    with _worker() as worker:
 
-    def here(n: int) -> tuple[int, bool]:
-        time.sleep(0.02)
-        return n, os.getpid() == parent
+        def meanwhile() -> None:
+            worker.from_worker.wait_for(3)
+            calls.append(1)
 
-    found = workers.map_shared(
-        here, list(range(30)), 1, meanwhile=lambda: (time.sleep(0.15), calls.append(1)), size=lambda n: n
-    )
+        found = workers.map_shared(
+            lambda n: (n, worker.here()), list(range(30)), 1, meanwhile=meanwhile, size=lambda n: n
+        )
     assert [n for n, _ in found] == list(range(30))
     assert [here for _, here in found[27:]] == [False, False, False]  # the worker's, during `meanwhile`
     assert calls == [1]
 
 
 def test_few_items_run_here_unless_their_sizes_reach_the_threshold(two_processes):
-    parent = os.getpid()
-
-    def here(text: str) -> bool:
-        time.sleep(0.01)
-        return os.getpid() == parent
-
+    """Below the threshold all run here (and `meanwhile` after them); at it the work is shared: `meanwhile`
+    runs first, and returns once the worker has done an item."""
     items = ["x" * 10] * 10  # sizes sum to 100
 
     def run(threshold: int) -> list[bool]:
-        return workers.map_shared(here, items, 1, serial_below=64, size=len, serial_below_size=threshold)
+        with _worker() as worker:
+            ran: list[bool] = []
+
+            def here(text: str) -> bool:
+                ran.append(worker.here())
+                return ran[-1]
+
+            def meanwhile() -> None:
+                if not ran:  # shared: this process has claimed nothing yet
+                    worker.from_worker.wait_for(1)
+
+            return workers.map_shared(
+                here, items, 1, serial_below=64, size=len, serial_below_size=threshold, meanwhile=meanwhile
+            )
 
     assert run(101) == [True] * 10
     assert False in run(100)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from xlainspect.capture import xla_flags_with_dump
+from xlainspect.errors import UsageError
 
 if TYPE_CHECKING:
     from xlainspect.testing import XlaCompiles
@@ -157,7 +158,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         pytest.fail("max_compiles takes keywords only: max_compiles(jit_train_step=1, total=3)", pytrace=False)
     compiles = _compiles(item.config, "@pytest.mark.max_compiles")
     result = yield
-    violations = compiles.over_budget(**marker.kwargs)
+    try:
+        violations = compiles.over_budget(**marker.kwargs)
+    except UsageError as error:  # a name no function has: count-recompiles' `--max` error, worded for the marker
+        pytest.fail(error.worded(lambda _: "max_compiles"), pytrace=False)
     if violations:
         budgets = ", ".join(f"{k}={v}" for k, v in marker.kwargs.items())
         pytest.fail(

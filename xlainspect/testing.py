@@ -7,7 +7,13 @@ import contextlib
 import os
 from pathlib import Path
 
-from xlainspect.analysis.recompiles import Budget, FunctionCompiles, budget_violations, count_recompiles
+from xlainspect.analysis.recompiles import (
+    Budget,
+    FunctionCompiles,
+    budget_violations,
+    check_budget_names,
+    count_recompiles,
+)
 from xlainspect.dump.directory import Dump, load_dump
 from xlainspect.errors import DumpError
 from xlainspect.report.causes import explain_recompiles, violation_text
@@ -22,12 +28,19 @@ class XlaCompiles:
 
     def dump(self) -> Dump:
         """An `xlainspect.dump.Dump` holding only this test's modules (empty before the first compile)."""
+        return self._this_test(self._session())
+
+    def _this_test(self, session: Dump) -> Dump:
+        """The modules of `session` whose files are new or rewritten since the test started."""
         fresh = {path for path, stamp in _stamps(self.folder).items() if self._before.get(path) != stamp}
+        return Dump(session.root, [m for m in session.modules if any(str(f.path) in fresh for f in m.files)])
+
+    def _session(self) -> Dump:
+        """Every module of the dump folder: what this process (this worker) compiled so far."""
         try:
-            dump = load_dump(self.folder)
+            return load_dump(self.folder)
         except DumpError:  # no module files yet
             return Dump(self.folder, [])
-        return Dump(dump.root, [m for m in dump.modules if any(str(f.path) in fresh for f in m.files)])
 
     def functions(self) -> dict[str, int]:
         """Compiles per function (HloModule name, e.g. `jit_train_step`), in first-compile order."""
@@ -48,16 +61,15 @@ class XlaCompiles:
 
     def over_budget(self, total: int | None = None, **per_function: int) -> list[str]:
         """count-recompiles' gate messages for these budgets; empty when within them (a function the test
-        did not compile is within any budget)."""
-        rows = self.recompiles()
-        names = {r.name for r in rows}
-        budgets = tuple((_resolve(name, names), limit) for name, limit in per_function.items())
-        violations = budget_violations(rows, Budget(per_name=budgets, max_total=total))
+        did not compile is within any budget). A name no module of the session has is count-recompiles'
+        `--max` error (NoMatchError, `did you mean jit_train_step?`): the same rule, checked against every
+        function compiled so far, since jax compiles a function once per process and a test that calls it
+        again compiles nothing."""
+        budget = Budget(per_name=tuple(per_function.items()), max_total=total)
+        session = self._session()
+        check_budget_names(budget, session.functions())
+        violations = budget_violations(count_recompiles(self._this_test(session)).functions, budget)
         return [violation_text(v, "max_compiles") for v in violations]
-
-
-def _resolve(name: str, compiled: set[str]) -> str:
-    return f"jit_{name}" if name not in compiled and f"jit_{name}" in compiled else name
 
 
 def _stamps(folder: Path) -> dict[str, tuple[int, int]]:

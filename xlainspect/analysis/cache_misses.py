@@ -18,16 +18,44 @@ A function compiled several times takes its worst status; the detail counts them
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.files import read_text
 from xlainspect.dump.jaxlog import COMPONENTS, JaxLog, LogCompile
-from xlainspect.dump.module import DumpModule
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.errors import XlaInspectError
+from xlainspect.hlo.fastpath import calls_custom_call_target
 
 _SEVERITY = ("hit", "miss", "not written", "off")
-CUSTOM_PARTITIONING = 'custom_call_target="CustomSPMDPartitioning"'
-"""How a custom_partitioning call reaches HLO; its backend_config is a Python object's address."""
+CUSTOM_PARTITIONING = "CustomSPMDPartitioning"
+"""The custom-call target a custom_partitioning call reaches HLO as; its backend_config is a Python object's
+address."""
+
+
+SameKey = Literal["not_written_in_a", "b_ran_first", "b_ran_first_or_evicted", "evicted_after_hit", "evicted"]
+"""Why B missed a key A had: A did not write it, A hit the entry B wrote (B ran first), A hit it and B
+wrote it without the logs' times to say which came first, A hit it and the entry is gone, A wrote it and
+the entry is gone (evicted, or B used another cache dir)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MissReason:
+    """Why one compile of B missed, as data (`report.views.cache.miss_detail` words it): not compiled in A
+    (`not_in_a`), a key the log gives no component hashes of (`no_hashes`), components that changed
+    (`changed`), or A's very key (`same_key`)."""
+
+    kind: Literal["not_in_a", "no_hashes", "changed", "same_key"]
+    components: tuple[str, ...] = ()
+    """changed: the key components whose hashes differ from the closest of A's compiles, in jax's order."""
+    added: tuple[str, ...] = ()
+    """changed with XLA flags: the flags B's log lists and A's does not."""
+    removed: tuple[str, ...] = ()
+    same_key: SameKey | None = None
+    a_not_written: str = ""
+    """same_key not_written_in_a: why A did not write it (jax's words)."""
+    not_written: str | None = None
+    """B's compile was not written: why (jax's words)."""
 
 
 @dataclass(slots=True)
@@ -38,37 +66,46 @@ class CacheMiss:
     status: str
     changed: tuple[str, ...]
     """Key components whose hashes differ from A, in jax's order, over all of B's misses of the function."""
-    detail: str
+    statuses: tuple[tuple[str, int], ...]
+    """Per status, in first-seen order, how many of the function's compiles had it."""
+    reasons: tuple[MissReason, ...]
+    """Why each compile that missed did, each reason once."""
     earlier: bool = False
     """B wrote an entry that A hit later (by the logs' times): B ran before A, its misses are a cold start."""
+    custom_partitioning: bool = False
+    """The changed computation calls custom_partitioning, whose callback address is hashed into the key
+    anew in every process (jax #21159); read from B's dump."""
 
 
-def cache_misses(a: JaxLog, b: JaxLog, b_dump: Dump | None = None) -> list[CacheMiss]:
+def cache_misses(
+    a: JaxLog, b: JaxLog, b_dump: Dump | None = None, skipped: list[SkippedFile] | None = None
+) -> list[CacheMiss]:
     """Per function of B, in first-compile order: its cache status and what changed since A. With B's dump,
-    a changed computation that calls custom_partitioning is named as jax #21159."""
+    a changed computation that calls custom_partitioning is named as jax #21159; a file of it that cannot
+    be read is added to `skipped` (raised where there is no `skipped` to add it to)."""
     earlier = a.by_module()
     rows = [_function_row(name, compiles, earlier.get(name, [])) for name, compiles in b.by_module().items()]
-    return [_custom_partitioning(row, b_dump) for row in rows] if b_dump is not None else rows
+    if b_dump is None:
+        return rows
+    return [_custom_partitioning(row, b_dump, skipped) for row in rows]
 
 
-def _custom_partitioning(row: CacheMiss, dump: Dump) -> CacheMiss:
+def _custom_partitioning(row: CacheMiss, dump: Dump, skipped: list[SkippedFile] | None) -> CacheMiss:
     """The row, its detail saying why when B's HLO of the function calls custom_partitioning."""
     modules = dump.functions().get(row.name, [])
-    if "computation" not in row.changed or not any(_calls_custom_partitioning(m) for m in modules):
+    if "computation" not in row.changed or not any(_calls_custom_partitioning(m, skipped) for m in modules):
         return row
-    why = (
-        "computation changed: it calls custom_partitioning, whose callback address (backend_config) is "
-        "hashed into the key anew in every process (jax #21159; jax_remove_custom_partitioning_ptr_from_"
-        "cache_key=True leaves it out)"
-    )
-    return replace(row, detail=row.detail.replace("computation changed", why, 1))
+    return replace(row, custom_partitioning=True)
 
 
-def _calls_custom_partitioning(module: DumpModule) -> bool:
+def _calls_custom_partitioning(module: DumpModule, skipped: list[SkippedFile] | None) -> bool:
     hlo = module.hlo_file("before")
     try:
-        return hlo is not None and CUSTOM_PARTITIONING in read_text(hlo.path)
-    except XlaInspectError:
+        return hlo is not None and calls_custom_call_target(read_text(hlo.path), CUSTOM_PARTITIONING)
+    except XlaInspectError as error:
+        if hlo is None or skipped is None:
+            raise
+        SkippedFile.of(hlo.path, error).add_to(skipped)
         return False
 
 
@@ -79,35 +116,33 @@ def _status(compile_: LogCompile) -> str:
 def _function_row(name: str, compiles: list[LogCompile], earlier: list[LogCompile]) -> CacheMiss:
     statuses = [_status(c) for c in compiles]
     status = max(statuses, key=_SEVERITY.index)
-    changed: dict[str, None] = {}
-    notes: list[str] = []
-    if len(compiles) > 1:
-        counts = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
-        notes.append(f"{len(compiles)} compiles: {counts}")
-    for position, compile_ in enumerate(compiles):
-        if compile_.cache in ("hit", "off"):
-            continue
-        components, why = explain(compile_, earlier, position)
-        changed.update(dict.fromkeys(components))
-        notes.append(why)
-    detail = "; ".join(n for n in dict.fromkeys(notes) if n)
-    return CacheMiss(name, status, tuple(changed), detail, any(_hit_later(c, earlier) for c in compiles))
+    reasons = [
+        explain(compile_, earlier, position)
+        for position, compile_ in enumerate(compiles)
+        if compile_.cache not in ("hit", "off")
+    ]
+    changed = dict.fromkeys(name for reason in reasons for name in reason.components)
+    counts = tuple((s, statuses.count(s)) for s in dict.fromkeys(statuses))
+    later = any(_hit_later(c, earlier) for c in compiles)
+    return CacheMiss(name, status, tuple(changed), counts, tuple(dict.fromkeys(reasons)), later)
 
 
-def explain(miss: LogCompile, earlier: list[LogCompile], position: int = 0) -> tuple[list[str], str]:
-    """The key components that differ from the closest earlier compile, and a sentence saying so."""
-    written = f"not written: {miss.why_not_written}" if miss.cache == "not written" else ""
+def explain(miss: LogCompile, earlier: list[LogCompile], position: int = 0) -> MissReason:
+    """Why `miss` missed: the key components that differ from the closest earlier compile, or why not."""
+    written = miss.why_not_written if miss.cache == "not written" else None
     keyed = [c for c in earlier if c.key is not None]
     if not keyed:
-        return [], _join("not compiled in A", written)
+        return MissReason("not_in_a", not_written=written)
     if not miss.components:
-        return [], _join("key differs; the log has no component hashes (log jax._src.cache_key at DEBUG)", written)
+        return MissReason("no_hashes", not_written=written)
     closest = min(keyed, key=lambda c: (len(changed_components(c, miss)), c is not _at(earlier, position)))
     components = changed_components(closest, miss)
     if not components:
-        return [], _join(_same_key(closest, miss), written)
-    described = [_describe(name, closest, miss, components) for name in components]
-    return components, _join("; ".join(described), written)
+        return replace(_same_key(closest, miss), not_written=written)
+    flags = "XLA flags" in components
+    added = tuple(f for f in miss.xla_flags if f not in closest.xla_flags) if flags else ()
+    removed = tuple(f for f in closest.xla_flags if f not in miss.xla_flags) if flags else ()
+    return MissReason("changed", tuple(components), added, removed, not_written=written)
 
 
 def changed_components(before: LogCompile, after: LogCompile) -> list[str]:
@@ -116,35 +151,14 @@ def changed_components(before: LogCompile, after: LogCompile) -> list[str]:
     return [n for n in names if before.components.get(n) != after.components.get(n)]
 
 
-def _describe(component: str, before: LogCompile, after: LogCompile, changed: list[str]) -> str:
-    if component == "compile_options" and "XLA flags" in changed:
-        return "compile_options changed (they hold the debug options XLA_FLAGS set)"
-    if component != "XLA flags":
-        return f"{component} changed"
-    added = [f for f in after.xla_flags if f not in before.xla_flags]
-    removed = [f for f in before.xla_flags if f not in after.xla_flags]
-    if not added and not removed:
-        return "XLA flags changed (the log lists no flag that differs)"
-    return "XLA flags: " + ", ".join(
-        ([f"added {' '.join(added)}"] if added else []) + ([f"removed {' '.join(removed)}"] if removed else [])
-    )
-
-
-def _same_key(earlier: LogCompile, miss: LogCompile) -> str:
+def _same_key(earlier: LogCompile, miss: LogCompile) -> MissReason:
     if earlier.cache == "not written":
-        return f"same key as in A, where it was not written ({earlier.why_not_written})"
+        return MissReason("same_key", same_key="not_written_in_a", a_not_written=earlier.why_not_written)
     if earlier.cache == "hit" and _hit_later(miss, [earlier]):
-        return "same key as in A, where it was a hit of the entry B wrote: B ran before A (the cold run)"
+        return MissReason("same_key", same_key="b_ran_first")
     if earlier.cache == "hit" and miss.cache == "written" and None in (miss.finished_at, earlier.finished_at):
-        return (
-            "same key as in A, where it was a hit, and B wrote it: B ran before A (the cold run), or the entry "
-            "was removed since (eviction?) and B wrote it again"
-        )
-    if earlier.cache == "hit":
-        return (
-            "same key as in A, where it was a hit: the entry was removed since (eviction?) or B used another cache dir"
-        )
-    return "same key as in A, which wrote it: the entry was removed since (eviction?) or B used another cache dir"
+        return MissReason("same_key", same_key="b_ran_first_or_evicted")
+    return MissReason("same_key", same_key="evicted_after_hit" if earlier.cache == "hit" else "evicted")
 
 
 def _hit_later(written: LogCompile, earlier: list[LogCompile]) -> bool:
@@ -160,7 +174,3 @@ def _hit_later(written: LogCompile, earlier: list[LogCompile]) -> bool:
 
 def _at(compiles: list[LogCompile], position: int) -> LogCompile | None:
     return compiles[position] if position < len(compiles) else None
-
-
-def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)

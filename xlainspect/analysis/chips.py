@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NotRequired, TypedDict, cast
 
 from xlainspect.dump.module import DumpModule
+from xlainspect.dump.textproto import text_field
 from xlainspect.errors import XlaInspectError
 
 DTYPE_CLASSES = ("bf16", "f32", "fp8", "int8")
@@ -124,7 +124,7 @@ def default_chip_key(platform: str | None, platform_tag: str | None) -> str | No
 def dump_chip_key(dump_module: DumpModule) -> str | None:
     """The chip a dump module was compiled for, as its files say; None where they do not (CPU)."""
     if dump_module.platform == "gpu":
-        description = _text_field(_side_texts(dump_module, ("gpu_target_config.pbtxt",)), "device_description_str")
+        description = text_field(_side_texts(dump_module, ("gpu_target_config.pbtxt",)), "device_description_str")
         by_name = [
             key
             for key, entry in chip_table().items()
@@ -133,7 +133,7 @@ def dump_chip_key(dump_module: DumpModule) -> str | None:
         return by_name[0] if by_name else default_chip_key(dump_module.platform, dump_module.platform_tag)
     if dump_module.platform == "tpu":
         texts = _side_texts(dump_module, ("target_arguments.txt", "topology.textproto", "tpu_comp_env.txt"))
-        version, variant = _text_field(texts, "version"), _text_field(texts, "variant")
+        version, variant = text_field(texts, "version"), text_field(texts, "variant")
         return next(
             (
                 key
@@ -158,13 +158,3 @@ def _side_texts(dump_module: DumpModule, suffixes: tuple[str, ...]) -> list[str]
         except OSError:
             continue
     return texts
-
-
-def _text_field(texts: list[str], name: str) -> str | None:
-    """The first `name: value` (quoted or not) of a protobuf text file."""
-    pattern = re.compile(rf"^\s*{name}:\s*\"?([^\"\n]*?)\"?\s*$", re.MULTILINE)
-    for text in texts:
-        match = pattern.search(text)
-        if match:
-            return match.group(1)
-    return None

@@ -35,6 +35,7 @@ from xlainspect.hlo.attributes import (
     decode_replica_groups,
     decode_source_target_pairs,
     known_trip_count,
+    op_name_scopes,
 )
 from xlainspect.hlo.model import Computation, Instruction, Module
 
@@ -272,8 +273,8 @@ def _bytes_sent(kind: str, payload: int, group_size: int | None) -> int | None:
 def _is_spmd_generated(channel_id: str | None, op_name: str | None) -> bool:
     if channel_id is None:
         return False
-    last = (op_name or "").rsplit("/", 1)[-1]
-    return last not in JAX_COLLECTIVE_PRIMITIVES
+    scopes = op_name_scopes(op_name)
+    return (scopes[-1] if scopes else "") not in JAX_COLLECTIVE_PRIMITIVES
 
 
 def execution_counts(module: Module) -> dict[str, int | None]:

@@ -14,6 +14,7 @@ A *recompile* is, as in count-recompiles, every compile of a function after its 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.jaxlog import JaxLog, LogCompile
@@ -34,14 +35,26 @@ class FunctionTimes:
     """The seconds of every compile after the first."""
 
 
+@dataclass(frozen=True, slots=True)
+class Unpaired:
+    """A function whose log and dump compiles do not pair one to one: how many each holds (the first
+    `min(dumped, logged)` are paired in order)."""
+
+    function: str
+    dumped: int
+    logged: int
+
+
 @dataclass
 class CompileTimes:
     """Compile seconds from a jax log, per function and per dump module."""
 
     functions: dict[str, FunctionTimes]
     by_module: dict[DumpModule, LogCompile] = field(default_factory=dict[DumpModule, LogCompile])
-    unpaired: list[str] = field(default_factory=list[str])
-    """One sentence per function whose log and dump compiles do not pair one to one."""
+    unpaired: list[Unpaired] = field(default_factory=list[Unpaired])
+    """The functions whose log and dump compiles do not pair one to one."""
+    log: Path | None = None
+    """The log read (where it is named)."""
 
     @property
     def total_seconds(self) -> float:
@@ -55,22 +68,19 @@ class CompileTimes:
 def compile_times(dump: Dump, log: JaxLog) -> CompileTimes:
     """Pair the log's compiles with the dump's modules per function, in order, and sum their seconds."""
     logged = log.by_module()
-    result = CompileTimes({})
+    result = CompileTimes({}, log=log.path)
     for name, modules in dump.functions().items():
         compiles = _paired_compiles(logged.pop(name, []), len(modules))
         result.by_module.update(zip(modules, compiles))
         if len(compiles) != len(modules):
-            result.unpaired.append(
-                f"{name}: {len(modules)} compile(s) in the dump, {len(compiles)} in the log "
-                f"{log.path}; the first {min(len(modules), len(compiles))} paired in order"
-            )
+            result.unpaired.append(Unpaired(name, len(modules), len(compiles)))
         missing = (None,) * (len(modules) - len(compiles))
         seconds = tuple(c.seconds for c in compiles[: len(modules)]) + missing
         cache = tuple(c.cache for c in compiles[: len(modules)]) + missing
         known = [s or 0.0 for s in seconds]
         result.functions[name] = FunctionTimes(name, seconds, cache, sum(known, 0.0), sum(known[1:], 0.0))
     for name, compiles in logged.items():
-        result.unpaired.append(f"{name}: {len(compiles)} compile(s) in the log {log.path}, none in the dump")
+        result.unpaired.append(Unpaired(name, 0, len(compiles)))
     return result
 
 

@@ -90,8 +90,8 @@ class SignatureChange:
     """The entry parameter by its op_name (jax's argument path) or `#<index>`, or `(result)`."""
     a: str
     b: str
-    detail: str = ""
-    """The dims whose size varies (`dim 0`), where `reason` gives no other detail."""
+    dims: tuple[int, ...] = ()
+    """The dims whose size varies, where `reason` gives no other detail."""
     reason: Reason | None = None
     """Why, as count-recompiles' causes say it (`xlainspect.report.causes` words it)."""
     a_bytes: int | None = None
@@ -201,7 +201,7 @@ def _signatures(functions: list[list[DumpModule]]) -> None:
     """Each function's first module's signature (`profile` compares them), read while a worker
     analyses modules; one that cannot be read is left to `profile`, which skips it."""
     for modules in functions:
-        with contextlib.suppress(XlaInspectError):
+        with contextlib.suppress(XlaInspectError):  # a prefetch: `profile` meets the error and skips the file
             modules[0].signature()
 
 
@@ -214,7 +214,7 @@ def _inputs_digest(dump_module: DumpModule) -> Hashable:
         contents = tuple(
             hashlib.blake2b(read_bytes(path), digest_size=16).digest() for path in memory_inputs(dump_module)
         )
-    except XlaInspectError:
+    except XlaInspectError:  # a key only: its analysis meets the error and skips the file
         return dump_module
     return dump_module.platform, dump_module.platform_tag, contents
 
@@ -388,15 +388,14 @@ def signature_changes(a: Module, b: Module) -> tuple[SignatureChange, ...]:
 
 def _from_cause(cause: Cause, a: Module, b: Module) -> SignatureChange:
     left, right = (_text(v) for v in cause.values)
-    detail = f"dim {', '.join(map(str, cause.dims))}" if cause.dims else ""
     if cause.index is None:
-        return SignatureChange(cause.kind, cause.parameter or "", left, right, detail, cause.reason)
+        return SignatureChange(cause.kind, cause.parameter or "", left, right, cause.dims, cause.reason)
     return SignatureChange(
         cause.kind,
         cause.parameter or "",
         left,
         right,
-        detail,
+        cause.dims,
         cause.reason,
         a.parameter_shapes[cause.index].logical_bytes,
         b.parameter_shapes[cause.index].logical_bytes,

@@ -9,11 +9,14 @@ multi-host check compares a fingerprint of each host's compiled program (`jax._s
 `_cached_compilation` with `jax_multi_host_fingerprint`); a dump holds the programs themselves, so
 here the hosts' HLO text of each compile is compared, per function and compile in module-id order.
 
-What is compared is the program as XLA was given it (before_optimizations, when dumped; else the
-compiled module), with metadata set aside: `metadata={...}` of each instruction and the module's
+What is compared is the program as XLA was given it (before_optimizations, where every host dumped it;
+else the compiled module, where every host dumped that: never one host's input with another's compiled
+module), with metadata set aside: `metadata={...}` of each instruction and the module's
 stack-frame tables (FileNames, FunctionNames, FileLocations, StackFrames; hlo/fast.py FRAME_TABLES)
 hold source places, which differ between hosts whose code is laid out differently without the
-program differing.
+program differing. Names are compared by their place in the module (`hlo.fastpath.canonical_names`):
+XLA numbers them per module, so a program printed with other numbers is the same program, and the
+first differing line quoted is a real difference, not `%constant.9` vs `%constant.10`.
 
 Data only: doctor words its finding (`analysis/doctor.py`, with its other checks), the count-recompiles
 report its notes (`report/views.py`).
@@ -23,12 +26,13 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xlainspect.dump.directory import Dump
-from xlainspect.dump.module import DumpModule
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.errors import XlaInspectError
-from xlainspect.hlo.fastpath import program_lines
+from xlainspect.hlo.fastpath import canonical_names, program_lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +48,9 @@ class HostDisagreement:
     """The hosts that compiled it as most did ("" is the dump's root folder)."""
     odd_hosts: tuple[str, ...]
     usual_line: str = ""
-    """The first line of the usual hosts' program (metadata aside) that the odd hosts' differs in;
-    "" where the odd program only adds lines at its end, or the counts differ."""
+    """The first line of the usual hosts' program (metadata aside, names compared by their place) that
+    the odd hosts' differs in, as printed; "" where the odd program only adds lines at its end, or the
+    counts differ."""
     odd_line: str = ""
     line: int = 0
     """That line's number in the odd program's text, metadata tables aside (1 = its HloModule line)."""
@@ -53,17 +58,34 @@ class HostDisagreement:
     odd_count: int = 0
 
 
-def host_disagreements(dump: Dump) -> list[HostDisagreement]:
+def host_disagreements(dump: Dump, skipped: list[SkippedFile] | None = None) -> list[HostDisagreement]:
     """Every function whose hosts disagree, in first-compile order: the hosts with another number of
     compiles, then, compile by compile, the hosts with another program. [] for a dump of one host, or
-    of several runs (`load_dump([a, b])`: runs to compare, not the hosts of one job)."""
+    of several runs (`load_dump([a, b])`: runs to compare, not the hosts of one job). A program that
+    cannot be read is compared with none and added to `skipped`; without `skipped` (doctor, whose
+    unreadable-files finding names it) it is only left out."""
     if dump.runs or len({m.host for m in dump.modules}) < 2:
         return []
     found: list[HostDisagreement] = []
     for function, modules in dump.functions().items():
         hosts = _by_host(modules)
         if len(hosts) > 1:
-            found += _count_disagreements(function, hosts) + _program_disagreements(function, hosts)
+            found += _count_disagreements(function, hosts) + _program_disagreements(function, hosts, skipped)
+    return found
+
+
+def uncompared_programs(dump: Dump) -> list[DumpModule]:
+    """The compiles `host_disagreements` could not compare: their hosts dumped no stage in common (one
+    only the program jax gave XLA, another only the compiled module), each compile's modules."""
+    if dump.runs or len({m.host for m in dump.modules}) < 2:
+        return []
+    found: list[DumpModule] = []
+    for modules in dump.functions().values():
+        hosts = list(_by_host(modules).values())
+        for index in range(max(map(len, hosts))):
+            compiled = [compiles[index] for compiles in hosts if index < len(compiles)]
+            if len(compiled) > 1 and _common_stage(compiled) is None:
+                found += compiled
     return found
 
 
@@ -89,12 +111,17 @@ def _count_disagreements(function: str, hosts: dict[str, list[DumpModule]]) -> l
     ]
 
 
-def _program_disagreements(function: str, hosts: dict[str, list[DumpModule]]) -> list[HostDisagreement]:
+def _program_disagreements(
+    function: str, hosts: dict[str, list[DumpModule]], skipped: list[SkippedFile] | None
+) -> list[HostDisagreement]:
     """Compile by compile, the hosts whose program (metadata aside) is not the most hosts' one."""
     found: list[HostDisagreement] = []
     for index in range(max(map(len, hosts.values()))):
         compiled = {host: compiles[index] for host, compiles in hosts.items() if index < len(compiles)}
-        groups = _by_program(compiled)
+        stage = _common_stage(compiled.values())
+        if stage is None:  # no stage every host dumped: nothing to compare the programs at
+            continue
+        groups = _by_program(compiled, stage, skipped)
         if len(groups) < 2:
             continue
         (usual, usual_lines), *odds = sorted(groups, key=lambda g: len(g[0]), reverse=True)  # ties: host order
@@ -104,21 +131,42 @@ def _program_disagreements(function: str, hosts: dict[str, list[DumpModule]]) ->
     return found
 
 
+def _common_stage(modules: Iterable[DumpModule]) -> str | None:
+    """The stage all hosts' programs of one compile are compared at: the program jax gave XLA
+    (before_optimizations) where every host dumped it, else the compiled module where every host did;
+    None where neither. A host that hit jax's persistent compilation cache dumps no before_optimizations
+    (XLA compiled nothing), and a compiled module always differs from its input (`is_scheduled=true`)."""
+    modules = list(modules)
+    for stage in ("before", "after"):
+        if all(m.file("hlo", stage) is not None for m in modules):
+            return stage
+    return None
+
+
 _DISTINCT_TEXTS = 4
 """Distinct file contents compared byte for byte at one compile; the files past them are compared by
 their programs with metadata set aside at once (then the hosts differ anyway)."""
 
 
-def _by_program(compiled: dict[str, DumpModule]) -> list[tuple[list[str], list[bytes]]]:
-    """The hosts grouped by their program with metadata set aside, in host order, each group with its
-    program's lines (metadata aside); an unreadable file is in no group (it is no program difference:
-    doctor reports it). Each file is read once and not kept: it is compared byte for byte with the few
+Program = tuple[list[tuple[int, bytes]], list[bytes]]
+"""A program's lines as compared (metadata and blank lines aside, names canonical; each with its
+number among the printed lines) and as printed (metadata aside). Blank lines are no difference: a
+compiled module that jax's persistent cache loaded prints no stack-frame tables, so not the blank
+lines between them either."""
+
+
+def _by_program(
+    compiled: dict[str, DumpModule], stage: str, skipped: list[SkippedFile] | None
+) -> list[tuple[list[str], Program]]:
+    """The hosts grouped by their program at `stage` with metadata set aside, in host order, each group with its
+    program's lines (`Program`); an unreadable file is in no group (it is no program difference) and
+    goes to `skipped`. Each file is read once and not kept: it is compared byte for byte with the few
     distinct texts seen at this compile (the hosts of a healthy job wrote the same bytes: one text, and
     comparing is cheaper than hashing); only distinct texts have their metadata set aside and hashed."""
     distinct: list[tuple[bytes, list[str]]] = []
-    programs: dict[bytes, tuple[list[str], list[bytes]]] = {}
+    programs: dict[bytes, tuple[list[str], Program]] = {}
     for host, module in compiled.items():
-        text = _program_bytes(module)
+        text = _program_bytes(module, stage, skipped)
         if text is None:
             continue
         same = next((hosts for seen, hosts in distinct if seen == text), None)
@@ -129,7 +177,7 @@ def _by_program(compiled: dict[str, DumpModule]) -> list[tuple[list[str], list[b
         else:
             _add_program(programs, [host], text)
     if len(distinct) < 2 and not programs:
-        return [(hosts, []) for _, hosts in distinct]
+        return [(hosts, ([], [])) for _, hosts in distinct]
     for text, hosts in distinct:
         _add_program(programs, hosts, text)
     order = {host: number for number, host in enumerate(compiled)}
@@ -137,36 +185,44 @@ def _by_program(compiled: dict[str, DumpModule]) -> list[tuple[list[str], list[b
     return sorted(groups, key=lambda g: order[g[0][0]])
 
 
-def _add_program(programs: dict[bytes, tuple[list[str], list[bytes]]], hosts: list[str], text: bytes) -> None:
-    """`hosts` join the group of `text`'s program (metadata aside), a new group where none has it."""
-    lines = program_lines(text)
-    digest = hashlib.blake2b(b"\n".join(lines), digest_size=16).digest()
-    programs.setdefault(digest, ([], lines))[0].extend(hosts)
+def _add_program(programs: dict[bytes, tuple[list[str], Program]], hosts: list[str], text: bytes) -> None:
+    """`hosts` join the group of `text`'s program (metadata aside, names canonical), a new group where
+    none has it."""
+    printed = program_lines(text)
+    compared = [(number, line) for number, line in enumerate(canonical_names(printed), 1) if line.strip()]
+    digest = hashlib.blake2b(b"\n".join(line for _, line in compared), digest_size=16).digest()
+    programs.setdefault(digest, ([], (compared, printed)))[0].extend(hosts)
 
 
-def _program_bytes(module: DumpModule) -> bytes | None:
-    """The bytes of the program jax gave XLA (`DumpModule.program_file`; what count-recompiles read of
-    it is not read again, what it did not is not kept); None when it cannot be read."""
-    program = module.program_file()
+def _program_bytes(module: DumpModule, stage: str, skipped: list[SkippedFile] | None) -> bytes | None:
+    """The bytes of the module's HLO at `stage` (what count-recompiles read of it is not read again, what
+    it did not is not kept); None when it cannot be read (added to `skipped`)."""
+    program = module.file("hlo", stage)
     if program is None:
         return None
     try:
         return module.read(program, keep=False)
-    except XlaInspectError:
+    except XlaInspectError as error:
+        if skipped is not None:
+            SkippedFile.of(program.path, error).add_to(skipped)
         return None
 
 
-def _first_difference(usual: list[bytes], odd: list[bytes]) -> tuple[int, str, str]:
-    """(line number in the odd program, the usual line, the odd line) of the first line that differs."""
-    for number, (a, b) in enumerate(zip(usual, odd), 1):
-        if a != b:
-            return number, _text(a), _text(b)
-    number = min(len(usual), len(odd)) + 1  # one program is the other's start
-    return number, _line(usual, number), _line(odd, number)
+def _first_difference(usual: Program, odd: Program) -> tuple[int, str, str]:
+    """(line number in the odd program, the usual line, the odd line, as printed) of the first line
+    that differs as compared; where one program is the other's start, the line past the shorter one."""
+    pairs = zip(usual[0], odd[0])
+    first = next(((u, o) for u, o in pairs if u[1] != o[1]), None)
+    if first is not None:
+        return first[1][0], _line(usual[1], first[0][0]), _line(odd[1], first[1][0])
+    shorter = min(len(usual[0]), len(odd[0]))
+    past = [lines[shorter][0] if shorter < len(lines) else 0 for lines in (usual[0], odd[0])]
+    number = past[1] or len(odd[1]) + 1
+    return number, _line(usual[1], past[0]), _line(odd[1], past[1])
 
 
 def _line(lines: list[bytes], number: int) -> str:
-    return _text(lines[number - 1]) if number <= len(lines) else ""
+    return _text(lines[number - 1]) if 0 < number <= len(lines) else ""
 
 
 def _text(line: bytes) -> str:

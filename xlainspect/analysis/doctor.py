@@ -2,7 +2,7 @@
 
 Dumps come from crashed or killed jobs, from several processes writing one folder, from runs that hit
 `--xla_dump_max_hlo_modules`, and from flag sets that dump protos only. Each check here turns one of
-those into a `Finding`: a check, a severity, a count, example paths and the values the check found;
+those into a `HealthFinding`: a check, a severity, a count, example paths and the values the check found;
 the report words each check's explanation and what to do (`xlainspect.report.views.doctor`).
 """
 
@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
+from xlainspect.analysis.divergence import HostDisagreement, host_disagreements, uncompared_programs
 from xlainspect.analysis.runner import analyse_each, remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import Dump, dump_of
@@ -26,13 +25,13 @@ from xlainspect.dump.headers import TAIL_BYTES
 from xlainspect.dump.module import DumpModule
 from xlainspect.dump.names import AFTER_STAGES, DumpFile, classify
 from xlainspect.dump.scan import scan_dump
+from xlainspect.dump.textproto import int_field
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.progress import Progress, silent
 from xlainspect.workers import map_shared
 
 SEVERITIES = ("error", "warning", "info")
 _MAX_EXAMPLES = 3
-_DUMP_CAP = re.compile(r"^\s*xla_dump_max_hlo_modules:\s*(-?\d+)\s*$", re.MULTILINE)
 
 
 @dataclass(slots=True)
@@ -46,8 +45,9 @@ class OddCount:
 
 
 @dataclass(slots=True)
-class Finding:
-    """One health problem of a dump: which check, how bad, how many, where to look, and what it found."""
+class HealthFinding:
+    """One health problem of a dump: which check, how bad, how many, where to look, and what it found
+    (the report's `Finding` is another thing: a cost worth fixing, ranked against the others)."""
 
     check: str
     severity: str
@@ -80,7 +80,7 @@ class DumpHealth(Tabular):
     root: Path
     modules: int
     files: int
-    findings: tuple[Finding, ...]
+    findings: tuple[HealthFinding, ...]
 
 
 @remembered("path")
@@ -99,7 +99,7 @@ def diagnose(path: str | Path, progress: Progress = silent) -> DumpHealth:
             raise
         dump = Dump(root, [])  # protos only: the one finding that matters is that text dumps are off
     advance = progress("checking the dump", len(_CHECKS))
-    findings: list[Finding] = []
+    findings: list[HealthFinding] = []
     for check in _CHECKS:
         findings += check(root, dump, files)
         advance(1)
@@ -159,13 +159,13 @@ def _sorted_out(scanned: list[DumpFile]) -> _Files:
     return files
 
 
-def _finding(root: Path, check: str, severity: str, paths: Sequence[str | Path], **found: Any) -> list[Finding]:
+def _finding(root: Path, check: str, severity: str, paths: Sequence[str | Path], **found: Any) -> list[HealthFinding]:
     """[] when no path shows the problem, else the one finding with the first paths as examples, and
-    what else the check `found` (Finding's fields)."""
+    what else the check `found` (HealthFinding's fields)."""
     if not paths:
         return []
     examples = tuple(_relative(root, p) for p in paths[:_MAX_EXAMPLES])
-    return [Finding(check, severity, len(paths), examples, **found)]
+    return [HealthFinding(check, severity, len(paths), examples, **found)]
 
 
 def _relative(root: Path, path: str | Path) -> str:
@@ -175,22 +175,23 @@ def _relative(root: Path, path: str | Path) -> str:
         return str(path)
 
 
-def _texts(root: Path, dump: Dump, files: _Files) -> list[Finding]:
+def _texts(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     """unreadable-files, truncated-files and unparsable-modules, from one read of each HLO file: its
     first line and last bytes, and for a module's own text its content digest (a file of a few KB is
-    read whole by that one read)."""
+    read whole by that one read); and the debug_options read for the dump cap that cannot be read."""
     texts = [(m, f.location) for m in dump.modules if (f := m.hlo_file()) is not None]  # a Dump's modules all have one
     digested = {location for _, location in texts}
     wanted = [(f.location, f.location in digested) for f in files.hlo]
     facts = dict(zip([path for path, _ in wanted], map_shared(_text_facts, wanted, _CHUNK_FILES)))
-    return _damaged(root, facts) + _unparsable(root, texts, facts)
+    options = {f.location: ("unreadable", None) for f in files.debug_options if _unreadable(f.path)}
+    return _damaged(root, facts | options) + _unparsable(root, texts, facts)
 
 
 _CHUNK_FILES = 4096
 """HLO files a process reads per chunk it takes (about 30 ms)."""
 
 
-def _damaged(root: Path, facts: dict[str, tuple[str | None, bytes | None]]) -> list[Finding]:
+def _damaged(root: Path, facts: dict[str, tuple[str | None, bytes | None]]) -> list[HealthFinding]:
     unreadable = sorted(path for path, (problem, _) in facts.items() if problem == "unreadable")
     truncated = sorted(path for path, (problem, _) in facts.items() if problem == "truncated")
     return _finding(root, "unreadable-files", "error", unreadable) + _finding(
@@ -207,15 +208,15 @@ def _text_facts(wanted: tuple[str, bool]) -> tuple[str | None, bytes | None]:
     path, digest = wanted
     try:
         first, tail, whole = read_edges(path, TAIL_BYTES)
-    except XlaInspectError:
+    except XlaInspectError:  # not swallowed: the unreadable-files finding names it
         return "unreadable", b"" if digest else None
     problem = _text_problem(first, tail, path)
     if not digest:
         return problem, None
     try:
         content = read_bytes(path) if whole is None else whole
-    except XlaInspectError:
-        return problem, b""
+    except XlaInspectError:  # its edges read, its body not (a file removed meanwhile): unreadable too
+        return "unreadable", b""
     return problem, hashlib.blake2b(content, digest_size=16).digest()
 
 
@@ -223,7 +224,7 @@ def _text_problem(first: bytes, tail: bytes, path: str) -> str | None:
     """The problem ("unreadable", "truncated" or None) a file shows in its first line and last bytes."""
     try:
         decode_text(first, path)
-    except XlaInspectError:
+    except XlaInspectError:  # binary or not UTF-8: the unreadable-files finding names it
         return "unreadable"
     if b"\x00" in tail:
         return "unreadable"
@@ -235,7 +236,7 @@ def _text_problem(first: bytes, tail: bytes, path: str) -> str | None:
 
 def _unparsable(
     root: Path, texts: list[tuple[DumpModule, str]], facts: dict[str, tuple[str | None, bytes | None]]
-) -> list[Finding]:
+) -> list[HealthFinding]:
     """Modules whose HLO text is complete but does not parse (syntax from a newer XLA, a foreign or
     damaged file): every command skips them, so a count or a diff would silently leave them out.
     Files already reported as unreadable or truncated are not repeated here. `texts`: each module with
@@ -251,6 +252,7 @@ def _unparsable(
         blame=DumpModule.hlo_path,
         advance=lambda _: None,
         same=lambda module: digests[id(module)],
+        only_input=False,  # a finding, not an error, where no module parses
     )
     failed = [
         (skipped.path, skipped.reason.splitlines()[0].replace(str(skipped.path), _relative(root, skipped.path)))
@@ -291,7 +293,7 @@ def _cut_by_cap(dump: Dump, files: _Files) -> list[DumpModule]:
     return [m for m in _stranded(dump) if (m.module_id or 0) > last]
 
 
-def _missing_after(root: Path, dump: Dump, files: _Files) -> list[Finding]:
+def _missing_after(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     cut = _cut_by_cap(dump, files)
     stranded = [  # a stranded module has its before_optimizations file by definition
         f.location for m in _stranded(dump) if m not in cut and (f := m.file("hlo", "before")) is not None
@@ -299,11 +301,11 @@ def _missing_after(root: Path, dump: Dump, files: _Files) -> list[Finding]:
     return _finding(root, "missing-after-optimizations", "warning", stranded)
 
 
-def _unknown_files(root: Path, dump: Dump, files: _Files) -> list[Finding]:
+def _unknown_files(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     return _finding(root, "unknown-files", "info", sorted(files.unknown))
 
 
-def _id_collisions(root: Path, dump: Dump, files: _Files) -> list[Finding]:
+def _id_collisions(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     names: dict[_ModuleKey, set[str]] = defaultdict(set)
     first: dict[_ModuleKey, DumpModule] = {}
     for module in dump.modules:
@@ -319,7 +321,8 @@ def _id_collisions(root: Path, dump: Dump, files: _Files) -> list[Finding]:
 def _dump_cap_reached(files: _Files) -> tuple[int, Path] | None:
     """(cap, the debug_options file that says so) when `xla_dump_max_hlo_modules` is set and the dump
     holds that many modules; None otherwise."""
-    caps = [(int(m[1]), f.path) for f in files.debug_options for m in [_DUMP_CAP.search(_quiet_read(f.path))] if m]
+    found = [(int_field(_quiet_read(f.path), "xla_dump_max_hlo_modules"), f.path) for f in files.debug_options]
+    caps = [(cap, path) for cap, path in found if cap is not None]
     if not caps:
         return None
     cap, path = min(caps)
@@ -331,14 +334,14 @@ def _staged_modules(files: _Files) -> int:
     return len({(f.host, f.timestamp, f.module_id) for f in files.all if f.stage is not None})
 
 
-def _dump_cap(root: Path, dump: Dump, files: _Files) -> list[Finding]:
+def _dump_cap(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     if files.cap is None:
         return []
     cap, path = files.cap
     modules = _staged_modules(files)
     cut = [m.label for m in _cut_by_cap(dump, files)]
     undumped = _undumped_folders(root, files)
-    found = Finding("dump-cap-reached", "warning", modules, (_relative(root, path),), cap=cap, modules=modules)
+    found = HealthFinding("dump-cap-reached", "warning", modules, (_relative(root, path),), cap=cap, modules=modules)
     found.names, found.folders = tuple(cut), tuple(undumped)
     return [found]
 
@@ -357,19 +360,30 @@ def _undumped_folders(root: Path, files: _Files) -> list[str]:
 
 
 def _quiet_read(path: Path) -> str:
+    """A debug_options file's text; "" where it cannot be read (it names no cap: the unreadable-files
+    finding names the file, `_texts`)."""
     try:
         return read_text(path)
     except XlaInspectError:
         return ""
 
 
-def _per_pass(root: Path, dump: Dump, files: _Files) -> list[Finding]:
+def _unreadable(path: Path) -> bool:
+    """Whether a debug_options file cannot be read as text (one per host: read again, it is small)."""
+    try:
+        read_text(path)
+    except XlaInspectError:
+        return True
+    return False
+
+
+def _per_pass(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     passes = sorted(f.location for f in files.between)
     modules = len({(f.host, f.timestamp, f.module_id) for f in files.between})
     return _finding(root, "per-pass-files", "info", passes, modules=modules)
 
 
-def _mixed_platforms(root: Path, dump: Dump, files: _Files) -> list[Finding]:
+def _mixed_platforms(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     by_platform: dict[str, DumpModule] = {}  # each platform's first module
     for module in dump.modules:
         if module.platform:
@@ -378,16 +392,16 @@ def _mixed_platforms(root: Path, dump: Dump, files: _Files) -> list[Finding]:
         return []
     paths = [f.location for module in by_platform.values() if (f := module.hlo_file()) is not None]  # all have one
     examples = tuple(_relative(root, p) for p in paths)
-    return [Finding("mixed-platforms", "warning", len(dump.modules), examples, names=tuple(sorted(by_platform)))]
+    return [HealthFinding("mixed-platforms", "warning", len(dump.modules), examples, names=tuple(sorted(by_platform)))]
 
 
-def _protos_only(root: Path, dump: Dump, files: _Files) -> list[Finding]:
+def _protos_only(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     with_text = {(f.host, f.timestamp, f.module_id) for f in files.hlo} if files.protos else set[_ModuleKey]()
     paths = sorted(path for key, path in files.protos.items() if key not in with_text)
     return _finding(root, "text-dumps-off", "warning", paths)
 
 
-def _host_compile_counts(root: Path, dump: Dump, files: _Files) -> list[Finding]:
+def _host_compile_counts(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     """Hosts of one job compile the same functions the same number of times; a host that compiled a
     function more or less often than most hosts did saw other shapes or code, or lost compiles."""
     per_host: dict[str, Counter[str]] = defaultdict(Counter[str])
@@ -406,15 +420,21 @@ def _host_compile_counts(root: Path, dump: Dump, files: _Files) -> list[Finding]
         return []
     hosts = sorted(odd)
     counts = tuple(c for host in hosts for c in odd[host])
-    return [Finding("host-compile-counts", "warning", len(hosts), (), hosts=len(per_host), odd_counts=counts)]
+    return [HealthFinding("host-compile-counts", "warning", len(hosts), (), hosts=len(per_host), odd_counts=counts)]
 
 
-def _host_programs(root: Path, dump: Dump, files: _Files) -> list[Finding]:
+def _host_programs(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     """Hosts that compiled another program for a function (analysis/divergence.py)."""
     found = [d for d in host_disagreements(dump) if d.compile is not None]
     if not found:
         return []
-    return [Finding("host-programs", "error", len(found), (), disagreements=tuple(found))]
+    return [HealthFinding("host-programs", "error", len(found), (), disagreements=tuple(found))]
+
+
+def _uncompared_programs(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
+    """Compiles whose hosts' programs host-programs could not compare: no stage every host dumped."""
+    paths = [path for m in uncompared_programs(dump) if (path := m.program_file()) is not None]
+    return _finding(root, "host-programs-uncompared", "warning", [p.path for p in paths])
 
 
 _CHECKS = (
@@ -428,4 +448,5 @@ _CHECKS = (
     _host_compile_counts,
     _unknown_files,
     _host_programs,
+    _uncompared_programs,
 )

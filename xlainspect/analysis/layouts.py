@@ -23,8 +23,21 @@ from xlainspect.hlo.model import Module
 from xlainspect.hlo.shape import Shape
 from xlainspect.layout import DimPadding, element_bits, memory_space_name, tile_padding
 
-PICTURE_COLUMNS = 32
-"""Widest tile picture, in characters; wider tiles show several columns per character."""
+
+@dataclass(frozen=True, slots=True)
+class TileStep:
+    """One tiling level (`report.views.layouts` words it): the first pads the most-minor physical dims to
+    the tile's extents and stores each block contiguously (`pads`; `merges`: a `*` extent merges its dim
+    into the next more-minor one first); a (k,1) level packs k consecutive rows of narrow values into one
+    word (`packs`); any other re-tiles the previous level (`retiles`), without padding."""
+
+    kind: Literal["pads", "packs", "retiles"]
+    tile: str
+    """As XLA prints it: `(8,128)`."""
+    extents: tuple[int, ...]
+    """The tile's dims, -1 for `*`."""
+    word_bits: int = 0
+    """packs: the bits of the word its rows share."""
 
 
 @dataclass(slots=True)
@@ -39,7 +52,7 @@ class ArrayLayout:
     physical_order: tuple[int, ...]
     """Logical dimension numbers, major to minor (how the bytes are laid out)."""
     tiles: tuple[str, ...]
-    tile_steps: tuple[str, ...]
+    tile_steps: tuple[TileStep, ...]
     padding: tuple[DimPadding, ...]
     padded_dims: tuple[int, ...]
     """Physical (major-to-minor) sizes after the first tile pads them."""
@@ -54,8 +67,10 @@ class ArrayLayout:
     """The platform backend's size (TPU: untiled scalars outside SMEM take an (8,128) tile)."""
     wasted_bytes: int
     expansion: float
-    notes: tuple[str, ...]
-    picture: tuple[str, ...]
+    split: bool = False
+    """Split configs (SC): the padded bytes are those of the largest split piece (XLA's ArraySize)."""
+    platform: str | None = None
+    """The backend sized for (`backend_bytes`)."""
 
 
 def explain_shape(shape: Shape, platform: str | None = None) -> list[ArrayLayout]:
@@ -93,8 +108,8 @@ def _explain_array(shape: Shape, platform: str | None) -> ArrayLayout:
         backend_bytes=backend,
         wasted_bytes=backend - shape.logical_bytes,
         expansion=_expansion(backend, shape.logical_bytes),
-        notes=_notes(shape, padding, platform),
-        picture=tile_picture(padding),
+        split=bool(layout is not None and layout.split_configs),
+        platform=platform,
     )
 
 
@@ -102,78 +117,21 @@ def _expansion(padded: int, logical: int) -> float:
     return round(padded / logical, 2) if logical else (math.inf if padded else 1.0)
 
 
-def _tile_steps(shape: Shape) -> tuple[str, ...]:
-    """A sentence per tiling level: the first pads, later ones only reorder within it."""
+def _tile_steps(shape: Shape) -> tuple[TileStep, ...]:
+    """Each tiling level: the first pads, later ones only reorder within it."""
     layout = shape.layout
     if layout is None or not layout.tiles:
         return ()
-    steps: list[str] = []
+    steps: list[TileStep] = []
     for level, tile in enumerate(layout.tiles):
-        extents = "x".join("*" if d < 0 else str(d) for d in tile.dims)
+        dims = tuple(tile.dims)
         if level == 0:
-            text = (
-                f"T{tile}: pad the {len(tile.dims)} most-minor physical dims to multiples of {extents} "
-                f"and store each {extents} block contiguously"
-            )
-            if any(d < 0 for d in tile.dims):
-                text += "; '*' merges that dim into the next more-minor one first"
-        elif len(tile.dims) >= 2 and tile.dims[-1] == 1 and all(d == 1 for d in tile.dims[1:]) and tile.dims[0] > 1:
-            text = (
-                f"T{tile}: inside each tile, interleave {tile.dims[0]} consecutive rows so {tile.dims[0]} "
-                f"{shape.dtype} values share one {tile.dims[0] * element_bits(shape.dtype, layout)}-bit word "
-                "(no extra padding)"
-            )
+            steps.append(TileStep("pads", str(tile), dims))
+        elif len(dims) >= 2 and dims[-1] == 1 and all(d == 1 for d in dims[1:]) and dims[0] > 1:
+            steps.append(TileStep("packs", str(tile), dims, dims[0] * element_bits(shape.dtype, layout)))
         else:
-            text = (
-                f"T{tile}: re-tile the previous level by {extents} on its most-minor dims (XLA counts no extra padding)"
-            )
-        steps.append(text)
+            steps.append(TileStep("retiles", str(tile), dims))
     return tuple(steps)
-
-
-def _notes(shape: Shape, padding: tuple[DimPadding, ...], platform: str | None) -> tuple[str, ...]:
-    """Which dims were padded, from what to what, by which tile; and size-rule caveats."""
-    notes: list[str] = []
-    for dim in padding:
-        if dim.padded != dim.size:
-            held = ",".join(map(str, dim.logical_dims))
-            notes.append(
-                f"dim {held} (physical position {dim.physical}): {dim.size} -> {dim.padded} by tile extent {dim.tile}"
-            )
-    layout = shape.layout
-    if layout is not None and layout.tail_padding_alignment_in_elements > 1:
-        notes.append(
-            f"L({layout.tail_padding_alignment_in_elements}): element count rounded up to a multiple of it"
-            + ("" if layout.tiles else " (ignored by XLA's ArraySize without tiles)")
-        )
-    if layout is not None and layout.split_configs:
-        notes.append(
-            "SC(...): padded bytes are those of the largest split piece (XLA's ArraySize), not the whole array"
-        )
-    if shape.backend_bytes(platform) != shape.padded_bytes:
-        notes.append(f"{platform} backend: an untiled scalar outside SMEM takes a whole (8,128) tile")
-    return tuple(notes)
-
-
-def tile_picture(padding: tuple[DimPadding, ...]) -> tuple[str, ...]:
-    """The first tile over the two most-minor physical dims: `#` data, `.` padding.
-
-    Empty when there is no 2-D tile to draw. Wide tiles fold several columns into one character.
-    """
-    if len(padding) < 2 or padding[-1].tile <= 1 or padding[-2].tile <= 1:
-        return ()
-    rows_dim, cols_dim = padding[-2], padding[-1]
-    per_char = math.ceil(cols_dim.tile / PICTURE_COLUMNS)
-    width = math.ceil(cols_dim.tile / per_char)
-    data_rows, data_cols = min(rows_dim.size, rows_dim.tile), min(cols_dim.size, cols_dim.tile)
-    data_chars = math.ceil(data_cols / per_char)
-    lines = [
-        f"one {rows_dim.tile}x{cols_dim.tile} tile ({per_char} column(s) per character): "
-        f"rows 0-{data_rows - 1} and columns 0-{data_cols - 1} hold data"
-    ]
-    for row in range(rows_dim.tile):
-        lines.append(("#" * data_chars + "." * (width - data_chars)) if row < data_rows else "." * width)
-    return tuple(lines)
 
 
 @dataclass(slots=True)
@@ -265,12 +223,18 @@ TABLE_TOP = 20
 @dataclass
 class LedgerView:
     """What a person reads of a ledger: the padded values worth a look, totals per function and
-    per module, and a caption saying what was left out (a table of every value is 72,000 lines)."""
+    per module, and how many values were left out of them (a table of every value is 72,000 lines):
+    `report.views.layouts` words its caption."""
 
     values: list[PaddingRow]
     functions: list[PaddingTotal]
     modules: list[PaddingTotal]
-    caption: str
+    total: int
+    """Values in the ledger."""
+    padded: int
+    """Values that lose bytes to padding (every value, with `every_value`)."""
+    limit: int
+    """The most values listed (`top`, else TABLE_TOP; every value with `every_value`)."""
 
 
 def ledger_view(rows: list[PaddingRow], top: int | None = None, every_value: bool = False) -> LedgerView:
@@ -279,16 +243,7 @@ def ledger_view(rows: list[PaddingRow], top: int | None = None, every_value: boo
     padded = rows if every_value else [r for r in rows if r.wasted_bytes > 0]
     limit = top if top is not None else (len(rows) if every_value else TABLE_TOP)
     modules = [t for t in ledger_totals(rows, "module") if every_value or t.wasted_bytes > 0]
-    left_out = [
-        f"{len(rows) - len(padded):,} without padding" if len(padded) < len(rows) else "",
-        f"{len(padded) - limit:,} more beyond --top {limit}" if len(padded) > limit else "",
-    ]
-    caption = f"padding ledger: {min(limit, len(padded)):,} of {len(rows):,} values, most wasted bytes first"
-    if not padded:
-        caption = f"no padding: none of the {len(rows):,} values loses bytes to tiles (--all lists them)"
-    elif any(left_out):
-        caption += f" ({'; '.join(n for n in left_out if n)} left out; --all lists every value)"
-    return LedgerView(padded[:limit], ledger_totals(rows, "function"), modules[:limit], caption)
+    return LedgerView(padded[:limit], ledger_totals(rows, "function"), modules[:limit], len(rows), len(padded), limit)
 
 
 def ledger_totals(rows: Iterable[PaddingRow], by: Literal["module", "function"] = "module") -> list[PaddingTotal]:

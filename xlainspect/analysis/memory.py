@@ -1,10 +1,9 @@
 """Memory per compiled module: allocation totals by kind, the peak over the schedule, and what is live there.
 
-Reads the three text files XLA writes next to an after-optimizations module (reference section 3.6):
-`*buffer-assignment.txt` (allocations and their values, via `analysis.buffers`), `*-memory-usage-report.txt`
-(newer: one `Memory Space: <name> (color=<c>)` block with `Total bytes: N` per memory space; older:
-`Total bytes used: N` and `Allocations sorted by size`) and `*-live-range.txt` (`HloLiveRange`: the
-instruction sequence and `name{index}:start-end` per value; older XLA appended it to the buffer assignment).
+Reads the three text files XLA writes next to an after-optimizations module (reference section 3.6),
+through their readers in dump/: `*buffer-assignment.txt` (allocations and their values, `dump.buffers`),
+`*-memory-usage-report.txt` (per-space totals, `dump.usage_report`) and `*-live-range.txt` (the
+`HloLiveRange` schedule and ranges, `dump.live_ranges`; older XLA appended it to the buffer assignment).
 
 The peak is recomputed from the live ranges with the bytes the buffer assignment gave each value (tile
 padding included); values that share a slice of an allocation (in-place updates, aliases) count once.
@@ -16,18 +15,18 @@ where dot.2 is still an operand, the same ranges add up to 1452 B), so the peak 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from xlainspect.dump.buffers import Allocation, BufferAssignment, BufferValue, read_buffer_assignment
+from xlainspect.dump.buffers import Allocation, BufferAssignment, BufferValue, check_total, read_buffer_assignment
 from xlainspect.dump.files import read_text
-from xlainspect.dump.module import DumpModule
-from xlainspect.errors import XlaInspectError, error_at
+from xlainspect.dump.live_ranges import LiveRange, LiveRanges, read_live_ranges
+from xlainspect.dump.module import DumpModule, SkippedFile
+from xlainspect.dump.usage_report import UsageReport, read_total_bytes_used, read_usage_report
+from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Instruction, Module
-from xlainspect.hlo.shape import array_shape
 from xlainspect.layout import memory_space_name
 
 KINDS = ("parameter", "constant", "output", "thread-local", "preallocated-temp", "temporary")
@@ -35,58 +34,6 @@ KINDS = ("parameter", "constant", "output", "thread-local", "preallocated-temp",
 
 TUPLE_POINTER_BYTES = 8
 """Bytes per element of a tuple's index table, as XLA's live-range dump counts them."""
-
-_SPACE = re.compile(r"^Memory Space: (?P<name>.*?) \(color=(?P<color>\d+)\)\s*\nTotal bytes: (?P<total>\d+)", re.M)
-_TOTAL_USED = re.compile(r"^\s*Total bytes used: (\d+)", re.M)
-_LIVE_HEADER = re.compile(r"^HloLiveRange \(max (\d+)\):", re.M)
-_SEQUENCE = re.compile(r"^\s+(\d+):(\S+)\s*$")
-_RANGE = re.compile(r"^\s+(?P<name>\S+?)\{(?P<index>[\d,]*)\}:(?P<start>\d+)-(?P<end>\d+)\s*$")
-_PEAK = re.compile(r"^\s+Live ranges at (\d+) \(peak\):")
-_CUMULATIVE = re.compile(r"\(cumulative: (\d+) bytes\)")
-
-
-@dataclass(slots=True)
-class SpaceTotal:
-    """Bytes XLA's memory-usage report printed for one memory space (color)."""
-
-    color: int
-    name: str
-    total_bytes: int
-
-
-@dataclass(slots=True)
-class UsageReport:
-    """`*-memory-usage-report.txt`: per-space totals (newer XLA) or one `Total bytes used` (older)."""
-
-    spaces: tuple[SpaceTotal, ...]
-    total_bytes: int
-
-
-@dataclass(slots=True)
-class LiveRange:
-    """When one HloValue is live: program points `start` to `end`, both included."""
-
-    instruction: str
-    shape_index: tuple[int, ...]
-    start: int
-    end: int
-
-    @property
-    def key(self) -> tuple[str, tuple[int, ...]]:
-        return self.instruction, self.shape_index
-
-
-@dataclass(slots=True)
-class LiveRanges:
-    """An `HloLiveRange` dump: the flattened schedule, the range of each value, XLA's printed peak."""
-
-    max_time: int
-    sequence: tuple[str, ...]
-    """Instruction at each program point; point `max_time` is the end of the program."""
-    ranges: tuple[LiveRange, ...]
-    reported_peak_time: int | None
-    reported_peak_bytes: int | None
-    """XLA's cumulative logical bytes at its peak (None for versions that print no peak)."""
 
 
 @dataclass(slots=True)
@@ -153,62 +100,6 @@ def bytes_by_color(assignment: BufferAssignment) -> dict[int, int]:
     return dict(sorted(totals.items()))
 
 
-def read_usage_report(text: str, path: str | None = None) -> UsageReport:
-    """Decode the totals of a memory-usage report (either format); HloParseError if it has none."""
-    spaces = tuple(SpaceTotal(int(m["color"]), m["name"], int(m["total"])) for m in _SPACE.finditer(text))
-    if spaces:
-        return UsageReport(spaces, sum(s.total_bytes for s in spaces))
-    if match := _TOTAL_USED.search(text):
-        return UsageReport((), int(match[1]))
-    raise error_at(text, 0, "not an XLA memory-usage report (no 'Memory Space:' or 'Total bytes used:')", path)
-
-
-def read_total_bytes_used(text: str) -> int | None:
-    """`Total bytes used: N` as `BufferAssignment::ToString` prints it (the values file, older dumps)."""
-    match = _TOTAL_USED.search(text)
-    return int(match[1]) if match else None
-
-
-def read_live_ranges(text: str, path: str | None = None) -> LiveRanges | None:
-    """Decode the `HloLiveRange` dump in `text` (a live-range file, or an older buffer assignment).
-
-    None when the text has no live ranges; HloParseError for a range line that does not decode.
-    """
-    header = _LIVE_HEADER.search(text)
-    if header is None:
-        return None
-    sequence: dict[int, str] = {}
-    ranges: list[LiveRange] = []
-    peak_time = peak_bytes = None
-    section = None
-    first_line = text.count("\n", 0, header.start()) + 1
-    for number, line in enumerate(text[header.start() :].splitlines(), first_line):
-        stripped = line.strip()
-        if stripped in ("InstructionSequence:", "BufferLiveRange:"):
-            section = stripped
-        elif stripped.startswith("Live ranges at") and (match := _PEAK.match(line)):
-            section, peak_time = "peak", int(match[1])
-        elif stripped.startswith("Stack trace breakdown"):
-            break
-        elif section == "InstructionSequence:" and (match := _SEQUENCE.match(line)):
-            sequence[int(match[1])] = match[2]
-        elif section == "BufferLiveRange:" and stripped:
-            ranges.append(_live_range(line, text, number, path))
-        elif section == "peak" and (match := _CUMULATIVE.search(line)):
-            peak_bytes = int(match[1])
-    ordered = tuple(sequence[i] for i in sorted(sequence))
-    return LiveRanges(int(header[1]), ordered, tuple(ranges), peak_time, peak_bytes)
-
-
-def _live_range(line: str, text: str, number: int, path: str | None) -> LiveRange:
-    match = _RANGE.match(line)
-    if match is None:
-        offset = sum(len(before) + 1 for before in text.splitlines()[: number - 1])
-        raise error_at(text, offset, "expected a live range like 'name{}:0-12'", path)
-    index = tuple(int(i) for i in match["index"].split(",") if i)
-    return LiveRange(match["name"], index, int(match["start"]), int(match["end"]))
-
-
 def live_curve(live: LiveRanges, slice_of: Callable[[LiveRange], tuple[Hashable, int] | None]) -> tuple[int, ...]:
     """Live bytes at each program point; `slice_of` gives a value's (memory key, bytes) or None to skip it.
 
@@ -243,19 +134,8 @@ def value_index(assignment: BufferAssignment) -> dict[tuple[str, tuple[int, ...]
 
 def logical_bytes(value: BufferValue) -> int:
     """Bytes as XLA's live-range peak counts them: data without padding, 8 per tuple element."""
-    if value.shape_text.startswith("("):
-        return TUPLE_POINTER_BYTES * _tuple_arity(value.shape_text)
-    return array_shape(value.shape_text).logical_bytes
-
-
-def _tuple_arity(text: str) -> int:
-    """Top-level elements of a printed tuple shape: commas outside any nested bracket, plus one."""
-    depth, commas = 0, 0
-    for char in text:
-        depth += char in "([{"
-        depth -= char in ")]}"
-        commas += char == "," and depth == 1
-    return commas + 1 if text.strip() not in ("()", "") else 0
+    shape = value.shape
+    return TUPLE_POINTER_BYTES * len(shape.tuple_shapes) if shape.is_tuple else shape.logical_bytes
 
 
 def logical_curve(live: LiveRanges, assignment: BufferAssignment) -> tuple[int, ...]:
@@ -362,13 +242,17 @@ class ModuleMemory:
     top: tuple[PeakBuffer, ...]
     curve: tuple[int, ...]
     sequence: tuple[str, ...]
+    unparsed: SkippedFile | None = None
+    """Its HLO text, where that does not parse: a skipped file (the buffers' op_names and sources are
+    then unknown, the bytes stand)."""
 
 
-def module_memory(dump_module: DumpModule, top: int = 10) -> ModuleMemory | None:
+def module_memory(dump_module: DumpModule, top: int | None = 10) -> ModuleMemory | None:
     """Memory of a `dump.DumpModule` from its side files; None when it has no buffer assignment.
 
     Raises HloParseError / DumpError for a side file that is truncated or not what its name says;
-    the HLO module (for op_name and source) is optional: when it does not parse those stay None.
+    the HLO module (for op_name and source) is optional: when it does not parse those stay None and
+    the row names it (`unparsed`).
     """
     found = dump_module.file(kind="buffer-assignment")
     if found is None:
@@ -378,7 +262,7 @@ def module_memory(dump_module: DumpModule, top: int = 10) -> ModuleMemory | None
 
 
 def assigned_memory(
-    dump_module: DumpModule, assignment_text: str, assignment: BufferAssignment, top: int = 10
+    dump_module: DumpModule, assignment_text: str, assignment: BufferAssignment, top: int | None = 10
 ) -> ModuleMemory:
     """`module_memory` with the buffer assignment already read (its text holds older dumps' live
     ranges): the report reads each assignment once for memory and padding alike."""
@@ -388,12 +272,15 @@ def assigned_memory(
         if report
         else _side_file(dump_module, "buffer-assignment-values", lambda text, path: read_total_bytes_used(text))
     )
+    if reported_total is not None:  # a file cut between two allocations reads whole: XLA's total tells
+        check_total(assignment, reported_total)
     live = _side_file(dump_module, "live-range", read_live_ranges) or read_live_ranges(assignment_text, assignment.path)
     module: Module | None
+    unparsed = None
     try:
         module = dump_module.module()
-    except XlaInspectError:
-        module = None
+    except XlaInspectError as error:
+        module, unparsed = None, SkippedFile.of(dump_module.hlo_path(), error)
     at = peak(live, assignment, module) if live is not None else None
     name = dump_module.name or dump_module.label
     return ModuleMemory(
@@ -412,6 +299,7 @@ def assigned_memory(
         top=at.buffers[:top] if at else (),
         curve=at.curve if at else (),
         sequence=live.sequence if live else (),
+        unparsed=unparsed,
     )
 
 

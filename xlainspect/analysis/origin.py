@@ -17,9 +17,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xlainspect.dump.module import DumpModule
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.errors import HloParseError, XlaInspectError
-from xlainspect.hlo.fastpath import op_names, opcodes, stack_frame_ids, stack_frames
+from xlainspect.hlo.attributes import op_name_scopes
+from xlainspect.hlo.fastpath import entry_opcodes, op_names, stack_frame_ids, stack_frames
 from xlainspect.hlo.model import StackFrame
 
 _SANITIZE = re.compile(r"[^\w.-]")
@@ -35,20 +36,21 @@ class Origin:
     source: str | None = None
 
 
-def module_origin(module: DumpModule) -> Origin:
+def module_origin(module: DumpModule, skipped: list[SkippedFile]) -> Origin:
     """The origin of one compile, read from the program jax gave XLA (before_optimizations, else the
-    compiled module). An unreadable file counts as a user function: it is never hidden as eager."""
-    return module_origins([module])[0]
+    compiled module). An unreadable file counts as a user function (it is never hidden as eager) and
+    is added to `skipped`."""
+    return module_origins([module], skipped)[0]
 
 
-def module_origins(modules: list[DumpModule]) -> list[Origin]:
+def module_origins(modules: list[DumpModule], skipped: list[SkippedFile]) -> list[Origin]:
     """`module_origin` of each module; a text met before is not classified again (an eager op's
     hundreds of compiles repeat a few programs, and reading one costs less than classifying it)."""
     known: dict[tuple[str, str], Origin] = {}
     origins: list[Origin] = []
     for module in modules:
         name = module.name or ""
-        text = _program_text(module) if name.startswith("jit_") else None
+        text = _program_text(module, skipped) if name.startswith("jit_") else None
         if text is None:
             origins.append(Origin(False))
             continue
@@ -58,15 +60,16 @@ def module_origins(modules: list[DumpModule]) -> list[Origin]:
     return origins
 
 
-def _program_text(module: DumpModule) -> str | None:
+def _program_text(module: DumpModule, skipped: list[SkippedFile]) -> str | None:
     """The text of the program jax gave XLA (before_optimizations, else the compiled module); None when
-    there is none or it cannot be read."""
+    there is none, or it cannot be read (then added to `skipped`)."""
     dump_file = module.program_file()
     if dump_file is None:
         return None
     try:
         return module.text(dump_file)
-    except XlaInspectError:
+    except XlaInspectError as error:
+        SkippedFile.of(dump_file.path, error).add_to(skipped)
         return None
 
 
@@ -146,8 +149,8 @@ def _wraps_one_primitive(name: str, text: str) -> bool:
     names = set(op_names(text))
     if names:
         return all(_traced_by(primitive, n) for n in names if not _PRIMITIVE_ARGUMENT.fullmatch(n))
-    entry = text[text.find("\nENTRY ") :] if "\nENTRY " in text else ""
-    return bool(entry) and set(opcodes(entry)) <= {"parameter", "tuple"}
+    entry = entry_opcodes(text)
+    return entry is not None and set(entry) <= {"parameter", "tuple"}
 
 
 _PRIMITIVE_ARGUMENT = re.compile(r"args\[\d+\]")
@@ -156,5 +159,5 @@ _PRIMITIVE_ARGUMENT = re.compile(r"args\[\d+\]")
 
 def _traced_by(primitive: str, op_name: str) -> bool:
     """An op the primitive's jit traced: `jit(sin)/sin`, `jit(sin)/jit(main)/sin`, or `jit(sin)`."""
-    scope = f"jit({primitive})"
-    return op_name == scope or (op_name.split("/")[0] == scope and op_name.rsplit("/", 1)[-1] == primitive)
+    scope, scopes = f"jit({primitive})", op_name_scopes(op_name)
+    return op_name == scope or (bool(scopes) and scopes[0] == scope and scopes[-1] == primitive)

@@ -87,6 +87,7 @@ def analyse_each(
     chunk: int = 1,
     meanwhile: Callable[[], None] | None = None,
     same: Callable[[DumpModule], Hashable] | None = None,
+    only_input: bool = True,
 ) -> Analysed[T]:
     """The one per-module runner of every command, the report and `diff`: `analyse(m)` for each of
     `modules`, in order, answered from the results cache (under `key(m)`) while the files `inputs(m)` are
@@ -97,7 +98,10 @@ def analyse_each(
     largest first, `chunk` modules a task, while this process runs `meanwhile()` (work that needs no
     result); garbage collection pauses meanwhile, and what was made is frozen after (it lives to the end
     of the run). Modules whose `same(m)` is equal (made of the same bytes) are analysed once, the first;
-    an error is met again in each module's own files, so that it names them."""
+    an error is met again in each module's own files, so that it names them.
+
+    Where the modules are the command's only input (`only_input`; `profile`'s are not: its trace is read
+    first) and not one of them could be analysed, there is no answer: `nothing_read` is raised."""
     keys: list[Hashable] = [same(m) for m in modules] if same is not None else [id(m) for m in modules]
     firsts: dict[Hashable, DumpModule] = {}
     for k, dump_module in zip(keys, modules):
@@ -137,7 +141,19 @@ def analyse_each(
         else:
             analysed.results.append(result)
             analysed.modules.append(dump_module)
+    if only_input and modules and not analysed.results:
+        raise nothing_read(analysed.skipped)
     return analysed
+
+
+def nothing_read(skipped: Sequence[SkippedFile]) -> XlaInspectError:
+    """The error of a command that could read none of its inputs: every one was skipped. An empty table
+    and exit 0 would pass a CI job on garbage; this is an input error (exit 2) quoting the first file's
+    error (`path:line:col: message`, its line and a caret), as `parse` does, and counting the rest. A
+    command that read some of its inputs answers from those and names the others (`skipped`)."""
+    first, *others = skipped
+    rest = f"\n{len(others)} more file(s) could not be read either: nothing was analysed" if others else ""
+    return XlaInspectError(first.reason + rest)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
 from xlainspect.analysis.fusions import NOT_COMPUTE
 from xlainspect.analysis.profile.compiles import dumped_compiles
-from xlainspect.analysis.profile.model import StepSummary, StepTime
+from xlainspect.analysis.profile.model import ProfileNote, StepSummary, StepTime
 from xlainspect.hlo.opcodes import ASYNC_SUFFIXES, is_known_opcode
 
 if TYPE_CHECKING:  # the analyses' results, read by field name below
@@ -165,6 +165,11 @@ class CompileMark:
     recompile: bool
 
 
+CompileSource = Literal["profile", "log_clock", "log_order", "dump"]
+"""Where compile times come from: the profile, the jax log's lines' times (`log_clock`), the log's
+durations back to back in its order (`log_order`: its lines carry no time), or the dump's order."""
+
+
 @dataclass
 class Timing:
     """What the time sections draw: per function, per op, per compile; `measured` says whether the times
@@ -173,8 +178,8 @@ class Timing:
     functions: list[FunctionTiming]
     ops: list[OpTiming]
     compiles: list[CompileMark]
-    compile_source: str
-    """"profile", "jax log" (its lines' times), "jax log, back to back" (durations only) or "dump" (order)."""
+    compile_source: CompileSource
+    """Where the compiles' times come from (`CompileSource`)."""
     measured: bool
     steps: int | None = None
     """Steps the profile found (None: no profile, or none found)."""
@@ -183,7 +188,7 @@ class Timing:
     compile_seconds: dict[str, float] = field(default_factory=dict[str, float])
     """Per function, its compile seconds (all compiles); empty where none is known."""
     recompile_seconds: dict[str, float] = field(default_factory=dict[str, float])
-    notes: list[str] = field(default_factory=list[str])
+    notes: list[ProfileNote] = field(default_factory=list[ProfileNote])
     step_times: list[StepTime] = field(default_factory=list[StepTime])
     """The profile's steps, each its wall, busy time and breakdown (`ProfileReport.steps`)."""
     step_summary: StepSummary | None = None
@@ -354,11 +359,7 @@ def profile_compiles(report: ProfileReport, dumped: dict[str, list[int | None]])
     return marks
 
 
-LOG_CLOCK = "jax log"
-LOG_ORDER = "jax log, back to back"
-
-
-def log_compiles(log: JaxLog) -> tuple[list[CompileMark], str]:
+def log_compiles(log: JaxLog) -> tuple[list[CompileMark], CompileSource]:
     """The jax log's compiles on its own clock (each ends at its line's time: start = end - seconds,
     from the first start), or back to back in log order where a line has no time; a hit is a compile
     too. The second value says which."""
@@ -373,7 +374,7 @@ def log_compiles(log: JaxLog) -> tuple[list[CompileMark], str]:
         marks.append(CompileMark(compile_.module, begins, compile_.seconds, compile_.module in seen))
         seen.add(compile_.module)
         start += compile_.seconds or 0.0
-    return marks, LOG_CLOCK if clocked else LOG_ORDER
+    return marks, "log_clock" if clocked else "log_order"
 
 
 def dump_compiles(modules: list[DumpModule]) -> list[CompileMark]:

@@ -58,4 +58,4 @@ def cache_misses_cmd(
     removed, compile_options, jax_lib version, backend version, accelerator_config, compression)."""
     with user_errors():
         rows = cache_misses_report(a, b)
-    show(cache_misses_document(rows, str(a), str(b)), fmt)
+    show(cache_misses_document(rows, str(a), str(b)), fmt, rows.skipped)

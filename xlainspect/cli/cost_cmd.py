@@ -17,6 +17,7 @@ from xlainspect.cli.options import (
     Stage,
     StageOpt,
     StrictOpt,
+    rows_kept,
     selection,
     show,
     user_errors,
@@ -27,6 +28,9 @@ from xlainspect.report.cost_html import write_cost_html
 from xlainspect.report.views.cost import cost_document
 
 commands = commands_of("cost")
+
+COST_OPS_SHOWN = 10
+"""Ops per module a table lists without `--top`."""
 
 ChipOpt = Annotated[
     str | None,
@@ -50,7 +54,14 @@ def cost(
     function: FunctionOpt = None,
     module_re: ModuleReOpt = None,
     stage: StageOpt = Stage.after,
-    top: Annotated[int, typer.Option("--top", min=0, help="Ops to list per module, slowest first (0: all).")] = 10,
+    top: Annotated[
+        int | None,
+        typer.Option(
+            "--top",
+            min=0,
+            help="Ops to list per module, slowest first (0: all; default: 10 in a table, all in JSON/CSV).",
+        ),
+    ] = None,
     chip: ChipOpt = None,
     peak_flops: PeakFlopsOpt = None,
     hbm_bandwidth: HbmOpt = None,
@@ -62,10 +73,11 @@ def cost(
     """FLOPs, transcendentals, bytes and roofline time per op and module for one call as executed (loops
     times their trip counts, cuBLAS/cuDNN custom calls counted), XLA's HloCostAnalysis figures beside."""
     figures = ChipChoice(chip, peak_flops, hbm_bandwidth, ici_bandwidth)
-    kept = None if html is not None or top == 0 else top  # the page draws every op
+    rows = rows_kept(top, fmt, COST_OPS_SHOWN)
+    kept = None if html is not None else rows  # the page draws every op
     with user_errors(), progress_bars() as progress:
         report = cost_report(paths, selection(function, module_re, stage), figures, top=kept, progress=progress)
         if html is not None:
             write_cost_html(report.modules, html)
             note(f"wrote {html}")
-    show(cost_document(report, top or None), fmt, report.skipped, strict)
+    show(cost_document(report, rows), fmt, report.skipped, strict)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 from pathlib import Path
 from typing import Annotated
 
@@ -18,12 +17,6 @@ from xlainspect.report.views.diff import diff_document
 commands = commands_of("diff")
 
 
-class DiffFormat(str, enum.Enum):
-    table = "table"
-    json = "json"
-    markdown = "markdown"
-
-
 _SIDE = "A --xla_dump_to directory, or an HLO text file (a path or a URL: gs://, s3://, ...)."
 
 
@@ -32,8 +25,13 @@ def diff(
     a: Annotated[Path, typer.Argument(help=f"Before: {_SIDE}", show_default=False, parser=readable)],
     b: Annotated[Path, typer.Argument(help=f"After: {_SIDE}", show_default=False, parser=readable)],
     fmt: Annotated[
-        DiffFormat, typer.Option("--format", "-f", help="table, json or markdown (for a pull-request comment).")
-    ] = DiffFormat.table,
+        OutputFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="table, json, csv (every function's metrics) or markdown (for a pull-request comment).",
+        ),
+    ] = OutputFormat.table,
     max_increase: Annotated[
         list[str] | None,
         typer.Option(
@@ -73,4 +71,4 @@ def diff(
             progress=progress,
         )
     document = diff_document(report, show_all=show_all, gate=fail_on_regression)
-    show(document, OutputFormat(fmt.value), report.skipped, strict)
+    show(document, fmt, report.skipped, strict)

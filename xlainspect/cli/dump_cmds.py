@@ -21,7 +21,7 @@ from xlainspect.cli.options import EXIT_USAGE, DumpPath, FormatOpt, LogOpt, Stri
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.errors import XlaInspectError
-from xlainspect.report.views.compiles import modules_document, recompiles_document
+from xlainspect.report.views.compiles import capture_notes, modules_document, recompiles_document
 
 commands = commands_of("dump")
 
@@ -129,7 +129,7 @@ def capture(
     program's own non-zero exit status is passed on, else the gate's."""
     with user_errors():
         run = capture_report(command, dump_dir, _budget(max_per_function, max_named, max_total, ignore_eager, baseline))
-    for line in run.notes:
+    for line in capture_notes(run):
         note(line)
     status = run.status or (EXIT_USAGE if run.recompiles is None else 0)
     try:

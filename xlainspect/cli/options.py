@@ -82,6 +82,15 @@ StrictOpt = Annotated[
 ]
 
 
+def rows_kept(top: int | None, fmt: OutputFormat, shown: int) -> int | None:
+    """The rows a `--top` keeps (None: every row). Given, its number (0: every row). Not given, `shown`
+    where people read (a table, Markdown) and every row in JSON and CSV: machines read every row unless
+    asked otherwise. The one rule of every command's `--top`."""
+    if top is not None:
+        return top or None
+    return shown if fmt in (OutputFormat.table, OutputFormat.markdown) else None
+
+
 def selection(function: str | None, module_re: str | None, stage: Stage) -> Selection:
     """The modules `--function`, `--module-re` and `--stage` name."""
     return Selection(function, module_re, stage.value)

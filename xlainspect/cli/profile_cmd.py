@@ -11,13 +11,16 @@ from xlainspect.analysis.commands.cost import ChipChoice, profile_report
 from xlainspect.analysis.profile import compiles_after
 from xlainspect.cli.app import commands_of
 from xlainspect.cli.cost_cmd import ChipOpt, HbmOpt, IciOpt, PeakFlopsOpt
-from xlainspect.cli.options import FormatOpt, FunctionOpt, StrictOpt, readable, show, user_errors
+from xlainspect.cli.options import FormatOpt, FunctionOpt, StrictOpt, readable, rows_kept, show, user_errors
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.report.profile_html import write_profile_html
 from xlainspect.report.views.hosts import with_hosts
 from xlainspect.report.views.profile import profile_document
 
 commands = commands_of("profile")
+
+PROFILE_OPS_SHOWN = 20
+"""Ops a table lists without `--top`."""
 
 TraceArg = Annotated[
     Path,
@@ -44,7 +47,12 @@ def profile(
         ),
     ] = None,
     function: FunctionOpt = None,
-    top: Annotated[int, typer.Option("--top", min=0, help="Ops to list, most time lost first (0: all).")] = 20,
+    top: Annotated[
+        int | None,
+        typer.Option(
+            "--top", min=0, help="Ops to list, most time lost first (0: all; default: 20 in a table, all in JSON/CSV)."
+        ),
+    ] = None,
     step_function: Annotated[
         str | None,
         typer.Option(
@@ -100,5 +108,6 @@ def profile(
             note(f"wrote {html}")
     after = max_compiles_after_step
     late = compiles_after(report, after) if after is not None else []
-    document = with_hosts(profile_document(report, top or None, late, after or 0, compile_phases), report)
+    rows = rows_kept(top, fmt, PROFILE_OPS_SHOWN)
+    document = with_hosts(profile_document(report, rows, late, after or 0, compile_phases), report)
     show(document, fmt, report.skipped, strict)

@@ -2,6 +2,9 @@
 
 The format is `BufferAllocation::ToString` (reference section 3.6): an `allocation <i>: size <n>[, ...]:`
 header, then ` value: <id name{index} [(phi)] @color> (size=N,offset=N): <shape with layout>` lines.
+XLA prints every allocation with its values and ends every line with a newline; older XLA ends the
+allocations with `Total bytes used: N` (`BufferAssignment::ToString`, xla/service/buffer_assignment.cc),
+newer XLA moves that line to `-buffer-assignment-values.txt`. A file that breaks either rule was cut.
 The sizes are the backend's own (its size function, tile padding included), which is what makes
 this file the ground truth for layout tooling and memory tooling alike. The live-range dump that
 follows the allocations is ignored. Stdlib only; the shape text is decoded lazily.
@@ -12,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from xlainspect.dump.usage_report import read_total_bytes_used
 from xlainspect.errors import HloParseError, error_at
 from xlainspect.hlo.parser import decode_shape
 from xlainspect.hlo.shape import Shape
@@ -76,17 +80,31 @@ class BufferAssignment:
 def read_buffer_assignment(text: str, path: str | None = None) -> BufferAssignment:
     """Decode the allocations of a buffer-assignment file; stops at the live-range section.
 
-    Raises HloParseError (path, line, column) when the text is not a buffer assignment at all, or a
-    value line is cut short (a truncated file would otherwise count its first allocations only).
+    Raises HloParseError (path, line, column) when the text is not a buffer assignment at all, or is
+    cut: a line without its newline, a value line cut short, an allocation without its values, or a
+    `Total bytes used` that its allocations do not sum to (a truncated file would otherwise count its
+    first allocations only). A cut between two allocations of a newer file reads whole here:
+    `check_total` against the values file or memory-usage report finds it.
     """
+    if text and not text.endswith("\n"):
+        raise _error(text, text.count("\n") + 1, path, "the file ends mid-line (it is truncated)")
+    assignment = BufferAssignment(path, tuple(_allocations(text, path)))
+    if (total := read_total_bytes_used(text)) is not None:
+        check_total(assignment, total, text[: text.find("Total bytes used")].count("\n") + 1, text)
+    return assignment
+
+
+def _allocations(text: str, path: str | None) -> list[Allocation]:
+    """The allocations with their values, up to the first line that is neither."""
     allocations: list[Allocation] = []
     values: list[BufferValue] = []
     header: re.Match[str] | None = None
+    header_line = 0
     for number, line in enumerate(text.splitlines(), 1):
         if match := _ALLOCATION.match(line):
             if header is not None:
-                allocations.append(_allocation(header, values))
-            header, values = match, []
+                allocations.append(_allocation(header, values, header_line, text, path))
+            header, values, header_line = match, [], number
         elif line.lstrip().startswith("value:"):
             if header is None:
                 raise _error(text, number, path, "a value line before any allocation")
@@ -95,13 +113,27 @@ def read_buffer_assignment(text: str, path: str | None = None) -> BufferAssignme
             if line.strip() and not line.startswith("BufferAssignment"):
                 raise _error(text, number, path, "not an XLA buffer assignment (expected 'allocation N: size N')")
         elif line.strip() and not line.startswith(" "):
-            break  # the live-range section
+            break  # `Total bytes used`, then the used values and live ranges of older XLA
     if header is not None:
-        allocations.append(_allocation(header, values))
-    return BufferAssignment(path, tuple(allocations))
+        allocations.append(_allocation(header, values, header_line, text, path))
+    return allocations
 
 
-def _allocation(header: re.Match[str], values: list[BufferValue]) -> Allocation:
+def check_total(assignment: BufferAssignment, total: int, line: int = 1, text: str = "") -> None:
+    """Raise HloParseError where the allocations do not sum to XLA's `Total bytes used` (from this file,
+    its values file or its memory-usage report): the file lost its last allocations."""
+    found = sum(a.size for a in assignment.allocations)
+    if found != total:
+        message = f"the allocations sum to {found} bytes, XLA's total is {total} (the file is truncated)"
+        raise _error(text, line, assignment.path, message)
+
+
+def _allocation(header: re.Match[str], values: list[BufferValue], line: int, text: str, path: str | None) -> Allocation:
+    """One allocation. XLA prints each with the values assigned to it; only the preallocated temp
+    buffer (`AssignPreallocatedTempBuffer`, made by `NewEmptyAllocation`) holds none, so any other
+    allocation without values was cut."""
+    if not values and "preallocated-temp" not in header["rest"].split(", "):
+        raise _error(text, line, path, f"allocation {header['index']} has no values (the file is truncated)")
     rest = header["rest"]
     color = _COLOR.search(rest)
     parameter = _PARAMETER.search(rest)

@@ -49,6 +49,23 @@ def load_dump(path: str | Path | list[Path], *, strict: bool = False) -> Dump:
         return _load_dump([local(p) for p in path] if isinstance(path, (list, tuple)) else [local(path)], strict)
 
 
+def load_module_of(path: Path) -> Dump:
+    """The dump of the module one dump file belongs to: the file and the files XLA named for the same
+    compile (module id and timestamp) beside it. Its folder is listed, never walked nor any other entry
+    opened: a file argument reads that file's module whatever else its folder holds (`/tmp`'s link
+    loops, unreadable folders). A file not named like a dump file is read alone."""
+    found = classify(path)
+    if found is None or found.module_id is None:
+        return load_dump(path)
+    try:
+        names = os.listdir(path.parent)
+    except OSError:  # a folder that lets its files be read but not listed
+        names = [path.name]
+    siblings = (classify(path.parent / name) for name in names)
+    key = (found.module_id, found.timestamp)
+    return dump_of(path.parent, [f for f in siblings if f is not None and (f.module_id, f.timestamp) == key])
+
+
 def _load_dump(paths: list[Path], strict: bool) -> Dump:
     files: list[DumpFile] = []
     loose: list[Path] = []
@@ -101,7 +118,7 @@ def _name_modules_from_headers(modules: list[DumpModule], strict: bool) -> None:
         if module.name is None:
             try:
                 module.name = module.header().name
-            except XlaInspectError:
+            except XlaInspectError:  # left unnamed: the analysis that reads it meets the error and skips it
                 if strict:
                     raise
 

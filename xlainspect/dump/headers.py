@@ -20,10 +20,14 @@ def header_line(path: Path | str) -> str:
 
 
 def checked_header_line(path: Path | str, first: bytes, tail: bytes) -> str:
-    """`header_line` of a file's first line and last bytes, read already."""
+    """`header_line` of a file's first line and last bytes, read already. A first line that is no
+    `HloModule` header is returned unchecked: the file is not HLO text (not a truncated one), and
+    parsing the line says so with its place (`path:1:col`)."""
     if not first.strip():
         raise DumpError(f"{path}: empty file")
     line = decode_text(first, path).rstrip("\r\n")
+    if not line.lstrip().startswith("HloModule"):
+        return line
     *_, before_last, last = [b"", *tail.rstrip().rsplit(b"\n", 2)]
     if before_last.lstrip().startswith(b"HloModule"):
         raise DumpError(f"{path}: no computation after the HloModule line (a damaged or foreign file)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,12 @@ class SkippedFile:
     def of(cls, path: Path, error: XlaInspectError) -> SkippedFile:
         """The file and the error's message (a parse error with its source line and caret)."""
         return cls(path, error.render() if isinstance(error, HloParseError) else str(error))
+
+    def add_to(self, skipped: list[SkippedFile]) -> None:
+        """Append it to `skipped` unless its file is there: several routes of one analysis may meet one bad
+        file (the first reason is kept)."""
+        if all(s.path != self.path for s in skipped):
+            skipped.append(self)
 
 
 @dataclass(eq=False)
@@ -102,8 +109,8 @@ class DumpModule:
 
     def read(self, dump_file: DumpFile, *, keep: bool = True) -> bytes:
         """The bytes of one of its files (decompressed), read once: kept for the next route that asks
-        (`forget_contents` drops them), unless `keep` is False (a caller that reads each file once and
-        many of them); DumpError when the file is missing or unreadable."""
+        (`scoped_reads` drops them at the end of its block), unless `keep` is False (a caller that reads
+        each file once and many of them); DumpError when the file is missing or unreadable."""
         data = self._read.get(dump_file.location)
         if data is None:
             data = read_bytes(dump_file.location)
@@ -159,10 +166,6 @@ class DumpModule:
         self._parsed[key] = found if found is not None and found.entry.is_entry else self.module(stage)
         return self._parsed[key]
 
-    def forget_contents(self) -> None:
-        """Drop the file contents this module holds (its parsed models stay)."""
-        self._read.clear()
-
     def header(self, stage: str = "after") -> Module:
         """The `HloModule` line alone, parsed (a Module without computations): name and signature.
 
@@ -192,9 +195,42 @@ class DumpModule:
             self._read[dump_file.location] = whole
         return checked_header_line(dump_file.location, first, tail)
 
+    def holding(self) -> tuple[set[str], set[str]]:
+        """The files whose contents it holds and the models it has parsed, for `scoped_reads` to keep."""
+        return set(self._read), set(self._parsed)
+
+    def drop_all_but(self, holding: tuple[set[str], set[str]]) -> None:
+        """Drop the contents and models it took since `holding` said what it held."""
+        read, parsed = holding
+        for location in [k for k in self._read if k not in read]:
+            del self._read[location]
+        for key in [k for k in self._parsed if k not in parsed]:
+            del self._parsed[key]
+
     @property
     def label(self) -> str:
         """`host/module_0004.jit_f` as a person would look for it in the directory."""
         where = f"{self.host}/" if self.host else ""
         number = "????" if self.module_id is None else f"{self.module_id:04d}"
         return f"{where}module_{number}" + (f".{self.name}" if self.name else "")
+
+
+@contextlib.contextmanager
+def scoped_reads(modules: Iterable[DumpModule]) -> Generator[None]:
+    """The file contents and models `modules` read or parse inside the block are dropped at its end, what
+    they held before it stays: an analysis that visits every module of a big dump leaves the dump as it
+    was given (nothing of the caller's evicted), its memory bounded by one block's reads. A module already
+    in an enclosing block keeps its reads to that block's end (a command that runs two analyses over the
+    same files reads them once)."""
+    held = [(module, module.holding()) for module in modules if module not in _SCOPED]
+    _SCOPED.update(module for module, _ in held)
+    try:
+        yield
+    finally:
+        for module, holding in held:
+            _SCOPED.discard(module)
+            module.drop_all_but(holding)
+
+
+_SCOPED: set[DumpModule] = set()
+"""The modules inside a `scoped_reads` block (a DumpModule hashes by identity)."""

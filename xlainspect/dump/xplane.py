@@ -361,5 +361,12 @@ def _each_stat(stats: Iterable[Message], names: dict[int, str]) -> dict[str, Sta
 
 @functools.cache
 def _list_fields() -> Any:
-    """XStat's `ListFields`, unbound, to map over a repeated field in C."""
-    return _ref_field().containing_type._concrete_class.ListFields
+    """XStat's `ListFields`, unbound, to map over a repeated field in C. The class comes from the public
+    `GetMessageClass`: the descriptor's private `_concrete_class` (upb) raised `SystemError: error return
+    without exception set` in some processes (tests/test_dump.py then tests/test_profile.py under
+    `pytest -n 2`)."""
+    message_factory = importlib.import_module("google.protobuf.message_factory")
+    stat = _ref_field().containing_type
+    if hasattr(message_factory, "GetMessageClass"):
+        return message_factory.GetMessageClass(stat).ListFields
+    return message_factory.MessageFactory(stat.file.pool).GetPrototype(stat).ListFields  # protobuf before 4.22

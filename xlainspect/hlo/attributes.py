@@ -1,7 +1,11 @@
 """Decoders for attribute values, which the model keeps as the raw text XLA printed.
 
-Each decoder takes the raw text (or None when the attribute is absent) and returns a plain value;
-they are memoised because dumps repeat the same values many times.
+Each decoder takes the raw text (or None when the attribute is absent) and returns a typed value
+(integer lists, `Window`'s dimensions, `ConvolutionDimensionNumbers`, replica groups, metadata...);
+they are memoised because dumps repeat the same values many times, so each text is decoded once and
+only when an analysis asks. The analyses read attributes through them, never apply a regex or a split
+to HLO text themselves. Where XLA's printer has a fixed form, a `print_*` beside the decoder writes it
+back: the round-trip tests decode every fixture's attributes and compare the printed text.
 """
 
 from __future__ import annotations
@@ -96,6 +100,13 @@ def decode_metadata(text: str | None) -> Metadata:
         source_line=_int_or_none(fields.get("source_line")),
         stack_frame_id=_int_or_none(fields.get("stack_frame_id")),
     )
+
+
+@functools.lru_cache(maxsize=65536)
+def op_name_scopes(op_name: str | None) -> tuple[str, ...]:
+    """The scopes of a jax `op_name` (`jit(f)/jit(main)/dot_general`: its name stack joined with `/`, as
+    source_info_util.NameStack prints it), outermost first; () for none."""
+    return tuple(op_name.split("/")) if op_name else ()
 
 
 def _int_or_none(text: str | None) -> int | None:
@@ -329,3 +340,166 @@ def _spec_entry(dim: str) -> str:
     if not axes:
         return "None"
     return repr(axes[0]) if len(axes) == 1 else "(" + ", ".join(map(repr, axes)) + ")"
+
+
+def single_literal_value(literal: str) -> str | None:
+    """The one value of a constant's literal (`-0.05` of `-0.05` or `{-0.05}`: a shape of one element,
+    LiteralBase::ToString's braces); None for a literal of more values (or nested braces)."""
+    one = literal[1:-1] if literal.startswith("{") and literal.endswith("}") else literal
+    return None if any(c in one for c in "{},") else one
+
+
+@functools.lru_cache(maxsize=4096)
+def decode_int_list(text: str | None) -> tuple[int, ...]:
+    """`{1,0}` (`dimensions=`, `lhs_contracting_dims=`, `fft_length=`...: XLA's `StrJoin(values, ",")` in
+    braces, hlo_instruction.cc) -> (1, 0); absent -> (). ValueError where an entry is not an integer."""
+    if text is None:
+        return ()
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        raise ValueError(f"expected a braced list of integers, got {text!r}")
+    body = strip_comments(body[1:-1])
+    return tuple(int(value) for value in body.split(",")) if body.strip() else ()
+
+
+def print_int_list(values: tuple[int, ...]) -> str:
+    """The text XLA prints for a list of integers (`{1,0}`)."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+def decode_integer_literal(text: str) -> int | None:
+    """The value of an integer scalar literal (a constant's `5`, `-3`); None for any other literal."""
+    return int(text) if text.removeprefix("-").isdecimal() else None
+
+
+@dataclass(frozen=True, slots=True)
+class WindowDimension:
+    """One dimension of a `window=` (xla_data.proto `WindowDimension`), XLA's defaults where not printed."""
+
+    size: int = 1
+    stride: int = 1
+    padding_low: int = 0
+    padding_high: int = 0
+    window_dilation: int = 1
+    base_dilation: int = 1
+    window_reversal: bool = False
+
+
+_WINDOW_FIELDS = ("size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reversal")
+
+
+@functools.lru_cache(maxsize=4096)
+def decode_window(text: str | None) -> tuple[WindowDimension, ...]:
+    """`{size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=1x2 rhs_dilate=1x1 rhs_reversal=0x1}`, the fields
+    window_util.cc's `ToString(const Window&)` prints (each only where some dimension is not the default;
+    `size` for every window with dimensions) -> one WindowDimension per dimension; absent or `{}` -> ().
+    ValueError for a field XLA does not print or lists of unequal length."""
+    fields: dict[str, list[str]] = {}
+    for item in (text or "").strip().removeprefix("{").removesuffix("}").split():
+        key, _, value = item.partition("=")
+        if key not in _WINDOW_FIELDS or not value:
+            raise ValueError(f"unknown window field {item!r}")
+        fields[key] = value.split("x")
+    if not fields:
+        return ()
+    rank = len(fields.get("size", ()))
+    if rank == 0 or any(len(values) != rank for values in fields.values()):
+        raise ValueError(f"window fields of unequal length (or no size): {text!r}")
+    pads = [pad.split("_") for pad in fields.get("pad", ["0_0"] * rank)]
+    if any(len(pad) != 2 for pad in pads):
+        raise ValueError(f"a window pad is not low_high: {text!r}")
+
+    def each(key: str, default: str) -> list[int]:
+        return [int(value) for value in fields.get(key, [default] * rank)]
+
+    return tuple(
+        WindowDimension(size, stride, int(low), int(high), window_dilation, base_dilation, bool(reversal))
+        for size, stride, (low, high), window_dilation, base_dilation, reversal in zip(
+            each("size", "1"),
+            each("stride", "1"),
+            pads,
+            each("rhs_dilate", "1"),
+            each("lhs_dilate", "1"),
+            each("rhs_reversal", "0"),
+            strict=True,
+        )
+    )
+
+
+def print_window(window: tuple[WindowDimension, ...]) -> str:
+    """The text window_util.cc's `ToString` prints, in braces as hlo_instruction.cc prints `window=`."""
+    fields: list[str] = []
+    if window:
+        fields.append("size=" + "x".join(str(d.size) for d in window))
+    if any(d.stride != 1 for d in window):
+        fields.append("stride=" + "x".join(str(d.stride) for d in window))
+    if any(d.padding_low or d.padding_high for d in window):
+        fields.append("pad=" + "x".join(f"{d.padding_low}_{d.padding_high}" for d in window))
+    if any(d.base_dilation != 1 for d in window):
+        fields.append("lhs_dilate=" + "x".join(str(d.base_dilation) for d in window))
+    if any(d.window_dilation != 1 for d in window):
+        fields.append("rhs_dilate=" + "x".join(str(d.window_dilation) for d in window))
+    if any(d.window_reversal for d in window):
+        fields.append("rhs_reversal=" + "x".join(str(int(d.window_reversal)) for d in window))
+    return "{" + " ".join(fields) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class ConvolutionDimensionNumbers:
+    """A convolution's `dim_labels=` (xla_data.proto `ConvolutionDimensionNumbers`): where batch, feature
+    and each spatial dimension (in spatial order) lie in the input, the kernel and the output."""
+
+    input_batch: int
+    input_feature: int
+    input_spatial: tuple[int, ...]
+    kernel_input_feature: int
+    kernel_output_feature: int
+    kernel_spatial: tuple[int, ...]
+    output_batch: int
+    output_feature: int
+    output_spatial: tuple[int, ...]
+
+
+@functools.lru_cache(maxsize=4096)
+def decode_dim_labels(text: str) -> ConvolutionDimensionNumbers:
+    """`b01f_01io->b01f` (hlo_instruction.cc `ConvolutionDimensionNumbersToString`: a letter per dimension
+    of the input `b`/`f`, the kernel `i`/`o` and the output `b`/`f`, digit k for spatial dimension k).
+    ValueError where a letter is missing or the three disagree on the spatial dimensions."""
+    lhs, _, rest = text.strip().partition("_")
+    rhs, _, out = rest.partition("->")
+    spatial = sorted(c for c in lhs if c.isdecimal())
+    for part in (rhs, out):
+        if sorted(c for c in part if c.isdecimal()) != spatial:
+            raise ValueError(f"dim_labels {text!r}: the spatial dimensions differ")
+    return ConvolutionDimensionNumbers(
+        lhs.index("b"),
+        lhs.index("f"),
+        tuple(lhs.index(d) for d in spatial),
+        rhs.index("i"),
+        rhs.index("o"),
+        tuple(rhs.index(d) for d in spatial),
+        out.index("b"),
+        out.index("f"),
+        tuple(out.index(d) for d in spatial),
+    )
+
+
+def print_dim_labels(numbers: ConvolutionDimensionNumbers) -> str:
+    """The text hlo_instruction.cc's `ConvolutionDimensionNumbersToString` prints (`?` for a position
+    no dimension names)."""
+
+    def labels(first: tuple[str, int], second: tuple[str, int], spatial: tuple[int, ...]) -> str:
+        slots = ["?"] * (max(first[1], second[1], *spatial) + 1)
+        slots[first[1]], slots[second[1]] = first[0], second[0]
+        for k, position in enumerate(spatial):
+            slots[position] = str(k)
+        return "".join(slots)
+
+    n = numbers
+    return (
+        labels(("b", n.input_batch), ("f", n.input_feature), n.input_spatial)
+        + "_"
+        + labels(("o", n.kernel_output_feature), ("i", n.kernel_input_feature), n.kernel_spatial)
+        + "->"
+        + labels(("b", n.output_batch), ("f", n.output_feature), n.output_spatial)
+    )

@@ -180,6 +180,25 @@ def opcodes(text: str) -> list[str]:
     return _text_patterns().opcode.findall(text)
 
 
+def entry_opcodes(text: str) -> list[str] | None:
+    """The opcodes of the ENTRY computation's lines (XLA prints it last: every line from `ENTRY` on); None
+    when the text has no ENTRY computation."""
+    at = text.find("\nENTRY ")
+    return opcodes(text[at:]) if at >= 0 else None
+
+
+def has_call(text: str) -> bool:
+    """Whether any instruction is a `call` (` call(`: XLA prints the opcode after the shape and a space),
+    read as a substring: the check that spares a text without calls the per-computation count."""
+    return " call(" in text
+
+
+def calls_custom_call_target(text: str, target: str) -> bool:
+    """Whether a custom-call of `target` is in the text (`custom_call_target="<target>"` as XLA prints it:
+    hlo_instruction.cc quotes the target with CEscape; a target with characters to escape is not found)."""
+    return f'custom_call_target="{target}"' in text
+
+
 def op_names(text: str) -> list[str]:
     """Every `op_name` of the instructions' metadata, in printed order."""
     return [unquote(value) for value in _text_patterns().op_name.findall(text)]
@@ -201,6 +220,34 @@ def program_lines(text: bytes) -> list[bytes]:
     (`analysis.divergence` compares them); the grammar reads them to the same model, metadata and frames
     aside (`tests/test_fastpath.py`)."""
     return list(_without_metadata(text.splitlines()))
+
+
+def canonical_names(lines: list[bytes]) -> list[bytes]:
+    """`program_lines` of one module with each instruction and computation name written as its place
+    among the module's names (`%constant.10` -> `%3`, the fourth name it writes): XLA numbers names per
+    module (`NameUniquer`, hlo_module.cc), so one program lowered where other instructions were made
+    first, or on another platform, prints other numbers. Two programs whose canonical lines are equal
+    are equal up to a one-to-one renaming; where they differ, the first differing line is a real
+    difference, not a renumbered name. A name is a `%name` token, or in text printed without `%` (the
+    short form) a token that names an instruction or computation of the module, not followed by `(`,
+    `[` or `=` (an opcode, a shape, an attribute); quoted strings are kept as written."""
+    defined = {match[1] for line in lines if (match := _DEFINITION.match(line))}
+    ids: dict[bytes, bytes] = {}
+
+    def canonical(token: re.Match[bytes]) -> bytes:
+        percent, name, after = token[1], token[2], token[3]
+        if name is None or not (percent or (name in defined and after not in (b"(", b"[", b"="))):
+            return token[0]
+        return ids.setdefault(name, b"%" + str(len(ids)).encode())
+
+    return [_TOKEN.sub(canonical, line) for line in lines]
+
+
+_DEFINITION = re.compile(rb"\s*(?:ROOT\s+|ENTRY\s+)?%?([A-Za-z_][\w.\-]*)\s*(?:=\s|\(|\{)")
+"""A line defining a name: `  [ROOT] name = ...` or a computation's `[ENTRY] name (...) -> ... {`."""
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|(%?)([A-Za-z_][\w.\-]*)(?=(.?))')
+"""A quoted string (group 2 None: kept), or a name-like token, `%` before it and (not consumed) the
+character after it."""
 
 
 _METADATA = b", metadata={"

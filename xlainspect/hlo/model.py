@@ -89,6 +89,12 @@ class Instruction:
     def parameter_number(self) -> int | None:
         return int(self.operands[0]) if self.opcode == "parameter" and self.operands else None
 
+    @property
+    def tuple_index(self) -> int | None:
+        """A get-tuple-element's `index=` (the element it reads); None for other instructions."""
+        index = self.attributes.get("index")
+        return int(index) if self.opcode == "get-tuple-element" and index is not None else None
+
     def to_record(self) -> InstructionRecord:
         return (
             self.name,

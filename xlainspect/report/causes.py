@@ -14,6 +14,20 @@ from xlainspect.analysis.recompiles import Cause, FunctionCompiles, Violation
 from xlainspect.analysis.recompiles.buckets import Bucketing, bucketings, ragged_last_batch
 from xlainspect.analysis.recompiles.model import Kind, Reason
 
+WHOLE: dict[str, str] = {
+    "shape": "(parameter count)",
+    "dtype": "(all parameters)",
+    "pytree": "(argument paths)",
+    "out_sharding": "(output)",
+}
+"""What a cause of no one parameter (`Cause.parameter` None) is of, by its kind, where a parameter is named."""
+
+
+def parameter_text(kind: str, parameter: str | None) -> str | None:
+    """The parameter a cause (or a diff's signature change) is of, as printed: its name, else `WHOLE`'s."""
+    return parameter or WHOLE.get(kind, parameter)
+
+
 _IDENTICAL_SHORT = "the function re-created, a static argument that changes nothing, or a weak type"
 _NO_OPS_OF_ITS_OWN = "only ops every program has"
 """A branch side whose program adds no op to what all programs share (the others add theirs)."""
@@ -112,7 +126,7 @@ def cause_record(cause: Cause) -> dict[str, Any]:
     """A cause's JSON: its fields, `values` and `detail` as the table words them, and `reason`."""
     return {
         "kind": cause.kind,
-        "parameter": cause.parameter,
+        "parameter": parameter_text(cause.kind, cause.parameter),
         "index": cause.index,
         "values": cause_values(cause),
         "dims": cause.dims,
@@ -132,7 +146,7 @@ def describe_cause(cause: Cause) -> str:
     if cause.kind == "shape" and cause.dims:
         return f"shape {cause.parameter} dim {','.join(map(str, cause.dims))}: {values}{detail}"
     if cause.kind in ("shape", "dtype", "layout", "sharding", "donation", "pytree"):
-        return f"{cause.kind} {cause.parameter}: {values}{detail}"
+        return f"{cause.kind} {parameter_text(cause.kind, cause.parameter)}: {values}{detail}"
     if cause.kind == "result":
         return f"result {values}{detail}"
     if cause.kind == "unused":
@@ -193,7 +207,7 @@ def causes_in_brief(causes: tuple[Cause, ...]) -> str:
         kind = _BRIEF_KINDS.get(cause.kind, cause.kind)
         what = _BRIEF_REASONS.get(cause.reason, kind) if cause.reason is not None else kind
         named = parameters.setdefault(what, set())
-        if cause.parameter and not cause.parameter.startswith("("):  # "(all parameters)": no one parameter
+        if cause.parameter:  # None: no one parameter (`WHOLE`)
             named.add(cause.parameter)
     return ", ".join(_brief(what, named) for what, named in parameters.items())
 

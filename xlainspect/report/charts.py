@@ -14,7 +14,7 @@ import html
 import math
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.timing import LOG_CLOCK, LOG_ORDER, CompileMark, FunctionTiming
+from xlainspect.analysis.timing import CompileMark, FunctionTiming
 from xlainspect.report.views.cost import duration
 
 if TYPE_CHECKING:
@@ -141,9 +141,9 @@ def compile_timeline_svg(marks: list[CompileMark], source: str) -> str:
 def _axis_title(source: str) -> str:
     if source == "profile":
         return "seconds on the profile's clock (red: a recompile)"
-    if source == LOG_CLOCK:
+    if source == "log_clock":
         return "seconds from the first compile, by the jax log's times (red: a recompile)"
-    if source == LOG_ORDER:
+    if source == "log_order":
         return "compile seconds, back to back in the jax log's order: its lines carry no time (red: a recompile)"
     return "compile order (module ids; the dump holds no times: pass --log or --profile) (red: a recompile)"
 

@@ -44,7 +44,7 @@ from xlainspect.report.graph_text import neighbourhood_document
 from xlainspect.report.page import table_html
 from xlainspect.report.profile_html import TIMELINE_STYLE, typical_step
 from xlainspect.report.views.cache import cache_document, cache_misses_document
-from xlainspect.report.views.compiles import modules_document, recompiles_document
+from xlainspect.report.views.compiles import capture_notes, modules_document, recompiles_document
 from xlainspect.report.views.cost import cost_document
 from xlainspect.report.views.diff import diff_document
 from xlainspect.report.views.doctor import doctor_document
@@ -75,8 +75,9 @@ def _capture_document(report: CaptureReport) -> Document:
     """count-recompiles' document of the captured run; where its dump could not be read, the notes."""
     if report.recompiles is not None:
         return recompiles_document(report.recompiles)
-    data = {"status": report.status, "dump": str(report.dump), "notes": report.notes}
-    return Document(data, [Lines("\n".join(report.notes))])
+    notes = capture_notes(report)
+    data = {"status": report.status, "dump": str(report.dump), "notes": notes}
+    return Document(data, [Lines("\n".join(notes))])
 
 
 def _cost_chart(report: CostReport) -> str:

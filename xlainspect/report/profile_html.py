@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlainspect.report.cost_html import STYLE, Point, roofline_svg
+from xlainspect.report.views.profile import step_source_text
 
 if TYPE_CHECKING:
     from xlainspect.analysis.profile.compiles import CompilePhases
@@ -38,7 +39,8 @@ def write_profile_html(report: ProfileReport, path: str | Path) -> None:
     page = (
         f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect profile</title>"
         f"<style>{STYLE}\n{TIMELINE_STYLE}</style></head><body><h1>Profile</h1>"
-        f"<p>{html.escape(', '.join(report.paths))}: {len(report.steps)} steps ({html.escape(report.step_source)}), "
+        f"<p>{html.escape(', '.join(report.paths))}: {len(report.steps)} steps "
+        f"({html.escape(step_source_text(report))}), "
         f"{len(report.op_events):,} op events ({report.placed[0]:,} on an HLO op), {len(report.compiles)} compiles"
         f"{_autotuning_note(report)}</p>\n" + "\n".join(s for s in sections if s) + "\n</body></html>\n"
     )

@@ -11,10 +11,11 @@ from xlainspect.analysis.cache_misses import cache_misses
 from xlainspect.analysis.runner import remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.compilation_cache import read_cache_dir
-from xlainspect.dump.directory import Dump, load_dump
+from xlainspect.dump.directory import Dump, dump_of, load_dump
 from xlainspect.dump.jaxlog import read_jax_log, run_log
 from xlainspect.dump.module import SkippedFile
-from xlainspect.errors import UsageError, XlaInspectError
+from xlainspect.dump.scan import scan_dump
+from xlainspect.errors import UsageError
 
 if TYPE_CHECKING:
     from xlainspect.analysis.cache_inventory import CachedFunction, DumpCompileEntry
@@ -41,30 +42,35 @@ def cache_report(path: str | Path, *, dump: str | Path | None = None, log: Path 
     if log is not None and dump is None:
         raise UsageError("$log is the log of the run of $dump: give both")
     cached = read_cache_dir(path)
-    joined = dump_entries(cached, load_dump(dump), run_log(dump, log)) if dump is not None else None
-    return CacheReport(cached, cache_inventory(cached), joined, cached.skipped)
+    loaded = load_dump(dump) if dump is not None else None
+    joined = dump_entries(cached, loaded, run_log(dump, log)) if loaded is not None else None
+    return CacheReport(cached, cache_inventory(cached), joined, [*cached.skipped, *(loaded.skipped if loaded else [])])
 
 
 class CacheMisses(Tabular, list["CacheMiss"]):
     """`cache_misses_report`'s rows, a list, with the runs it compares (named in its table's title)."""
 
-    def __init__(self, rows: list[CacheMiss], a: str | Path, b: str | Path) -> None:
+    def __init__(self, rows: list[CacheMiss], a: str | Path, b: str | Path, skipped: list[SkippedFile]) -> None:
         super().__init__(rows)
         self.a, self.b = a, b
+        self.skipped = skipped
+        """Files of B's dump that could not be read (their functions' details say less)."""
 
 
 @remembered("a", "b")
 def cache_misses_report(a: str | Path, b: str | Path) -> CacheMisses:
     """Per function of run B: hit, miss or not written, and for a miss the cache-key components that
     changed since run A. A run is a jax log, or a folder holding jax.log (with its dump, for the HLO)."""
-    return CacheMisses(cache_misses(read_jax_log(a), read_jax_log(b), _dump_if_any(Path(b))), a, b)
+    dump = _dump_if_any(Path(b))
+    skipped = list(dump.skipped) if dump is not None else []
+    rows = cache_misses(read_jax_log(a), read_jax_log(b), dump, skipped)
+    return CacheMisses(rows, a, b, skipped)
 
 
 def _dump_if_any(path: Path) -> Dump | None:
-    """The dump beside a run's log (a capture directory), for the HLO it holds; None for a lone log."""
+    """The dump beside a run's log (a capture directory), for the HLO it holds; None for a lone log, or a
+    folder without HLO files (a run that dumped nothing: the log alone says what missed)."""
     if not path.is_dir():
         return None
-    try:
-        return load_dump(path)
-    except XlaInspectError:
-        return None
+    scanned = scan_dump(path)
+    return dump_of(path, scanned) if any(f.kind == "hlo" for f in scanned) else None

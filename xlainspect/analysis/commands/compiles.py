@@ -16,17 +16,17 @@ from xlainspect.analysis.recompiles import (
     Budget,
     baseline_counts,
     budget_violations,
+    check_budget_names,
     count_recompiles,
-    unknown_budget_names,
 )
-from xlainspect.analysis.runner import Paths, input_paths, remembered
+from xlainspect.analysis.runner import Paths, input_paths, nothing_read, remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.capture import dump_folder, run_with_dump
 from xlainspect.dump.directory import Dump, load_dump
 from xlainspect.dump.jaxlog import run_log
-from xlainspect.dump.module import SkippedFile
+from xlainspect.dump.module import DumpModule, SkippedFile, scoped_reads
 from xlainspect.dump.xplane import read_trace
-from xlainspect.errors import UsageError, XlaInspectError, literal, no_match
+from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
@@ -89,6 +89,8 @@ def modules_report(
         platform = module.platform_tag or module.platform
         row = ModuleRow(module.host, module.module_id, module.name, platform, stages, instructions, hlo.stat().st_size)
         rows.append(row if paired is None else _with_time(row, paired))
+    if rows and all(row.instructions is None for row in rows):
+        raise nothing_read(skipped)
     return ModulesReport(dump.root, rows, times, skipped)
 
 
@@ -136,16 +138,24 @@ def recompiles_report(
     """Compiles per function and why each recompile happened; `budget` makes it a gate (`violations`).
     Raises NoMatchError for a per-name budget naming no function (a misspelt name would budget nothing)."""
     dump = load_dump(input_paths(path), strict=strict)
-    found = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
+    with scoped_reads(_compiled_by_hosts(dump)):  # divergence compares what count-recompiles read of them
+        found = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
+        disagreements = host_disagreements(dump, found.skipped)
     rows, budget = found.functions, budget or Budget()
-    for name in unknown_budget_names(rows, budget):
-        raise no_match("per_name", name, [r.name for r in rows])
+    if rows and all(row.unreadable == row.modules for row in rows):
+        raise nothing_read([*dump.skipped, *found.skipped])
+    check_budget_names(budget, (r.name for r in rows))
     times = _compile_times(dump, path, log)
     profiled, unpaired = _profiled_seconds(rows, trace)
     violations = budget_violations(rows, budget)
-    return RecompileReport(
-        rows, violations, times, profiled, unpaired, [*dump.skipped, *found.skipped], host_disagreements(dump)
-    )
+    return RecompileReport(rows, violations, times, profiled, unpaired, [*dump.skipped, *found.skipped], disagreements)
+
+
+def _compiled_by_hosts(dump: Dump) -> list[DumpModule]:
+    """The compiles of the functions several hosts of one job compiled (`host_disagreements` reads them)."""
+    if dump.runs:
+        return []
+    return [m for modules in dump.functions().values() if len({m.host for m in modules}) > 1 for m in modules]
 
 
 @dataclass
@@ -156,22 +166,23 @@ class CaptureReport(Tabular):
     """The program's exit status."""
     dump: Path
     recompiles: RecompileReport | None
-    """None when the dump cannot be read (`notes` say why; a program that failed early dumps nothing)."""
-    notes: list[str] = field(default_factory=list[str])
-    """Where the dump was kept, when no folder was given; why it could not be counted."""
+    """None when the dump cannot be read (`error` says why; a program that failed early dumps nothing)."""
+    kept: bool = False
+    """The dump went to a new temporary folder, kept (no folder was given)."""
+    error: str | None = None
+    """Why the dump could not be counted."""
 
 
 def capture_report(command: Sequence[str], dump_dir: Path | None = None, budget: Budget | None = None) -> CaptureReport:
     """Run `command` with XLA dumping on and jax's compile log saved in the dump, then count its
     recompiles against `budget`. Without `dump_dir` the dump goes to a new temporary folder that is
-    kept (the other commands read it), and a note says where."""
+    kept (the other commands read it: `kept`)."""
     target = dump_folder(dump_dir)
     status = run_with_dump(list(command), target)
-    notes: list[str] = [] if dump_dir is not None else [f"dump kept in {target} (--dump-dir chooses where)"]
     try:
-        return CaptureReport(status, target, recompiles_report(target, budget), notes)
+        return CaptureReport(status, target, recompiles_report(target, budget), dump_dir is None)
     except XlaInspectError as error:
-        return CaptureReport(status, target, None, [*notes, str(error)])
+        return CaptureReport(status, target, None, dump_dir is None, str(error))
 
 
 def _profiled_seconds(

@@ -10,6 +10,8 @@ from xlainspect.analysis.chips import chip_table, custom_chip, dump_chip_key, ge
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.hosts import job_profile
 from xlainspect.analysis.profile import only_function
+from xlainspect.analysis.profile.costs import unjoined_note
+from xlainspect.analysis.profile.events import event_label
 from xlainspect.analysis.runner import Paths, Selection, input_paths, remembered, run_selected
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import load_dump
@@ -106,8 +108,6 @@ def profile_report(
     report = job_profile(hosts, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
     report.skipped = [*loaded.skipped, *report.skipped]
     if not report.joined:
-        report.notes.append(
-            f"{dump}: none of the traced modules is in this dump (module ids and names differ); ops are shown "
-            "without costs"
-        )
+        labels = {event_label(e) for e in report.op_events}
+        report.notes.append(unjoined_note(loaded, str(dump), labels, report.skipped))
     return only_function(report, function)

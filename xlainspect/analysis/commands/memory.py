@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from xlainspect.analysis.memory import memory_inputs, module_memory
 from xlainspect.analysis.runner import analyse_each, remembered
 from xlainspect.analysis.tabular import Tabular
-from xlainspect.dump.directory import load_dump
+from xlainspect.dump.directory import load_dump, load_module_of
 from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.selection import select_dump_modules
 from xlainspect.errors import DumpError
@@ -29,12 +29,13 @@ class MemoryReport(Tabular):
 
 @remembered("path")
 def memory_report(
-    path: str | Path, *, function: str | None = None, top: int = 10, progress: Progress = silent
+    path: str | Path, *, function: str | None = None, top: int | None = 10, progress: Progress = silent
 ) -> MemoryReport:
     """Memory per compiled module from the buffer assignment, memory-usage report and live ranges: bytes
-    by allocation kind, the peak and the `top` biggest buffers live there. `path` may be one dump file."""
+    by allocation kind, the peak and the `top` biggest buffers live there (None: all). `path` may be one
+    dump file."""
     path = Path(path)
-    dump = load_dump(path.parent if path.is_file() else path)
+    dump = load_module_of(path) if path.is_file() else load_dump(path)
     chosen = [
         m
         for m in select_dump_modules(dump, function=function)
@@ -54,7 +55,7 @@ def memory_report(
             f"no *buffer-assignment.txt for the selected modules under {path} (XLA writes it "
             "after optimizations, with --xla_dump_to and text dumps)"
         )
-    return MemoryReport(rows, [*dump.skipped, *skipped])
+    return MemoryReport(rows, [*dump.skipped, *skipped, *(r.unparsed for r in rows if r.unparsed is not None)])
 
 
 def _assignment_path(dump_module: DumpModule) -> Path:

@@ -26,6 +26,7 @@ from xlainspect.analysis.lookup import module_label
 from xlainspect.analysis.memory import ModuleMemory, assigned_memory
 from xlainspect.analysis.neighbourhood import neighbourhood
 from xlainspect.analysis.profile import ProfileReport
+from xlainspect.analysis.profile.model import ProfileNote
 from xlainspect.analysis.recompiles import FunctionCompiles, Recompiles, count_recompiles
 from xlainspect.analysis.runner import SHARE_MIN_MODULES, analyse_each
 from xlainspect.analysis.tabular import Tabular
@@ -134,10 +135,7 @@ def _profiled(trace: str | Path | None, dump: Dump) -> ProfileReport | None:
         return None
     profiled = job_profile(host_traces(trace), dump, _chip(next(iter(dump.modules), None)))
     if not profiled.joined:
-        profiled.notes.append(
-            f"{trace}: none of the traced modules is in this dump (module ids and names differ): a profile of "
-            "another run? Its ops are shown without costs."
-        )
+        profiled.notes.append(ProfileNote("trace_not_joined", str(trace)))
     return profiled
 
 
@@ -220,20 +218,21 @@ NEIGHBOURHOOD_LINES = 24
 
 def op_lines(facts: DumpFacts, op: OpTiming) -> OpLines | None:
     """The op's HLO line and its neighbourhood within `graph --around`'s default depth; None where its
-    module or instruction is not in the dump (a profile of another run)."""
+    module or instruction is not in the dump (a profile of another run). Its module's files were read by
+    its analyses: an error reading them now (a file changed meanwhile) is raised, not a missing op."""
     dump_module = next((m for m in facts.readable if m.label == op.module), None)
     if dump_module is None:
         return None
     name = f"{op.computation}/{op.name}" if op.computation else op.name
+    module = dump_module.module("after")  # a readable module: its analyses parsed it
     try:
-        module = dump_module.module("after")
         graph = neighbourhood(module, name, NEIGHBOURHOOD_DEPTH)
-        if len(graph.nodes) > NEIGHBOURHOOD_LINES:  # a busy op (a loop body's): its operands and users only
-            graph = neighbourhood(module, name, 1)
-        path = dump_module.hlo_path("after")
-        text = read_text(path).splitlines()
-    except XlaInspectError:
+    except XlaInspectError:  # no one instruction of that name here: the profile's op is of another program
         return None
+    if len(graph.nodes) > NEIGHBOURHOOD_LINES:  # a busy op (a loop body's): its operands and users only
+        graph = neighbourhood(module, name, 1)
+    path = dump_module.hlo_path("after")
+    text = read_text(path).splitlines()
     lines = tuple(
         HloLine(i.line, text[i.line - 1].strip() if 0 < i.line <= len(text) else i.name, i.name == op.name)
         for i in graph.nodes.values()

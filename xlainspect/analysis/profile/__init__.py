@@ -43,6 +43,7 @@ from xlainspect.analysis.profile.model import (
     Autotuning,
     FunctionTime,
     OpTime,
+    ProfileNote,
     ProfileReport,
     StepSummary,
     StepTime,
@@ -70,6 +71,7 @@ __all__ = [
     "CompileEvent",
     "FunctionTime",
     "OpTime",
+    "ProfileNote",
     "ProfileReport",
     "StepSummary",
     "StepTime",
@@ -104,7 +106,7 @@ def profile(
     placed, unplaced = place(op_events, sequences, dump is not None)
     step_of = step_index(steps, op_events, launched if source == "step markers" else {})
     labels = {event_label(e) for e in op_events}
-    notes: list[str] = []
+    notes: list[ProfileNote] = []
     if dump is not None:
         costs = dump_costs(dump, labels, chip, skipped)
     else:
@@ -119,7 +121,7 @@ def profile(
     spans = [r.span for r in {id(r): r for r in runs.values()}.values() if len(r.events) > 1]
     measure_steps(steps, trace.events, marked, [*op_events, *other], kind_of, tuning, spans)
     ops = _op_times(op_events, placed, steps, step_of, costs, chip.launch_seconds if chip is not None else 0.0)
-    hlo = ("dump" if dump is not None else "embedded in the trace") if costs else None
+    hlo = ("dump" if dump is not None else "trace") if costs else None
     tuned = {id(e) for e in tuning}
     return ProfileReport(
         [str(p) for p in trace.paths],
@@ -141,6 +143,8 @@ def profile(
         autotuning=autotuning_work(tuning),
         other_device=(len(other), sum(e.duration_ns for e in other) / 1e9),
         step_summary=summary(steps, lambda chosen: function or _busiest(op_events, chosen, step_of, steps), marked),
+        step_function=function,
+        step_named=step_function is not None,
     )
 
 

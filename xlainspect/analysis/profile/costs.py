@@ -9,7 +9,7 @@ from statistics import median
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.cost import OpCost, module_cost
 from xlainspect.analysis.profile.events import dump_label, module_label, traced_modules
-from xlainspect.analysis.profile.model import OpTime
+from xlainspect.analysis.profile.model import OpTime, ProfileNote
 from xlainspect.analysis.runner import analyse_each
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.module import DumpModule, SkippedFile
@@ -33,16 +33,27 @@ def dump_costs(
         key=lambda _: f"profile-costs:{chip!r}",  # the chip by every figure: `--peak-flops` chips are `custom`
         blame=DumpModule.hlo_path,
         advance=lambda _: None,
+        only_input=False,  # the trace was read: a dump none of whose modules parse leaves ops without costs
     )
     skipped += found.skipped
     return {dump_label(module): costs for module, costs in zip(found.modules, found.results)}
+
+
+def unjoined_note(dump: Dump, where: str, labels: set[str], skipped: list[SkippedFile]) -> ProfileNote:
+    """Why no traced module has costs: the dump holds none of them (ids and names differ), or it holds
+    them and their files did not read (named: those of `skipped` that are the traced modules' HLO)."""
+    paths = {m.hlo_path() for m in traced_modules(dump, labels)}
+    unread = [s.path.name for s in skipped if s.path in paths]
+    if unread:
+        return ProfileNote("dump_unreadable", where, ", ".join(unread))
+    return ProfileNote("dump_not_joined", where)
 
 
 def op_costs(module: Module, chip: Chip | None) -> dict[str, OpCost]:
     return {row.name: row for row in module_cost(module, chip).ops}
 
 
-def embedded_modules(trace: Trace, labels: set[str], notes: list[str]) -> dict[str, Module]:
+def embedded_modules(trace: Trace, labels: set[str], notes: list[ProfileNote]) -> dict[str, Module]:
     """The HLO modules the trace embeds (XLA's optimized HLO, with the names the op events carry)."""
     modules: dict[str, Module] = {}
     for program_id, (name, proto) in sorted(trace.hlo_protos.items()):
@@ -52,7 +63,7 @@ def embedded_modules(trace: Trace, labels: set[str], notes: list[str]) -> dict[s
         try:
             modules[label] = parse_hlo(embedded_hlo_text(proto), label, runner=OWNED)[0]
         except XlaInspectError as error:
-            notes.append(f"{label}: {error}")
+            notes.append(ProfileNote("embedded_hlo", label, str(error)))
             break  # the same reason (no jax) holds for every module
     return modules
 

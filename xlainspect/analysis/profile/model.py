@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.profile.compiles import CompileEvent
@@ -22,6 +22,19 @@ CATEGORIES = DEVICE_KINDS + IDLE_CAUSES
 """The keys of `StepTime.breakdown`, in the order a stacked bar draws them."""
 BOUNDS = ("device", "compile", "input", "launch", "host")
 """What a step waits on (`StepTime.bound`): the device's work, or one of the causes of its idling."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileNote:
+    """Why a profile's ops have no costs, as data (`report.views.profile.note_text` words it): the trace's
+    embedded HLO did not read (`embedded_hlo`: `where` is the module, `error` why), or none of the traced
+    modules is in the dump given (`dump_not_joined`: `where` is the dump) or in the report's dump
+    (`trace_not_joined`: `where` is the trace), or they are in the dump given but none of their files
+    read (`dump_unreadable`: `where` is the dump, `error` the files skipped)."""
+
+    kind: Literal["embedded_hlo", "dump_not_joined", "dump_unreadable", "trace_not_joined"]
+    where: str
+    error: str = ""
 
 
 @dataclass(slots=True)
@@ -144,6 +157,21 @@ class FunctionTime:
     """Its kernels' seconds a step, over the steps it ran in (None: no steps)."""
 
 
+@dataclass(frozen=True, slots=True)
+class NotPlaced:
+    """Why kernels of a command buffer were put on no HLO op (`report.views.profile.not_placed_text`
+    words it): no dump was given (`no_dump`), the dump has no thunk sequence of the module
+    (`no_sequence`), the buffer is not one of its command buffers (`not_a_command_buffer`), the buffer
+    has no command of the kernels' kind (`no_command`), or more events than commands of their kind and
+    none between their neighbours (`ambiguous`: `events` of `work` for `commands`)."""
+
+    kind: Literal["no_dump", "no_sequence", "not_a_command_buffer", "no_command", "ambiguous"]
+    work: str = ""
+    """no_command, ambiguous: the kind of work (kernel, copy, memset...)."""
+    events: int = 0
+    commands: int = 0
+
+
 @dataclass(slots=True)
 class Unplaced:
     """Kernel executions of a compiled function that could not be put on an HLO op, and why."""
@@ -153,7 +181,7 @@ class Unplaced:
     kernel: str
     count: int
     seconds: float
-    reason: str | None
+    reason: NotPlaced | None
     """None: the commands that ran them name no HLO op (a thunk without metadata)."""
 
 
@@ -167,14 +195,17 @@ class Autotuning:
     """(fusion tuned, kernels, seconds), most time first; `(unnamed)`: buffer checks and comparisons."""
 
 
+StepSource = Literal["step markers", "executions", "none"]
+
+
 @dataclass
 class ProfileReport(Tabular):
     """Measured time per op, steps, functions and compiles of a profile, joined with a dump's costs."""
 
     paths: list[str]
     steps: list[StepTime]
-    step_source: str
-    """`step markers`, `executions of <function> (...)` or `none`."""
+    step_source: StepSource
+    """How the steps were found: `step markers`, `executions` of `step_function`, or `none`."""
     ops: list[OpTime]
     """Ranked by time lost (measured - roofline) where a roofline is known, else by measured time."""
     compiles: list[CompileEvent]
@@ -184,9 +215,9 @@ class ProfileReport(Tabular):
     """The op events themselves (compiled functions' kernels), for the timeline."""
     chip: Chip | None = field(default=None, repr=False)
     """The chip the roofline times are for."""
-    hlo_source: str | None = None
-    """Where the ops' costs come from: `dump`, `embedded in the trace`, or None (no costs)."""
-    notes: list[str] = field(default_factory=list[str])
+    hlo_source: Literal["dump", "trace"] | None = None
+    """Where the ops' costs come from: the dump, the HLO the trace embeds, or None (no costs)."""
+    notes: list[ProfileNote] = field(default_factory=list[ProfileNote])
     """Why costs are missing, for stderr."""
     skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
     """`SkippedFile`s of the dump that could not be read."""
@@ -203,3 +234,7 @@ class ProfileReport(Tabular):
     """The median step without a compile (None: no steps)."""
     job: JobReport | None = None
     """Every host's and device's steps, collectives' waits and the straggler (`analysis/hosts.py`)."""
+    step_function: str | None = field(default=None, repr=False)
+    """`executions`: the function whose executions are the steps."""
+    step_named: bool = field(default=False, repr=False)
+    """`executions`: the function was named (`step_function`), not the one with the most device time."""

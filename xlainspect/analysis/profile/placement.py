@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from xlainspect.analysis.profile.events import dump_label, event_label, op_name, traced_modules
-from xlainspect.analysis.profile.model import Unplaced
+from xlainspect.analysis.profile.model import NotPlaced, Unplaced
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.thunks import KERNEL_KINDS, Thunk, ThunkSequence, read_thunk_sequence, thunk_files
@@ -47,18 +47,14 @@ def place(
             launches[(event_label(event), op, event.plane, event.stats.get("correlation_id"))].append(event)
         else:
             placed[id(event)] = op
-    failed: dict[tuple[str, str, str, str | None], list[TraceEvent]] = defaultdict(list)
+    failed: dict[tuple[str, str, str, NotPlaced | None], list[TraceEvent]] = defaultdict(list)
     for (label, buffer, _, _), events in launches.items():
         events.sort(key=lambda e: (e.stats.get("cuda_graph_node_id", 0), e.start_ns))
         sequence = sequences.get(label)
         commands = sequence.command_buffers.get(buffer) if sequence is not None else None
         if commands is None:
-            reason = (
-                "no --dump: the dump's thunk sequence places a command buffer's kernels"
-                if not with_dump
-                else f"the dump has no thunk sequence of {label}"
-                if sequence is None
-                else f"{buffer} is not a command buffer of {label}'s thunk sequence"
+            reason = NotPlaced(
+                "no_dump" if not with_dump else "no_sequence" if sequence is None else "not_a_command_buffer"
             )
             for event in events:
                 placed[id(event)] = None
@@ -77,7 +73,7 @@ def place(
 
 def place_launch(
     events: list[TraceEvent], commands: list[Thunk], buffer: str
-) -> Iterator[tuple[TraceEvent, str | None, str | None]]:
+) -> Iterator[tuple[TraceEvent, str | None, NotPlaced | None]]:
     """(event, op or None, reason) for one launch of a command buffer, its events in graph order.
 
     A kernel a kernel command names goes to the k-th command of that name at its k-th run. The others
@@ -101,10 +97,9 @@ def place_launch(
         for position in positions:
             command = _between(at, position, commands, kind)
             reason = (
-                f"no {kind} command in {buffer}"
+                NotPlaced("no_command", kind)
                 if not candidates
-                else f"{len(positions)} {kind} events for {len(candidates)} {kind} commands of {buffer}, "
-                "and not one between its neighbours"
+                else NotPlaced("ambiguous", kind, len(positions), len(candidates))
             )
             yield events[position], command.op if command else None, None if command else reason
 

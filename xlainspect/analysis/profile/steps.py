@@ -7,7 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from xlainspect.analysis.profile.events import event_label
-from xlainspect.analysis.profile.model import Autotuning, FunctionTime, StepTime
+from xlainspect.analysis.profile.model import Autotuning, FunctionTime, StepSource, StepTime
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.xplane import StatValue, TraceEvent
 from xlainspect.errors import UsageError, literal
@@ -98,7 +98,7 @@ def find_steps(
     op_events: list[TraceEvent],
     runs: dict[int, Execution],
     step_function: str | None,
-) -> tuple[list[StepTime], str, str | None]:
+) -> tuple[list[StepTime], StepSource, str | None]:
     """The step markers' spans (`marked`: `step_markers`), else one step per execution of the step
     function: from the start of one to the start of the next (the last: to its end). Also what the
     steps are, and the step function where steps are its executions."""
@@ -114,13 +114,12 @@ def find_steps(
     if not device_time:
         return [], "none", None
     function = step_function or max(device_time, key=device_time.__getitem__)  # most_common(1)[0][0]
-    how = "named by --step-function" if step_function else "the function with the most device time"
     ran = sorted(
         {id(r): r for r in runs.values() if r.events[0].stats["hlo_module"] == function}.values(), key=lambda r: r.start
     )
     bounds = [r.start for r in ran[1:]] + [max(r.span[1] for r in ran)]
     steps = [StepTime(n, r.start / 1e9, (end - r.start) / 1e9) for n, (r, end) in enumerate(zip(ran, bounds))]
-    return steps, f"executions of {function}, {how}", function
+    return steps, "executions", function
 
 
 def executions(

@@ -29,12 +29,12 @@ from xlainspect.analysis.recompiles.gate import (
     Violation,
     baseline_counts,
     budget_violations,
-    unknown_budget_names,
+    check_budget_names,
 )
 from xlainspect.analysis.recompiles.model import Cause, Compiles, FunctionCompiles, new_values
 from xlainspect.analysis.recompiles.signature import name_parameters, signature_causes
 from xlainspect.dump.directory import Dump
-from xlainspect.dump.module import DumpModule, SkippedFile
+from xlainspect.dump.module import DumpModule, SkippedFile, scoped_reads
 from xlainspect.errors import AnalysisBug, XlaInspectError
 
 __all__ = [
@@ -46,10 +46,10 @@ __all__ = [
     "Violation",
     "baseline_counts",
     "budget_violations",
+    "check_budget_names",
     "count_recompiles",
     "name_parameters",
     "signature_causes",
-    "unknown_budget_names",
 ]
 
 Detector = Callable[[Compiles, list[Cause]], list[Cause]]
@@ -79,24 +79,21 @@ def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -
     """Per function, in first-compile order: the number of compiles and, where above one, why; in a
     dump of several hosts, those of one usual host (the hosts of one job compile alike; dumps of
     several runs, `load_dump([a, b])`, are compared instead). The dump is not changed: the files that
-    could not be read are returned, and the file contents its modules kept while a function was
-    explained are dropped after it (but for a function several hosts compiled, whose programs
-    `divergence` reads next). `advance(n)` is called with each function's module count (a progress
-    bar's)."""
+    could not be read are returned, and what its modules read and parsed while a function was explained
+    is dropped after it (`scoped_reads`: memory stays that of one function's compiles). `advance(n)` is
+    called with each function's module count (a progress bar's)."""
     found = Recompiles([])
     for name, compiles in dump.functions().items():
         if advance is not None:
             advance(len(compiles))
         hosts = [compiles] if dump.runs else _by_host(compiles)
         try:
-            found.functions += _function_rows(name, hosts, found.skipped)
+            with scoped_reads(compiles):
+                found.functions += _function_rows(name, hosts, found.skipped)
         except XlaInspectError:
             raise
         except Exception as error:  # noqa: BLE001 (not bad input: a bug, named with a file it was reading)
             raise AnalysisBug(_where(compiles), error) from error
-        if len(hosts) == 1:  # the files of several hosts' compiles are read again: divergence compares them
-            for module in compiles:
-                module.forget_contents()
     return found
 
 
@@ -111,7 +108,7 @@ def _function_rows(name: str, hosts: list[list[DumpModule]], skipped: list[Skipp
     modules = _usual(hosts)
     readable = _readable(modules, skipped)
     unreadable = [m for m in modules if m not in readable]
-    parts = _by_origin(readable) or [([], Origin(eager=False, source=None))]
+    parts = _by_origin(readable, skipped) or [([], Origin(eager=False, source=None))]
     rows: list[FunctionCompiles] = []
     for number, (part, origin) in enumerate(parts):
         causes = _explain(part, origin.eager, skipped) if len(part) > 1 else ()
@@ -131,17 +128,17 @@ def _function_rows(name: str, hosts: list[list[DumpModule]], skipped: list[Skipp
     return rows
 
 
-def _by_origin(modules: list[DumpModule]) -> list[tuple[list[DumpModule], Origin]]:
+def _by_origin(modules: list[DumpModule], skipped: list[SkippedFile]) -> list[tuple[list[DumpModule], Origin]]:
     """The compiles of one name, as the user's and jax's eager ones (see `origin`), the user's first.
     A name whose first compile is the user's is the user's throughout (its compiles are not read again:
     a storm of 1,000 big modules); one whose first is eager has every compile read (eager modules are
     small), since a user's `def matmul` and an eager `x @ w` share the name jit_matmul."""
     if not modules:
         return []
-    first = module_origin(modules[0])
+    first = module_origin(modules[0], skipped)
     if not first.eager or len(modules) == 1:
         return [(modules, first)]
-    origins = [first, *module_origins(modules[1:])]
+    origins = [first, *module_origins(modules[1:], skipped)]
     user = [(m, o) for m, o in zip(modules, origins) if not o.eager]
     if not user:
         return [(modules, first)]

@@ -4,7 +4,6 @@ a branch, constants, the arguments' pytree paths)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections import Counter
 from collections.abc import Hashable
@@ -17,11 +16,14 @@ from xlainspect.analysis.recompiles.model import (
     Skipped,
     file_bytes,
     program,
+    program_path,
     program_text,
+    programs,
 )
 from xlainspect.analysis.recompiles.sharding import sharding_causes
 from xlainspect.dump.module import DumpModule
 from xlainspect.errors import XlaInspectError
+from xlainspect.hlo.attributes import single_literal_value
 from xlainspect.hlo.model import Computation
 from xlainspect.hlo.parser import parse_hlo, split_computations
 from xlainspect.workers import OWNED
@@ -34,7 +36,7 @@ def bodies(compiles: Compiles) -> list[Cause]:
     cause). Both may hold for one function (re-created three times, then a static flag picks another
     program)."""
     group = compiles.modules
-    texts = [file_bytes(m, m.program_file()) for m in group]
+    texts = [file_bytes(compiles, m, m.program_file()) for m in group]
     if any(t is None for t in texts):
         return []
     # one body compiled again and again is compared byte for byte, not hashed: hashing a 1,000-compile
@@ -56,7 +58,7 @@ def bodies(compiles: Compiles) -> list[Cause]:
             programs.setdefault(tuple(lines), text)
         if len(programs) > 1:
             changed = [first_with[text] for text in programs.values()]
-            causes.append(_body_cause(changed, [list(lines) for lines in programs]))
+            causes.append(_body_cause(compiles.of(changed), [list(lines) for lines in programs]))
             causes[-1].compiles = tuple(compiles.position[m] for m in changed[1:])
         elif renamed := _renamed_arguments(list(computations.values())):
             renamed.compiles = tuple(compiles.position[m] for m in list(first_with.values())[1:])
@@ -91,7 +93,7 @@ def _renamed_arguments(found: list[list[Computation]]) -> Cause | None:
     if len(names) < len(entries) or len({tuple(n) for n in names}) == 1 or len({len(n) for n in names}) > 1:
         return None
     changed = [i for i in range(len(names[0])) if len({n[i] for n in names}) > 1]
-    return Cause("pytree", "(argument paths)", None, tuple(tuple(n[i] for i in changed) for n in names))
+    return Cause("pytree", None, None, tuple(tuple(n[i] for i in changed) for n in names))
 
 
 class Line(NamedTuple):
@@ -113,20 +115,18 @@ def _differing_lines(
     return [differing_of[text] for text in texts]
 
 
-def _body_cause(changed: list[DumpModule], differing: list[list[Line]]) -> Cause:
+def _body_cause(changed: Compiles, differing: list[list[Line]]) -> Cause:
     """The one cause a same-signature body difference has: output sharding, a loop unrolled, another
-    branch, or constants (a Python value baked in)."""
-    with contextlib.suppress(XlaInspectError):
-        shardings = [c for c in sharding_causes([program(m) for m in changed]) if c.kind == "out_sharding"]
-        if shardings:
-            return shardings[0]
+    branch, or constants (a Python value baked in). A program that cannot be read is skipped and the
+    causes that need it are not looked for."""
+    parsed = programs(changed)
+    shardings = [c for c in sharding_causes(parsed) if c.kind == "out_sharding"] if parsed else []
+    if shardings:
+        return shardings[0]
     constants = [
         tuple(dict.fromkeys(_constant_value(line) for line in lines if line.literal is not None)) for lines in differing
     ]
-    try:
-        histograms = [text_histogram(m) for m in changed]
-    except XlaInspectError:
-        histograms = []
+    histograms = changed.each(text_histogram) or []
     structure = None
     if len({frozenset(h.items()) for h in histograms}) > 1:
         structure = _unrolled(histograms) or same_signature_branch(changed, histograms)
@@ -165,9 +165,8 @@ def _unrolled(histograms: list[Counter[str]]) -> Cause | None:
 def _constant_value(line: Line) -> str:
     """`-0.05` of `f32[] constant(-0.05)` or `f32[1]{0} constant({-0.05})` (a literal of one value);
     the whole line for a constant of more values."""
-    literal = line.literal or ""
-    one = literal[1:-1] if literal.startswith("{") and literal.endswith("}") else literal
-    return line.text if any(c in one for c in "{},") else one
+    one = single_literal_value(line.literal or "")
+    return line.text if one is None else one
 
 
 def _differing_computations(compiles: Compiles) -> list[list[Computation]]:
@@ -183,7 +182,7 @@ def _differing_computations(compiles: Compiles) -> list[list[Computation]]:
         try:
             pieces.append(split_computations(program_text(module)))
         except XlaInspectError as error:
-            compiles.skip(module, error)
+            compiles.skip(module, error, program_path(module))
             raise Skipped from None
     common = functools.reduce(lambda a, b: a & b, (Counter(p) for p in pieces))
     return [_parsed_pieces(compiles, module, found, common) for module, found in zip(compiles.modules, pieces)]
@@ -205,7 +204,7 @@ def _parsed_pieces(
         try:
             return list(program(module).computations)
         except XlaInspectError as error:
-            compiles.skip(module, error)
+            compiles.skip(module, error, program_path(module))
             raise Skipped from None
 
 

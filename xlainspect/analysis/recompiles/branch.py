@@ -7,11 +7,10 @@ import functools
 from collections import Counter
 
 from xlainspect.analysis.ops import computation_counts, line_counts, opcode_counts
-from xlainspect.analysis.recompiles.model import Cause, Compiles, Reason, program, program_stage, program_text, programs
+from xlainspect.analysis.recompiles.model import Cause, Compiles, Reason, program_stage, program_text, programs
 from xlainspect.analysis.recompiles.signature import program_header
 from xlainspect.dump.module import DumpModule
-from xlainspect.errors import XlaInspectError
-from xlainspect.hlo.fastpath import opcodes, scan
+from xlainspect.hlo.fastpath import has_call, opcodes, scan
 from xlainspect.hlo.model import Module
 
 SIGNATURE_OPS = frozenset(
@@ -30,11 +29,10 @@ def branches(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
     variants = compiles.modules
     if len(variants) < 2 or compiles.eager:
         return causes
-    if len({tuple(s.dtype for s in program_header(m).parameter_shapes) for m in variants}) > 1:
+    if len({tuple(s.dtype for s in program_header(compiles, m).parameter_shapes) for m in variants}) > 1:
         return causes
-    try:
-        histograms = [text_histogram(m) for m in variants]
-    except XlaInspectError:
+    histograms = compiles.each(text_histogram)
+    if histograms is None:
         return causes
     keys = [frozenset(h.items()) for h in histograms]
     if len(set(keys)) == 1:
@@ -54,7 +52,7 @@ def text_histogram(module: DumpModule) -> Counter[str]:
     from the parsed module."""
     stage = program_stage(module)
     text = program_text(module)
-    if " call(" not in text:  # one pass over the text: a storm of 1,000 programs is read fast
+    if not has_call(text):  # one pass over the text: a storm of 1,000 programs is read fast
         return Counter(op for op in opcodes(text) if op not in SIGNATURE_OPS)
     lines = scan(text)
     counts = opcode_counts(*(line_counts(lines) if lines is not None else computation_counts(module.module(stage))))
@@ -78,13 +76,10 @@ def op_counts(ops: Counter[str]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(ops.items()))
 
 
-def same_signature_branch(bodies: list[DumpModule], histograms: list[Counter[str]]) -> Cause:
-    """Other ops for the same signature: a Python `if` on a static argument."""
-    try:
-        parsed = [program(m) for m in bodies]
-    except XlaInspectError:
-        parsed = []
-    return branch_cause(histograms, list(zip(parsed, histograms)), "branch_on_static")
+def same_signature_branch(bodies: Compiles, histograms: list[Counter[str]]) -> Cause:
+    """Other ops for the same signature: a Python `if` on a static argument (without source lines where
+    a program does not parse: it is skipped)."""
+    return branch_cause(histograms, list(zip(programs(bodies), histograms)), "branch_on_static")
 
 
 def _placed_ops(module: Module) -> list[tuple[str, str]]:

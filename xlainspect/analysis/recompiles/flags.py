@@ -11,7 +11,7 @@ _NOT_FLAGS = ("xla_dump_", "xla_detailed_logging")
 
 def flags(compiles: Compiles) -> list[Cause]:
     """Detector over every compile (one value each): debug options that differ between compiles."""
-    texts = [file_bytes(m, m.file("debug_options", stage=None)) for m in compiles.modules]
+    texts = [file_bytes(compiles, m, m.file("debug_options", stage=None)) for m in compiles.modules]
     if any(t is None for t in texts) or len(set(texts)) == 1:  # the common case: one text, nothing to parse
         return []
     decoded = {text: _debug_options(text) for text in set(texts) if text is not None}

@@ -4,10 +4,12 @@ the option a person set, are written by `xlainspect.report.causes.violation_text
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from xlainspect.analysis.recompiles.model import FunctionCompiles
+from xlainspect.errors import no_match
 
 
 @dataclass(slots=True)
@@ -64,10 +66,14 @@ def budget_violations(rows: list[FunctionCompiles], budget: Budget) -> list[Viol
     return found
 
 
-def unknown_budget_names(rows: list[FunctionCompiles], budget: Budget) -> list[str]:
-    """Per-name budgets naming no function of the dump (a misspelt name would budget nothing)."""
-    names = {r.name for r in rows}
-    return [name for name, _ in budget.per_name if name not in names]
+def check_budget_names(budget: Budget, functions: Iterable[str]) -> None:
+    """Raise NoMatchError (`did you mean jit_train_step?`) for the first per-name budget naming none of
+    `functions` (HloModule names): a misspelt name would budget nothing and pass the gate. The one rule
+    of `count-recompiles --max` and the pytest plugin's `max_compiles` marker."""
+    names = set(functions)
+    for name, _ in budget.per_name:
+        if name not in names:
+            raise no_match("per_name", name, list(names))
 
 
 def per_name_rows(rows: list[FunctionCompiles]) -> list[FunctionCompiles]:

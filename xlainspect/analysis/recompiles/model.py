@@ -5,8 +5,10 @@ Data only: the words for a cause, the advice and the gate's messages are in `xla
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, TypeVar
 
 from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.names import DumpFile
@@ -62,7 +64,9 @@ class Cause:
 
     kind: Kind
     parameter: str | None = None
-    """The entry parameter, by its `op_name` metadata when jax recorded one, else `#<index>`."""
+    """The entry parameter, by its `op_name` metadata when jax recorded one, else `#<index>`; None for a
+    cause of no one parameter (the number of parameters, a dtype cause of every parameter at once, the
+    arguments' pytree paths, the output's sharding: `report.causes.WHOLE` words what it is of)."""
     index: int | None = None
     values: tuple[Any, ...] = ()
     """Per kind: sizes (or tuples of sizes, or dims), dtypes, layouts, results as text; shardings as a
@@ -111,6 +115,9 @@ class FunctionCompiles:
     those of one host that compiled it as often as most hosts did (`doctor` names the others)."""
 
 
+_T = TypeVar("_T")
+
+
 @dataclass(slots=True)
 class Compiles:
     """What a detector reads: compiles of one function (`modules`, in compile order), each with its
@@ -126,8 +133,23 @@ class Compiles:
         """The same function's compiles narrowed to `modules`, skips recorded in the same list."""
         return Compiles(modules, self.position, self.eager, self.skipped)
 
-    def skip(self, module: DumpModule, error: XlaInspectError) -> None:
-        self.skipped.append(SkippedFile.of(module.hlo_path(), error))
+    def skip(self, module: DumpModule, error: XlaInspectError, path: Path | None = None) -> None:
+        """Record the file of `module` (`path`, else its HLO file) that could not be read, once: several
+        detectors may meet it."""
+        SkippedFile.of(path or module.hlo_path(), error).add_to(self.skipped)
+
+    def each(self, read: Callable[[DumpModule], _T]) -> list[_T] | None:
+        """`read` of every module's program, in order; None where one meets an input error (recorded in
+        `skipped` under the program's file): a detector then explains nothing rather than something from
+        part of the compiles."""
+        found: list[_T] = []
+        for module in self.modules:
+            try:
+                found.append(read(module))
+            except XlaInspectError as error:
+                self.skip(module, error, program_path(module))
+                return None
+        return found
 
     def numbers(self) -> list[int]:
         return [self.position[m] for m in self.modules]
@@ -153,6 +175,12 @@ def program_stage(module: DumpModule) -> str:
     return "before" if module.file("hlo", "before") else "after"
 
 
+def program_path(module: DumpModule) -> Path:
+    """The path of the program jax gave XLA (`DumpModule.program_file`), as a skipped file names it."""
+    found = module.program_file()
+    return found.path if found is not None else module.hlo_path()
+
+
 def program_text(module: DumpModule) -> str:
     """The text of the program jax gave XLA (`DumpModule.program_file`), read once per module."""
     dump_file = module.program_file()
@@ -166,21 +194,19 @@ def program(module: DumpModule) -> Module:
     return module.module(program_stage(module))
 
 
-def file_bytes(module: DumpModule, dump_file: DumpFile | None) -> bytes | None:
-    """The bytes of one of the module's files (decompressed, read once); None when absent or unreadable."""
+def file_bytes(compiles: Compiles, module: DumpModule, dump_file: DumpFile | None) -> bytes | None:
+    """The bytes of one of the module's files (decompressed, read once); None when absent, or unreadable
+    (recorded in `compiles.skipped`)."""
     if dump_file is None:
         return None
     try:
         return module.read(dump_file)
-    except DumpError:
+    except DumpError as error:
+        compiles.skip(module, error, dump_file.path)
         return None
 
 
 def programs(compiles: Compiles) -> list[Module]:
     """The programs jax gave XLA (before_optimizations, else the compiled ones), parsed; empty when one
     does not parse (it is recorded in `compiles.skipped`)."""
-    try:
-        return [program(m) for m in compiles.modules]
-    except XlaInspectError as error:
-        compiles.skip(compiles.modules[0], error)
-        return []
+    return compiles.each(program) or []

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from xlainspect.analysis.recompiles.model import Cause, Compiles, programs
 from xlainspect.analysis.recompiles.signature import shape_cause
-from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.attributes import decode_mesh_axes, decode_partition_spec
 from xlainspect.hlo.model import Instruction, Module
 
@@ -15,15 +14,15 @@ def per_device_shapes(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
     """Detector: per-device shapes that differ while the global (before_optimizations) shapes agree are
     a sharding change. Where the global shapes differ too, the shape causes are given in global shapes
     (what the user passed), the per-device ones beside them."""
-    if not any(c.kind == "shape" for c in causes):
+    if not any(c.kind == "shape" for c in causes) or any(m.file("hlo", "before") is None for m in compiles.modules):
+        return causes  # without the programs jax gave XLA, no global shapes to compare
+    before = compiles.each(lambda m: m.header("before"))
+    if before is None:
         return causes
-    try:
-        before = [m.header("before") for m in compiles.modules]
-        if len({tuple(s.dims for s in h.parameter_shapes) for h in before}) > 1:
-            return _global_shapes(before, causes)
-        sharded = sharding_causes([m.module("before") for m in compiles.modules])
-    except XlaInspectError:
-        return causes
+    if len({tuple(s.dims for s in h.parameter_shapes) for h in before}) > 1:
+        return _global_shapes(before, causes)
+    parsed = compiles.each(lambda m: m.module("before"))
+    sharded = sharding_causes(parsed) if parsed else []
     return [c for c in causes if c.kind != "shape"] + sharded if sharded else causes
 
 
@@ -65,7 +64,7 @@ def sharding_causes(modules: list[Module]) -> list[Cause]:
             causes.append(Cause("sharding", name, index, tuple(seen)))
     outputs = [sharding_text(m.entry.root, _mesh_axes(m)) for m in modules]
     if len(set(outputs)) > 1:
-        causes.append(Cause("out_sharding", "(output)", None, tuple(outputs)))
+        causes.append(Cause("out_sharding", None, None, tuple(outputs)))
     return causes
 
 

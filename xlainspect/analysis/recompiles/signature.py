@@ -36,7 +36,7 @@ def parameters(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
 def results(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
     """Detector: results that differ where the parameters agree (in the program jax gave XLA, whose
     shapes are global where the compiled one is partitioned)."""
-    return causes + result_causes([program_header(m) for m in compiles.modules])
+    return causes + result_causes([program_header(compiles, m) for m in compiles.modules])
 
 
 def op_names(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
@@ -61,7 +61,7 @@ def signature_causes(headers: list[Module]) -> list[Cause]:
         causes = [
             Cause(
                 "shape",
-                "(parameter count)",
+                None,
                 None,
                 tuple(len(s) for s in shapes),
                 reason="parameter_count",
@@ -69,7 +69,7 @@ def signature_causes(headers: list[Module]) -> list[Cause]:
         ]
         dtypes = [",".join(dict.fromkeys(p.dtype for p in s)) for s in shapes]
         if len(set(dtypes)) > 1:  # parameters cannot be paired by index; their element types still tell
-            causes.append(Cause("dtype", "(all parameters)", None, tuple(dtypes)))
+            causes.append(Cause("dtype", None, None, tuple(dtypes)))
         return causes
     causes: list[Cause] = []
     for index in range(len(shapes[0])):
@@ -157,12 +157,14 @@ def _without_layout(shape: Shape | None) -> str:
     return shape.without_layout() if shape is not None else str(shape)
 
 
-def program_header(module: DumpModule) -> Module:
+def program_header(compiles: Compiles, module: DumpModule) -> Module:
     """The header of the program jax gave XLA where the compiled one has per-device shapes (a partitioned
-    program); else the compiled one's, already read."""
-    if module.header().num_partitions == 1:
+    program); else the compiled one's, already read (also where the program's cannot be read: it is
+    recorded in `compiles.skipped`)."""
+    if module.header().num_partitions == 1 or module.file("hlo", "before") is None:
         return module.header()
     try:
         return module.header("before")
-    except XlaInspectError:
+    except XlaInspectError as error:
+        compiles.skip(module, error, module.hlo_path("before"))
         return module.header()

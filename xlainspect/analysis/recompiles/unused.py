@@ -42,7 +42,7 @@ def dropped_arguments(compiles: Compiles, causes: list[Cause]) -> list[Cause]:
     dropped = _dropped(leaves)
     if dropped is None:
         return causes
-    kept = [c for c in causes if c.reason != "parameter_count" and c.parameter != "(all parameters)"]
+    kept = [c for c in causes if c.reason != "parameter_count" and not (c.kind == "dtype" and c.parameter is None)]
     names = ", ".join(dict.fromkeys(name for names in dropped for name in names))
     return [*kept, Cause("unused", names, None, dropped)]
 

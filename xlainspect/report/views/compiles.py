@@ -21,8 +21,19 @@ from xlainspect.report.sections import table as section_table
 from xlainspect.report.views.doctor import host_list
 
 if TYPE_CHECKING:
-    from xlainspect.analysis.commands.compiles import ModulesReport, RecompileReport
+    from xlainspect.analysis.commands.compiles import CaptureReport, ModulesReport, RecompileReport
+    from xlainspect.analysis.compile_times import CompileTimes
     from xlainspect.analysis.recompiles import FunctionCompiles
+
+
+COMPILE_SOURCES = {"profile": "profile", "log_clock": "jax log", "log_order": "jax log, back to back", "dump": "dump"}
+"""Where compile times come from (`timing.CompileSource`), in words."""
+
+
+def capture_notes(report: CaptureReport) -> list[str]:
+    """What `capture` says besides the report: where it kept the dump it chose, why it could not count it."""
+    kept = [f"dump kept in {report.dump} (--dump-dir chooses where)"] if report.kept else []
+    return kept + ([report.error] if report.error is not None else [])
 
 
 def modules_document(report: ModulesReport) -> Document:
@@ -77,7 +88,18 @@ def _not_in_dump(event, in_dump: bool) -> str:
 
 def _unpaired(times) -> list[str]:
     """Where the log's compiles and the dump's modules do not pair one to one."""
-    return [f"not paired: {sentence}" for sentence in times.unpaired] if times else []
+    return [f"not paired: {sentence}" for sentence in unpaired_text(times)] if times else []
+
+
+def unpaired_text(times: CompileTimes) -> list[str]:
+    """One sentence per function whose log and dump compiles do not pair one to one."""
+    return [
+        f"{u.function}: {u.logged} compile(s) in the log {times.log}, none in the dump"
+        if not u.dumped
+        else f"{u.function}: {u.dumped} compile(s) in the dump, {u.logged} in the log {times.log}; "
+        f"the first {min(u.dumped, u.logged)} paired in order"
+        for u in times.unpaired
+    ]
 
 
 def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) -> Document:
@@ -99,7 +121,7 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
     if report.disagreements:
         data["host_disagreements"] = records(report.disagreements)
     if times is not None:
-        data |= {"recompile_seconds": times.recompile_seconds, "not_paired": times.unpaired}
+        data |= {"recompile_seconds": times.recompile_seconds, "not_paired": unpaired_text(times)}
     total, recompiled = sum(r.modules for r in shown), sum(1 for r in shown if r.modules > 1)
     columns = (
         ["function", "compiles"]
@@ -247,7 +269,11 @@ def compiles_section(source: DumpFacts) -> Section | None:
         for r in sorted(source.recompiles, key=lambda r: -(t.compile_seconds.get(r.name) or 0.0))
     ]
     seconds = sum(t.compile_seconds.values())
-    timed = f"{seconds:.2f} s in all, from the {t.compile_source}" if t.compile_seconds else "no seconds known"
+    timed = (
+        f"{seconds:.2f} s in all, from the {COMPILE_SOURCES[t.compile_source]}"
+        if t.compile_seconds
+        else "no seconds known"
+    )
     counts: dict[str, int] = {}
     for mark in t.compiles:
         counts[mark.function] = counts.get(mark.function, 0) + 1

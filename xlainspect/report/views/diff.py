@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xlainspect.report.causes import (
+    parameter_text,
     signature_detail,
 )
 from xlainspect.report.document import Document, Heading, Lines, Table, record
@@ -16,7 +17,8 @@ if TYPE_CHECKING:
 
 def diff_document(report: DiffReport, *, show_all: bool = False, gate: bool = False) -> Document:
     """Per function that changed (every one with `show_all`): its metrics, signature, op histogram,
-    fusion kinds and custom-call targets that differ. `gate`: regressions fail it."""
+    fusion kinds and custom-call targets that differ; CSV: every function's metrics (`CSV_COLUMNS`).
+    `gate`: regressions fail it."""
     shown = [r for r in report.functions if show_all or r.status != "unchanged"]
     data = {
         "a": str(report.a),
@@ -37,7 +39,17 @@ def diff_document(report: DiffReport, *, show_all: bool = False, gate: bool = Fa
         else []
     )
     failed, undecided = gate and bool(report.regressions), gate and bool(report.unknown)
-    return Document(data, blocks, markdown=markdown, notes=notes, gate_failed=failed, gate_undecided=undecided)
+    csv = Table(
+        None,
+        CSV_COLUMNS,
+        tuple((r.name, r.status, m.name, m.a, m.b, m.delta, m.change) for r in report.functions for m in r.metrics),
+    )
+    return Document(data, blocks, csv=csv, markdown=markdown, notes=notes, gate_failed=failed, gate_undecided=undecided)
+
+
+CSV_COLUMNS = ("function", "status", "metric", "a", "b", "delta", "change")
+"""diff's CSV: its main table, the metrics, one row per function (every one, unchanged too) and metric;
+`change` is the percent of A (empty where A is 0)."""
 
 
 def regression_text(found: Regression) -> str:
@@ -64,7 +76,7 @@ def _function_json(row) -> dict:
         "ops": counts(row.ops),
         "fusion_kinds": counts(row.fusion_kinds),
         "custom_call_targets": counts(row.custom_call_targets),
-        "signature": [record(s) | {"detail": _signature_why(s)} for s in row.signature],
+        "signature": [_signature_record(s) for s in row.signature],
         "unreadable": list(row.unreadable),
     }
 
@@ -83,7 +95,7 @@ def _sections(row) -> list[Table]:
         Table(
             "signature",
             ("parameter", "kind", "A", "B", "detail"),
-            tuple((s.parameter, s.kind, s.a, s.b, _signature_detail(s)) for s in row.signature),
+            tuple((parameter_text(s.kind, s.parameter), s.kind, s.a, s.b, _signature_detail(s)) for s in row.signature),
             right=("A", "B"),
         ),
     ]
@@ -104,7 +116,14 @@ def _signature_detail(change) -> str:
 
 def _signature_why(change) -> str:
     """The change's reason in count-recompiles' words, else the dims that vary (`dim 0`)."""
-    return signature_detail(change.reason) or change.detail
+    dims = f"dim {', '.join(map(str, change.dims))}" if change.dims else ""
+    return signature_detail(change.reason) or dims
+
+
+def _signature_record(change) -> dict:
+    """A signature change's JSON: its fields, the parameter and the detail (in place of the dims) in words."""
+    found = {("detail" if k == "dims" else k): v for k, v in record(change).items()}
+    return found | {"parameter": parameter_text(change.kind, change.parameter), "detail": _signature_why(change)}
 
 
 def _diff_summary(rows) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from xlainspect.analysis.divergence import HostDisagreement
-from xlainspect.analysis.doctor import DumpHealth, Finding
+from xlainspect.analysis.doctor import DumpHealth, HealthFinding
 from xlainspect.report.document import Document, Lines, records, table
 
 EXAMPLES = 3
@@ -26,6 +26,8 @@ ACTIONS = {
     "text-dumps-off": "Re-run with --xla_dump_hlo_as_text (it may be combined with --xla_dump_hlo_as_proto).",
     "host-compile-counts": "Run count-recompiles on one usual and one odd host folder and diff them "
     "(xlainspect diff A B).",
+    "host-programs-uncompared": "Dump the same stages on every host (a host whose compile hit jax's persistent "
+    "cache dumps no before_optimizations: run it with the cache off, or compare the compiled modules).",
     "host-programs": "Make the traced program the same on every host (no host-dependent Python in jitted code); "
     "`xlainspect diff` a usual and an odd host's folder shows the whole difference.",
 }
@@ -43,16 +45,18 @@ def doctor_document(health: DumpHealth) -> Document:
     verdict = f"{len(worded)} findings" if worded else "no findings: the dump looks healthy"
     title = f"{health.root}: {health.modules} modules, {health.files} files, {verdict}"
     rows = table(title, worded, COLUMNS)
-    return Document(data, [rows] if worded else [Lines(title)], csv=rows)  # a sentence, not an empty table
+    # A terminal reads a healthy dump's title as one sentence, not over an empty table; Markdown (a pull
+    # request's comment, a report) keeps the table's shape, as JSON and CSV do.
+    return Document(data, [rows] if worded else [Lines(title)], csv=rows, markdown=[rows])
 
 
-def worded_finding(found: Finding) -> dict[str, object]:
+def worded_finding(found: HealthFinding) -> dict[str, object]:
     """The finding with its examples, explanation and action in words (`COLUMNS`)."""
     worded = (found.check, found.severity, found.count, examples(found), explanation(found), ACTIONS[found.check])
     return dict(zip(COLUMNS, worded))
 
 
-def examples(found: Finding) -> tuple[str, ...]:
+def examples(found: HealthFinding) -> tuple[str, ...]:
     """Where to look: the finding's paths, or for a host check, its odd hosts and what they did."""
     if found.check == "host-compile-counts":
         hosts = list(dict.fromkeys(c.host for c in found.odd_counts))[:EXAMPLES]
@@ -62,7 +66,7 @@ def examples(found: Finding) -> tuple[str, ...]:
     return found.examples
 
 
-def _odd_functions(found: Finding, host: str) -> list[str]:
+def _odd_functions(found: HealthFinding, host: str) -> list[str]:
     return [f"{c.function} {c.count} (most hosts {c.usual})" for c in found.odd_counts if c.host == host][:EXAMPLES]
 
 
@@ -81,7 +85,7 @@ def host_list(hosts: tuple[str, ...], shown: int = 3) -> str:
     return named + (f" and {len(hosts) - shown:,} more" if len(hosts) > shown else "")
 
 
-def explanation(found: Finding) -> str:
+def explanation(found: HealthFinding) -> str:
     """What the check's finding means for the counts made from the dump."""
     check = found.check
     if check == "unparsable-modules":
@@ -133,6 +137,9 @@ EXPLANATIONS = {
     "wrote into one folder, and XLA's per-process ids restart at 0, so files may have overwritten each other.",
     "text-dumps-off": "Modules dumped as HLO protos only (--xla_dump_hlo_as_text=false): xlainspect reads HLO "
     "text, so these modules are invisible to every other command.",
+    "host-programs-uncompared": "Compiles whose hosts dumped no HLO stage in common (one only the program jax "
+    "gave XLA, another only the compiled module): their programs could not be compared, so host-programs "
+    "says nothing of them.",
     "host-programs": "Hosts of one job compiled another program for the same function and compile (metadata "
     "aside): in an SPMD job such a host waits at its next collective for peers that never come, and every "
     "host still looks healthy. A Python branch on jax.process_index(), a host-local flag or environment "

@@ -73,11 +73,16 @@ def _rows_and_totals(
     key: str, rows: list, totals: list, types: tuple[type, type], shown: tuple[str, ...], extra: dict | None = None
 ) -> Document:
     """JSON `{key: rows, "totals": totals, ...}`; CSV the rows, every field of the row type (a header even
-    with no rows); tables the rows (fewer columns) and the totals."""
+    with no rows); tables the rows (fewer columns) and the totals. No rows (`collectives` of a program on
+    one device): a terminal reads one sentence, not empty tables; Markdown writes it over the header."""
     row_type, total_type = types
     data = {key: [json_record(r) for r in records(rows)], "totals": records(totals), **(extra or {})}
+    csv = table(None, rows, fields(row_type))
+    if not rows:
+        none = table(f"no {key} in the modules read", rows, shown)
+        return Document(data, [Lines(str(none.title))], csv=csv, markdown=[none])
     blocks = [table(key, rows, shown), table("totals", totals, fields(total_type))]
-    return Document(data, blocks, csv=table(None, rows, fields(row_type)))
+    return Document(data, blocks, csv=csv)
 
 
 def json_record(row: dict[str, Any]) -> dict[str, Any]:
@@ -92,13 +97,13 @@ def fusions_document(report: FusionsReport) -> Document:
     document = _rows_and_totals("fusions", report.fusions, report.totals, types, FUSION_COLUMNS, extra)
     for label, ops in report.unfused_ops.items():
         named = " ".join(f"{c.name}({c.flops:,.0f} FLOPs)" for c in report.unfused_contractions if c.module == label)
-        document.blocks.append(
-            Lines(
-                f"{label}: {sum(ops.values())} compute ops outside fusions "
-                f"{' '.join(f'{k}:{n}' for k, n in ops.items())}"
-                + (f"; unfused dots/convolutions: {named}" if named else "")
-            )
+        unfused = Lines(
+            f"{label}: {sum(ops.values())} compute ops outside fusions "
+            f"{' '.join(f'{k}:{n}' for k, n in ops.items())}"
+            + (f"; unfused dots/convolutions: {named}" if named else "")
         )
+        for blocks in (document.blocks, document.markdown or []):
+            blocks.append(unfused)
     return document
 
 

@@ -78,6 +78,7 @@ def memory_record(row: ModuleMemory) -> dict[str, Any]:
     document: dict[str, Any] = record(row)
     document.pop("sequence")
     document.pop("curve")
+    document.pop("unparsed")  # a skipped file: the command lists it with the others
     return document
 
 

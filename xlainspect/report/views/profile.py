@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.profile.model import CATEGORIES
+from xlainspect.analysis.profile.model import CATEGORIES, ProfileNote
 from xlainspect.report.document import Document, Lines, Table, record, records, table
 from xlainspect.report.views.cost import duration, readable
 
 if TYPE_CHECKING:
-    from xlainspect.analysis.profile import ProfileReport, StepSummary, StepTime
+    from xlainspect.analysis.profile import ProfileReport, StepSummary, StepTime, Unplaced
     from xlainspect.analysis.profile.compiles import CompileEvent
 
 STEP_COLUMNS = (
@@ -31,6 +31,59 @@ STEP_COLUMNS = (
 
 HOST_SHOWN = 3
 """What the host ran, in the first line: its largest shares."""
+
+
+_NOT_JOINED = "none of the traced modules is in this dump (module ids and names differ)"
+
+
+_HLO_SOURCE = {"trace": "embedded in the trace"}
+"""Where a profile's costs come from, as JSON names it (`ProfileReport.hlo_source`)."""
+
+
+def step_source_text(report: ProfileReport) -> str:
+    """How the profile found its steps: `step markers`, `none`, or whose executions they are and why."""
+    if report.step_source != "executions":
+        return report.step_source
+    how = "named by --step-function" if report.step_named else "the function with the most device time"
+    return f"executions of {report.step_function}, {how}"
+
+
+def unplaced_record(unplaced: Unplaced) -> dict:
+    """An unplaced row's fields, its reason in words."""
+    return record(unplaced) | {"reason": not_placed_text(unplaced)}
+
+
+def not_placed_text(unplaced: Unplaced) -> str | None:
+    """Why kernels of a command buffer were put on no HLO op, in words (None: their commands name none)."""
+    why, buffer, module = unplaced.reason, unplaced.hlo_op, unplaced.module
+    if why is None:
+        return None
+    if why.kind == "no_dump":
+        return "no --dump: the dump's thunk sequence places a command buffer's kernels"
+    if why.kind == "no_sequence":
+        return f"the dump has no thunk sequence of {module}"
+    if why.kind == "not_a_command_buffer":
+        return f"{buffer} is not a command buffer of {module}'s thunk sequence"
+    if why.kind == "no_command":
+        return f"no {why.work} command in {buffer}"
+    return (
+        f"{why.events} {why.work} events for {why.commands} {why.work} commands of {buffer}, "
+        "and not one between its neighbours"
+    )
+
+
+def note_text(note: ProfileNote) -> str:
+    """Why a profile's ops have no costs, in words."""
+    if note.kind == "embedded_hlo":
+        return f"{note.where}: {note.error}"
+    if note.kind == "dump_unreadable":
+        return (
+            f"{note.where}: the traced modules are in this dump but their files could not be read "
+            f"(skipped: {note.error}); ops are shown without costs"
+        )
+    if note.kind == "dump_not_joined":
+        return f"{note.where}: {_NOT_JOINED}; ops are shown without costs"
+    return f"{note.where}: {_NOT_JOINED}: a profile of another run? Its ops are shown without costs."
 
 
 def step_headline(report: ProfileReport) -> str | None:
@@ -207,15 +260,15 @@ def profile_document(
         "paths": report.paths,
         "step_seconds": report.step_summary.step_seconds if report.step_summary else None,
         "step_summary": record(report.step_summary),
-        "step_source": report.step_source,
+        "step_source": step_source_text(report),
         "steps": records(report.steps),
         "functions": records(report.functions),
         "placed": {"on_an_op": placed, "kernels": kernels},
-        "unplaced": records(report.unplaced),
+        "unplaced": [unplaced_record(u) for u in report.unplaced],
         "autotuning": record(report.autotuning),
         "other_device": {"events": report.other_device[0], "seconds": report.other_device[1]},
         "joined": report.joined,
-        "hlo_source": report.hlo_source,
+        "hlo_source": _HLO_SOURCE.get(report.hlo_source or "", report.hlo_source),
         "ops": ops,
         "compiles": compiles,
         "violations": violations,
@@ -228,7 +281,7 @@ def profile_document(
 
     compile_rows = [_timed(_compile_row(c)) for c in report.compiles]
     compile_table = table(f"{len(compiles)} compile(s) in the trace", compile_rows, _COMPILE_COLUMNS)
-    notes = [f"note: {n}" for n in report.notes] + [f"compiled after step {after}: {v}" for v in violations]
+    notes = [f"note: {note_text(n)}" for n in report.notes] + [f"compiled after step {after}: {v}" for v in violations]
     if phases:
         blocks: list = [compile_table, *_phase_tables(report)]
         return Document(
@@ -252,7 +305,7 @@ def profile_document(
 def _profile_summary(report: ProfileReport) -> list:
     """Steps (busy and idle device time), functions' device time, where kernels were placed, autotuning."""
     steps = table(
-        f"{len(report.steps)} step(s): {report.step_source}; each step's wall by where it went",
+        f"{len(report.steps)} step(s): {step_source_text(report)}; each step's wall by where it went",
         [step_row(s) for s in report.steps],
         (*STEP_COLUMNS, *CATEGORIES, "host_ran"),
     )
@@ -276,7 +329,7 @@ def _profile_summary(report: ProfileReport) -> list:
         lines.append(f"device work of no function outside compiles (transfers): {events:,} events, {duration(seconds)}")
     blocks: list = [steps, functions, Lines("\n".join(lines))]
     if report.unplaced:
-        rows = [_timed(record(u)) for u in report.unplaced[:_UNPLACED_SHOWN]]
+        rows = [_timed(unplaced_record(u)) for u in report.unplaced[:_UNPLACED_SHOWN]]
         more = len(report.unplaced) - len(rows)
         note = f"and {more} more (JSON has them all)" if more > 0 else ""
         blocks.append(table("kernel executions not placed on an HLO op", rows, _UNPLACED_COLUMNS, note))
@@ -357,4 +410,4 @@ def _profile_title(report: ProfileReport) -> str:
         if any(op.lost_seconds is not None for op in report.ops)
         else "measured time in the trace"
     )
-    return f"{len(report.steps)} steps ({report.step_source}); {len(report.ops)} ops by {ranked}"
+    return f"{len(report.steps)} steps ({step_source_text(report)}); {len(report.ops)} ops by {ranked}"

@@ -19,8 +19,8 @@ from xlainspect.report.sections import (
     rank,
     table,
 )
-from xlainspect.report.views.compiles import recompiles_in_brief
-from xlainspect.report.views.profile import IDLE_FIXED, headline, idle_advice
+from xlainspect.report.views.compiles import COMPILE_SOURCES, recompiles_in_brief
+from xlainspect.report.views.profile import IDLE_FIXED, headline, idle_advice, note_text
 
 TOP_OPS_FOUND = 10
 """Ops by time lost that become findings (each with its HLO neighbourhood on the page)."""
@@ -195,10 +195,10 @@ def _time_intro(source: DumpFacts, peaks: dict[str, tuple[int, str]]) -> str:
             "and no profile was given (--profile TRACE)."
         )
     compiled = sum(t.compile_seconds.values())
-    said += f" {compiled:.2f} s compiling ({t.compile_source})." if t.compile_seconds else ""
+    said += f" {compiled:.2f} s compiling ({COMPILE_SOURCES[t.compile_source]})." if t.compile_seconds else ""
     top = max(peaks.values(), default=None)
     said += f" Memory peaks at {top[0]:,} bytes in {top[1]}." if top else ""
-    return said + "".join(f" Note: {n}" for n in t.notes[:3])
+    return said + "".join(f" Note: {note_text(n)}" for n in t.notes[:3])
 
 
 ADVICE = {
