@@ -134,3 +134,32 @@ def _fresh_consoles():
 
     stdout_console.cache_clear()
     stderr_console.cache_clear()
+
+
+#: Modules whose module-scoped fixtures are costly (servers started, profiles read, jaxlib run in a child
+#: process): under `pytest -n` (`make check`), each runs whole on one worker, which builds them once; any
+#: other test goes to whichever worker is free. xdist's `--dist loadgroup` would say this with marks, but
+#: it renames a test's node id to do it, which pytest 9.2 ignores.
+ONE_WORKER = (
+    "tests/test_remote.py",
+    "tests/test_profile_gpu.py",
+    "tests/test_profile.py",
+    "tests/test_profile_steps.py",
+    "tests/test_cost.py",
+)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """The `load` distribution of xdist (`-n` alone), but ONE_WORKER modules each one unit of work, sent
+    first (xdist sends the larger units first)."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_WORKER else nodeid
+
+    return Scheduling(config, log)

@@ -14,10 +14,10 @@ import subprocess
 import sys
 
 import pytest
+from conftest import DUMPS, REPO
 from typer.testing import CliRunner
 
 import xlainspect
-from tests.conftest import DUMPS, REPO
 from xlainspect.analysis.recompiles import Budget
 from xlainspect.cli import app
 from xlainspect.cli.app import COMMANDS, command_name
@@ -31,6 +31,7 @@ runner = CliRunner()
 def test_every_export_resolves_and_dir_and_help_list_it():
     """`recompiles_report` was missing from dir() and help(): the API loads lazily (PEP 562 `__getattr__`),
     so `__dir__` and the docstring name it."""
+    assert xlainspect.__all__ == sorted(xlainspect._EXPORTS)
     assert len(xlainspect.__all__) == 50
     listed = dir(xlainspect)
     documented = (xlainspect.__doc__ or "").split()

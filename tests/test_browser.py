@@ -13,9 +13,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import DUMPS, FIXTURES, GPU_CORPUS, REPO
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, FIXTURES, GPU_CORPUS, REPO
 from xlainspect.cli.app import app
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import DUMPS, model_summary
 
-from tests.conftest import DUMPS, model_summary
 from xlainspect import HloParseError, settings
 from xlainspect.dump import model_cache
 from xlainspect.dump.model_cache import parse_file
@@ -144,6 +144,7 @@ def test_cli_no_cache_writes_nothing(hlo, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert list(where.glob("grammar-*.lark"))  # `parse` keeps no model, but the tables
+    assert not list(where.glob(".tmp-*"))  # each built in a file of its own, then renamed into place
 
 
 def test_cached_result_is_served_until_the_file_changes(hlo):
@@ -187,7 +188,7 @@ def test_warm_cli_rerun_reads_no_module(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from xlainspect.cli import app
-    from xlainspect.dump.directory import DumpModule
+    from xlainspect.dump.module import DumpModule
 
     monkeypatch.setenv("XLAINSPECT_CACHE_DIR", str(tmp_path / "cache"))
     dump = DUMPS / "collectives_cpu"
@@ -207,7 +208,7 @@ def dump_copy(tmp_path, monkeypatch):
 
 def test_a_command_on_an_unchanged_dump_is_answered_without_reading_it(dump_copy, monkeypatch):
     import xlainspect
-    from xlainspect.dump.directory import DumpModule
+    from xlainspect.dump.module import DumpModule
 
     cold = xlainspect.fusions_report(dump_copy)
     assert len(list((cache_dir() / "commands").iterdir())) == 1
@@ -313,7 +314,8 @@ def test_a_changed_parser_misses_the_parsed_models(hlo, monkeypatch):
 def test_records_hold_the_whole_model():
     """`Module.from_record(module.to_record())` is the module, shapes and stack frames as objects
     equal to the parsed ones (the record is what the cache keeps and the tests compare)."""
-    from tests.conftest import hlo_fixture_files
+    from conftest import hlo_fixture_files
+
     from xlainspect.hlo.model import Module
     from xlainspect.hlo.parser import parse_hlo
 

@@ -15,9 +15,9 @@ import textwrap
 from types import SimpleNamespace
 
 import pytest
+from conftest import FIXTURES, REPO
 from typer.testing import CliRunner
 
-from tests.conftest import FIXTURES, REPO
 from xlainspect.analysis.cache_misses import cache_misses
 from xlainspect.analysis.commands.cache import cache_misses_report
 from xlainspect.capture import _tee, child_env

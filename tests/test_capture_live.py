@@ -11,8 +11,8 @@ import sys
 import textwrap
 
 import pytest
+from conftest import REPO
 
-from tests.conftest import REPO
 from xlainspect.capture import xla_flags_with_dump
 from xlainspect.dump.directory import load_dump
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from conftest import DUMPS, FIXTURES, GPU_CORPUS
 
-from tests.conftest import DUMPS, FIXTURES, GPU_CORPUS
 from xlainspect.analysis.chips import get_chip
 from xlainspect.analysis.commands.report import report_of
 from xlainspect.report.cost_html import Point, roofline_svg

@@ -14,9 +14,9 @@ import subprocess
 import sys
 
 import pytest
+from conftest import DUMPS, REPO
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, REPO
 from xlainspect.cli.app import app
 
 RAGGED = DUMPS / "ragged_batch"

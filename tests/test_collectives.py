@@ -10,8 +10,9 @@ from typer.testing import CliRunner
 
 from xlainspect.analysis.collectives import collective_totals, collectives, execution_counts
 from xlainspect.cli.app import app
-from xlainspect.dump.directory import load_dump, select_modules
+from xlainspect.dump.directory import load_dump
 from xlainspect.dump.files import read_text
+from xlainspect.dump.selection import select_modules
 from xlainspect.hlo.parser import parse_hlo
 
 SYNC_KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute")

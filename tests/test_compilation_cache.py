@@ -8,9 +8,9 @@ import shutil
 import sys
 
 import pytest
+from conftest import FIXTURES
 from typer.testing import CliRunner
 
-from tests.conftest import FIXTURES
 from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries
 from xlainspect.cli.app import app
 from xlainspect.dump.compilation_cache import read_cache_dir

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from conftest import corpus_files, requires_corpus
+from test_corpus import EXPECTED_FAILURES, SPARSE_2019
 
-from tests.conftest import corpus_files, requires_corpus
-from tests.test_corpus import EXPECTED_FAILURES, SPARSE_2019
 from xlainspect import HloParseError, parse_hlo
 
 pytestmark = requires_corpus

@@ -7,8 +7,9 @@ from collections import Counter
 from conftest import DUMPS
 
 from xlainspect.analysis.copies import copies, copy_totals
-from xlainspect.dump.directory import load_dump, select_modules
+from xlainspect.dump.directory import load_dump
 from xlainspect.dump.files import read_text
+from xlainspect.dump.selection import select_modules
 from xlainspect.hlo.parser import parse_hlo
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from conftest import corpus_files, requires_corpus
 
-from tests.conftest import corpus_files, requires_corpus
 from xlainspect import HloParseError, parse_hlo
 
 pytestmark = requires_corpus

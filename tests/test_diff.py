@@ -11,9 +11,9 @@ import json
 import shutil
 
 import pytest
+from conftest import DUMPS, JAX011
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, JAX011
 from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_threshold, regressions
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
@@ -248,7 +248,7 @@ def test_a_forked_worker_sharing_the_modules_gives_the_serial_answer(tmp_path, m
     import shutil
 
     from xlainspect import settings
-    from xlainspect.analysis import commands
+    from xlainspect.analysis import runner
 
     b = tmp_path / "b"
     shutil.copytree(DUMPS / "tpu_v5e", b)
@@ -264,8 +264,8 @@ def test_a_forked_worker_sharing_the_modules_gives_the_serial_answer(tmp_path, m
     monkeypatch.setattr(settings, "_parse_workers", 1)
     serial = run()
     monkeypatch.setattr(settings, "_parse_workers", 2)
-    monkeypatch.setattr(commands, "SHARE_MIN_BYTES", 0)  # the per-module runner's
-    monkeypatch.setattr(commands, "SHARE_MIN_MODULES", 0)
+    monkeypatch.setattr(runner, "SHARE_MIN_BYTES", 0)  # the per-module runner's
+    monkeypatch.setattr(runner, "SHARE_MIN_MODULES", 0)
     assert run() == serial
     assert [n.split(".")[0] for n in serial[1]] == ["module_0085", "module_0219"]
     assert sorted(row.status for row in serial[0]).count("unknown") == 1  # the truncated module's function

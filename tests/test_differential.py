@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from conftest import corpus_files, hlo_fixture_files, model_summary
+from test_syntax_forms import SYNTAX_EXAMPLES
 
-from tests.conftest import corpus_files, hlo_fixture_files, model_summary
-from tests.test_syntax_forms import SYNTAX_EXAMPLES
 from xlainspect import HloParseError, parse_hlo
 from xlainspect.dump.files import read_text
 from xlainspect.hlo import fastpath, parser
@@ -143,7 +143,7 @@ def test_plain_text_is_read_without_lark(tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import DUMPS, REPO
+    from conftest import DUMPS, REPO
 
     script = (
         "import sys; import xlainspect; from xlainspect import settings\n"

@@ -12,9 +12,9 @@ import json
 import shutil
 
 import pytest
+from conftest import DUMPS, GPU_CORPUS, JAX011
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, GPU_CORPUS, JAX011
 from xlainspect.analysis.doctor import diagnose
 from xlainspect.cli.app import app
 from xlainspect.errors import DumpError
@@ -214,6 +214,20 @@ def test_complete_text_that_does_not_parse_is_a_finding(tmp_path):
     (finding,) = diagnose(dump).findings
     assert (finding.check, finding.severity, finding.examples) == ("unparsable-modules", "error", (after.name,))
     assert f"First: {after.name}:" in explanation(finding)
+
+
+def test_the_same_unparsable_text_on_two_hosts_names_both(tmp_path):
+    """The hosts of one job write the same modules: parsed once per content, named on each host."""
+    (tmp_path / "dump").mkdir()
+    for host in ("host_0", "host_1"):
+        after = (
+            _copy("ragged_batch", tmp_path / "dump" / host) / "module_0002.jit_train_step.cpu_after_optimizations.txt"
+        )
+        after.write_text(after.read_text().replace(" parameter(0)", " parameter(0", 1))
+    (finding,) = diagnose(tmp_path / "dump").findings
+    name = "module_0002.jit_train_step.cpu_after_optimizations.txt"
+    assert (finding.check, finding.examples) == ("unparsable-modules", (f"host_0/{name}", f"host_1/{name}"))
+    assert finding.first_error is not None and finding.first_error.startswith(f"host_0/{name}:")
 
 
 def test_files_read_by_forked_workers_give_the_same_findings(tmp_path, monkeypatch):

@@ -9,12 +9,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import DUMPS, JAX011, corpus_files, hlo_fixture_files
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, JAX011, corpus_files, hlo_fixture_files
 from xlainspect.cli.app import app
-from xlainspect.dump.directory import TAIL_BYTES, classify, header_line, load_dump, select_modules
+from xlainspect.dump.directory import load_dump
 from xlainspect.dump.files import read_bytes, read_first_line_and_tail, read_text
+from xlainspect.dump.headers import TAIL_BYTES, header_line
+from xlainspect.dump.names import classify
+from xlainspect.dump.selection import select_modules
 from xlainspect.errors import DumpError, XlaInspectError
 
 

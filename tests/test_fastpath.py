@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tests.conftest import CORPUS, DUMPS, JAX011, hlo_fixture_files
-from tests.test_syntax_forms import (
+from conftest import CORPUS, DUMPS, JAX011, hlo_fixture_files
+from test_syntax_forms import (
     ELEMENT_TYPES,
     NESTED_OPERANDS,
     OPCODE_NAMED_OPERANDS,
     ORIGINS,
     SYNTAX_EXAMPLES,
 )
+
 from xlainspect import HloParseError, parse_hlo
 from xlainspect.analysis.ops import line_histogram
 from xlainspect.dump.files import read_text

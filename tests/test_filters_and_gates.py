@@ -4,11 +4,12 @@ matches, never an empty table and exit 0; --module-re matches the labels the tab
 from __future__ import annotations
 
 import pytest
+from conftest import DUMPS
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS
 from xlainspect.cli.app import app
-from xlainspect.dump.directory import load_dump, select_dump_modules
+from xlainspect.dump.directory import load_dump
+from xlainspect.dump.selection import select_dump_modules
 from xlainspect.errors import NoMatchError
 
 RAGGED = DUMPS / "ragged_batch"

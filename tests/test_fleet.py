@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import shutil
 
-from tests.conftest import DUMPS
+from conftest import DUMPS
+
 from xlainspect.analysis.doctor import diagnose
 from xlainspect.analysis.recompiles import count_recompiles
 from xlainspect.dump.directory import load_dump

@@ -8,8 +8,9 @@ import pytest
 from conftest import DUMPS, corpus_files
 
 from xlainspect.analysis.fusions import fusion_kind_totals, fusions, unfused_contractions, unfused_ops
-from xlainspect.dump.directory import load_dump, select_modules
+from xlainspect.dump.directory import load_dump
 from xlainspect.dump.files import read_text
+from xlainspect.dump.selection import select_modules
 from xlainspect.hlo.parser import parse_hlo
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import JAX011, REPO
 from typer.testing import CliRunner
 
-from tests.conftest import JAX011, REPO
 from xlainspect.cli import app
 
 GOLDEN = Path(__file__).parent / "golden"

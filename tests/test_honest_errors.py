@@ -9,12 +9,12 @@ import shutil
 import sys
 
 import pytest
+from conftest import DUMPS
 
-from tests.conftest import DUMPS
 from xlainspect import settings
 from xlainspect.analysis import recompiles
-from xlainspect.analysis.commands import analyse_modules
 from xlainspect.analysis.recompiles import count_recompiles
+from xlainspect.analysis.runner import analyse_modules
 from xlainspect.cli.app import EXIT_BUG, main
 from xlainspect.dump.directory import load_dump
 from xlainspect.errors import AnalysisBug

@@ -9,9 +9,9 @@ import shutil
 from datetime import datetime
 
 import pytest
+from conftest import DUMPS, FIXTURES
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, FIXTURES
 from xlainspect.analysis.compile_times import Unpaired, compile_times
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump

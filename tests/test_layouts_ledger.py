@@ -5,8 +5,8 @@ from __future__ import annotations
 import collections
 
 import pytest
+from conftest import DUMPS
 
-from tests.conftest import DUMPS
 from xlainspect.analysis.layouts import LedgerInput, filter_ledger, ledger_totals, padding_ledger
 from xlainspect.dump.buffers import read_buffer_assignment
 from xlainspect.dump.files import read_text

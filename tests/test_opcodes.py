@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from conftest import hlo_fixture_files
 from typer.testing import CliRunner
 
-from tests.conftest import hlo_fixture_files
 from xlainspect.cli import app
 from xlainspect.dump.files import read_text
 from xlainspect.hlo.opcodes import is_known_opcode, unknown_opcodes

@@ -8,8 +8,9 @@ from conftest import DUMPS, JAX011
 
 from xlainspect.analysis.lookup import module_label
 from xlainspect.analysis.ops import function_histogram, opcode_histogram
-from xlainspect.dump.directory import load_dump, select_modules
+from xlainspect.dump.directory import load_dump
 from xlainspect.dump.files import read_text
+from xlainspect.dump.selection import select_modules
 
 
 def test_histogram_counts_every_instruction_and_splits_fused(jax_version):
@@ -33,7 +34,8 @@ def test_function_histogram_folds_variants():
 
 
 def test_line_histogram_equals_the_grammar_histogram_on_every_fixture_and_corpus_file():
-    from tests.conftest import DUMPS, JAX011, corpus_files, hlo_fixture_files
+    from conftest import DUMPS, JAX011, corpus_files, hlo_fixture_files
+
     from xlainspect.analysis.lookup import module_label
     from xlainspect.analysis.ops import line_histogram, opcode_histogram
     from xlainspect.dump.files import read_text

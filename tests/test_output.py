@@ -7,9 +7,9 @@ import io
 import json
 import sys
 
+from conftest import DUMPS, FIXTURES
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, FIXTURES
 from xlainspect import fusions_report
 from xlainspect.cli import app
 from xlainspect.cli.render import DRAWN_ROWS, OutputFormat, emit

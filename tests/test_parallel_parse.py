@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from conftest import DUMPS, corpus_files, model_summary
 
-from tests.conftest import DUMPS, corpus_files, model_summary
 from xlainspect import HloParseError, settings
 from xlainspect.hlo import parser
 from xlainspect.workers import OWNED

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from conftest import DUMPS, corpus_files, hlo_fixture_files
 
-from tests.conftest import DUMPS, corpus_files, hlo_fixture_files
 from xlainspect import HloParseError, parse_hlo
 from xlainspect.dump.files import read_text
 from xlainspect.hlo.parser import split_computations

@@ -10,8 +10,7 @@ import subprocess
 import sys
 
 import pytest
-
-from tests.conftest import DUMPS, REPO
+from conftest import DUMPS, REPO
 
 pexpect = pytest.importorskip("pexpect")
 

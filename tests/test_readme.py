@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import re
 
-from tests.conftest import REPO
+from conftest import REPO
 
 
 def test_python_api_example_runs(monkeypatch, capsys):

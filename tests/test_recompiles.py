@@ -8,10 +8,10 @@ import os
 from collections import Counter
 
 import pytest
+from conftest import DUMPS, FIXTURES, JAX_VERSIONS, twins
 from typer.testing import CliRunner
 
 import xlainspect.settings
-from tests.conftest import DUMPS, FIXTURES, JAX_VERSIONS, twins
 from xlainspect.analysis.commands.compiles import recompiles_report
 from xlainspect.analysis.recompiles import count_recompiles
 from xlainspect.cli.app import app

@@ -7,8 +7,8 @@ import sys
 import threading
 
 import pytest
+from conftest import DUMPS, REPO, model_summary
 
-from tests.conftest import DUMPS, REPO, model_summary
 from xlainspect.hlo.parser import parse_hlo
 
 #: Two different real modules (jax 0.10.2 CPU dumps): their attribute values and line numbers differ,

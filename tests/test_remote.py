@@ -238,7 +238,9 @@ def test_no_permission_is_one_line_and_exit_2(uploaded, tmp_path):
 
 def test_no_network_is_one_line_and_exit_2(uploaded, tmp_path):
     closed = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
-    result = _run({**uploaded, "AWS_ENDPOINT_URL": closed}, "count-recompiles", "s3://dumps/fleet", cache=str(tmp_path))
+    # botocore's one attempt: its default 5, with backoff between them, only make the same error take 8 s
+    unreachable = {**uploaded, "AWS_ENDPOINT_URL": closed, "AWS_MAX_ATTEMPTS": "1"}
+    result = _run(unreachable, "count-recompiles", "s3://dumps/fleet", cache=str(tmp_path))
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert result.stderr.startswith("s3://dumps/fleet: cannot read (Could not connect to the endpoint URL")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from conftest import DUMPS
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS
-from xlainspect.analysis import commands
+from xlainspect.analysis import runner
 from xlainspect.analysis.commands import report as report_command
 from xlainspect.analysis.commands.report import dump_facts
 from xlainspect.cli.app import app
@@ -147,7 +147,7 @@ def test_workers_find_the_same_report_as_one_process(tmp_path, monkeypatch):
     monkeypatch.setattr(settings, "_parse_workers", 1)
     serial = reports.dump_report(dump_facts(load_dump(dump)))
     monkeypatch.setattr(settings, "_parse_workers", 2)
-    monkeypatch.setattr(commands, "SHARE_MIN_MODULES", 2)
+    monkeypatch.setattr(runner, "SHARE_MIN_MODULES", 2)
     monkeypatch.setattr(report_command, "SHARE_MIN_MODULES", 2)
     monkeypatch.setattr(report_command, "CHUNK_MODULES", 2)
     advanced = []

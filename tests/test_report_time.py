@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import DUMPS, FIXTURES
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, FIXTURES
 from xlainspect.analysis.commands.cost import cost_report, profile_report
 from xlainspect.analysis.commands.report import dump_facts, report_of
 from xlainspect.analysis.timing import OpTiming, log_compiles

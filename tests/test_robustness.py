@@ -16,11 +16,11 @@ import subprocess
 import sys
 
 import pytest
+from conftest import DUMPS, REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, REPO
 from xlainspect import get_chip, module_cost, parse_hlo
 from xlainspect.cli.app import app
 from xlainspect.dump.files import read_text

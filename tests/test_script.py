@@ -7,9 +7,9 @@ import os
 import subprocess
 import sys
 
+from conftest import DUMPS, REPO
 from typer.testing import CliRunner
 
-from tests.conftest import DUMPS, REPO
 from xlainspect.cli.app import app
 
 RAGGED = DUMPS / "ragged_batch"

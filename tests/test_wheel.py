@@ -9,8 +9,7 @@ import sysconfig
 import zipfile
 
 import pytest
-
-from tests.conftest import DUMPS, REPO
+from conftest import DUMPS, REPO
 
 pytestmark = pytest.mark.skipif(os.environ.get("XLAINSPECT_SKIP_WHEEL") == "1", reason="XLAINSPECT_SKIP_WHEEL=1")
 

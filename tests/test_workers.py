@@ -13,7 +13,7 @@ from conftest import DUMPS
 
 import xlainspect
 from xlainspect import settings, workers
-from xlainspect.analysis import commands
+from xlainspect.analysis import runner
 
 
 @pytest.fixture
@@ -225,8 +225,8 @@ def test_a_command_over_a_dump_shared_with_a_worker_equals_the_serial_run(
     monkeypatch.setattr(settings, "_parse_workers", 1)
     serial = run(dump)
     monkeypatch.setattr(settings, "_parse_workers", 2)
-    monkeypatch.setattr(commands, "SHARE_MIN_MODULES", 0)
-    monkeypatch.setattr(commands, "SHARE_MIN_BYTES", 0)
+    monkeypatch.setattr(runner, "SHARE_MIN_MODULES", 0)
+    monkeypatch.setattr(runner, "SHARE_MIN_BYTES", 0)
     forks = []
     monkeypatch.setattr(workers, "_shared", lambda *args: forks.append(1) or shared(*args))
     shared_report = run(dump)

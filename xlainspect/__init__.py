@@ -35,7 +35,7 @@ _GROUPS: dict[str, dict[str, str]] = {
         "diagnose": "xlainspect.analysis.doctor",
         "dump_report": "xlainspect.report.dump_report",
         "report_of": _COMMANDS + ".report",
-        "Selection": _COMMANDS,
+        "Selection": "xlainspect.analysis.runner",
         "ChipChoice": _COMMANDS + ".cost",
         "Budget": "xlainspect.analysis.recompiles",
     },
@@ -77,7 +77,58 @@ _GROUPS: dict[str, dict[str, str]] = {
 
 _EXPORTS = {name: module for names in _GROUPS.values() for name, module in names.items()}
 
-__all__ = sorted(_EXPORTS)
+__all__ = [  # _EXPORTS' names, written out for the type checker (tests/test_api.py compares them)
+    "Budget",
+    "ChipChoice",
+    "Computation",
+    "Document",
+    "DumpError",
+    "HloParseError",
+    "Instruction",
+    "Layout",
+    "Module",
+    "NoMatchError",
+    "Selection",
+    "Shape",
+    "Tile",
+    "UsageError",
+    "XlaInspectError",
+    "cache_inventory",
+    "cache_misses",
+    "cache_misses_report",
+    "cache_report",
+    "capture_report",
+    "collectives_report",
+    "compile_times",
+    "copies_report",
+    "cost_report",
+    "diagnose",
+    "diff_report",
+    "dump_report",
+    "explain_layout",
+    "fusions_report",
+    "get_chip",
+    "layouts_report",
+    "load_dump",
+    "memory_report",
+    "module_cost",
+    "modules_report",
+    "neighbourhood_report",
+    "ops_report",
+    "parse_hlo",
+    "parse_report",
+    "parse_shape",
+    "print_hlo",
+    "profile",
+    "profile_report",
+    "read_cache_dir",
+    "read_jax_log",
+    "read_trace",
+    "recompiles_report",
+    "render_html",
+    "render_markdown",
+    "report_of",
+]
 
 __doc__ = (__doc__ or "") + "".join(
     f"\n{group}:\n" + "".join(f"    {name}\n" for name in names) for group, names in _GROUPS.items()
@@ -87,7 +138,6 @@ if TYPE_CHECKING:
     from xlainspect.analysis.cache_inventory import cache_inventory
     from xlainspect.analysis.cache_misses import cache_misses
     from xlainspect.analysis.chips import get_chip
-    from xlainspect.analysis.commands import Selection
     from xlainspect.analysis.commands.cache import cache_misses_report, cache_report
     from xlainspect.analysis.commands.compiles import capture_report, modules_report, recompiles_report
     from xlainspect.analysis.commands.cost import ChipChoice, cost_report, profile_report
@@ -108,7 +158,9 @@ if TYPE_CHECKING:
     from xlainspect.analysis.doctor import diagnose
     from xlainspect.analysis.profile import profile
     from xlainspect.analysis.recompiles import Budget
+    from xlainspect.analysis.runner import Selection
     from xlainspect.dump.compilation_cache import read_cache_dir
+    from xlainspect.dump.directory import load_dump
     from xlainspect.dump.jaxlog import read_jax_log
     from xlainspect.dump.xplane import read_trace
     from xlainspect.errors import DumpError, HloParseError, NoMatchError, UsageError, XlaInspectError
@@ -116,13 +168,14 @@ if TYPE_CHECKING:
     from xlainspect.hlo.parser import parse_hlo
     from xlainspect.hlo.printer import print_hlo
     from xlainspect.hlo.shape import Shape
+    from xlainspect.hlo.shape_text import parse_shape
     from xlainspect.layout import Layout, Tile
     from xlainspect.report.document import Document
     from xlainspect.report.dump_report import dump_report
     from xlainspect.report.page import render_html, render_markdown
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name not in _EXPORTS:
         raise AttributeError(f"module 'xlainspect' has no attribute {name!r}")
     return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -3,12 +3,14 @@ compiles can be counted, timed and matched with the persistent cache afterwards.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import IO, cast
 
 from xlainspect.dump.jaxlog import DEBUG_LOG_MODULES, LOG_NAMES
 from xlainspect.errors import XlaInspectError
@@ -62,11 +64,11 @@ def run_with_dump(command: list[str], dump_dir: Path) -> int:
     except PermissionError:
         raise XlaInspectError(f"{command[0]}: permission denied") from None
     with open(dump_dir / LOG_NAMES[0], "wb") as log:
-        _tee(child.stderr, log, hidden)
+        _tee(cast("io.BufferedReader", child.stderr), log, hidden)  # Popen.PIPE is buffered
     return child.wait()
 
 
-def _tee(stream, log, hidden: frozenset[str]) -> None:
+def _tee(stream: io.BufferedReader, log: IO[bytes], hidden: frozenset[str]) -> None:
     r"""Everything to the log; to our stderr the rest, once (a jax record reaching two handlers prints twice).
     Read as it comes and cut after every newline or carriage return, so a progress bar redrawn with `\r`
     shows at once."""

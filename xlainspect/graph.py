@@ -41,7 +41,7 @@ def module_calls(module: Module) -> CallEdges:
     return calls
 
 
-_calls_of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_calls_of: weakref.WeakKeyDictionary[Module, CallEdges] = weakref.WeakKeyDictionary()
 """Call edges per live module (a module is data: they are kept beside it, not in it)."""
 
 
@@ -49,7 +49,7 @@ def reachable(calls: CallEdges, roots: Iterable[str], follow: Callable[[str], bo
     """The computations `roots` reach through calls whose opcode `follow` accepts (roots included), in
     the order a depth-first walk meets them: the one call-graph walk of the analyses."""
     roots = list(dict.fromkeys(roots))
-    seen, stack, order = set(roots), roots[::-1], []
+    seen, stack, order = set(roots), roots[::-1], list[str]()
     while stack:
         name = stack.pop()
         order.append(name)
@@ -60,12 +60,12 @@ def reachable(calls: CallEdges, roots: Iterable[str], follow: Callable[[str], bo
     return order
 
 
-def module_graph(module: Module) -> nx.DiGraph:
+def module_graph(module: Module) -> nx.DiGraph[tuple[str, str]]:
     """Data flow: one node per instruction (attribute `instruction`), operand -> user edges; an edge's
     `shape_index` is the tuple element the user reads (`%p0#1` -> (1,); () for the whole value)."""
     import networkx as nx
 
-    graph = nx.DiGraph(name=module.name)
+    graph: nx.DiGraph[tuple[str, str]] = nx.DiGraph(name=module.name)
     for computation in module.computations:
         names = {i.name for i in computation.instructions}
         for instruction in computation.instructions:
@@ -84,11 +84,11 @@ def module_graph(module: Module) -> nx.DiGraph:
     return graph
 
 
-def call_graph(module: Module) -> nx.MultiDiGraph:
+def call_graph(module: Module) -> nx.MultiDiGraph[str]:
     """Computation -> called computation, one edge per calling instruction (attributes: by, kind)."""
     import networkx as nx
 
-    graph = nx.MultiDiGraph(name=module.name)
+    graph: nx.MultiDiGraph[str] = nx.MultiDiGraph(name=module.name)
     known = module.computations_by_name
     for computation in module.computations:
         graph.add_node(computation.name, computation=computation)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,8 +98,9 @@ def _jax_started_first() -> str | None:
     try:
         from jax._src import xla_bridge
 
-        started = bool(xla_bridge._backends)
-    except (ImportError, AttributeError):  # a jax without that private table: say what is known
+        # private, as jax has no public way to ask; a jax without that table: say what is known
+        started = bool(getattr(xla_bridge, "_backends", None))
+    except ImportError:
         started = False
     if started:
         return (
@@ -147,7 +149,7 @@ def xla_compiles(request: pytest.FixtureRequest) -> XlaCompiles:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item):
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     """Check a `max_compiles` marker around the test body, so going over budget fails the test itself."""
     marker = item.get_closest_marker("max_compiles")
     if marker is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 _cache_enabled = os.environ.get("XLAINSPECT_NO_CACHE", "") in ("", "0")
@@ -53,7 +53,7 @@ def parse_workers() -> int:
 
 
 @contextlib.contextmanager
-def paused_gc() -> Iterator[bool]:
+def paused_gc() -> Generator[bool]:
     """Garbage collection paused for the block where the process is xlainspect's own (and collection
     is on); yields whether it paused."""
     if not (_pause_gc and gc.isenabled()):
@@ -67,7 +67,7 @@ def paused_gc() -> Iterator[bool]:
 
 
 @contextlib.contextmanager
-def kept_objects() -> Iterator[None]:
+def kept_objects() -> Generator[None]:
     """Where the process is xlainspect's own, garbage collection paused while the block makes objects
     that live to the end of the run, and those frozen after (never scanned again): a fleet's dump lists
     900,000 file records, and collections scanning them over and over would cost half the listing."""

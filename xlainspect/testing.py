@@ -74,7 +74,7 @@ class XlaCompiles:
 
 def _stamps(folder: Path) -> dict[str, tuple[int, int]]:
     """(mtime, size) of every file under the dump folder: a module's files appear or change when it compiles."""
-    stamps = {}
+    stamps: dict[str, tuple[int, int]] = {}
     for directory, _, names in os.walk(folder):
         for name in names:
             path = os.path.join(directory, name)

@@ -18,8 +18,8 @@ import os
 import pickle
 import signal
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from typing import Generic, TypeVar
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import Generic, TypeVar, cast
 
 from xlainspect.settings import parse_workers, paused_gc
 
@@ -69,27 +69,33 @@ def map_shared(
     if sizes is None:
         return _shared(function, items, chunk, advance, meanwhile)
     order = sorted(range(len(items)), key=lambda k: -sizes[k])
-    found = [None] * len(items)
+    found = cast("list[R]", [None] * len(items))  # each filled below
     for k, result in zip(order, _shared(function, [items[k] for k in order], chunk, advance, meanwhile)):
         found[k] = result
     return found
 
 
-def _here(function: Callable, items: list, advance: Callable[[int], None]) -> list:
-    found = []
+def _here(function: Callable[[T], R], items: list[T], advance: Callable[[int], None]) -> list[R]:
+    found: list[R] = []
     for item in items:
         found.append(function(item))
         advance(1)
     return found
 
 
-def _shared(function: Callable, items: list, chunk: int, advance, meanwhile) -> list:
-    found: list = [None] * len(items)
+def _shared(
+    function: Callable[[T], R],
+    items: list[T],
+    chunk: int,
+    advance: Callable[[int], None],
+    meanwhile: Callable[[], object] | None,
+) -> list[R]:
+    found = cast("list[R]", [None] * len(items))  # each span filled below
     chunk = max(chunk, -(-len(items) // Claims.MOST))
     spans = [slice(start, min(start + chunk, len(items))) for start in range(0, len(items), chunk)]
     done: set[int] = set()
 
-    def work() -> Iterator[tuple[int, list]]:
+    def work() -> Iterator[tuple[int, list[R]]]:
         return ((k, [function(item) for item in items[spans[k]]]) for k in claims)
 
     with Claims(len(spans)) as claims, forked([work] * (parse_workers() - 1)) as workers:
@@ -149,7 +155,7 @@ class Claims:
     def __enter__(self) -> Claims:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         os.close(self._tokens)
 
     def __iter__(self) -> Iterator[int]:
@@ -176,7 +182,8 @@ class Forked(Generic[R]):
         self._whole = True
         self._listener: threading.Thread | None = None
 
-    def _listen(self) -> None:
+    def listen(self) -> None:
+        """Start reading the child's answers (`forked` starts every child's listener after all forks)."""
         self._listener = threading.Thread(target=self._receive, daemon=True)
         self._listener.start()
 
@@ -196,6 +203,7 @@ class Forked(Generic[R]):
     def answers(self) -> tuple[list[R], bool]:
         """The answers the child sent, and whether it finished (where it failed, an exception or a
         signal, the caller does what is missing, and meets the same exception with its traceback)."""
+        assert self._listener is not None and self._pid is not None, "answers are taken once, after listen"
         self._listener.join()
         _, status = os.waitpid(self._pid, 0)
         self._pid = None
@@ -230,7 +238,7 @@ def _serve(produce: Callable[[], Iterable[object]], write: int) -> None:
 
 
 @contextlib.contextmanager
-def forked(produces: list[Callable[[], Iterable[R]]]) -> Iterator[list[Forked[R]]]:
+def forked(produces: list[Callable[[], Iterable[R]]]) -> Generator[list[Forked[R]]]:
     """Each of `produces` in a child of its own, all forked before any is read (a fork copies only the
     thread that forks, and each child's answers are read by a thread); those still running are stopped
     when the block leaves, by an exception or an interrupt."""
@@ -239,7 +247,7 @@ def forked(produces: list[Callable[[], Iterable[R]]]) -> Iterator[list[Forked[R]
         for produce in produces:
             children.append(Forked(produce))
         for child in children:
-            child._listen()
+            child.listen()
         yield children
     finally:
         for child in children:

@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
+from xlainspect.dump.directory import Dump
 from xlainspect.dump.files import read_text
 from xlainspect.dump.jaxlog import COMPONENTS, JaxLog, LogCompile
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.fastpath import calls_custom_call_target
 

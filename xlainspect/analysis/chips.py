@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NotRequired, TypedDict, cast
 
-from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.module import DumpModule
 from xlainspect.dump.textproto import text_field
 from xlainspect.errors import XlaInspectError
 

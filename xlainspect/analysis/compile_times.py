@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.directory import Dump
 from xlainspect.dump.jaxlog import JaxLog, LogCompile
+from xlainspect.dump.module import DumpModule
 
 
 @dataclass(slots=True)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, NamedTuple, cast
 
 from xlainspect.analysis.chips import Chip, dump_chip_key, get_chip
 from xlainspect.analysis.collectives import collectives
-from xlainspect.analysis.commands import analyse_each
 from xlainspect.analysis.copies import copies
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.fusions import Fusion, fusion_kind_totals, fusions
@@ -30,8 +29,10 @@ from xlainspect.analysis.memory import memory_inputs, module_memory
 from xlainspect.analysis.ops import opcode_histogram
 from xlainspect.analysis.recompiles import Cause, name_parameters, signature_causes
 from xlainspect.analysis.recompiles.model import Reason
-from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
+from xlainspect.analysis.runner import analyse_each
+from xlainspect.dump.directory import Dump
 from xlainspect.dump.files import read_bytes
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.errors import UsageError, XlaInspectError, literal
 
 if TYPE_CHECKING:

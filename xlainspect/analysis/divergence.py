@@ -29,7 +29,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
+from xlainspect.dump.directory import Dump
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.fastpath import canonical_names, program_lines
 

@@ -16,21 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements, uncompared_programs
+from xlainspect.analysis.runner import analyse_each, remembered
 from xlainspect.analysis.tabular import Tabular
-from xlainspect.dump.directory import (
-    AFTER_STAGES,
-    TAIL_BYTES,
-    Dump,
-    DumpFile,
-    DumpModule,
-    classify,
-    dump_of,
-    scan_dump,
-    scoped_reads,
-)
+from xlainspect.dump.directory import Dump, dump_of
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
+from xlainspect.dump.headers import TAIL_BYTES
+from xlainspect.dump.module import DumpModule
+from xlainspect.dump.names import AFTER_STAGES, DumpFile, classify
+from xlainspect.dump.scan import scan_dump
 from xlainspect.dump.textproto import int_field
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.progress import Progress, silent
@@ -246,29 +240,32 @@ def _unparsable(
     """Modules whose HLO text is complete but does not parse (syntax from a newer XLA, a foreign or
     damaged file): every command skips them, so a count or a diff would silently leave them out.
     Files already reported as unreadable or truncated are not repeated here. `texts`: each module with
-    the path of its HLO text."""
-    failed: list[tuple[Path, str]] = []
-    verdicts: dict[bytes | None, tuple[Path, str] | None] = {}  # content digest -> (path, first error line)
-    for module, location in texts:
-        problem, digest = facts.get(location) or _text_facts((location, True))
-        if digest not in verdicts:
-            verdicts[digest] = _parse_error(module, Path(location))
-        verdict = verdicts[digest]
-        if verdict is not None and problem is None:
-            failed.append((Path(location), verdict[1].replace(str(verdict[0]), _relative(root, location))))
+    the path of its HLO text. Parsed by the runner, once per content (the hosts of a job write the same
+    modules), the models not kept (a fleet's dump would hold every module in memory)."""
+    found = {Path(location): facts.get(location) or _text_facts((location, True)) for _, location in texts}
+    digests = {id(module): found[Path(location)][1] for module, location in texts}
+    parsed = analyse_each(
+        [module for module, _ in texts],
+        _parses,
+        inputs=DumpModule.hlo_path,
+        key=lambda _: "doctor:parses",
+        blame=DumpModule.hlo_path,
+        advance=lambda _: None,
+        same=lambda module: digests[id(module)],
+        only_input=False,  # a finding, not an error, where no module parses
+    )
+    failed = [
+        (skipped.path, skipped.reason.splitlines()[0].replace(str(skipped.path), _relative(root, skipped.path)))
+        for skipped in parsed.skipped
+        if found[skipped.path][0] is None
+    ]
     first = failed[0][1] if failed else None
     return _finding(root, "unparsable-modules", "error", [path for path, _ in failed], first_error=first)
 
 
-def _parse_error(module: DumpModule, path: Path) -> tuple[Path, str] | None:
-    """(path, the first line of the parse error) when the module's HLO text does not parse; the model
-    is not kept (a fleet's dump would hold every module in memory)."""
-    try:
-        with scoped_reads([module]):
-            module.module()
-    except XlaInspectError as error:
-        return path, str(error).splitlines()[0]
-    return None
+def _parses(module: DumpModule) -> bool:
+    """Whether the module's HLO text parses (an error says why; the model is not kept)."""
+    return bool(module.parse())
 
 
 def _stranded(dump: Dump) -> list[DumpModule]:

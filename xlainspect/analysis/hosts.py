@@ -40,7 +40,8 @@ from xlainspect.analysis.profile.breakdown import device_kind
 from xlainspect.analysis.profile.costs import embedded_modules
 from xlainspect.analysis.profile.events import dump_label, event_label, op_name, traced_modules
 from xlainspect.analysis.profile.model import IDLE_CAUSES, StepTime
-from xlainspect.dump.directory import Dump, SkippedFile
+from xlainspect.dump.directory import Dump
+from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import StatValue, Trace, TraceEvent, read_trace
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.hlo.model import Module

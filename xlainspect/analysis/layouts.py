@@ -17,8 +17,8 @@ from typing import Literal, cast
 from xlainspect.analysis.lookup import module_label
 from xlainspect.analysis.rows import group_sums
 from xlainspect.dump.buffers import BufferAssignment, read_buffer_assignment
-from xlainspect.dump.directory import DumpModule
 from xlainspect.dump.files import read_text
+from xlainspect.dump.module import DumpModule
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.shape import Shape
 from xlainspect.layout import DimPadding, element_bits, memory_space_name, tile_padding

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from xlainspect.dump.buffers import Allocation, BufferAssignment, BufferValue, check_total, read_buffer_assignment
-from xlainspect.dump.directory import DumpModule, SkippedFile
 from xlainspect.dump.files import read_text
 from xlainspect.dump.live_ranges import LiveRange, LiveRanges, read_live_ranges
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.usage_report import UsageReport, read_total_bytes_used, read_usage_report
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Instruction, Module

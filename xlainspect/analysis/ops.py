@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xlainspect.analysis.lookup import module_label
-from xlainspect.dump.directory import DumpModule
 from xlainspect.dump.files import read_text
+from xlainspect.dump.module import DumpModule
 from xlainspect.graph import CallEdges, call_edges, module_calls, reachable
 from xlainspect.hlo.fastpath import InstructionLine, scan
 from xlainspect.hlo.model import Module

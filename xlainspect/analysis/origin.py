@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xlainspect.dump.directory import DumpModule, SkippedFile
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.errors import HloParseError, XlaInspectError
 from xlainspect.hlo.attributes import op_name_scopes
 from xlainspect.hlo.fastpath import entry_opcodes, op_names, stack_frame_ids, stack_frames

@@ -36,8 +36,8 @@ from xlainspect.hlo.opcodes import ASYNC_SUFFIXES, is_known_opcode
 if TYPE_CHECKING:  # the analyses' results, read by field name below
     from xlainspect.analysis.cost import ModuleCost, OpCost
     from xlainspect.analysis.profile import ProfileReport
-    from xlainspect.dump.directory import DumpModule
     from xlainspect.dump.jaxlog import JaxLog
+    from xlainspect.dump.module import DumpModule
 
 NOT_COSTED = "not costed"
 """The kind of a profiled op with no cost row (its module or op is not in the dump)."""

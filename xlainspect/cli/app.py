@@ -25,7 +25,7 @@ from xlainspect.cli.render import note
 from xlainspect.errors import AnalysisBug
 
 if TYPE_CHECKING:  # typer's own click
-    from typer._click import Command, HelpFormatter
+    from typer._click import Command, Context, HelpFormatter
 
 EXIT_BUG = 3
 
@@ -56,10 +56,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 class LazyCommands(TyperGroup):
     """The root group: commands come from `COMMANDS`, each built from its module when a run names it."""
 
-    def list_commands(self, ctx: typer.Context) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: typer.Context, cmd_name: str) -> Command | None:
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         if cmd_name not in COMMANDS:  # click says so; typer's "did you mean" reads `commands`, empty here
             close = difflib.get_close_matches(cmd_name, COMMANDS)
             if close and not ctx.resilient_parsing:
@@ -69,14 +69,17 @@ class LazyCommands(TyperGroup):
         info = next(i for i in module.commands.registered_commands if command_name(i) == cmd_name)
         return typer.main.get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
 
-    def format_commands(self, ctx: typer.Context, formatter: HelpFormatter) -> None:
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         with formatter.section("Commands"):
             formatter.write_dl([(name, summary) for name, (_, summary) in COMMANDS.items()])
 
 
 def command_name(info: typer.models.CommandInfo) -> str:
     """The name a registered command is invoked by: its own, else its function's (typer's rule)."""
-    return info.name or typer.main.get_command_name(info.callback.__name__)
+    if info.name:
+        return info.name
+    assert info.callback is not None, "a registered command has its function"
+    return typer.main.get_command_name(info.callback.__name__)
 
 
 app = typer.Typer(

@@ -90,13 +90,19 @@ def count_recompiles_cmd(
             raise XlaInspectError("--update-baseline needs --baseline FILE")
         budget = _budget(max_per_function, max_named, max_total, ignore_eager, None if update_baseline else baseline)
         report = recompiles_report(path, budget, log=log, trace=profile, strict=strict, progress=progress)
-    if update_baseline:
+    if update_baseline and baseline is not None:  # (without --baseline it stopped above)
         write_baseline(baseline, report, ignore_eager)
         note(f"wrote {baseline}")
     show(recompiles_document(report, ignore_eager=ignore_eager), fmt, report.skipped, strict)
 
 
-def _budget(max_per_function, max_named, max_total, ignore_eager, baseline):
+def _budget(
+    max_per_function: int | None,
+    max_named: list[str] | None,
+    max_total: int | None,
+    ignore_eager: bool,
+    baseline: Path | None,
+) -> Budget:
     """The gate's budgets from the options (a baseline file is read here: a bad one is an input error)."""
     baseline_counts = read_baseline(baseline) if baseline is not None else None
     return Budget(max_per_function, named_budgets(max_named or []), max_total, ignore_eager, baseline_counts)

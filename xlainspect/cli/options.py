@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from xlainspect.analysis.commands import Selection
+from xlainspect.analysis.runner import Selection
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, emit, note
-from xlainspect.dump.directory import SkippedFile
+from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.storage import is_url, local
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.report.document import Document
@@ -107,7 +107,7 @@ def option(argument: str) -> str:
 
 
 @contextlib.contextmanager
-def user_errors() -> Iterator[None]:
+def user_errors() -> Generator[None]:
     """Turn input errors into a message on stderr and exit code 2, never a traceback."""
     try:
         yield

@@ -15,13 +15,12 @@ import os
 import re
 import shutil
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from xlainspect.report.document import (
     DRAWN_ROWS,
     NARROW,
     Document,
-    Entry,
     Heading,
     Lines,
     Table,
@@ -36,6 +35,7 @@ from xlainspect.report.document import to_markdown as _to_markdown
 
 if TYPE_CHECKING:  # rich is imported where a table is drawn: `--help` and JSON output skip it
     from rich.console import Console
+    from rich.table import Table as RichTable
 
 
 class OutputFormat(str, enum.Enum):
@@ -45,7 +45,7 @@ class OutputFormat(str, enum.Enum):
     markdown = "markdown"
 
 
-def _color_system() -> str | None:
+def _color_system() -> Literal["auto"] | None:
     """NO_COLOR (no-color.org) means no escape codes at all; rich alone would still print bold and italic."""
     return None if os.environ.get("NO_COLOR") else "auto"
 
@@ -110,11 +110,11 @@ def _draw(document: Document) -> None:
             console.rule(Text(block.text), align="left")
         elif isinstance(block, Lines):
             console.print(block.text, markup=False, highlight=False, soft_wrap=True)
-        elif isinstance(block, Entry):
+        else:  # an Entry
             console.print(entry_text(block, console.width), markup=False, highlight=False, soft_wrap=True)
 
 
-def rich_table(tab: Table):
+def rich_table(tab: Table) -> RichTable:
     from rich.table import Table as RichTable
     from rich.text import Text
 

@@ -98,7 +98,7 @@ def _allocations(text: str, path: str | None) -> list[Allocation]:
     """The allocations with their values, up to the first line that is neither."""
     allocations: list[Allocation] = []
     values: list[BufferValue] = []
-    header: re.Match | None = None
+    header: re.Match[str] | None = None
     header_line = 0
     for number, line in enumerate(text.splitlines(), 1):
         if match := _ALLOCATION.match(line):
@@ -128,7 +128,7 @@ def check_total(assignment: BufferAssignment, total: int, line: int = 1, text: s
         raise _error(text, line, assignment.path, message)
 
 
-def _allocation(header: re.Match, values: list[BufferValue], line: int, text: str, path: str | None) -> Allocation:
+def _allocation(header: re.Match[str], values: list[BufferValue], line: int, text: str, path: str | None) -> Allocation:
     """One allocation. XLA prints each with the values assigned to it; only the preallocated temp
     buffer (`AssignPreallocatedTempBuffer`, made by `NewEmptyAllocation`) holds none, so any other
     allocation without values was cut."""

@@ -23,13 +23,15 @@ Stdlib only; zstandard is imported when an entry needs it.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xlainspect.dump.directory import SkippedFile
+from xlainspect.dump.module import SkippedFile
 from xlainspect.errors import DumpError
 
 _TIME_BYTES = 4
@@ -66,7 +68,7 @@ class CacheDir:
 
     root: Path
     entries: list[CacheEntry]
-    skipped: list[SkippedFile] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
 
     def by_key(self) -> dict[str, CacheEntry]:
         return {e.key: e for e in self.entries}
@@ -212,11 +214,11 @@ def _decompress(data: bytes, path: Path) -> tuple[str, bytes]:
 
 def _zstd_decompress(data: bytes, path: Path) -> bytes:
     """Zstandard as jax reads it: Python 3.14's `compression.zstd`, else the `zstandard` package."""
+    errors: tuple[type[Exception], ...]
+    decompress: Callable[[bytes], bytes]
     try:
-        from compression import zstd  # type: ignore[import-not-found]  # Python 3.14+
-
-        errors: tuple[type[Exception], ...] = (zstd.ZstdError,)
-        decompress = zstd.decompress
+        stdlib = importlib.import_module("compression.zstd")  # Python 3.14+
+        errors, decompress = (stdlib.ZstdError,), stdlib.decompress
     except ImportError:
         try:
             import zstandard

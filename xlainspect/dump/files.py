@@ -101,7 +101,7 @@ def _read_to_end(fd: int, size: int) -> bytes:
     data = os.read(fd, size + 1)
     if len(data) == size:
         return data
-    rest = []
+    rest: list[bytes] = []
     while chunk := os.read(fd, 1 << 20):
         rest.append(chunk)
     return data + b"".join(rest) if rest else data

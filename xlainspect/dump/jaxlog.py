@@ -71,7 +71,7 @@ class LogCompile:
     """"hit", "written", "not written", "miss" (no outcome logged) or "off" (no cache lines: no cache in use)."""
     key: str | None = None
     why_not_written: str = ""
-    components: dict[str, str] = field(default_factory=dict)
+    components: dict[str, str] = field(default_factory=dict[str, str])
     """Cache-key component (jax's name) -> sha256 hex of that component alone."""
     xla_flags: tuple[str, ...] = ()
     """The flags jax hashed into the key (from XLA_FLAGS, LIBTPU_INIT_ARGS and argv, dump flags excluded)."""
@@ -123,7 +123,7 @@ def run_log(dump_path: str | Path | None, log_path: str | Path | None = None) ->
         return read_jax_log(log_path)
     found = find_log(dump_path) if dump_path is not None and Path(dump_path).is_dir() else None
     compiles = _compiles(found) if found is not None else []
-    return JaxLog(found, compiles) if compiles else None
+    return JaxLog(found, compiles) if found is not None and compiles else None
 
 
 def read_jax_log(path: str | Path) -> JaxLog:

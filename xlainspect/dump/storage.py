@@ -27,13 +27,16 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import importlib
 import json
 import logging
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any, TypeGuard
 
 from xlainspect.cache import Cache
 from xlainspect.errors import DumpError
@@ -42,7 +45,7 @@ from xlainspect.progress import Progress, silent
 _URL = re.compile(r"^(?P<protocol>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
 _DUMPED = re.compile(r"(?:^|/)(?:\d+\.)?(?:[A-Za-z_][\w-]*\.)?module_\d{4,}(?:[./]|$)")
 """A path XLA's dumper wrote (`module_<id>...`, or a file in a per-module folder): the naming rule
-`directory._MODULE_FILE` classifies, found anywhere in the path relative to the URL."""
+`names.MODULE_FILE` classifies, found anywhere in the path relative to the URL."""
 _ALSO_READ = re.compile(r"(?:^|/)(?:jax\.log(?:\.gz)?|[^/]*\.xplane\.pb)$")
 """Files commands read beside a dump's: the jax log `capture` saves, jax.profiler's XSpace."""
 _BATCH = 256
@@ -50,8 +53,13 @@ _BATCH = 256
 that a batch held in memory stays small however many hosts the dump has."""
 _MANIFEST = ".xlainspect-remote.json"
 
+FileSystem = Any
+"""An fsspec file system (fsspec ships no types)."""
+Details = dict[str, Any]
+"""An object's details as fsspec lists them: name, type, size and the store's version fields."""
 
-def is_url(path: str | os.PathLike[str]) -> bool:
+
+def is_url(path: str | os.PathLike[str]) -> TypeGuard[str]:
     """Whether `path` is an fsspec URL rather than a local path (`file://` counts as a URL)."""
     return isinstance(path, str) and _URL.match(path) is not None
 
@@ -63,42 +71,42 @@ def local(path: str | os.PathLike[str], progress: Progress = silent) -> Path:
         return Path(path)
     if path.startswith("file://"):
         return Path(path.removeprefix("file://"))
-    if not _URL.match(path)["rest"].strip("/"):
+    if not path.partition("://")[2].strip("/"):
         raise DumpError(f"{path}: names no bucket or folder")
     fs, root = _filesystem(path)
     with _named(path):
         return _mirror(fs, path, root, progress)
 
 
-def _filesystem(url: str):
+def _filesystem(url: str) -> tuple[FileSystem, str]:
     """The fsspec file system for `url` and the path within it; DumpError for an unknown protocol or a
     missing extra."""
     try:
-        import fsspec
+        fsspec = importlib.import_module("fsspec.core")
     except ImportError:
         raise DumpError(f"{url}: reading URLs needs fsspec: pip install 'xlainspect[remote]'") from None
     try:
-        return fsspec.core.url_to_fs(url)
+        return fsspec.url_to_fs(url)
     except ImportError as error:  # fsspec knows the protocol, its implementation is not installed
         raise DumpError(f"{url}: {error} (pip install 'xlainspect[remote]')") from None
     except ValueError as error:
         raise DumpError(f"{url}: not a URL fsspec can read ({error})") from None
 
 
-def _mirror(fs, url: str, root: str, progress: Progress) -> Path:
+def _mirror(fs: FileSystem, url: str, root: str, progress: Progress) -> Path:
     """Fetch what the mirror of `url` lacks; its local folder (or file, for a URL naming one object).
     A folder's sub-folders (a host's each, in a per-host dump) are listed `_FOLDERS_AT_ONCE` at a time,
     and each is mirrored with a manifest of its own: what is held at once is one batch of listings and
     one batch of contents, whatever the number of hosts."""
     root = root.rstrip("/")
     fs.invalidate_cache()  # fsspec keeps listings per file system instance: a later call must see changes
-    info = fs.info(root)
+    info: Details = fs.info(root)
     target = _mirror_folder(url)
     if info["type"] != "directory":
         name = root.rpartition("/")[2]
         _update(fs, target, {name: (root, info)})
         return target / name
-    top = fs.ls(root, detail=True)
+    top: list[Details] = fs.ls(root, detail=True)
     folders = sorted(entry["name"] for entry in top if entry["type"] == "directory")
     loose = {e["name"]: e for e in top if e["type"] != "directory"}
     kept = _update(fs, target, _read_by_commands(loose, root, root), progress, url)
@@ -119,10 +127,10 @@ _FOLDERS_AT_ONCE = 32
 objects."""
 
 
-def _read_by_commands(listing: dict[str, dict], folder: str, root: str) -> dict[str, tuple[str, dict]]:
+def _read_by_commands(listing: dict[str, Details], folder: str, root: str) -> dict[str, tuple[str, Details]]:
     """The objects of a listing a command may read (path below `folder` -> (object name, details)):
     those XLA's dumper names, jax logs and profiles (the rest of a bucket is not fetched)."""
-    kept = {}
+    kept: dict[str, tuple[str, Details]] = {}
     for name, entry in listing.items():
         below_root = _relative(name, root)
         if entry["type"] != "directory" and (_DUMPED.search(below_root) or _ALSO_READ.search(below_root)):
@@ -130,7 +138,9 @@ def _read_by_commands(listing: dict[str, dict], folder: str, root: str) -> dict[
     return kept
 
 
-def _update(fs, target: Path, objects: dict[str, tuple[str, dict]], progress: Progress = silent, url: str = "") -> int:
+def _update(
+    fs: FileSystem, target: Path, objects: dict[str, tuple[str, Details]], progress: Progress = silent, url: str = ""
+) -> int:
     """Bring the mirror folder `target` to `objects` (path below it -> (object name, details)): fetch
     those whose version or size its manifest does not hold, in bulk, and delete those gone. Returns
     how many objects it holds. `progress` hears of each batch fetched (a folder of one host's many
@@ -138,10 +148,10 @@ def _update(fs, target: Path, objects: dict[str, tuple[str, dict]], progress: Pr
     manifest = _read_manifest(target)
     wanted = {name: _version(entry) for name, (_, entry) in objects.items()}
     missing = [name for name, version in wanted.items() if manifest.get(name) != version]
-    advance = progress(f"fetching {url}", len(missing)) if missing else silent
+    advance = (progress if missing else silent)(f"fetching {url}", len(missing))  # no stage: nothing to fetch
     for start in range(0, len(missing), _BATCH):
         batch = missing[start : start + _BATCH]
-        fetched = fs.cat([objects[name][0] for name in batch], on_error="return")
+        fetched: dict[str, bytes | BaseException] = fs.cat([objects[name][0] for name in batch], on_error="return")
         for name in batch:
             data = fetched[objects[name][0]]
             if isinstance(data, BaseException):
@@ -168,7 +178,7 @@ def _forget_folders(target: Path, folders: set[str]) -> None:
                 shutil.rmtree(child, ignore_errors=True)
 
 
-def _find_all(fs, folders: list[str]) -> list[dict[str, dict]]:
+def _find_all(fs: FileSystem, folders: list[str]) -> list[dict[str, Details]]:
     """`fs.find(folder, detail=True)` of each folder: one gathered batch of coroutines on an async file
     system (gcsfs, s3fs), one call after another on others."""
     if not folders:
@@ -176,12 +186,12 @@ def _find_all(fs, folders: list[str]) -> list[dict[str, dict]]:
     if getattr(fs, "async_impl", False):
         import asyncio
 
-        from fsspec.asyn import sync
+        asyn = importlib.import_module("fsspec.asyn")
 
-        async def gather():
+        async def gather() -> list[dict[str, Details]]:
             return await asyncio.gather(*(fs._find(folder, detail=True) for folder in folders))
 
-        return sync(fs.loop, gather)
+        return asyn.sync(fs.loop, gather)
     return [fs.find(folder, detail=True) for folder in folders]
 
 
@@ -193,7 +203,7 @@ def _relative(name: str, root: str) -> str:
     return relative
 
 
-def _version(info: dict) -> list:
+def _version(info: Details) -> list[str | int | None]:
     """What changes when an object is rewritten: gcsfs's generation, s3fs's ETag, else the modification
     time a file system reports, with the size."""
     for key in ("generation", "ETag", "etag", "md5Hash", "mtime", "LastModified", "created"):
@@ -210,13 +220,13 @@ def _mirror_folder(url: str) -> Path:
         folder = Path(tempfile.mkdtemp(prefix="xlainspect-remote-"))
         atexit.register(shutil.rmtree, folder, True)
         return folder
-    match = _URL.match(url)
-    parts = [p for p in match["rest"].split("/") if p not in ("", ".", "..")]
+    protocol, _, rest = url.partition("://")
+    parts = [p for p in rest.split("/") if p not in ("", ".", "..")]
     digest = hashlib.blake2b(url.encode(), digest_size=4).hexdigest()  # URLs differing only in what was dropped
-    return cache.directory.joinpath("remote", match["protocol"], *parts[:-1], f"{parts[-1] if parts else ''}.{digest}")
+    return cache.directory.joinpath("remote", protocol, *parts[:-1], f"{parts[-1] if parts else ''}.{digest}")
 
 
-def _read_manifest(folder: Path) -> dict[str, list]:
+def _read_manifest(folder: Path) -> dict[str, list[str | int | None]]:
     try:
         return json.loads((folder / _MANIFEST).read_text())
     except (OSError, ValueError):
@@ -224,7 +234,7 @@ def _read_manifest(folder: Path) -> dict[str, list]:
 
 
 @contextlib.contextmanager
-def _named(url: str):
+def _named(url: str) -> Generator[None]:
     """The libraries' errors as one DumpError line naming the URL and the cause. gcsfs logs each
     request it gave up on with its traceback (logger "gcsfs"): the DumpError says it, once."""
     quiet = logging.getLogger("gcsfs")

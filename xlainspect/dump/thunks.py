@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from xlainspect.dump.directory import DumpModule
 from xlainspect.dump.files import read_text
+from xlainspect.dump.module import DumpModule
 
 _LINE = re.compile(r"^(?P<indent> *)(?P<id>\d+): (?P<kind>k\w+)\s*\[[^\]]*\]\s*(?P<rest>.*)$")
 _ENTRY = re.compile(r"thunk_metadata \{(?P<body>.*?)thunk_kind: \"(?P<kind>\w+)\"\s*\}", re.S)
@@ -53,13 +53,13 @@ class ThunkSequence:
     """A module's thunks in execution order, and the commands of each command buffer."""
 
     thunks: list[Thunk]
-    command_buffers: dict[str, list[Thunk]] = field(default_factory=dict)
+    command_buffers: dict[str, list[Thunk]] = field(default_factory=dict[str, list[Thunk]])
     """`command_buffer_N` -> its commands (nested ones included), in order."""
 
 
 def thunk_files(module: DumpModule) -> tuple[str | None, str | None]:
     """The module's thunk sequence (after thunk passes, where written) and thunk metadata files."""
-    by_suffix = {}
+    by_suffix: dict[str, str] = {}
     for file in module.files:
         for suffix in (".thunk_sequence_after_thunk_passes.txt", ".thunk_sequence.txt", ".thunk_metadata.txt"):
             if file.location.endswith(suffix):
@@ -105,7 +105,7 @@ def read_thunk_sequence(sequence_path: str, metadata_path: str | None) -> ThunkS
 
 def _metadata(text: str) -> list[tuple[str, int | None, str | None]]:
     """(thunk kind, thunk id, profile annotation) of each entry, in order."""
-    entries = []
+    entries: list[tuple[str, int | None, str | None]] = []
     for entry in _ENTRY.finditer(text):
         annotation, thunk_id = _ANNOTATION.search(entry["body"]), _THUNK_ID.search(entry["body"])
         entries.append(

@@ -17,8 +17,11 @@ its folder, and the XSpace beside it is what is read.
 from __future__ import annotations
 
 import functools
+import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from xlainspect.dump.files import read_bytes
 from xlainspect.errors import XlaInspectError
@@ -82,6 +85,9 @@ _SCHEMA = {
 }
 
 
+Message = Any
+"""A message of `_SCHEMA` (XSpace, XPlane, ...): its class is built at run time, so it has no static type."""
+
 StatValue = int | float | str | bytes | None
 """An XStat's value: a number, string or bytes, a referenced stat's name (str), None where it holds none."""
 
@@ -117,7 +123,7 @@ class Trace:
     events: list[TraceEvent]
     """Every timed event (duration > 0) of every plane, by start time."""
     hostnames: list[str]
-    hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict)
+    hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict[int, tuple[str, bytes]])
     """program_id -> (HloModule name, serialized HloProto): the optimized HLO the profiler embeds
     (`Hlo Proto` stats of the `/host:metadata` plane)."""
     origin_ns: float = 0.0
@@ -192,7 +198,7 @@ def _newest_run(files: list[Path]) -> list[Path]:
     return [f for f in files if f.parent == newest]
 
 
-def _xspaces(paths) -> list[Path]:
+def _xspaces(paths: Iterable[Path]) -> list[Path]:
     return sorted(p for p in paths if p.name.endswith(_XSPACE_SUFFIXES) and p.is_file())
 
 
@@ -201,7 +207,7 @@ def read_trace(path: str | Path | list[Path]) -> Trace:
     given), times from its start."""
     spaces = [(p, _read_space(p)) for p in (path if isinstance(path, list) else find_trace_files(path))]
     with kept_objects():  # 100,000s of events that live to the end of the run: collections need not scan them
-        found = [e for p, space in spaces for e in _events(space)]  # (start, -duration, index, event)
+        found = [e for _, space in spaces for e in _events(space)]  # (start, -duration, index, event)
     origin = min((e[0] for e in found), default=0.0)
     found.sort()  # by start, the longer (enclosing) first; the index keeps equal events in plane order
     events = [e[3] for e in found]
@@ -219,9 +225,9 @@ def read_trace(path: str | Path | list[Path]) -> Trace:
 def embedded_hlo_text(hlo_proto: bytes) -> str:
     """The HLO text of an embedded HloProto, printed by jaxlib (XLA's own printer; jax is imported here
     only). Raises XlaInspectError when jax is missing or the proto is not one."""
-    try:
-        from jax._src.lib import xla_client
-        from jaxlib import _hlo
+    try:  # jax's private modules, as untyped as they are unstable
+        xla_client = importlib.import_module("jax._src.lib").xla_client
+        hlo = importlib.import_module("jaxlib._hlo")
     except ImportError:
         raise XlaInspectError(
             "printing the HLO the profile embeds needs jax (pip install jax); or pass --dump "
@@ -229,28 +235,26 @@ def embedded_hlo_text(hlo_proto: bytes) -> str:
         ) from None
     module = _message_class("HloProto").FromString(hlo_proto).hlo_module
     try:
-        options = _hlo.HloPrintOptions()
+        options = hlo.HloPrintOptions()
         options.print_metadata = True  # op_name and source lines, as a dump prints them
         return xla_client.XlaComputation(module).get_hlo_module().to_string(options)
     except Exception as error:  # noqa: BLE001 (jaxlib raises its own error types)
         raise XlaInspectError(f"the HLO embedded in the profile does not load: {error}") from None
 
 
-def _hlo_protos(space) -> dict[int, tuple[str, bytes]]:
-    protos = {}
+def _hlo_protos(space: Message) -> dict[int, tuple[str, bytes]]:
+    protos: dict[int, tuple[str, bytes]] = {}
     for plane in space.planes:
         names = {entry.key: entry.value.name for entry in plane.stat_metadata}
         for entry in plane.event_metadata:
             stats = _stats(entry.value.stats, names)
-            if isinstance(stats.get("Hlo Proto"), bytes) and isinstance(stats.get("program_id"), int):
-                protos[stats["program_id"]] = (
-                    entry.value.name.rpartition("(")[0] or entry.value.name,
-                    stats["Hlo Proto"],
-                )
+            proto, program_id = stats.get("Hlo Proto"), stats.get("program_id")
+            if isinstance(proto, bytes) and isinstance(program_id, int):
+                protos[program_id] = (entry.value.name.rpartition("(")[0] or entry.value.name, proto)
     return protos
 
 
-def _read_space(path: Path):
+def _read_space(path: Path) -> Message:
     """One XSpace; a damaged or foreign file is an input error naming the file."""
     data = read_bytes(path)  # gunzipped when gzip
     message_class = _message_class("XSpace")
@@ -264,10 +268,12 @@ def _read_space(path: Path):
 
 
 @functools.cache
-def _message_class(name: str):
+def _message_class(name: str) -> Any:
     """A message class of `_SCHEMA` (XSpace, HloProto), built in a private descriptor pool."""
-    try:
-        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    try:  # as modules: the classes made from them are as dynamic as their typing allows
+        descriptor_pb2 = importlib.import_module("google.protobuf.descriptor_pb2")
+        descriptor_pool = importlib.import_module("google.protobuf.descriptor_pool")
+        message_factory = importlib.import_module("google.protobuf.message_factory")
     except ImportError:
         raise ProfileDependencyError(INSTALL_HINT) from None
     proto = descriptor_pb2.FieldDescriptorProto
@@ -293,26 +299,26 @@ def _message_class(name: str):
 
 
 @functools.cache
-def _ref_field():
+def _ref_field() -> Any:
     """The descriptor of XStat.ref_value in XSpace's pool (`ListFields` hands back these very objects)."""
     stat = _message_class("XSpace").DESCRIPTOR.fields_by_name["planes"].message_type.fields_by_name["stats"]
     return stat.message_type.fields_by_name["ref_value"]
 
 
-def _events(space) -> list[tuple]:
+def _events(space: Message) -> list[tuple[float, float, int, TraceEvent]]:
     """Each timed event as (start, -duration, index, TraceEvent), to sort by start once. An event's stats
     are its metadata's, read once per metadata, updated by its own; an event with none of its own shares
     its metadata's dict (read-only, as every consumer treats stats). Instant events (no duration) are left
     out: they take no time, and in jax's traces they are the thread pool's hand-off markers
     (`ThreadpoolListener::Record/StartRegion/StopRegion`, half of a GPU trace's events), which only
     link a task to the thread that ran it."""
-    events: list[tuple] = []
+    events: list[tuple[float, float, int, TraceEvent]] = []
     for plane in space.planes:
         stat_names = {entry.key: entry.value.name for entry in plane.stat_metadata}
         metadata = {
             entry.key: (entry.value.name, _stats(entry.value.stats, stat_names)) for entry in plane.event_metadata
         }
-        plane_name, missing = plane.name, ("", {})
+        plane_name, missing = plane.name, ("", dict[str, StatValue]())
         for line in plane.lines:
             name, base = line.display_name or line.name, line.timestamp_ns
             for event in line.events:
@@ -328,7 +334,7 @@ def _events(space) -> list[tuple]:
     return events
 
 
-def _stats(stats, names: dict[int, str]) -> dict:
+def _stats(stats: Iterable[Message], names: dict[int, str]) -> dict[str, StatValue]:
     """Stats by name; a reference value is the name of the stat metadata it points at. `ListFields` gives
     the set fields by number: metadata_id (1), then the one value. One comprehension for the usual stat
     (both set); `_each_stat` for the rest (metadata_id 0 is not written, a stat may hold no value)."""
@@ -342,25 +348,24 @@ def _stats(stats, names: dict[int, str]) -> dict:
         return _each_stat(stats, names)
 
 
-def _each_stat(stats, names: dict[int, str]) -> dict:
-    values = {}
+def _each_stat(stats: Iterable[Message], names: dict[int, str]) -> dict[str, StatValue]:
+    values: dict[str, StatValue] = {}
     for stat in stats:
         fields = [(f, v) for f, v in stat.ListFields() if f.name != "metadata_id"]
-        value = fields[0][1] if fields else None
+        value: StatValue = fields[0][1] if fields else None
         if fields and fields[0][0] is _ref_field():
-            value = names.get(value, "")
+            value = names.get(fields[0][1], "")
         values[names.get(stat.metadata_id, str(stat.metadata_id))] = value
     return values
 
 
 @functools.cache
-def _list_fields():
+def _list_fields() -> Any:
     """XStat's `ListFields`, unbound, to map over a repeated field in C. The class comes from the public
     `GetMessageClass`: the descriptor's private `_concrete_class` (upb) raised `SystemError: error return
     without exception set` in some processes (tests/test_dump.py then tests/test_profile.py under
     `pytest -n 2`)."""
-    from google.protobuf import message_factory
-
+    message_factory = importlib.import_module("google.protobuf.message_factory")
     stat = _ref_field().containing_type
     if hasattr(message_factory, "GetMessageClass"):
         return message_factory.GetMessageClass(stat).ListFields

@@ -12,8 +12,10 @@ comes here for the rest (and for every error, which the grammar words and places
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import os
 import re
 import threading
 from contextvars import ContextVar
@@ -337,7 +339,16 @@ def _build(start: str) -> Lark:
         return Lark(text, **options)
     try:
         tables.parent.mkdir(parents=True, exist_ok=True)
-        return Lark(text, cache=str(tables), **options)
+        if tables.is_file():
+            return Lark(text, cache=str(tables), **options)
+        # Lark writes its cache file in place: built into a file of this process's own and renamed, so
+        # that another process building the same tables at once (a forked worker, a second run) never
+        # interleaves its bytes with ours (each process pickles the tables in its own set order)
+        private = tables.with_name(f".tmp-{os.getpid()}-{tables.name}")
+        parser = Lark(text, cache=str(private), **options)
+        with contextlib.suppress(OSError):  # Lark could not write it: the parser is built all the same
+            os.replace(private, tables)
+        return parser
     except OSError:  # an unwritable cache directory only costs the build
         return Lark(text, **options)
 

@@ -250,7 +250,7 @@ def explain_recompiles(rows: list[FunctionCompiles]) -> str:
     traffic in one line, as indented plain text: the explanation where no table can be drawn (a pytest
     failure message)."""
     user, eager = for_people(rows)
-    lines = []
+    lines: list[str] = []
     for row in (r for r in user if r.modules > 1):
         where = f", {row.source}" if row.source else ""
         lines.append(f"{row.name}: {row.modules} compiles{where} (module ids {', '.join(map(str, row.module_ids))})")
@@ -300,7 +300,7 @@ def suggestion(row: FunctionCompiles) -> str | None:
     """Advice that reduces the compile count, one sentence per kind of cause; none where nothing would."""
     if row.eager:
         return _EAGER_ADVICE
-    causes, advice = row.causes, []
+    causes, advice = row.causes, list[str]()
     for kind in dict.fromkeys(c.kind for c in causes):
         if kind == "shape":
             advice += _shape_advice([c for c in causes if c.kind == "shape"])
@@ -393,7 +393,8 @@ def _site_order(site: str) -> tuple[str, int]:
 
 def _short_sites(sites: tuple[str, ...], limit: int = 6) -> str:
     """`generate.py:296, :297, :299` (a file named once), the first `limit` call sites."""
-    parts, last_file = [], None
+    parts: list[str] = []
+    last_file = None
     for site in sites[:limit]:
         file, _, line = site.rpartition(":")
         parts.append(f":{line}" if file == last_file else site)

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import html
 import math
+from typing import TYPE_CHECKING
 
 from xlainspect.analysis.timing import CompileMark, FunctionTiming
 from xlainspect.report.views.cost import duration
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.profile.model import StepTime
 
 CHART_STYLE = """.kind0{fill:#1f6feb}.kind1{fill:#bf8700}.kind2{fill:#1a7f37}.kind3{fill:#8250df}.kind4{fill:#cf222e}
 .kind5{fill:#0598bc}.kind6{fill:#9a6700}.kind7{fill:#6e7781}.compile{fill:#1f6feb}.compile.recompile{fill:#d1242f}
@@ -28,14 +32,14 @@ KINDS_DRAWN = 5
 def step_breakdown_svg(functions: list[FunctionTiming]) -> str:
     """Stacked bars, one per function (the longest first, to scale with each other), split by op kind."""
     drawn = [f for f in functions if f.seconds]
-    longest = max(max(f.seconds, sum(f.by_kind.values())) for f in drawn)  # kinds may sum past a measured total
+    longest = max(max(f.seconds or 0.0, sum(f.by_kind.values())) for f in drawn)  # kinds may sum past a measured total
     kinds = _top_kinds(drawn)
     names = [*kinds, "other"]
     classes = [f"kind{i if k in kinds else KINDS_DRAWN}" for i, k in enumerate(names)]
     legend, legend_rows = _legend(names, classes, _BAR * len(drawn) + 24)
     height = _BAR * len(drawn) + 16 + legend_rows * _LEGEND_ROW
     scale = (_WIDTH - _LEFT - _RIGHT) / longest
-    parts = []
+    parts: list[str] = []
     for row, timing in enumerate(drawn):
         y = 10 + row * _BAR
         parts.append(_label(timing.function, y + 14))
@@ -52,7 +56,7 @@ def step_breakdown_svg(functions: list[FunctionTiming]) -> str:
             x += width
         parts.append(
             f"<text class='value' x='{x + 4:.1f}' y='{y + 14}' data-function='{html.escape(timing.function)}' "
-            f"data-step-seconds='{timing.seconds!r}'>{duration(timing.seconds)}</text>"
+            f"data-step-seconds='{timing.seconds!r}'>{duration(timing.seconds or 0.0)}</text>"
         )
     return _svg(height, [*parts, *legend], "step-breakdown")
 
@@ -72,7 +76,8 @@ def _label(name: str, y: float) -> str:
 def _legend(names: list[str], classes: list[str], top: float) -> tuple[list[str], int]:
     """Each name whole beside its colour, flowed into as many lines as the chart's width needs (two kinds
     that share a prefix, `__cudnn$convBackwardFilter` and `__cudnn$convBackwardInput`, stay apart)."""
-    parts, x, row = [], 8.0, 0
+    parts: list[str] = []
+    x, row = 8.0, 0
     for name, css in zip(names, classes):
         width = 14 + _LEGEND_CHAR * len(name) + 18
         if x > 8 and x + width > _WIDTH - 8:
@@ -147,7 +152,8 @@ def _ticks(start: float, end: float, scale: float, y: float) -> list[str]:
     """About six round ticks along the time axis, labelled in seconds."""
     step = 10 ** math.floor(math.log10((end - start) / 6 or 1.0))
     step *= next(m for m in (1, 2, 5, 10) if (end - start) / (step * m) <= 8)
-    parts, tick = [], math.ceil(start / step) * step
+    parts: list[str] = []
+    tick = math.ceil(start / step) * step
     while tick <= end:
         x = _LEFT + (tick - start) * scale
         parts.append(
@@ -178,7 +184,7 @@ STEP_CAP = 2.0
 inside it) is cut there, its wall written above it."""
 
 
-def step_bars_svg(steps: list, categories: dict[str, str], median_step: int | None) -> str:
+def step_bars_svg(steps: list[StepTime], categories: dict[str, str], median_step: int | None) -> str:
     """A column per step (`StepTime`: its `breakdown` of `wall_seconds`), stacked in the order of
     `categories` ({category: its legend words}), to one scale; a step far longer than the others (a
     compile inside it) is cut at `STEP_CAP` times the longest of the rest, its wall said above it."""
@@ -215,7 +221,7 @@ _LEFT_AXIS = 64
 
 def _step_axis(cap: float, bottom: float) -> list[str]:
     """Three gridlines with their durations: none, half the cap, the cap."""
-    parts = []
+    parts: list[str] = []
     for share in (0.0, 0.5, 1.0):
         y = bottom - share * _STEP_PLOT
         parts.append(
@@ -225,9 +231,12 @@ def _step_axis(cap: float, bottom: float) -> list[str]:
     return parts
 
 
-def _step_column(step, categories: dict[str, str], x: float, width: float, bottom: float, scale: float, cap: float):
+def _step_column(
+    step: StepTime, categories: dict[str, str], x: float, width: float, bottom: float, scale: float, cap: float
+) -> list[str]:
     """One step's stacked pieces, bottom up, cut at `cap` (a white line and its wall above a cut one)."""
-    parts, drawn = [], 0.0
+    parts: list[str] = []
+    drawn = 0.0
     for category in categories:
         seconds = step.breakdown.get(category, 0.0)
         if seconds <= 0:

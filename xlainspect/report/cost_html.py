@@ -11,6 +11,11 @@ import html
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.chips import Chip
+    from xlainspect.analysis.cost import ModuleCost, OpCost
 
 from xlainspect.report.units import rate
 
@@ -29,7 +34,7 @@ section{margin-bottom:2.5em}svg{background:#fafafa;border:1px solid #ddd}
 )
 
 
-def write_cost_html(modules: list, path: str | Path) -> None:
+def write_cost_html(modules: list[ModuleCost], path: str | Path) -> None:
     """Write the page for `modules` (ModuleCost rows); modules without a chip get their totals only."""
     body = "\n".join(module_roofline(m) for m in modules)
     page = (
@@ -39,7 +44,7 @@ def write_cost_html(modules: list, path: str | Path) -> None:
     Path(path).write_text(page, encoding="utf-8")
 
 
-def module_roofline(module) -> str:
+def module_roofline(module: ModuleCost) -> str:
     title = html.escape(f"{module.module} ({module.function})")
     seconds = "-" if module.roofline_seconds is None else f"{module.roofline_seconds:.3e} s ({module.bound})"
     summary = (
@@ -49,23 +54,25 @@ def module_roofline(module) -> str:
         f"XLA's static count (loop bodies once, custom calls unknown): {module.xla_flops:,.0f} FLOPs, "
         f"{module.xla_bytes_accessed:,} bytes.</p>"
     )
-    points = [op for op in module.ops if op.roofline_seconds and op.arithmetic_intensity and op.flops > 0]
-    chart = _chart(module, points) if module.chip and points else "<p>No op with FLOPs and a roofline time.</p>"
+    dots = [dot for op in module.ops if (dot := _dot(op)) is not None]
+    chart = (
+        roofline_svg(module.chip_figures, dots)
+        if module.chip and module.chip_figures and dots
+        else "<p>No op with FLOPs and a roofline time.</p>"
+    )
     return f"<section><h2>{title}</h2>{summary}{chart}</section>"
 
 
-def _chart(module, points: list) -> str:
-    dots = []
-    for op in points:
-        tip = (
-            f"{op.name} ({op.kind}) x {op.executions:g} per call: {op.flops:,.0f} FLOPs, "
-            f"{op.arithmetic_intensity:.2f} FLOP/B, "
-            f"{op.roofline_seconds:.3e} s, {op.bound} bound; {op.op_name or ''}"
-        )
-        dots.append(
-            Point(op.arithmetic_intensity, op.flops / op.roofline_seconds, op.roofline_seconds, f"op {op.bound}", tip)
-        )
-    return roofline_svg(module.chip_figures, dots)
+def _dot(op: OpCost) -> Point | None:
+    """The op's dot on its module's roofline; None for one without FLOPs or a roofline time."""
+    intensity, seconds = op.arithmetic_intensity, op.roofline_seconds
+    if not (seconds and intensity and op.flops > 0):
+        return None
+    tip = (
+        f"{op.name} ({op.kind}) x {op.executions:g} per call: {op.flops:,.0f} FLOPs, {intensity:.2f} FLOP/B, "
+        f"{seconds:.3e} s, {op.bound} bound; {op.op_name or ''}"
+    )
+    return Point(intensity, op.flops / seconds, seconds, f"op {op.bound}", tip)
 
 
 @dataclass(slots=True)
@@ -77,11 +84,11 @@ class Point:
     weight: float
     css_class: str
     tip: str
-    data: dict[str, object] = field(default_factory=dict)
+    data: dict[str, object] = field(default_factory=dict[str, object])
     """`data-*` attributes of the dot: its numbers, for scripts and tests to read back."""
 
 
-def roofline_svg(chip, points: list[Point]) -> str:
+def roofline_svg(chip: Chip, points: list[Point]) -> str:
     """Log-log roofline of `chip` (its bf16 and f32 ceilings) with `points` (`cost` and `profile` pages)."""
     intensities = [p.intensity for p in points]
     attained = [p.flops_per_second for p in points]
@@ -155,7 +162,7 @@ class _Scale:
         return _HEIGHT - _PAD - (math.log10(value) - low) / (high - low) * (_HEIGHT - 2 * _PAD)
 
     def axes(self) -> str:
-        parts = []
+        parts: list[str] = []
         for decade in range(self.x_range[0], self.x_range[1] + 1):
             x = self.x(10**decade)
             parts.append(

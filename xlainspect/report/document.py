@@ -16,6 +16,7 @@ import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 
 @dataclass(slots=True)
@@ -24,7 +25,7 @@ class Table:
 
     title: str | None
     columns: tuple[str, ...]
-    rows: tuple[tuple, ...]
+    rows: tuple[tuple[object, ...], ...]
     note: str = ""
     right: tuple[str, ...] = ()
     """Columns aligned right although they hold text (signed deltas, percents); numbers always are."""
@@ -69,7 +70,7 @@ class Document:
     markdown: list[Block] | None = None
     narrow: list[Block] | None = None
     """What a terminal narrower than `NARROW` columns shows instead of `blocks` (None: the same)."""
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list[str])
     gate_failed: bool = False
     gate_undecided: bool = False
 
@@ -94,26 +95,28 @@ def fields(row_type: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(row_type))
 
 
-def records(rows: Iterable[object]) -> list[dict]:
+def records(rows: Iterable[object]) -> list[dict[str, Any]]:
     """Dataclass rows as JSON-ready dicts (nested dataclasses become dicts)."""
     return [record(r) for r in rows]
 
 
-def record(value: object):
+def record(value: object) -> Any:
     """`dataclasses.asdict` for JSON: dataclasses become dicts, lists, tuples and dicts are walked, other
-    values are kept as they are (asdict deep-copies each, ten times the cost on a dump's rows)."""
+    values are kept as they are (asdict deep-copies each, ten times the cost on a dump's rows). Any: a
+    JSON value, whatever its shape."""
     kind = type(value)
     if hasattr(kind, "__dataclass_fields__"):
         return {name: record(getattr(value, name)) for name in fields(kind)}
     if kind is list or kind is tuple:
-        return kind(record(v) for v in value)
+        walked = [record(v) for v in cast("Iterable[object]", value)]
+        return walked if kind is list else tuple(walked)
     if kind is dict:
-        return {k: record(v) for k, v in value.items()}
+        return {k: record(v) for k, v in cast("dict[object, object]", value).items()}
     return value
 
 
 def _get(record: object, column: str) -> object:
-    return record.get(column) if isinstance(record, dict) else getattr(record, column)
+    return cast("dict[str, object]", record).get(column) if isinstance(record, dict) else getattr(record, column)
 
 
 def to_json(document: Document) -> str:
@@ -131,22 +134,22 @@ def to_csv(document: Document) -> str:
 
 
 def _csv_cell(value: object) -> object:
-    if isinstance(value, Mapping):
-        return " ".join(f"{k}:{n}" for k, n in value.items())
-    if isinstance(value, (list, tuple)):
-        return ", ".join(map(str, value))
+    if isinstance(value, (Mapping, list, tuple)):
+        return cell_text(cast(object, value))  # joined as a table's cell is
     return value
 
 
 def to_markdown(document: Document) -> str:
-    parts = []
+    parts: list[str] = []
     for block in document.markdown if document.markdown is not None else document.blocks:
         if isinstance(block, Table):
             parts.append(markdown_table(block))
         elif isinstance(block, Heading):
             parts.append(f"### {block.text}")
-        else:
+        elif isinstance(block, Lines):
             parts.append(block.text)
+        else:
+            parts.append(entry_text(block, NARROW))
     return "\n\n".join(part.rstrip("\n") for part in parts) + "\n"
 
 
@@ -165,7 +168,7 @@ def to_text(document: Document, width: int) -> str:
     """The document as plain text, for a pipe or a file: tables in aligned columns, one line a row and
     every row (`grep` finds a row whole, `cut`/`awk` its columns), no box drawing or escape codes;
     a `narrow` document's paragraphs wrapped at `width`."""
-    parts = []
+    parts: list[str] = []
     blocks = document.narrow if document.narrow is not None and width < NARROW else document.blocks
     for index, block in enumerate(blocks):
         if isinstance(block, Table):
@@ -183,11 +186,11 @@ def to_text(document: Document, width: int) -> str:
 
 def plain_table(tab: Table) -> str:
     """Columns two spaces apart, numbers aligned right, a rule of dashes under the header."""
-    cells = [tab.columns, *([cell_text(v).replace("\n", " ") for v in row] for row in tab.rows)]
+    cells: list[Sequence[str]] = [tab.columns, *([cell_text(v).replace("\n", " ") for v in row] for row in tab.rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(tab.columns))]
     right = [is_numeric(tab, i) for i in range(len(tab.columns))]
 
-    def line(row) -> str:
+    def line(row: Sequence[str]) -> str:
         return "  ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(row, widths, right)).rstrip()
 
     lines = [tab.title] if tab.title else []
@@ -222,7 +225,7 @@ def cell_text(value: object) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     if isinstance(value, Mapping):
-        return " ".join(f"{k}:{n}" for k, n in value.items())
+        return " ".join(f"{k}:{n}" for k, n in cast("Mapping[object, object]", value).items())
     if isinstance(value, (list, tuple)):
-        return ", ".join(map(str, value))
+        return ", ".join(map(str, cast("Sequence[object]", value)))
     return "" if value is None else str(value)

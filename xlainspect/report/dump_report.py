@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.commands.report import DumpFacts, report_of
+from xlainspect.analysis.runner import remembered
 from xlainspect.analysis.tabular import Tabular
-from xlainspect.dump.directory import Dump, SkippedFile
+from xlainspect.dump.directory import Dump
+from xlainspect.dump.module import SkippedFile
 from xlainspect.progress import Progress, silent
 from xlainspect.report.document import Table
 from xlainspect.report.sections import Finding, Section, rank

@@ -52,13 +52,13 @@ def to_graphml(graph: Subgraph, center: tuple[str, str]) -> str:
     import networkx as nx
 
     ids = _ids(graph)
-    plain = nx.DiGraph()
+    plain: nx.DiGraph[str] = nx.DiGraph()
     for node, node_id in ids.items():
         attributes = node_attributes(graph, node, center)
         plain.add_node(node_id, **{**attributes, "center": str(attributes["center"]).lower()})
     plain.add_edges_from((ids[a], ids[b]) for a, b in graph.edges)
     buffer = io.BytesIO()
-    nx.write_graphml(plain, buffer)
+    nx.write_graphml(plain, buffer)  # pyright: ignore[reportUnknownMemberType] (its stubs leave `path` untyped)
     return buffer.getvalue().decode("utf-8")
 
 
@@ -85,7 +85,7 @@ def graph_records(graph: Subgraph, center: tuple[str, str]) -> dict[str, list[di
 WRITERS = {"dot": to_dot, "mermaid": to_mermaid, "graphml": to_graphml}
 
 
-def write_graph(neighbourhood, fmt: str = "dot") -> str:
+def write_graph(neighbourhood: Neighbourhood, fmt: str = "dot") -> str:
     """A `Neighbourhood` (`xlainspect.neighbourhood_report`) in one of `WRITERS`' formats."""
     return WRITERS[fmt](neighbourhood.subgraph, neighbourhood.centre)
 

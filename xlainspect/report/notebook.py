@@ -57,7 +57,7 @@ from xlainspect.report.views.parse import parse_document
 from xlainspect.report.views.profile import profile_document
 
 if TYPE_CHECKING:
-    import pandas
+    import pandas  # pyright: ignore[reportMissingTypeStubs]
 
 INSTALL_HINT = "to_pandas() needs pandas: pip install 'xlainspect[pandas]' (or pip install pandas)"
 
@@ -132,7 +132,7 @@ def frame(result: object, table: str | None = None) -> pandas.DataFrame:
     """The result's table `table` (None: its main table) as a DataFrame: one column per JSON key, in the
     JSON's order, numbers as numbers (an integer column with nulls is pandas' nullable Int64)."""
     try:
-        import pandas as pd  # here only: `import xlainspect` and the CLI never load it
+        import pandas as pd  # pyright: ignore[reportMissingTypeStubs] (here only: `import xlainspect` and the CLI never load it)
     except ImportError:
         raise ImportError(INSTALL_HINT) from None
     found = tables(result)
@@ -141,12 +141,13 @@ def frame(result: object, table: str | None = None) -> pandas.DataFrame:
         listed = ", ".join(found) or "none"
         kind = type(result).__name__
         raise UsageError("$table " + literal(f"{name!r}: {kind} has no table of that name; its tables: {listed}"))
-    rows = [row if isinstance(row, dict) else {name: row} for row in found[name]]
-    data_frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
+    rows: list[dict[str, object]] = [row if isinstance(row, dict) else {name: row} for row in found[name]]
+    # pandas' own annotations leave these arguments untyped (it ships no stubs)
+    data_frame = pd.DataFrame.from_records(rows) if rows else pd.DataFrame()  # pyright: ignore[reportUnknownMemberType]
     for column in data_frame.columns:
         kind = _nullable([row.get(column) for row in rows])
         if kind is not None:
-            data_frame[column] = data_frame[column].astype(kind)
+            data_frame[column] = data_frame[column].astype(kind)  # pyright: ignore[reportUnknownMemberType]
     return data_frame
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+from typing import cast
 
 from xlainspect.analysis.timing import OpTiming
 from xlainspect.report.charts import CHART_STYLE, STEP_STYLE, compile_timeline_svg, step_bars_svg, step_breakdown_svg
@@ -29,13 +30,17 @@ from xlainspect.report.sections import (
 )
 from xlainspect.report.views.cost import duration
 
-_STYLE = """nav a{margin-right:1em}.finding td{vertical-align:top}.note{color:#666;font-style:italic}
+_STYLE = (
+    """nav a{margin-right:1em}.finding td{vertical-align:top}.note{color:#666;font-style:italic}
 .intro{max-width:70em}td a{color:#0b5394}tr:target{background:#fff3b0}.chart{display:block;margin:.8em 0}
 pre.hlo{background:#f6f8fa;border:1px solid #ddd;padding:.5em;overflow-x:auto;font-size:12px}
 pre.hlo b{background:#fff3b0}details.op:target{outline:2px solid #bf8700}.src{font-family:monospace}"""
-_STYLE += """h1{font-size:1.4em}.headline{font-size:1.15em;font-weight:bold;margin:.4em 0}
+    + """h1{font-size:1.4em}.headline{font-size:1.15em;font-weight:bold;margin:.4em 0}
 ul.brief{margin:.3em 0;padding-left:1.4em}"""
-_STYLE += ROOFLINE_STYLE + CHART_STYLE + STEP_STYLE
+    + ROOFLINE_STYLE
+    + CHART_STYLE
+    + STEP_STYLE
+)
 
 
 FIRST_SCREEN = "time"
@@ -140,7 +145,7 @@ def _section_html(section: Section, known: set[str], curves: int) -> str:
         parts.append(_findings_html(section.findings))
     for tab in section.tables:
         anchor = "function" if section.key == "recompiles" else None
-        parts.append(f"<h3>{html.escape(tab.title)}</h3>{table_html(tab, known, anchor)}")
+        parts.append(f"<h3>{html.escape(tab.title or '')}</h3>{table_html(tab, known, anchor)}")
     parts += [_detail_html(d) for d in section.details]
     parts += [module_section(m) for m in section.memory[:curves]]
     if len(section.memory) > curves:
@@ -179,22 +184,23 @@ def _chart_html(chart: object) -> str:
 
 def _point(op: OpTiming) -> Point:
     """A roofline dot: the op at its achieved (measured) FLOP/s, else at its roofline's."""
-    seconds = op.measured_seconds or op.roofline_seconds
+    seconds, intensity, attained = op.measured_seconds or op.roofline_seconds, op.intensity, op.flops_per_second
+    assert seconds and intensity and attained, "the roofline draws the ops with FLOPs, bytes and a time"
     said = "measured" if op.measured_seconds else "roofline"
     tip = (
-        f"{op.module} {op.name} ({op.kind}): {op.intensity:.3g} FLOP/B, {op.flops_per_second:.3g} FLOP/s "
+        f"{op.module} {op.name} ({op.kind}): {intensity:.3g} FLOP/B, {attained:.3g} FLOP/s "
         f"({said}), {duration(seconds)} per run, {op.bound or '?'} bound; {op.op_name or ''}"
     )
-    data = {
+    data: dict[str, object] = {
         "module": op.module,
         "op": op.name,
-        "intensity": op.intensity,
-        "flops-per-second": op.flops_per_second,
+        "intensity": intensity,
+        "flops-per-second": attained,
         "seconds": seconds,
         "time": said,
         "bound": op.bound or "",
     }
-    return Point(op.intensity, op.flops_per_second, seconds, f"op {op.bound or ''}".strip(), tip, data)
+    return Point(intensity, attained, seconds, f"op {op.bound or ''}".strip(), tip, data)
 
 
 def _detail_html(detail: OpDetail) -> str:
@@ -220,7 +226,9 @@ def table_html(tab: Table, known: set[str], anchor: str | None = None) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
 
 
-def _row_html(row: tuple, columns: tuple[str, ...], numeric: set[str], known: set[str], anchor: str | None) -> str:
+def _row_html(
+    row: tuple[object, ...], columns: tuple[str, ...], numeric: set[str], known: set[str], anchor: str | None
+) -> str:
     target = f" id='{anchor}-{html.escape(str(row[0]))}'" if anchor else ""
     cells = "".join(
         f"<td{'' if c in numeric else ' class=l'}>{_cell_html(c, v, known)}</td>" for c, v in zip(columns, row)
@@ -232,8 +240,8 @@ def _cell_html(column: str, value: object, known: set[str]) -> str:
     """Module names link to the modules table, function names to their recompiles row (`known`: the
     anchors the page has)."""
     if column in ("module", "modules"):
-        names = value if isinstance(value, tuple) else (value,)
-        return ", ".join(_link("module", n) if f"module-{n}" in known else html.escape(str(n)) for n in names)
+        names = cast("tuple[object, ...]", value) if isinstance(value, tuple) else (value,)
+        return ", ".join(_link("module", str(n)) if f"module-{n}" in known else html.escape(str(n)) for n in names)
     if column == "function" and f"function-{value}" in known:
         return _link("function", str(value))
     return html.escape(cell_text(_words(value)))

@@ -11,10 +11,16 @@ Stdlib only.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xlainspect.report.cost_html import STYLE, Point, roofline_svg
 from xlainspect.report.views.profile import step_source_text
+
+if TYPE_CHECKING:
+    from xlainspect.analysis.profile.compiles import CompilePhases
+    from xlainspect.analysis.profile.model import ProfileReport, StepTime
 
 _WIDTH, _LANE, _PAD = 1100, 22, 150
 
@@ -23,7 +29,7 @@ TIMELINE_STYLE = """.band{fill:#f0f0f0}.band.odd{fill:#e6ecf5}.bar{fill:#1f6feb}
 td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}td.l,th.l{text-align:left}"""
 
 
-def write_profile_html(report, path: str | Path) -> None:
+def write_profile_html(report: ProfileReport, path: str | Path) -> None:
     """Write the page for a ProfileReport."""
     sections = [
         _timeline_section("Timeline: the whole trace", report, None),
@@ -41,21 +47,21 @@ def write_profile_html(report, path: str | Path) -> None:
     Path(path).write_text(page, encoding="utf-8")
 
 
-def _autotuning_note(report) -> str:
+def _autotuning_note(report: ProfileReport) -> str:
     tuning = report.autotuning
     if tuning is None:
         return ""
     return f"; autotuning apart: {tuning.kernels:,} kernels, {tuning.seconds * 1e3:.3g} ms"
 
 
-def typical_step(report) -> str:
+def typical_step(report: ProfileReport) -> str:
     if not report.steps:
         return ""
     step = sorted(report.steps, key=lambda s: s.wall_seconds)[len(report.steps) // 2]
     return _timeline_section(f"Step {step.number} (the median step, {step.wall_seconds * 1e3:.3g} ms)", report, step)
 
 
-def _timeline_section(title: str, report, step) -> str:
+def _timeline_section(title: str, report: ProfileReport, step: StepTime | None) -> str:
     start, end = _window(report, step)
     events = [e for e in report.op_events if start <= e.start_ns / 1e9 <= end]
     compiles = [c for c in report.compiles if c.start_seconds <= end and c.start_seconds + c.seconds >= start]
@@ -88,7 +94,7 @@ def _timeline_section(title: str, report, step) -> str:
     return f"<section><h2>{html.escape(title)}</h2>{svg}</section>"
 
 
-def _phases_tip(phases) -> str:
+def _phases_tip(phases: CompilePhases | None) -> str:
     """A compile's time by phase, for its bar's tooltip."""
     if phases is None:
         return ""
@@ -99,7 +105,7 @@ def _phases_tip(phases) -> str:
     )
 
 
-def _window(report, step) -> tuple[float, float]:
+def _window(report: ProfileReport, step: StepTime | None) -> tuple[float, float]:
     if step is not None:
         return step.start_seconds, step.start_seconds + step.wall_seconds
     ends = [e.start_ns / 1e9 + e.duration_ns / 1e9 for e in report.op_events]
@@ -109,12 +115,12 @@ def _window(report, step) -> tuple[float, float]:
     return 0.0, max(ends, default=1.0) or 1.0
 
 
-def _linear(start: float, end: float):
+def _linear(start: float, end: float) -> Callable[[float], float]:
     span = (end - start) or 1.0
     return lambda seconds: _PAD + (min(max(seconds, start), end) - start) / span * (_WIDTH - _PAD - 10)
 
 
-def _band(x, step, height: int) -> str:
+def _band(x: Callable[[float], float], step: StepTime, height: int) -> str:
     left, right = x(step.start_seconds), x(step.start_seconds + step.wall_seconds)
     odd = " odd" if step.number % 2 else ""
     return (
@@ -131,39 +137,31 @@ def _bar(css: str, left: float, right: float, y: float, tip: str) -> str:
     )
 
 
-def _roofline_section(report) -> str:
+def _roofline_section(report: ProfileReport) -> str:
     """Predicted and measured points per op with FLOPs; a note where no chip was given."""
-    ops = [
-        op
-        for op in report.ops
-        if op.flops and op.flops > 0 and op.bytes_accessed and op.roofline_seconds and op.seconds_per_execution
-    ]
-    if not ops:
-        return (
-            "<section><h2>Roofline</h2><p>No op with FLOPs and a roofline time: pass --dump, and on CPU a "
-            "chip (--chip, or --peak-flops with --hbm-bandwidth).</p></section>"
-        )
-    points = []
-    for op in ops:
-        intensity, measured = op.flops / op.bytes_accessed, op.seconds_per_execution
+    points: list[Point] = []
+    for op in report.ops:
+        flops, moved, roofline, measured = op.flops, op.bytes_accessed, op.roofline_seconds, op.seconds_per_execution
+        if not (flops and flops > 0 and moved and roofline and measured):
+            continue
+        intensity = flops / moved
         label = f"{op.module} {op.name} ({op.kind}): {op.op_name or ''}"
         points.append(
-            Point(
-                intensity,
-                op.flops / op.roofline_seconds,
-                op.roofline_seconds,
-                f"op {op.bound}",
-                f"{label}; roofline {op.roofline_seconds:.3e} s",
-            )
+            Point(intensity, flops / roofline, roofline, f"op {op.bound}", f"{label}; roofline {roofline:.3e} s")
         )
         points.append(
             Point(
                 intensity,
-                op.flops / measured,
+                flops / measured,
                 measured,
                 "measured",
                 f"{label}; measured {measured:.3e} s an execution, efficiency {op.efficiency:.3g}",
             )
+        )
+    if not points or report.chip is None:  # an op's roofline time needs a chip
+        return (
+            "<section><h2>Roofline</h2><p>No op with FLOPs and a roofline time: pass --dump, and on CPU a "
+            "chip (--chip, or --peak-flops with --hbm-bandwidth).</p></section>"
         )
     return (
         f"<section><h2>Roofline: each op at its roofline (blue) and as measured (red)</h2>"

@@ -12,8 +12,9 @@ thousands of modules still gives a page of a few megabytes that a browser opens 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.memory import ModuleMemory
@@ -21,6 +22,8 @@ from xlainspect.analysis.profile import StepTime
 from xlainspect.analysis.timing import CompileMark, FunctionTiming, OpTiming
 from xlainspect.report.document import Table
 from xlainspect.report.document import table as records_table
+
+T = TypeVar("T")
 
 MAX_ROWS = 300
 """Rows per table; the rest is counted in the table's note (the commands themselves list every row)."""
@@ -127,33 +130,34 @@ class Section:
     """The anchor of the section (`#recompiles`); also what the browser test looks for."""
     title: str
     intro: str
-    tables: list[Table] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list[Table])
+    findings: list[Finding] = field(default_factory=list[Finding])
     memory: list[ModuleMemory] = field(default_factory=list[ModuleMemory])
     """The rows whose curves the HTML page draws (the memory section's)."""
-    charts: list[Chart] = field(default_factory=list)
+    charts: list[Chart] = field(default_factory=list[Chart])
     """What the HTML page draws as SVG: `StepBreakdown`, `Roofline`, `CompileTimeline`."""
-    details: list[OpDetail] = field(default_factory=list)
+    details: list[OpDetail] = field(default_factory=list[OpDetail])
     """The ops findings link to: their HLO lines and neighbourhood."""
-    links: list[tuple[str, str]] = field(default_factory=list)
+    links: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     """(text, anchor) of other parts of the page the section points to, under its intro."""
     headline: str = ""
     """The line the section opens with, above its intro: the step the user waits for, what bounds it and
     what to do first."""
-    brief: list[tuple[str, str]] = field(default_factory=list)
+    brief: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     """(line, anchor of its whole text) of another section's findings folded to one line each (a
     function's recompiles on the first screen)."""
 
 
-def table(title: str, columns: tuple[str, ...], rows: list, what: str = "") -> Table:
+def table(title: str, columns: tuple[str, ...], rows: Sequence[object], what: str = "") -> Table:
     """A table of the first `MAX_ROWS` rows (tuples in column order, or a command's rows cut to `columns`),
     with a note saying how many were left out and where they are."""
     note = f"showing {MAX_ROWS:,} of {len(rows):,} rows; {what}" if len(rows) > MAX_ROWS and what else ""
     shown = rows[:MAX_ROWS]
-    cells = shown if all(isinstance(r, tuple) for r in shown) else records_table(None, shown, columns).rows
-    return Table(title, columns, tuple(cells), note)
+    if all(isinstance(r, tuple) for r in shown):
+        return Table(title, columns, tuple(cast("Sequence[tuple[object, ...]]", shown)), note)
+    return Table(title, columns, records_table(None, shown, columns).rows, note)
 
 
-def largest(items: list, key: Callable, count: int = TOP_FINDINGS) -> list:
+def largest(items: list[T], key: Callable[[T], float], count: int = TOP_FINDINGS) -> list[T]:
     """The `count` items of the largest nonzero `key`: a section's findings for the summary."""
     return sorted((i for i in items if key(i)), key=key, reverse=True)[:count]

@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING
 
 from xlainspect.analysis.cache_inventory import cache_inventory, dump_entries
 from xlainspect.analysis.cache_misses import cache_misses
-from xlainspect.analysis.commands import remembered
+from xlainspect.analysis.runner import remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.compilation_cache import read_cache_dir
-from xlainspect.dump.directory import Dump, SkippedFile, dump_of, load_dump, scan_dump
+from xlainspect.dump.directory import Dump, dump_of, load_dump
 from xlainspect.dump.jaxlog import read_jax_log, run_log
+from xlainspect.dump.module import SkippedFile
+from xlainspect.dump.scan import scan_dump
 from xlainspect.errors import UsageError
 
 if TYPE_CHECKING:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.commands import Paths, input_paths, nothing_read, remembered
 from xlainspect.analysis.compile_times import compile_times
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements
 from xlainspect.analysis.ops import instruction_count
@@ -20,10 +19,12 @@ from xlainspect.analysis.recompiles import (
     check_budget_names,
     count_recompiles,
 )
+from xlainspect.analysis.runner import Paths, input_paths, nothing_read, remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.capture import dump_folder, run_with_dump
-from xlainspect.dump.directory import Dump, DumpModule, SkippedFile, load_dump, scoped_reads
+from xlainspect.dump.directory import Dump, load_dump
 from xlainspect.dump.jaxlog import run_log
+from xlainspect.dump.module import DumpModule, SkippedFile, scoped_reads
 from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.progress import Progress, silent

@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.chips import chip_table, custom_chip, dump_chip_key, get_chip
-from xlainspect.analysis.commands import Paths, Selection, input_paths, remembered, run_selected
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.hosts import job_profile
 from xlainspect.analysis.profile import only_function
 from xlainspect.analysis.profile.costs import unjoined_note
 from xlainspect.analysis.profile.events import event_label
+from xlainspect.analysis.runner import Paths, Selection, input_paths, remembered, run_selected
 from xlainspect.analysis.tabular import Tabular
-from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
+from xlainspect.dump.directory import load_dump
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.xplane import host_traces
 from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.progress import Progress, silent

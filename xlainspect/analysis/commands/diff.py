@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlainspect.analysis.chips import get_chip
-from xlainspect.analysis.commands import remembered
 from xlainspect.analysis.diff import (
     METRICS,
     FunctionDiff,
@@ -18,8 +17,10 @@ from xlainspect.analysis.diff import (
     regressions,
     unknown_functions,
 )
+from xlainspect.analysis.runner import remembered
 from xlainspect.analysis.tabular import Tabular
-from xlainspect.dump.directory import SkippedFile, load_dump
+from xlainspect.dump.directory import load_dump
+from xlainspect.dump.module import SkippedFile
 from xlainspect.progress import Progress, silent
 
 

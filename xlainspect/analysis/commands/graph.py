@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from xlainspect.analysis import neighbourhood as hood
 from xlainspect.analysis.collectives import collective_totals, collectives
-from xlainspect.analysis.commands import Paths, Selection, input_paths, remembered, run_selected
 from xlainspect.analysis.copies import copies, copy_totals
 from xlainspect.analysis.fusions import fusion_kind_totals, fusions, largest_fusions, unfused_contractions, unfused_ops
 from xlainspect.analysis.lookup import file_label, module_label
@@ -21,10 +20,12 @@ from xlainspect.analysis.ops import (
     opcode_counts,
     opcode_histogram,
 )
+from xlainspect.analysis.runner import Paths, Selection, input_paths, remembered, run_selected
 from xlainspect.analysis.tabular import Tabular
-from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump
+from xlainspect.dump.directory import load_dump
 from xlainspect.dump.files import read_text
 from xlainspect.dump.model_cache import parse_file
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.fastpath import scan
 from xlainspect.progress import Progress, silent

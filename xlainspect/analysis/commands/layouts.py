@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.commands import Paths, analyse_each, input_paths, remembered
 from xlainspect.analysis.layouts import (
     explain_shape,
     filter_ledger,
@@ -15,8 +14,11 @@ from xlainspect.analysis.layouts import (
     module_ledger,
     ranked,
 )
+from xlainspect.analysis.runner import Paths, analyse_each, input_paths, remembered
 from xlainspect.analysis.tabular import Tabular
-from xlainspect.dump.directory import SkippedFile, load_dump, select_dump_modules
+from xlainspect.dump.directory import load_dump
+from xlainspect.dump.module import SkippedFile
+from xlainspect.dump.selection import select_dump_modules
 from xlainspect.hlo.shape_text import parse_shape
 from xlainspect.progress import Progress, silent
 

@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xlainspect.analysis.commands import analyse_each, remembered
 from xlainspect.analysis.memory import memory_inputs, module_memory
+from xlainspect.analysis.runner import analyse_each, remembered
 from xlainspect.analysis.tabular import Tabular
-from xlainspect.dump.directory import DumpModule, SkippedFile, load_dump, load_module_of, select_dump_modules
+from xlainspect.dump.directory import load_dump, load_module_of
+from xlainspect.dump.module import DumpModule, SkippedFile
+from xlainspect.dump.selection import select_dump_modules
 from xlainspect.errors import DumpError
 from xlainspect.progress import Progress, silent
 

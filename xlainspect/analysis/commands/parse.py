@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlainspect.analysis.commands import Paths, remembered
+from xlainspect.analysis.runner import Paths, remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.model_cache import parse_file
 from xlainspect.hlo.opcodes import unknown_opcodes

@@ -16,7 +16,6 @@ from typing import NamedTuple
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import Collective, collectives
-from xlainspect.analysis.commands import analyse_each
 from xlainspect.analysis.commands.cost import ChipChoice, chip_for
 from xlainspect.analysis.copies import Copy, copies
 from xlainspect.analysis.cost import module_cost
@@ -29,12 +28,14 @@ from xlainspect.analysis.neighbourhood import neighbourhood
 from xlainspect.analysis.profile import ProfileReport
 from xlainspect.analysis.profile.model import ProfileNote
 from xlainspect.analysis.recompiles import FunctionCompiles, Recompiles, count_recompiles
+from xlainspect.analysis.runner import SHARE_MIN_MODULES, analyse_each
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.analysis.timing import ModuleTime, OpTiming, Timing, module_time, timing
 from xlainspect.dump.buffers import read_buffer_assignment
-from xlainspect.dump.directory import SHARE_MIN_MODULES, Dump, DumpModule, SkippedFile, load_dump
+from xlainspect.dump.directory import Dump, load_dump
 from xlainspect.dump.files import read_text
 from xlainspect.dump.jaxlog import JaxLog, run_log
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.xplane import host_traces
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.progress import Progress, silent

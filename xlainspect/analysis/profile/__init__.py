@@ -61,7 +61,8 @@ from xlainspect.analysis.profile.steps import (
     step_index,
     step_markers,
 )
-from xlainspect.dump.directory import Dump, SkippedFile
+from xlainspect.dump.directory import Dump
+from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import Trace, TraceEvent
 from xlainspect.errors import UsageError, literal
 

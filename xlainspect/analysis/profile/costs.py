@@ -7,11 +7,12 @@ from dataclasses import replace
 from statistics import median
 
 from xlainspect.analysis.chips import Chip
-from xlainspect.analysis.commands import analyse_each
 from xlainspect.analysis.cost import OpCost, module_cost
 from xlainspect.analysis.profile.events import dump_label, module_label, traced_modules
 from xlainspect.analysis.profile.model import OpTime, ProfileNote
-from xlainspect.dump.directory import Dump, DumpModule, SkippedFile
+from xlainspect.analysis.runner import analyse_each
+from xlainspect.dump.directory import Dump
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.xplane import Trace, TraceEvent, embedded_hlo_text
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Module

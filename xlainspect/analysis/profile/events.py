@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from xlainspect.dump.directory import Dump, DumpModule
+from xlainspect.dump.directory import Dump
+from xlainspect.dump.module import DumpModule
 from xlainspect.dump.xplane import TraceEvent
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.profile.compiles import CompileEvent
 from xlainspect.analysis.tabular import Tabular
-from xlainspect.dump.directory import SkippedFile
+from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import TraceEvent
 
 if TYPE_CHECKING:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from xlainspect.analysis.profile.events import dump_label, event_label, op_name, traced_modules
 from xlainspect.analysis.profile.model import NotPlaced, Unplaced
-from xlainspect.dump.directory import Dump, SkippedFile
+from xlainspect.dump.directory import Dump
+from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.thunks import KERNEL_KINDS, Thunk, ThunkSequence, read_thunk_sequence, thunk_files
 from xlainspect.dump.xplane import StatValue, TraceEvent
 from xlainspect.errors import XlaInspectError

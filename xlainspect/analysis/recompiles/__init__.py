@@ -33,7 +33,8 @@ from xlainspect.analysis.recompiles.gate import (
 )
 from xlainspect.analysis.recompiles.model import Cause, Compiles, FunctionCompiles, new_values
 from xlainspect.analysis.recompiles.signature import name_parameters, signature_causes
-from xlainspect.dump.directory import Dump, DumpModule, SkippedFile, scoped_reads
+from xlainspect.dump.directory import Dump
+from xlainspect.dump.module import DumpModule, SkippedFile, scoped_reads
 from xlainspect.errors import AnalysisBug, XlaInspectError
 
 __all__ = [

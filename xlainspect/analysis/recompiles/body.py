@@ -21,7 +21,7 @@ from xlainspect.analysis.recompiles.model import (
     programs,
 )
 from xlainspect.analysis.recompiles.sharding import sharding_causes
-from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.module import DumpModule
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.attributes import single_literal_value
 from xlainspect.hlo.model import Computation

@@ -9,7 +9,7 @@ from collections import Counter
 from xlainspect.analysis.ops import computation_counts, line_counts, opcode_counts
 from xlainspect.analysis.recompiles.model import Cause, Compiles, Reason, program_stage, program_text, programs
 from xlainspect.analysis.recompiles.signature import program_header
-from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.module import DumpModule
 from xlainspect.hlo.fastpath import has_call, opcodes, scan
 from xlainspect.hlo.model import Module
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from xlainspect.dump.directory import DumpFile, DumpModule, SkippedFile
+from xlainspect.dump.module import DumpModule, SkippedFile
+from xlainspect.dump.names import DumpFile
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.hlo.model import Module
 

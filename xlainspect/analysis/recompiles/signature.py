@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from xlainspect.analysis.recompiles.model import Cause, Compiles
-from xlainspect.dump.directory import DumpModule
+from xlainspect.dump.module import DumpModule
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.shape import Shape

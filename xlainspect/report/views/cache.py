@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.cache_inventory import timestamp
-from xlainspect.report.document import Document, record, records, table
+from xlainspect.report.document import Block, Document, record, records, table
 
 if TYPE_CHECKING:
     from xlainspect.analysis.cache_inventory import CachedFunction
@@ -24,7 +24,7 @@ def cache_document(report: CacheReport, where: str, dump: str) -> Document:
     title = f"{len(cached.entries)} entries of {len(functions)} functions in {where}"
     columns = ("name", "entries", "programs", "bytes", "compile_seconds", "oldest", "newest", "note")
     inventory = table(title, rows, columns)
-    blocks = [inventory]
+    blocks: list[Block] = [inventory]
     if joined is not None:
         title = f"compiles of {dump}: {sum(r.cached for r in joined)} of {len(joined)} in the cache"
         blocks.append(table(title, joined, ("function", "compile", "module_id", "cached", "matched_by", "key")))
@@ -43,7 +43,7 @@ def cache_misses_document(rows: list[CacheMiss], a: str, b: str) -> Document:
     title = f"{b} against {a}: {missed} of {len(rows)} functions missed the persistent cache"
     worded = [miss_record(r) for r in rows]
     shown = table(title, worded, ("name", "status", "changed", "detail"))
-    notes = []
+    notes: list[str] = []
     if any(r.earlier for r in rows):
         notes.append(
             f"{b} ran before {a} ({a} hit entries {b} wrote): give the earlier run first: cache-misses {b} {a}"

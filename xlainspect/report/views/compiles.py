@@ -3,7 +3,7 @@ compile-time and recompiles sections."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlainspect.analysis.commands.compiles import ModuleRow
 from xlainspect.analysis.commands.report import DumpFacts
@@ -152,7 +152,7 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
     )
 
 
-def function_record(row: FunctionCompiles) -> dict:
+def function_record(row: FunctionCompiles) -> dict[str, Any]:
     """A function's JSON: its fields (each cause's values and detail in the table's words), the suggestion
     after its causes."""
     data = record(row) | {"causes": [cause_record(c) for c in row.causes]}

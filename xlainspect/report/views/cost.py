@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from xlainspect.report.document import Document, record, records, table
+from xlainspect.report.document import Block, Document, record, records, table
 
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.cost import CostReport
@@ -90,8 +90,8 @@ def cost_document(report: CostReport, top: int | None = 10) -> Document:
     data = {"modules": modules, "ops": [{c: r[c] for c in COST_OP_COLUMNS} for r in ops]}
     people = [readable(r) for r in modules]
     title = "cost per call of each module (as executed; xla_flops: XLA's static count)"
-    blocks: list = [table(title, people, _COST_MODULE_COMPACT)]
-    markdown: list = [table("cost per call of each module", people, COST_MODULE_COLUMNS)]
+    blocks: list[Block] = [table(title, people, _COST_MODULE_COMPACT)]
+    markdown: list[Block] = [table("cost per call of each module", people, COST_MODULE_COLUMNS)]
     for module in report.modules:
         top_ops = table(
             f"{module.module}: top ops by roofline time per call",
@@ -107,7 +107,7 @@ def cost_notes(report: CostReport) -> list[str]:
     """What the figures leave out: loops without a known trip count (counted once), custom calls
     without a rule (counted as 0), and which branch of a conditional is counted."""
     unknown = [f"{m.module}: {loop.name}" for m in report.modules for loop in m.loops if loop.trip_count is None]
-    notes = []
+    notes: list[str] = []
     if unknown:
         notes.append(
             f"trip count not known for {len(unknown)} while loop(s), counted once (trip_count: null): "
@@ -125,7 +125,7 @@ def cost_notes(report: CostReport) -> list[str]:
     return notes
 
 
-def readable(row: dict) -> dict:
+def readable(row: dict[str, Any]) -> dict[str, Any]:
     """Seconds as `1.23 us` for people (a table's two decimals would print 0.00)."""
     return {k: duration(v) if _is_seconds(k) and v is not None else v for k, v in row.items()}
 

@@ -40,7 +40,7 @@ COLUMNS = ("check", "severity", "count", "examples", "explanation", "action")
 
 def doctor_document(health: DumpHealth) -> Document:
     worded = [worded_finding(f) for f in health.findings]
-    data = {"root": str(health.root), "modules": health.modules, "files": health.files}
+    data: dict[str, object] = {"root": str(health.root), "modules": health.modules, "files": health.files}
     data["findings"] = records(worded)
     verdict = f"{len(worded)} findings" if worded else "no findings: the dump looks healthy"
     title = f"{health.root}: {health.modules} modules, {health.files} files, {verdict}"

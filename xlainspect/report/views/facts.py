@@ -10,9 +10,9 @@ ops as their dataclasses' fields; the page's tables are those of `dump_report`.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from xlainspect.report.document import Document, Heading, Lines, records
+from xlainspect.report.document import Block, Document, Heading, Lines, records
 from xlainspect.report.dump_report import dump_report
 from xlainspect.report.views.compiles import function_record
 from xlainspect.report.views.graph import json_record
@@ -28,7 +28,7 @@ def facts_document(facts: DumpFacts) -> Document:
     count-recompiles, memory, layouts, fusions, copies and collectives over every readable module;
     tables: the report's."""
     modules = facts.facts
-    data = {
+    data: dict[str, Any] = {
         "functions": records(facts.timing.functions),
         "ops": records(facts.timing.ops),
         "recompiles": [function_record(r) for r in facts.recompiles],
@@ -46,13 +46,13 @@ def report_document(report: DumpReport) -> Document:
     """JSON: each of the page's tables (its first rows, as the page words them) by its title, the
     section's key before a title two sections share; tables: each section's intro and tables."""
     titled = [("modules", report.modules)]
-    blocks: list = [report.modules]
+    blocks: list[Block] = [report.modules]
     for section in report.sections:
         headline = [Lines(section.headline)] if section.headline else []
         blocks += [Heading(section.title), *headline, Lines(section.intro), *section.tables]
         titled += [(t.title or section.key, t) for t in section.tables]
     counts = Counter(title for title, _ in titled)
-    data = {}
+    data: dict[str, list[dict[str, object]]] = {}
     for section_key, (title, tab) in zip(_keys(report), titled):
         name = title if counts[title] == 1 else f"{section_key}: {title}"
         data[name] = [dict(zip(tab.columns, row)) for row in tab.rows]

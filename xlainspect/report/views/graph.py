@@ -3,7 +3,7 @@ first three."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlainspect.analysis.collectives import Collective, CollectiveTotal, collective_totals
 from xlainspect.analysis.commands.report import DumpFacts
@@ -85,7 +85,7 @@ def _rows_and_totals(
     return Document(data, blocks, csv=csv)
 
 
-def json_record(row: dict) -> dict:
+def json_record(row: dict[str, Any]) -> dict[str, Any]:
     """`is_async` is spelled `async` in JSON (a Python keyword cannot be a field name)."""
     return {("async" if k == "is_async" else k): v for k, v in row.items()}
 

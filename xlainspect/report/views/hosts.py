@@ -4,7 +4,7 @@ the straggler sentence, the clocks' alignment, and each collective's wait, trans
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from xlainspect.analysis.hosts import STRAGGLER_SHARE
 from xlainspect.report.document import Block, Document, Lines, Table, record, records, table
@@ -58,8 +58,9 @@ def with_hosts(document: Document, report: ProfileReport) -> Document:
     job = report.job
     if job is None:
         return document
-    assert isinstance(document.data, dict)
-    data: dict[str, object] = {**document.data, **hosts_data(job)}
+    profiled = cast("dict[str, object]", document.data)  # profile's JSON is an object
+    assert isinstance(profiled, dict)
+    data: dict[str, object] = {**profiled, **hosts_data(job)}
     if len(job.hosts) < 2 and len(job.devices) < 2:
         return replace(document, data=data)
     blocks, after = hosts_blocks(job), 1 if step_headline(report) else 0  # the step the user waits for first
@@ -158,7 +159,7 @@ def clock_text(clock: ClockAlignment) -> str:
 def _bars(units: list[UnitRow]) -> list[str]:
     """One bar per host: its median step, waiting in collectives (#), other device work (=), idle (.)."""
     longest = max((u.step_seconds or 0.0 for u in units), default=0.0)
-    lines = []
+    lines: list[str] = []
     for unit in units:
         name = unit.host if unit.device is None else f"{unit.host} {unit.device}"
         step, wait = unit.step_seconds or 0.0, min(unit.wait_seconds or 0.0, unit.step_seconds or 0.0)
@@ -176,7 +177,7 @@ def _bar(unit: UnitRow, longest: float) -> str:
     return "#" * cells[0] + "=" * cells[1] + "." * max(0, cells[2] - cells[0] - cells[1])
 
 
-def _unit_record(row: UnitRow, start: float) -> dict[str, object]:
+def _unit_record(row: UnitRow, start: float) -> dict[str, Any]:
     found = record(row)
     found["steps"] = [
         {k: v for k, v in record(s).items() if k != "start_ns"}
@@ -186,7 +187,7 @@ def _unit_record(row: UnitRow, start: float) -> dict[str, object]:
     return found
 
 
-def _readable_unit(row: UnitRow) -> dict[str, object]:
+def _readable_unit(row: UnitRow) -> dict[str, Any]:
     offset = f"{row.clock_offset_seconds * 1e3:+.2f} ms"
     causes = ", ".join(f"{cause} {duration(seconds)}" for cause, seconds in row.idle.items() if seconds > 0)
     return readable(record(row) | {"steps": len(row.steps), "device": row.device or "(all)"}) | {
@@ -195,7 +196,7 @@ def _readable_unit(row: UnitRow) -> dict[str, object]:
     }
 
 
-def _collective_rows(job: JobReport) -> list[dict[str, object]]:
+def _collective_rows(job: JobReport) -> list[dict[str, Any]]:
     return [readable(record(c)) | {"seconds": duration(c.seconds)} for c in job.collectives]
 
 
@@ -209,7 +210,7 @@ def hosts_section(source: DumpFacts) -> Section | None:
     longest = max((u.step_seconds or 0.0 for u in units), default=0.0)
     rows = [_readable_unit(u) | {"bar": _bar(u, longest)} for u in units]
     found = job.straggler
-    findings = []
+    findings: list[Finding] = []
     if found is not None and found.name is not None:
         text = f"{found.name} is the straggler: the others wait {duration(found.wait_seconds)} a step for it"
         findings.append(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xlainspect.analysis.commands.report import DumpFacts
 from xlainspect.report.document import Document, record, table
@@ -11,6 +11,7 @@ from xlainspect.report.sections import table as section_table
 
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.memory import MemoryReport
+    from xlainspect.analysis.memory import ModuleMemory
 
 
 _MEMORY_COLUMNS = (
@@ -73,8 +74,8 @@ def _memory_summary(row) -> dict:
     }
 
 
-def memory_record(row) -> dict:
-    document = record(row)
+def memory_record(row: ModuleMemory) -> dict[str, Any]:
+    document: dict[str, Any] = record(row)
     document.pop("sequence")
     document.pop("curve")
     document.pop("unparsed")  # a skipped file: the command lists it with the others

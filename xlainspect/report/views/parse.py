@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def parse_document(report: ParseReport) -> Document:
     columns = ("file", "module", "computations", "instructions", "entry")
     rows = table(None, report.modules, columns)
-    notes = []
+    notes: list[str] = []
     if report.unknown_opcodes:  # a newer XLA's opcodes parse and are kept as written; not an error
         notes.append(
             f"note: opcodes unknown to xlainspect {__version__} (kept as written): " + ", ".join(report.unknown_opcodes)

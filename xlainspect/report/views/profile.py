@@ -16,6 +16,7 @@ from xlainspect.report.views.cost import duration, readable
 
 if TYPE_CHECKING:
     from xlainspect.analysis.profile import ProfileReport, StepSummary, StepTime, Unplaced
+    from xlainspect.analysis.profile.compiles import CompileEvent
 
 STEP_COLUMNS = (
     "number",
@@ -242,7 +243,11 @@ _UNPLACED_SHOWN = 10
 
 
 def profile_document(
-    report: ProfileReport, top: int | None = 20, late: list | None = None, after: int = 0, phases: bool = False
+    report: ProfileReport,
+    top: int | None = 20,
+    late: list[CompileEvent] | None = None,
+    after: int = 0,
+    phases: bool = False,
 ) -> Document:
     """JSON: steps, functions, the `top` ops, placement, autotuning and every compile with its phases;
     tables: ops (cost columns only where a dump gave costs), steps, functions, compiles; `phases`: each
@@ -385,7 +390,7 @@ def _phase_tables(report: ProfileReport) -> list:
     return blocks
 
 
-def _late_message(compile_event) -> str:
+def _late_message(compile_event: CompileEvent) -> str:
     return (
         f"{compile_event.function or '?'} at step {compile_event.step} "
         f"({compile_event.seconds:.3f} s, {compile_event.name})"
