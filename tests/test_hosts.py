@@ -15,7 +15,8 @@ import pytest
 from conftest import FIXTURES
 from typer.testing import CliRunner
 
-from xlainspect.analysis.hosts import HostSummary, job_of, job_profile, summarise_host
+from xlainspect.analysis.hosts import job_of, job_profile, summarise_host
+from xlainspect.analysis.job import HostSummary
 from xlainspect.cli.app import app
 from xlainspect.dump.xplane import host_traces
 

@@ -20,7 +20,8 @@ from xlainspect.analysis.commands.cost import ChipChoice, chip_for
 from xlainspect.analysis.copies import Copy, copies
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.fusions import Fusion, fusions, unfused_ops
-from xlainspect.analysis.hosts import JobReport, job_profile
+from xlainspect.analysis.hosts import job_profile
+from xlainspect.analysis.job import JobReport
 from xlainspect.analysis.layouts import LedgerInput, PaddingRow, padding_ledger
 from xlainspect.analysis.lookup import module_label
 from xlainspect.analysis.memory import ModuleMemory, assigned_memory

@@ -12,7 +12,7 @@ from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import TraceEvent
 
 if TYPE_CHECKING:
-    from xlainspect.analysis.hosts import JobReport  # which reads profiles
+    from xlainspect.analysis.job import JobReport  # which reads profiles
 
 DEVICE_KINDS = ("compute", "collectives", "copies")
 """What the device was busy with: kernels of compiled functions, NCCL collectives, memcpy and memset."""
