@@ -21,7 +21,7 @@ from xlainspect.analysis.runner import analyse_each, remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import Dump, dump_of
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
-from xlainspect.dump.headers import TAIL_BYTES
+from xlainspect.dump.headers import TAIL_BYTES, closes_computation
 from xlainspect.dump.module import DumpModule
 from xlainspect.dump.names import AFTER_STAGES, DumpFile, classify
 from xlainspect.dump.scan import scan_dump
@@ -228,10 +228,10 @@ def _text_problem(first: bytes, tail: bytes, path: str) -> str | None:
         return "unreadable"
     if b"\x00" in tail:
         return "unreadable"
-    last = tail.decode("utf-8", errors="replace").rstrip().rsplit("\n", 1)[-1].strip()
-    if not last:
+    last = tail.rstrip().rsplit(b"\n", 1)[-1]
+    if not last.strip():
         return "unreadable"
-    return None if last.startswith("}") else "truncated"
+    return None if closes_computation(last) else "truncated"
 
 
 def _unparsable(

@@ -31,11 +31,15 @@ def checked_header_line(path: Path | str, first: bytes, tail: bytes) -> str:
     *_, before_last, last = [b"", *tail.rstrip().rsplit(b"\n", 2)]
     if before_last.lstrip().startswith(b"HloModule"):
         raise DumpError(f"{path}: no computation after the HloModule line (a damaged or foreign file)")
-    last = last.strip()
-    if not last.startswith(b"}"):
-        shown = last.decode("utf-8", errors="replace")[:80]
+    if not closes_computation(last):
+        shown = last.strip().decode("utf-8", errors="replace")[:80]
         raise DumpError(
             f"{path}: truncated: the file ends inside a computation (last line {shown!r}); "
             "the compile was killed or is still being written"
         )
     return line
+
+
+def closes_computation(last_line: bytes) -> bool:
+    """Whether an HLO file's last non-blank line ends a computation (`}`), as every complete file's does."""
+    return last_line.strip().startswith(b"}")
