@@ -9,7 +9,9 @@ from xlainspect.hlo.attributes import (
     ConvolutionDimensionNumbers,
     WindowDimension,
     backend_config_kind,
+    decode_channel_id,
     decode_dim_labels,
+    decode_group_count,
     decode_int_list,
     decode_integer_literal,
     decode_replica_groups,
@@ -18,6 +20,7 @@ from xlainspect.hlo.attributes import (
     known_trip_count,
     op_name_scopes,
     print_dim_labels,
+    print_integer,
     print_window,
     single_literal_value,
 )
@@ -158,3 +161,23 @@ def test_single_literal_value():
     assert single_literal_value("{-0.05}") == "-0.05"
     assert single_literal_value("{1, 2}") is None
     assert single_literal_value("{ { 1 }, { 2 } }") is None
+
+
+@pytest.mark.parametrize("text", ["2", "1", "128"])
+def test_group_counts_round_trip_and_default_to_one(text):
+    # `feature_group_count=2` as HloConvolutionInstruction prints it (hlo_instruction.cc)
+    assert decode_group_count(text) == int(text)
+    assert print_integer(decode_group_count(text)) == text
+    assert decode_group_count(None) == 1  # hlo_instruction.h: feature_group_count_ = 1, omitted when 1
+    for bad in ("0", "-2", "x"):
+        with pytest.raises(ValueError, match="positive group count"):
+            decode_group_count(bad)
+
+
+def test_channel_id_round_trips_and_absent_is_none():
+    # `channel_id=5` as HloChannelInstruction prints it (hlo_instruction.cc)
+    assert decode_channel_id("5") == 5
+    assert print_integer(decode_channel_id("5") or 0) == "5"
+    assert decode_channel_id(None) is None  # std::optional channel_id_, printed only when set
+    with pytest.raises(ValueError, match="integer channel id"):
+        decode_channel_id("five")

@@ -32,6 +32,7 @@ from xlainspect.analysis.lookup import instruction_index, module_label, operand_
 from xlainspect.analysis.rows import group_sums
 from xlainspect.hlo.attributes import (
     ReplicaGroups,
+    decode_channel_id,
     decode_replica_groups,
     decode_source_target_pairs,
     known_trip_count,
@@ -196,7 +197,7 @@ def _row(
     attributes = _collective_attributes(module, instruction)
     groups_text = attributes.get("replica_groups")
     groups = decode_replica_groups(groups_text) if kind not in ("collective-permute", "send", "recv") else None
-    channel = attributes.get("channel_id")
+    channel = decode_channel_id(attributes.get("channel_id"))
     global_ids = attributes.get("use_global_device_ids") == "true"
     group_size = _group_size(module, groups, channel is not None, global_ids) if groups else None
     pairs = decode_source_target_pairs(attributes.get("source_target_pairs")) if kind == "collective-permute" else ()
@@ -219,7 +220,7 @@ def _row(
         group_size=group_size,
         source_target_pairs=len(pairs) if kind == "collective-permute" else None,
         bytes_per_device=sent,
-        channel_id=int(channel) if channel and channel.isdigit() else None,
+        channel_id=channel,
         use_global_device_ids=global_ids,
         is_spmd_generated=_is_spmd_generated(channel, instruction.op_name),
         executions=executions,
@@ -270,7 +271,7 @@ def _bytes_sent(kind: str, payload: int, group_size: int | None) -> int | None:
     return round(payload * SEND_FACTORS[kind](group_size))
 
 
-def _is_spmd_generated(channel_id: str | None, op_name: str | None) -> bool:
+def _is_spmd_generated(channel_id: int | None, op_name: str | None) -> bool:
     if channel_id is None:
         return False
     scopes = op_name_scopes(op_name)

@@ -362,6 +362,34 @@ def decode_int_list(text: str | None) -> tuple[int, ...]:
     return tuple(int(value) for value in body.split(",")) if body.strip() else ()
 
 
+@functools.lru_cache(maxsize=4096)
+def decode_group_count(text: str | None) -> int:
+    """`feature_group_count=2` / `batch_group_count=2` -> 2; absent -> 1, XLA's default (hlo_instruction.h:
+    `feature_group_count_ = 1`, `batch_group_count_ = 1`; the printer omits a count of 1). ValueError for
+    anything but a positive integer."""
+    if text is None:
+        return 1
+    if not text.isdecimal() or int(text) < 1:
+        raise ValueError(f"expected a positive group count, got {text!r}")
+    return int(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def decode_channel_id(text: str | None) -> int | None:
+    """`channel_id=5` -> 5; absent -> None, XLA's default (hlo_instruction.h: `std::optional<int64_t>
+    channel_id_`, printed only when set). ValueError for anything but a non-negative integer."""
+    if text is None:
+        return None
+    if not text.isdecimal():
+        raise ValueError(f"expected an integer channel id, got {text!r}")
+    return int(text)
+
+
+def print_integer(value: int) -> str:
+    """The text XLA prints for an integer attribute (`StrCat(value)`: `2`)."""
+    return str(value)
+
+
 def print_int_list(values: tuple[int, ...]) -> str:
     """The text XLA prints for a list of integers (`{1,0}`)."""
     return "{" + ",".join(map(str, values)) + "}"

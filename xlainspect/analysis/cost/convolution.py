@@ -7,7 +7,7 @@ from __future__ import annotations
 from xlainspect.analysis.cost.model import Cost
 from xlainspect.analysis.cost.operands import operand, result
 from xlainspect.analysis.cost.static import Analysis
-from xlainspect.hlo.attributes import WindowDimension, decode_dim_labels, decode_window
+from xlainspect.hlo.attributes import WindowDimension, decode_dim_labels, decode_group_count, decode_window
 from xlainspect.hlo.model import Instruction
 from xlainspect.hlo.shape import Shape
 
@@ -32,8 +32,8 @@ def convolution_flops(instruction: Instruction, lhs: Shape, rhs: Shape, out: Sha
             out.dims[labels.output_spatial[k]],
             dim,
         )
-    feature_groups = int(attributes.get("feature_group_count", "1"))
-    batch_groups = int(attributes.get("batch_group_count", "1"))
+    feature_groups = decode_group_count(attributes.get("feature_group_count"))
+    batch_groups = decode_group_count(attributes.get("batch_group_count"))
     fmas = (
         (lhs.dims[labels.input_feature] // feature_groups)
         * out.dims[labels.output_feature]
