@@ -5,18 +5,15 @@ dumped module."""
 from __future__ import annotations
 
 import functools
-import re
 from pathlib import PurePath
 
+from xlainspect.dump.names import module_id
 from xlainspect.graph import module_calls, reachable
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.hlo.shape import Shape
 
 #: Call-graph edge kinds that run a computation as control flow (not as a fusion body or reducer).
 CONTROL_FLOW_CALLERS = frozenset({"while", "conditional", "call", "async-start", "async-update", "async-done"})
-
-
-_DUMP_FILE_PREFIX = re.compile(r"^(module_\d+)\.")
 
 
 def module_label(module: Module) -> str:
@@ -28,8 +25,8 @@ def module_label(module: Module) -> str:
 def file_label(path: str | None, name: str) -> str:
     """`module_0029.jit_layouts` when `path` is a dump file, else `name`. Memoised: every row an
     analysis finds is labelled with its module."""
-    match = _DUMP_FILE_PREFIX.match(PurePath(path).name) if path else None
-    return f"{match[1]}.{name}" if match else name
+    number = module_id(PurePath(path).name) if path else None
+    return f"{number}.{name}" if number else name
 
 
 def control_flow_computations(module: Module) -> list[str]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.profile.events import event_label, outermost
+from xlainspect.dump.names import module_id
 from xlainspect.dump.xplane import TraceEvent
 
 if TYPE_CHECKING:
@@ -288,8 +289,8 @@ def _next_free(count: int, after: int, taken: set[int], event: CompileEvent) -> 
 
 def _module_id(label: str | None) -> int | None:
     """The module id of a label `module_0042.jit_f` (`events.module_label`)."""
-    number = (label or "").partition(".")[0].removeprefix("module_")
-    return int(number) if number.isdigit() else None
+    number = module_id(label) if label else None
+    return int(number.removeprefix("module_")) if number else None
 
 
 def paired_compile_seconds(
