@@ -45,8 +45,15 @@ def modules_document(report: ModulesReport) -> Document:
         if (c != "host" or any(m.host for m in report.modules)) and (c not in ("seconds", "cache") or report.times)
     ]
     title = f"{len(report.modules)} modules in {report.root}" + (f", {_seconds(report.times)}" if report.times else "")
-    rows = table(title, report.modules, columns)
+    rows = table(title, [_module_record(m) for m in report.modules], columns)
     return Document([dict(zip(columns, row)) for row in rows.rows], [rows], csv=rows, notes=_unpaired(report.times))
+
+
+def _module_record(row: ModuleRow) -> dict[str, object]:
+    """A module's row with its stages worded: `before_optimizations, after_optimizations` as
+    `before_opt, after_opt`, one string (JSON's and CSV's too)."""
+    worded = {name: getattr(row, name) for name in fields(ModuleRow)}
+    return worded | {"stages": ", ".join(s.replace("optimizations", "opt") for s in row.stages)}
 
 
 def _seconds(times) -> str:
