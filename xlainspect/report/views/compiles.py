@@ -55,7 +55,10 @@ def modules_document(report: ModulesReport) -> Document:
 
 
 def _seconds(times: CompileTimes) -> str:
-    return f"{times.total_seconds:.2f} s compiling, {times.recompile_seconds:.2f} s of it recompiling"
+    total, again = times.total_seconds, times.recompile_seconds
+    if total is None:
+        return "compile seconds unknown (no compile of the log pairs with the dump's)"
+    return f"{total:.2f} s compiling, {'?' if again is None else f'{again:.2f}'} s of it recompiling"
 
 
 def _hosts_title(hosts: int, disagreements: Sequence[HostDisagreement]) -> str:
@@ -249,10 +252,9 @@ def _for_people(rows: list[FunctionCompiles], times: CompileTimes | None = None)
         eager.summary(),
         suggestion(eager.functions[0]) or "",
     )
-    if times:
-        folded.seconds = sum(
-            times.functions[r.name].total_seconds for r in eager.functions if r.name in times.functions
-        )
+    timed = [f.total_seconds for r in eager.functions if times and (f := times.functions.get(r.name))]
+    known = [s for s in timed if s is not None]
+    folded.seconds = sum(known) if known else None  # no eager compile timed: unknown, not 0
     return [*people, folded]
 
 
