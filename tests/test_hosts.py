@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from xlainspect.analysis.hosts import job_of, job_profile, summarise_host
 from xlainspect.analysis.job import HostSummary
 from xlainspect.cli.app import app
+from xlainspect.dump.directory import load_dump
 from xlainspect.dump.xplane import host_traces
 
 JOB = FIXTURES / "profiles" / "multihost_straggler"
@@ -221,3 +222,36 @@ def test_gzipped_host_files_are_named_by_their_host(tmp_path):
     assert list(host_traces(tmp_path)) == ["host_0", "host_1", "host_2", "host_3"]
     job = job_profile(host_traces(tmp_path)).job
     assert job is not None and job.straggler is not None and job.straggler.name == "host_1"
+
+
+def test_each_host_joins_its_own_dump_folder_else_the_whole_dump(tmp_path):
+    """A per-host dump: each host's collectives take their bytes from its own folder. host_1's folder
+    lacks jit_train_step (as a host that did not compile it would), so its rows have no bytes though the
+    other folders have the module; host_3's folder is renamed, so host_3 joins the whole dump."""
+    dump = tmp_path / "dump"
+    shutil.copytree(FIXTURES / "dumps" / "multihost_straggler", dump)
+    for path in (dump / "host_1").glob("module_0004.jit_train_step*"):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    (dump / "host_3").rename(dump / "worker_3")
+    job = job_profile(host_traces(JOB), load_dump(dump)).job
+    assert job is not None
+    used = {row.host: (row.dump, row.dump_match) for row in job.hosts}
+    assert used == {
+        "host_0": (str(dump / "host_0"), "own folder"),
+        "host_1": (str(dump / "host_1"), "own folder"),
+        "host_2": (str(dump / "host_2"), "own folder"),
+        "host_3": (str(dump), "no folder of its name"),
+    }
+    sent = {(row.host, row.bytes_per_execution) for row in job.collectives}
+    assert sent == {("host_0", 115591), ("host_1", None), ("host_2", 115591), ("host_3", 115591)}
+    text = runner.invoke(app, ["profile", str(JOB), "--dump", str(dump), "--top", "1"]).stdout
+    assert "host_3 had no folder of its name and joined the whole dump" in text
+
+
+def test_a_dump_of_one_folder_is_every_hosts(tmp_path):
+    dump = tmp_path / "dump"
+    shutil.copytree(FIXTURES / "dumps" / "multihost_straggler" / "host_2", dump)
+    job = job_profile(host_traces(JOB), load_dump(dump)).job
+    assert job is not None
+    assert {(row.dump, row.dump_match) for row in job.hosts} == {(str(dump), "whole dump")}
+    assert {row.bytes_per_execution for row in job.collectives} == {115591}

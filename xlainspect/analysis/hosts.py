@@ -7,6 +7,8 @@ device's step, the straggler the others wait for, and each collective's wait apa
   holds one trace per worker and the summaries. The first host's whole profile (ops, compiles) is kept:
   every host runs the same program, and its op table stands for the job's. The straggler's trace is read
   once more, for what its devices did while the others waited (`host_activity`).
+* **Dumps** (`host_dumps`): each host's trace joins its own folder of a per-host `--dump` (costs, thunk
+  sequences, the bytes its collectives send), else the whole dump; the rows say which.
 * **Devices**: a `/device:*` plane is a device (GPU, TPU); on CPU, XLA's thunk executor names the device
   of each op event (`device_ordinal`, jax's global device id).
 * **Clocks** (`align_clocks`): every participant of a collective leaves it at about the same instant (no
@@ -34,6 +36,7 @@ from statistics import median
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS, collectives
+from xlainspect.analysis.host_dumps import host_dumps
 from xlainspect.analysis.job import (
     STRAGGLER_SHARE,
     ClockAlignment,
@@ -70,20 +73,29 @@ def job_profile(
     parallel, their clocks aligned, the straggler found. A host whose trace cannot be read is skipped
     (`job.skipped`); none readable is an error."""
     names = list(traces)
+    dumps = host_dumps(dump, names)
     found = map_shared(
-        lambda host: _summary_or_skipped(host, traces[host], dump, chip, step_function, host == names[0]), names, 1
+        lambda host: _summary_or_skipped(host, traces[host], dumps[host].dump, chip, step_function, host == names[0]),
+        names,
+        1,
     )
     summaries = [s for s in found if isinstance(s, HostSummary)]
     skipped = [s for s in found if isinstance(s, SkippedFile)]
     if not summaries:
         raise XlaInspectError("; ".join(f"{s.path}: {s.reason}" for s in skipped))
-    report = summaries[0].report
+    for summary in summaries:
+        summary.dump, summary.dump_match = dumps[summary.host].path, dumps[summary.host].match
+    first = summaries[0]
+    report = first.report
     if report is None:  # the first readable host's report is kept
-        report = summarise_host(summaries[0].host, traces[summaries[0].host], dump, chip, step_function, True).report
+        kept = summarise_host(first.host, traces[first.host], dumps[first.host].dump, chip, step_function, True)
+        report = kept.report
     assert report is not None
     report.paths = [str(p) for s in summaries for p in s.paths]
     report.skipped += skipped  # named on stderr with the dump's, as every command names a file it left out
-    report.job = job_of(summaries, skipped, chip, lambda host: host_activity(traces[host], dump, chip, step_function))
+    report.job = job_of(
+        summaries, skipped, chip, lambda host: host_activity(traces[host], dumps[host].dump, chip, step_function)
+    )
     return report
 
 
@@ -145,8 +157,9 @@ def summarise_host(
     annotations = _annotations(trace.events, origin)
     median_step = report.step_summary.step_seconds if report.step_summary is not None else None
     found = HostSummary(host, [str(p) for p in paths], steps, median_step, devices, parts, annotations, compiles)
+    found.bytes_sent = _bytes_sent(trace, dump, {p.module for p in parts})
     if keep:
-        found.report, found.bytes_sent = report, _bytes_sent(trace, dump, {p.module for p in parts})
+        found.report = report
     return found
 
 
@@ -376,6 +389,8 @@ def _unit_row(summary: HostSummary, device: str | None, offset: float) -> UnitRo
         None,
         None,
         offset,
+        summary.dump,
+        summary.dump_match,
     )
 
 
@@ -402,8 +417,8 @@ def _with_waits(rows: list[UnitRow], waits: Waits, summaries: list[HostSummary])
 
 
 def collective_rows(summaries: list[HostSummary], waits: Waits, chip: Chip | None) -> list[CollectiveRow]:
-    """Per collective op per device, over its executions in steps without a compile; bytes from the
-    first host's program (every host runs the same), against the chip's link."""
+    """Per collective op per device, over its executions in steps without a compile; bytes from its
+    host's own program (hosts may run different ones), against the chip's link."""
     rows: dict[tuple[str, str, str, str], CollectiveRow] = {}
     for summary in summaries:
         clean = {s.number for s in summary.steps if not s.compiled}
@@ -421,9 +436,9 @@ def collective_rows(summaries: list[HostSummary], waits: Waits, chip: Chip | Non
             row.transfer_seconds += seconds - wait
             row.hidden_seconds += part.hidden_ns / 1e9
             row.exposed_seconds += seconds - part.hidden_ns / 1e9
-    sent = summaries[0].bytes_sent
+    sent = {s.host: s.bytes_sent for s in summaries}
     for row in rows.values():
-        row.bytes_per_execution = sent.get((row.module, row.op))
+        row.bytes_per_execution = sent[row.host].get((row.module, row.op))
         if row.bytes_per_execution is not None and row.transfer_seconds > 0:
             row.transfer_bytes_per_second = row.bytes_per_execution * row.count / row.transfer_seconds
         row.link_bandwidth = chip.ici_bandwidth if chip is not None else None

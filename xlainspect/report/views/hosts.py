@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from xlainspect.analysis.job import STRAGGLER_SHARE
+from xlainspect.analysis.job import DUMP_FALLBACK, DUMP_WHOLE, STRAGGLER_SHARE
 from xlainspect.report.document import Block, Document, Lines, Table, record, records, table
 from xlainspect.report.sections import A_STEP, Finding, Section
 from xlainspect.report.sections import table as section_table
@@ -89,7 +89,7 @@ def hosts_data(job: JobReport) -> dict[str, object]:
 def hosts_blocks(job: JobReport) -> list[Table | Lines]:
     """Per-host step bars and the straggler sentence, the hosts' and devices' rows, the collectives'."""
     units = job.hosts if len(job.hosts) > 1 else job.devices
-    lines = [*_bars(units), "", straggler_text(job), clock_text(job.clock)]
+    lines = [*_bars(units), "", straggler_text(job), clock_text(job.clock), *dump_lines(job)]
     if len(job.hosts) > 1:
         lines.append(
             f"The ops, steps and compiles below are {job.hosts[0].host}'s (every host runs the same program); "
@@ -156,6 +156,25 @@ def clock_text(clock: ClockAlignment) -> str:
     return f"Clocks aligned to {next(iter(clock.offsets))}'s by {how}, over {clock.shared} shared: {offsets}."
 
 
+def dump_lines(job: JobReport) -> list[str]:
+    """Which part of the `--dump` the hosts joined, where the dump has a folder per host."""
+    if all(row.dump_match in (None, DUMP_WHOLE) for row in job.hosts):
+        return []
+    missing = [row.host for row in job.hosts if row.dump_match == DUMP_FALLBACK]
+    if len(missing) == len(job.hosts):
+        return [
+            "Dump: no host folder has a host's name: every host joined the whole dump (a module in several "
+            "folders: the first folder's)."
+        ]
+    line = "Dump: each host's ops joined its own folder of the dump"
+    if missing:
+        line += (
+            f"; {', '.join(missing)} had no folder of its name and joined the whole dump (a module in several "
+            "folders: the first folder's)"
+        )
+    return [line + "."]
+
+
 def _bars(units: list[UnitRow]) -> list[str]:
     """One bar per host: its median step, waiting in collectives (#), other device work (=), idle (.)."""
     longest = max((u.step_seconds or 0.0 for u in units), default=0.0)
@@ -219,7 +238,7 @@ def hosts_section(source: DumpFacts) -> Section | None:
     return Section(
         "hosts",
         "Hosts",
-        f"{straggler_text(job)} {clock_text(job.clock)}",
+        " ".join([straggler_text(job), clock_text(job.clock), *dump_lines(job)]),
         [
             section_table(
                 "median step per host (# waiting in collectives, = other device work, . idle)",
