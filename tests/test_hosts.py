@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURES
 from typer.testing import CliRunner
 
-from xlainspect.analysis.hosts import job_of, job_profile, summarise_host
+from xlainspect.analysis.hosts import collective_waits, job_of, job_profile, summarise_host, with_op_waits
 from xlainspect.analysis.job import HostSummary
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
@@ -255,3 +255,54 @@ def test_a_dump_of_one_folder_is_every_hosts(tmp_path):
     assert job is not None
     assert {(row.dump, row.dump_match) for row in job.hosts} == {(str(dump), "whole dump")}
     assert {row.bytes_per_execution for row in job.collectives} == {115591}
+
+
+def _all_reduce(ops):
+    return next(op for op in ops if op.name == "all-reduce.3")
+
+
+def test_the_profile_shown_is_the_stragglers_and_says_so():
+    """The straggler's steps are the job's and its all-reduce hardly waits: its profile (headline, ops)
+    tells what the others wait for, where host_0's said "device-bound" (its all-reduce waiting)."""
+    report = job_profile(host_traces(JOB))
+    assert report.job is not None and report.job.ops_host == "host_1"
+    truth = {h["host"]: h for h in _truth(JOB)["hosts"]}
+    assert report.step_summary is not None
+    assert report.step_summary.step_seconds == pytest.approx(truth["host_1"]["step_seconds"], rel=0.10)
+    assert report.step_summary.typical.bound == "host"  # its load_batch
+    extra = _extra_input(JOB)
+    shown = _all_reduce(report.ops)  # 23 ms a step of its 98.8 ms over 2 devices, most in step 0 (the compile)
+    assert shown.wait_seconds is not None and shown.wait_seconds_per_step is not None
+    assert shown.wait_seconds_per_step < 0.5 * extra
+    assert all(op.wait_seconds is None for op in report.ops if op is not shown)  # no other op is a collective
+    data = json.loads(runner.invoke(app, ["profile", str(JOB), "--format", "json"]).stdout)
+    assert data["ops_host"] == "host_1" and "are host_1's, the straggler's" in data["ops_host_said"]
+    text = runner.invoke(app, ["profile", str(JOB), "--top", "2"]).stdout
+    assert "timeline are host_1's, the straggler's" in text
+    assert "wait_seconds_per_step" in next(line for line in text.splitlines() if line.startswith("module "))
+
+
+def test_a_waiting_hosts_op_rows_split_the_wait_from_the_transfer():
+    """host_0's all-reduce: its time a step over its 2 devices is mostly its wait for host_1 (about twice
+    host_1's extra input work: 179 ms of 254 ms a step when this was written)."""
+    summaries = [summarise_host(h, p, None, None, None, h == "host_0") for h, p in host_traces(JOB).items()]
+    job = job_of(summaries, [], None, lambda host: ([], []))
+    report = summaries[0].report
+    assert report is not None
+    with_op_waits(report, summaries[0], collective_waits(summaries, job.clock.offsets))
+    op = _all_reduce(report.ops)
+    assert op.wait_seconds_per_step == pytest.approx(2 * _extra_input(JOB), rel=0.25)
+    assert op.wait_seconds is not None and 0.6 < op.wait_seconds / op.total_seconds < 1
+    in_clean_steps = sum(row.wait_seconds for row in job.collectives if row.host == "host_0")
+    assert in_clean_steps < op.wait_seconds  # the rows leave step 0 (the compile) out; the op row has it
+
+
+def test_without_a_straggler_the_profile_is_the_first_hosts(tmp_path):
+    traces = host_traces(JOB)
+    for host in ("host_0", "host_2", "host_3"):
+        shutil.copyfile(traces[host][0], tmp_path / f"{host}.xplane.pb")
+    data = json.loads(runner.invoke(app, ["profile", str(tmp_path), "--format", "json"]).stdout)
+    assert data["straggler"]["name"] is None and data["ops_host"] == "host_0"
+    assert "are host_0's, the first host's (no host stands out)" in data["ops_host_said"]
+    op = next(op for op in data["ops"] if op["name"] == "all-reduce.3")
+    assert 0 < op["wait_seconds"] < op["total_seconds"]

@@ -4,9 +4,11 @@ device's step, the straggler the others wait for, and each collective's wait apa
 * **One host at a time, in parallel** (`workers.map_shared`): a host's trace is read and profiled
   (`profile`, the per-step computation every command shares), summarised (`HostSummary`: its steps,
   per-device busy and collective time, each collective part, its host annotations) and dropped, so memory
-  holds one trace per worker and the summaries. The first host's whole profile (ops, compiles) is kept:
-  every host runs the same program, and its op table stands for the job's. The straggler's trace is read
-  once more, for what its devices did while the others waited (`host_activity`).
+  holds one trace per worker and the summaries. The whole profile (ops, steps, compiles) that stands for
+  the job's is the straggler's, where one stands out: its steps are the job's and its collectives do not
+  wait, so its op table shows what the others wait for; else the first host's (kept from the parallel
+  pass). A collective op row gains its wait (`with_op_waits`). The straggler's trace is read once more
+  (`host_activity`): its profile, and what its devices did while the others waited.
 * **Dumps** (`host_dumps`): each host's trace joins its own folder of a per-host `--dump` (costs, thunk
   sequences, the bytes its collectives send), else the whole dump; the rows say which.
 * **Devices**: a `/device:*` plane is a device (GPU, TPU); on CPU, XLA's thunk executor names the device
@@ -69,9 +71,11 @@ def job_profile(
     chip: Chip | None = None,
     step_function: str | None = None,
 ) -> ProfileReport:
-    """The first host's whole profile, its `job` every host's: each host's trace read and summarised in
-    parallel, their clocks aligned, the straggler found. A host whose trace cannot be read is skipped
-    (`job.skipped`); none readable is an error."""
+    """The whole profile of the host the job waits for, its `job` every host's: each host's trace read and
+    summarised in parallel, their clocks aligned, the straggler found. The profile is the straggler's
+    where one stands out (what it runs is what the others wait for), else the first host's (`job.ops_host`
+    says whose); its collective op rows gain their wait for the last peer. A host whose trace cannot be
+    read is skipped (`job.skipped`); none readable is an error."""
     names = list(traces)
     dumps = host_dumps(dump, names)
     found = map_shared(
@@ -85,17 +89,24 @@ def job_profile(
         raise XlaInspectError("; ".join(f"{s.path}: {s.reason}" for s in skipped))
     for summary in summaries:
         summary.dump, summary.dump_match = dumps[summary.host].path, dumps[summary.host].match
-    first = summaries[0]
-    report = first.report
-    if report is None:  # the first readable host's report is kept
-        kept = summarise_host(first.host, traces[first.host], dumps[first.host].dump, chip, step_function, True)
-        report = kept.report
+    reread: dict[str, ProfileReport] = {}
+
+    def activity(host: str) -> Activity:
+        reread[host], done = host_activity(traces[host], dumps[host].dump, chip, step_function)
+        return done
+
+    job = job_of(summaries, skipped, chip, activity)
+    shown = next((s for s in summaries if s.host in reread), summaries[0])
+    report = reread.get(shown.host) or shown.report
+    if report is None:  # the first host was skipped: the first readable host's report
+        again = summarise_host(shown.host, traces[shown.host], dumps[shown.host].dump, chip, step_function, True)
+        report = again.report
     assert report is not None
     report.paths = [str(p) for s in summaries for p in s.paths]
     report.skipped += skipped  # named on stderr with the dump's, as every command names a file it left out
-    report.job = job_of(
-        summaries, skipped, chip, lambda host: host_activity(traces[host], dumps[host].dump, chip, step_function)
-    )
+    job.ops_host = shown.host
+    report.job = job
+    with_op_waits(report, shown, collective_waits(summaries, job.clock.offsets))
     return report
 
 
@@ -168,16 +179,33 @@ Activity = tuple[list[Interval], list[Interval]]
 function: input and output transfers), merged spans on the host's clock."""
 
 
-def host_activity(paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None) -> Activity:
-    """A host's device work and transfers: read again for the straggler only, so that no host's spans
-    (as many as its kernels) are held while every host is summarised."""
+def host_activity(
+    paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None
+) -> tuple[ProfileReport, Activity]:
+    """A host's profile, its device work and transfers: read again for the straggler only, so that no
+    host's spans (as many as its kernels) are held while every host is summarised."""
     trace = read_trace(paths)
     report = profile(trace, dump, chip, step_function)
     kinds = _kinds(report)
     origin = trace.origin_ns
     work = _union(_span(e, origin) for e in report.op_events if not _collective(e, kinds))
     moved = (e for e in trace.events if e.plane.startswith("/device") and "hlo_module" not in e.stats)
-    return work, _union(_span(e, origin) for e in moved)
+    return report, (work, _union(_span(e, origin) for e in moved))
+
+
+def with_op_waits(report: ProfileReport, summary: HostSummary, waits: Waits) -> None:
+    """Each collective op row of the host's profile gains its devices' wait for the last peer (in the
+    trace, and a step over the steps its module ran in), so that its time less the wait is its transfer."""
+    total: dict[tuple[str, str], float] = defaultdict(float)
+    in_steps: dict[tuple[str, str], float] = defaultdict(float)
+    for part in summary.parts:
+        wait = waits[id(part)][1] / 1e9
+        total[part.module, part.op] += wait
+        in_steps[part.module, part.op] += wait if part.step is not None else 0.0
+    for op in report.ops:
+        if (op.module, op.name) in total:
+            op.wait_seconds = total[op.module, op.name]
+            op.wait_seconds_per_step = in_steps[op.module, op.name] / op.steps if op.steps else None
 
 
 def _kinds(report: ProfileReport) -> dict[tuple[str, str], str | None]:

@@ -91,7 +91,7 @@ class HostSummary:
     jax's dispatch), on the host's clock."""
     compiles: list[Interval]
     report: ProfileReport | None = None
-    """The whole profile, for the first host only."""
+    """The whole profile, for the first host only (the straggler's is read again)."""
     bytes_sent: dict[tuple[str, str], int | None] = field(default_factory=dict[tuple[str, str], "int | None"])
     """(module, op) -> bytes a device sends per execution, from the host's own program (its dump, else
     the HLO its trace embeds)."""
@@ -192,3 +192,6 @@ class JobReport:
     clock: ClockAlignment
     skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
     """Hosts whose trace could not be read (named and left out)."""
+    ops_host: str = ""
+    """The host whose profile (ops, steps, compiles, timeline) the report holds: the straggler's where
+    one stands out, else the first host's."""
