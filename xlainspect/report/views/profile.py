@@ -167,7 +167,9 @@ PROFILE_OP_COLUMNS = (
     "kernels",
     "kernels_per_step",
     "total_seconds",
+    "wait_seconds",
     "seconds_per_step",
+    "wait_seconds_per_step",
     "min_kernel_seconds",
     "median_kernel_seconds",
     "max_kernel_seconds",
@@ -189,7 +191,11 @@ PROFILE_OP_COLUMNS = (
 )
 """A name ending `_per_step` is over the steps the op's module (the compiled function it is in) ran in;
 `_per_execution`, over its executions (a library call of several kernels is one); `kernel_`, one kernel;
-`total_`/`lost_seconds` and `executions_in_trace`, the whole trace."""
+`total_`/`lost_seconds` and `executions_in_trace`, the whole trace. `wait_seconds` (a collective's, in a
+job of several devices): of its time, the wait for the last peer."""
+
+_WAIT_ONLY = ("wait_seconds", "wait_seconds_per_step")
+"""Shown where some op is a collective of a job (`OpTime.wait_seconds`)."""
 
 
 _PROFILE_OP_COMPACT = (
@@ -198,6 +204,7 @@ _PROFILE_OP_COMPACT = (
     "kind",
     "kernels_per_step",
     "seconds_per_step",
+    "wait_seconds_per_step",
     "seconds_per_execution",
     "step_share",
     "roofline_seconds",
@@ -277,6 +284,8 @@ def profile_document(
     def op_table(columns: tuple[str, ...]) -> Table:
         if not report.joined:  # no dump: the cost columns would be empty
             columns = tuple(c for c in columns if c not in _COST_ONLY)
+        if all(op.wait_seconds is None for op in report.ops):
+            columns = tuple(c for c in columns if c not in _WAIT_ONLY)
         return table(_profile_title(report), [_op_for_people(op) for op in ops], columns)
 
     compile_rows = [_timed(_compile_row(c)) for c in report.compiles]
