@@ -169,7 +169,9 @@ PROFILE_OP_COLUMNS = (
     "kernels",
     "kernels_per_step",
     "total_seconds",
+    "wait_seconds",
     "seconds_per_step",
+    "wait_seconds_per_step",
     "min_kernel_seconds",
     "median_kernel_seconds",
     "max_kernel_seconds",
@@ -191,7 +193,11 @@ PROFILE_OP_COLUMNS = (
 )
 """A name ending `_per_step` is over the steps the op's module (the compiled function it is in) ran in;
 `_per_execution`, over its executions (a library call of several kernels is one); `kernel_`, one kernel;
-`total_`/`lost_seconds` and `executions_in_trace`, the whole trace."""
+`total_`/`lost_seconds` and `executions_in_trace`, the whole trace. `wait_seconds` (a collective's, in a
+job of several devices): of its time, the wait for the last peer."""
+
+_WAIT_ONLY = ("wait_seconds", "wait_seconds_per_step")
+"""Shown where some op is a collective of a job (`OpTime.wait_seconds`)."""
 
 
 _PROFILE_OP_COMPACT = (
@@ -200,6 +206,7 @@ _PROFILE_OP_COMPACT = (
     "kind",
     "kernels_per_step",
     "seconds_per_step",
+    "wait_seconds_per_step",
     "seconds_per_execution",
     "step_share",
     "roofline_seconds",
@@ -271,7 +278,9 @@ def profile_document(
     def op_table(columns: tuple[str, ...]) -> Table:
         if not report.joined:  # no dump: the cost columns would be empty
             columns = tuple(c for c in columns if c not in _COST_ONLY)
-        return table(_profile_title(report), [_op_for_people(op) for op in report.ops[:top]], columns)
+        if all(op.wait_seconds is None for op in report.ops):
+            columns = tuple(c for c in columns if c not in _WAIT_ONLY)
+        return table(_profile_title(report), people, columns)
 
     compile_rows = [_timed(_compile_row(c)) for c in report.compiles]
     compile_table = table(f"{len(compiles)} compile(s) in the trace", compile_rows, _COMPILE_COLUMNS)
@@ -281,6 +290,7 @@ def profile_document(
         return Document(
             data, blocks, csv=table(None, compile_rows, _COMPILE_COLUMNS), notes=notes, gate_failed=bool(violations)
         )
+    people = [_op_for_people(op, row) for op, row in zip(report.ops, ops)]
     summary = _profile_summary(report)
     headline = step_headline(report)
     first = [Lines(headline)] if headline else []
@@ -395,13 +405,13 @@ def _late_message(compile_event: CompileEvent) -> str:
     )
 
 
-def _op_for_people(op: OpTime) -> dict[str, object]:
-    """Seconds with units, and the share and efficiency as percentages (an op on CPU against a GPU's
-    roofline is at 0.01%: two decimals would print 0.00)."""
+def _op_for_people(op: OpTime, row: dict[str, object]) -> dict[str, object]:
+    """The op's row (`record(op)`) with seconds in units, and the share and efficiency as percentages (an op
+    on CPU against a GPU's roofline is at 0.01%: two decimals would print 0.00)."""
     shares = {
         k: f"{v * 100:.3g}%" for k, v in (("step_share", op.step_share), ("efficiency", op.efficiency)) if v is not None
     }
-    worded: dict[str, object] = readable(record(op))
+    worded: dict[str, object] = readable(row)
     return worded | shares
 
 
