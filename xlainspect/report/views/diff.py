@@ -97,7 +97,7 @@ def _sections(row: FunctionDiff) -> list[Table]:
         Table(
             "signature",
             ("parameter", "kind", "A", "B", "detail"),
-            tuple((parameter_text(s.kind, s.parameter), s.kind, s.a, s.b, _signature_detail(s)) for s in row.signature),
+            tuple((_parameter(s), s.kind, _side(s.a), _side(s.b), _signature_detail(s)) for s in row.signature),
             right=("A", "B"),
         ),
     ]
@@ -126,7 +126,18 @@ def _signature_record(change: SignatureChange) -> dict[str, object]:
     """A signature change's JSON: its fields, the parameter and the detail (in place of the dims) in words."""
     fields: dict[str, object] = record(change)
     found = {("detail" if k == "dims" else k): v for k, v in fields.items()}
-    return found | {"parameter": parameter_text(change.kind, change.parameter), "detail": _signature_why(change)}
+    worded = {"parameter": _parameter(change), "a": _side(change.a), "b": _side(change.b)}
+    return found | worded | {"detail": _signature_why(change)}
+
+
+def _parameter(change: SignatureChange) -> str | None:
+    """The parameter a change is of, as count-recompiles prints it, or `(result)` for the entry's result."""
+    return "(result)" if change.parameter is None else parameter_text(change.kind, change.parameter)
+
+
+def _side(value: str | None) -> str:
+    """One side's value; `(none)` where that side has no `sharding=`."""
+    return "(none)" if value is None else value
 
 
 def _diff_summary(rows: Sequence[FunctionDiff]) -> str:
