@@ -57,6 +57,9 @@ def main() -> None:
     parser.add_argument("--skip-big", action="store_true", help="leave out the large-module figures")
     parser.add_argument("--pods-only", action="store_true", help="only the pod figures (256 and 1,024 hosts)")
     parser.add_argument(
+        "--modules-only", action="store_true", help="only the `modules` figures (with count-recompiles beside them)"
+    )
+    parser.add_argument(
         "--pod-s3-hosts", type=int, nargs="*", default=POD_S3_HOSTS, help="pods also timed from a local S3 server"
     )
     args = parser.parse_args()
@@ -68,6 +71,10 @@ def main() -> None:
         print_table(results)
         (REPO / "bench" / "pods.json").write_text(json.dumps(results, indent=2) + "\n")
         return
+    if args.modules_only:
+        results = [machine_figure("at the start"), *modules_figures(args.repeat), machine_figure("at the end")]
+        print_table(results)
+        return
     results: list[dict] = [machine_figure("at the start")]
     results += startup_figures(args.repeat)
     results += dump_figures(args.repeat)
@@ -75,6 +82,7 @@ def main() -> None:
     results += latency_figures(args.repeat)
     results += gpu_profile_figures(args.repeat)
     results += fleet_figures(args.repeat)
+    results += modules_figures(args.repeat)
     results += job_profile_figures(args.repeat)
     results += pod_figures(args.repeat, tuple(args.pod_s3_hosts))
     if args.skip_big:
@@ -354,6 +362,35 @@ def fleet_figures(repeat: int) -> list[dict]:
         rows.append(figure(f"{name} (wall, caches off)", seconds, "s", "<= 10", seconds <= 10))
         rows.append(figure(f"{name}: peak RSS", rss / 2**20, "MiB", "< 1024", rss < 2**30))
     return rows
+
+
+def modules_figures(repeat: int) -> list[dict]:
+    """`modules` (every module read, its instructions counted) on the 2,000-module dump and the 64-host
+    fleet: caches off, a first run with the cache on (every file hashed, every answer written) and the
+    same again (warm), beside count-recompiles caches off (headers only: the baseline) in the same rounds."""
+    jobs: dict[str, Callable[[], float]] = {}
+    for label, dump in (("2,000 modules", synthetic_dump("dump_2000", 2000, 1)), (_FLEET, fleet_dump())):
+        modules = [*XLAINSPECT, "modules", str(dump), "--format", "json"]
+        warm_env = {"XLAINSPECT_CACHE_DIR": str(CACHE / f"modules-cache-{dump.name}")}
+        once(modules, warm_env)  # fills the caches
+        jobs |= {
+            f"count-recompiles, {label} (wall, caches off)": functools.partial(
+                once, [*XLAINSPECT, "count-recompiles", str(dump), "--format", "json"], {"XLAINSPECT_NO_CACHE": "1"}
+            ),
+            f"modules, {label} (wall, caches off)": functools.partial(once, modules, {"XLAINSPECT_NO_CACHE": "1"}),
+            f"modules, {label} (wall, first run, cache on)": functools.partial(first_run, modules),
+            f"modules, {label} (wall, warm cache)": functools.partial(once, modules, warm_env),
+        }
+    return [figure(name, statistics.median(times), "s") for name, times in rounds(jobs, repeat).items()]
+
+
+_FLEET = f"{FLEET_HOSTS} hosts x {FLEET_MODULES:,} modules"
+
+
+def first_run(command: list[str]) -> float:
+    """Wall time of a command with the cache on and empty (a fresh cache folder, removed after)."""
+    with tempfile.TemporaryDirectory(dir=CACHE) as fresh:
+        return once(command, {"XLAINSPECT_CACHE_DIR": fresh})
 
 
 def fleet_dump() -> Path:

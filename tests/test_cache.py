@@ -346,3 +346,20 @@ def test_an_answer_pickle_cannot_write_is_returned_and_not_kept(tmp_path):
 
     with pytest.raises(KeyError):  # a bug is no unwritable value: it surfaces
         cache.answer("results", Key("code", (), "bug"), lambda: 1, Codec("x", broken, bytes, (ValueError,)))
+
+
+def test_modules_counts_are_not_kept_per_module(dump_copy, monkeypatch):
+    """Past REMEMBERED_FILES (no whole answer), `modules` counts every module again and writes no
+    results entry: a count costs less than hashing its file and writing one (`runner._answer`); an
+    edited module's count is then its new one."""
+    import xlainspect
+    from xlainspect import cache
+
+    monkeypatch.setattr(cache, "REMEMBERED_FILES", 0)
+    cold = xlainspect.modules_report(dump_copy)
+    assert [r.instructions for r in cold.modules] == [94, 74, 37, 27]
+    assert not (cache_dir() / "results").exists() and not (cache_dir() / "files").exists()
+    eval_step = dump_copy / "module_0004.jit_eval_step.cpu_after_optimizations.txt"
+    line = "  %constant.4 = f32[] constant(0)\n"  # its own line, copied under another name: one instruction more
+    eval_step.write_text(eval_step.read_text().replace(line, line + line.replace("constant.4", "constant.9"), 1))
+    assert [r.instructions for r in xlainspect.modules_report(dump_copy).modules] == [94, 74, 38, 27]

@@ -7,6 +7,7 @@ Damaged inputs are real fixture files, truncated, gzip-compressed or overwritten
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import shutil
@@ -200,6 +201,22 @@ def test_a_partly_damaged_dump_is_analysed_and_names_the_damaged_file(tmp_path):
     assert result.exit_code == 0
     assert "module_0002.jit_train_step," in result.stdout and "jit_eval_step" not in result.stdout
     assert f"skipped {bad}: {bad}:" in result.stderr
+
+
+def test_modules_lists_a_damaged_module_uncounted_and_names_it(tmp_path):
+    """`modules` counts instructions through the per-module runner: the truncated eval step is listed
+    with no count (null, never 0) and named on stderr, the train steps are counted."""
+    dump, bad = _mixed_dump(tmp_path, "truncated")
+    result = _run("modules", dump, "--format", "json")
+    assert result.exit_code == 0
+    rows = [(r["module_id"], r["function"], r["instructions"]) for r in json.loads(result.stdout)]
+    assert rows == [(0, "jit_train_step", 94), (2, "jit_train_step", 74), (4, "jit_eval_step", None)]
+    assert "skipped 1 file(s)" in result.stderr and f"skipped {bad}: {bad}:" in result.stderr
+    strict = _run("modules", dump, "--format", "json", "--strict")
+    assert (strict.exit_code, strict.stdout) == (2, "")
+    assert (
+        strict.stderr == f"{bad}:57:8: HLO text ends too early (truncated?)\n  %para\n       ^\nexpected one of: '='\n"
+    )
 
 
 @pytest.mark.parametrize(

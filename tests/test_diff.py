@@ -7,6 +7,7 @@ CPU devices with x replicated and sharded over its batch dim.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -14,11 +15,21 @@ import pytest
 from conftest import DUMPS, JAX011
 from typer.testing import CliRunner
 
-from xlainspect.analysis.diff import METRICS, Threshold, diff_dumps, parse_threshold, regressions
+from xlainspect.analysis.commands.diff import DiffReport
+from xlainspect.analysis.diff import (
+    METRICS,
+    FunctionDiff,
+    Threshold,
+    diff_dumps,
+    parse_threshold,
+    regressions,
+    signature_changes,
+)
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.errors import XlaInspectError
-from xlainspect.report.views.diff import regression_text
+from xlainspect.report.document import to_json
+from xlainspect.report.views.diff import diff_document, regression_text
 
 
 def _diff(a: str, b: str, dumps=DUMPS):
@@ -359,3 +370,20 @@ def test_csv_is_every_functions_metrics_unchanged_ones_too():
     ]
     assert rows == expected
     assert {(r[0], r[1]) for r in rows} == {("jit_train_step", "changed"), ("jit_eval_step", "only_a")}
+
+
+def test_the_result_and_a_missing_sharding_are_data_the_view_words():
+    # sharded_mesh's jit_project, before optimizations: module 6's result is sharded {devices=[2,4]<=[8]},
+    # module 8's {replicated}; the analysis says "the result" and "no sharding" as None, the view words them
+    dump = load_dump(DUMPS / "sharded_mesh")
+    six, eight = (next(m for m in dump.modules if m.module_id == n).module("before") for n in (6, 8))
+    change = next(c for c in signature_changes(six, eight) if c.kind == "sharding")
+    assert (change.parameter, change.a, change.b) == (None, "{devices=[2,4]<=[8]}", "{replicated}")
+    unsharded = dataclasses.replace(change, a=None)  # a side without `sharding=`
+    row = FunctionDiff("jit_project", "changed", (), (), (), (), (change, unsharded))
+    report = DiffReport(DUMPS / "sharded_mesh", DUMPS / "sharded_mesh", [row], [], [])
+    found = json.loads(to_json(diff_document(report)))["functions"][0]["signature"]
+    assert [(s["parameter"], s["a"], s["b"]) for s in found] == [
+        ("(result)", "{devices=[2,4]<=[8]}", "{replicated}"),
+        ("(result)", "(none)", "{replicated}"),
+    ]

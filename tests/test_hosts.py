@@ -15,9 +15,10 @@ import pytest
 from conftest import FIXTURES
 from typer.testing import CliRunner
 
-from xlainspect.analysis.hosts import job_of, job_profile, summarise_host
+from xlainspect.analysis.hosts import collective_waits, job_of, job_profile, summarise_host, with_op_waits
 from xlainspect.analysis.job import HostSummary
 from xlainspect.cli.app import app
+from xlainspect.dump.directory import load_dump
 from xlainspect.dump.xplane import host_traces
 
 JOB = FIXTURES / "profiles" / "multihost_straggler"
@@ -221,3 +222,89 @@ def test_gzipped_host_files_are_named_by_their_host(tmp_path):
     assert list(host_traces(tmp_path)) == ["host_0", "host_1", "host_2", "host_3"]
     job = job_profile(host_traces(tmp_path)).job
     assert job is not None and job.straggler is not None and job.straggler.name == "host_1"
+
+
+def test_each_host_joins_its_own_dump_folder_else_the_whole_dump(tmp_path):
+    """A per-host dump: each host's collectives take their bytes from its own folder. host_1's folder
+    lacks jit_train_step (as a host that did not compile it would), so its rows have no bytes though the
+    other folders have the module; host_3's folder is renamed, so host_3 joins the whole dump."""
+    dump = tmp_path / "dump"
+    shutil.copytree(FIXTURES / "dumps" / "multihost_straggler", dump)
+    for path in (dump / "host_1").glob("module_0004.jit_train_step*"):
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    (dump / "host_3").rename(dump / "worker_3")
+    job = job_profile(host_traces(JOB), load_dump(dump)).job
+    assert job is not None
+    used = {row.host: (row.dump, row.dump_match) for row in job.hosts}
+    assert used == {
+        "host_0": (str(dump / "host_0"), "own folder"),
+        "host_1": (str(dump / "host_1"), "own folder"),
+        "host_2": (str(dump / "host_2"), "own folder"),
+        "host_3": (str(dump), "no folder of its name"),
+    }
+    sent = {(row.host, row.bytes_per_execution) for row in job.collectives}
+    assert sent == {("host_0", 115591), ("host_1", None), ("host_2", 115591), ("host_3", 115591)}
+    result = runner.invoke(app, ["profile", str(JOB), "--dump", str(dump), "--top", "1"])
+    assert "host_3 had no folder of its name and joined the whole dump" in result.stdout
+    # the ops shown are host_1's (the straggler), whose folder lacks its module: the note names that folder
+    assert f"note: {dump / 'host_1'}: none of the traced modules is in this dump" in result.stderr
+
+
+def test_a_dump_of_one_folder_is_every_hosts(tmp_path):
+    dump = tmp_path / "dump"
+    shutil.copytree(FIXTURES / "dumps" / "multihost_straggler" / "host_2", dump)
+    job = job_profile(host_traces(JOB), load_dump(dump)).job
+    assert job is not None
+    assert {(row.dump, row.dump_match) for row in job.hosts} == {(str(dump), "whole dump")}
+    assert {row.bytes_per_execution for row in job.collectives} == {115591}
+
+
+def _all_reduce(ops):
+    return next(op for op in ops if op.name == "all-reduce.3")
+
+
+def test_the_profile_shown_is_the_stragglers_and_says_so():
+    """The straggler's steps are the job's and its all-reduce hardly waits: its profile (headline, ops)
+    tells what the others wait for, where host_0's said "device-bound" (its all-reduce waiting)."""
+    report = job_profile(host_traces(JOB))
+    assert report.job is not None and report.job.ops_host == "host_1"
+    truth = {h["host"]: h for h in _truth(JOB)["hosts"]}
+    assert report.step_summary is not None
+    assert report.step_summary.step_seconds == pytest.approx(truth["host_1"]["step_seconds"], rel=0.10)
+    assert report.step_summary.typical.bound == "host"  # its load_batch
+    extra = _extra_input(JOB)
+    shown = _all_reduce(report.ops)  # 23 ms a step of its 98.8 ms over 2 devices, most in step 0 (the compile)
+    assert shown.wait_seconds is not None and shown.wait_seconds_per_step is not None
+    assert shown.wait_seconds_per_step < 0.5 * extra
+    assert all(op.wait_seconds is None for op in report.ops if op is not shown)  # no other op is a collective
+    data = json.loads(runner.invoke(app, ["profile", str(JOB), "--format", "json"]).stdout)
+    assert data["ops_host"] == "host_1" and "are host_1's, the straggler's" in data["ops_host_said"]
+    text = runner.invoke(app, ["profile", str(JOB), "--top", "2"]).stdout
+    assert "timeline are host_1's, the straggler's" in text
+    assert "wait_seconds_per_step" in next(line for line in text.splitlines() if line.startswith("module "))
+
+
+def test_a_waiting_hosts_op_rows_split_the_wait_from_the_transfer():
+    """host_0's all-reduce: its time a step over its 2 devices is mostly its wait for host_1 (about twice
+    host_1's extra input work: 179 ms of 254 ms a step when this was written)."""
+    summaries = [summarise_host(h, p, None, None, None, h == "host_0") for h, p in host_traces(JOB).items()]
+    job = job_of(summaries, [], None, lambda host: ([], []))
+    report = summaries[0].report
+    assert report is not None
+    with_op_waits(report, summaries[0], collective_waits(summaries, job.clock.offsets))
+    op = _all_reduce(report.ops)
+    assert op.wait_seconds_per_step == pytest.approx(2 * _extra_input(JOB), rel=0.25)
+    assert op.wait_seconds is not None and 0.6 < op.wait_seconds / op.total_seconds < 1
+    in_clean_steps = sum(row.wait_seconds for row in job.collectives if row.host == "host_0")
+    assert in_clean_steps < op.wait_seconds  # the rows leave step 0 (the compile) out; the op row has it
+
+
+def test_without_a_straggler_the_profile_is_the_first_hosts(tmp_path):
+    traces = host_traces(JOB)
+    for host in ("host_0", "host_2", "host_3"):
+        shutil.copyfile(traces[host][0], tmp_path / f"{host}.xplane.pb")
+    data = json.loads(runner.invoke(app, ["profile", str(tmp_path), "--format", "json"]).stdout)
+    assert data["straggler"]["name"] is None and data["ops_host"] == "host_0"
+    assert "are host_0's, the first host's (no host stands out)" in data["ops_host_said"]
+    op = next(op for op in data["ops"] if op["name"] == "all-reduce.3")
+    assert 0 < op["wait_seconds"] < op["total_seconds"]

@@ -99,6 +99,27 @@ def test_seconds_pair_with_the_dump_in_order():
     assert times.functions["jit_deep"].seconds[0] > 1  # it stored 1 s in the cache
 
 
+def test_a_function_the_log_does_not_time_has_unknown_seconds_not_zero():
+    # eager_flood's functions are none of 1_cold's: each compile is unpaired, its time unknown
+    times = compile_times(load_dump(DUMPS / "eager_flood"), read_jax_log(RUNS / "1_cold"))
+    assert times.functions["jit_stage"].seconds == (None, None)
+    assert times.functions["jit_stage"].total_seconds is None
+    assert times.functions["jit_stage"].recompile_seconds is None
+    assert times.total_seconds is None
+    out = CliRunner().invoke(app, ["count-recompiles", str(DUMPS / "eager_flood"), "--log", str(RUNS / "1_cold")])
+    assert "compile seconds unknown (no compile of the log pairs with the dump's)" in out.stdout
+    assert "0.00 s" not in out.stdout
+    rows = json.loads(
+        CliRunner()
+        .invoke(
+            app, ["count-recompiles", str(DUMPS / "eager_flood"), "--log", str(RUNS / "1_cold"), "--format", "json"]
+        )
+        .stdout
+    )
+    assert {f["name"]: f["seconds"] for f in rows["functions"]}["jit_stage"] is None
+    assert rows["recompile_seconds"] is None
+
+
 def test_hits_pair_with_the_executables_xla_dumped():
     # a hit leaves module_N.jit_f.after_optimizations.txt (the loaded executable) and debug_options
     times = compile_times(load_dump(RUNS / "2_repeat"), read_jax_log(RUNS / "2_repeat"))

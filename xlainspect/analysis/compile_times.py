@@ -30,9 +30,10 @@ class FunctionTimes:
     """Per dump module; None where the log has no compile to pair with it."""
     cache: tuple[str | None, ...]
     """Per dump module: the persistent-cache outcome (LogCompile.cache), "hit" for an executable jax loaded."""
-    total_seconds: float
-    recompile_seconds: float
-    """The seconds of every compile after the first."""
+    total_seconds: float | None
+    """The seconds of the compiles the log has; None where it has none of this function (unknown, not 0)."""
+    recompile_seconds: float | None
+    """The seconds of every compile after the first that the log has; None where it has none of them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +58,15 @@ class CompileTimes:
     """The log read (where it is named)."""
 
     @property
-    def total_seconds(self) -> float:
-        return sum(f.total_seconds for f in self.functions.values())
+    def total_seconds(self) -> float | None:
+        """The seconds of every paired compile; None where the log pairs with none (unknown, not 0)."""
+        return _known_sum(tuple(s for f in self.functions.values() for s in f.seconds))
 
     @property
-    def recompile_seconds(self) -> float:
-        return sum(f.recompile_seconds for f in self.functions.values())
+    def recompile_seconds(self) -> float | None:
+        """The seconds of every paired compile after a function's first; None where there are such
+        compiles and the log pairs with none of them."""
+        return _known_sum(tuple(s for f in self.functions.values() for s in f.seconds[1:]))
 
 
 def compile_times(dump: Dump, log: JaxLog) -> CompileTimes:
@@ -77,11 +81,17 @@ def compile_times(dump: Dump, log: JaxLog) -> CompileTimes:
         missing = (None,) * (len(modules) - len(compiles))
         seconds = tuple(c.seconds for c in compiles[: len(modules)]) + missing
         cache = tuple(c.cache for c in compiles[: len(modules)]) + missing
-        known = [s or 0.0 for s in seconds]
-        result.functions[name] = FunctionTimes(name, seconds, cache, sum(known, 0.0), sum(known[1:], 0.0))
+        result.functions[name] = FunctionTimes(name, seconds, cache, _known_sum(seconds), _known_sum(seconds[1:]))
     for name, compiles in logged.items():
         result.unpaired.append(Unpaired(name, 0, len(compiles)))
     return result
+
+
+def _known_sum(seconds: tuple[float | None, ...]) -> float | None:
+    """The sum of the seconds the log has; None where there are compiles and the log has none of them (a
+    time unknown is never counted as 0), 0.0 where there are none."""
+    known = [s for s in seconds if s is not None]
+    return sum(known, 0.0) if known or not seconds else None
 
 
 def _paired_compiles(compiles: list[LogCompile], dumped: int) -> list[LogCompile]:

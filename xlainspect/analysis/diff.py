@@ -86,10 +86,12 @@ class SignatureChange:
 
     kind: str
     """shape, dtype, layout, donation (count-recompiles' cause kinds), sharding or result."""
-    parameter: str
-    """The entry parameter by its op_name (jax's argument path) or `#<index>`, or `(result)`."""
-    a: str
-    b: str
+    parameter: str | None
+    """The entry parameter by its op_name (jax's argument path) or `#<index>`; "" where a cause is of no one
+    parameter (count-recompiles' `Cause.parameter` None); None for the entry's result (its shape or sharding)."""
+    a: str | None
+    """The value on A's side; None where A's side has no `sharding=` (a sharding change only)."""
+    b: str | None
     dims: tuple[int, ...] = ()
     """The dims whose size varies, where `reason` gives no other detail."""
     reason: Reason | None = None
@@ -376,7 +378,7 @@ def signature_changes(a: Module, b: Module) -> tuple[SignatureChange, ...]:
         rows.append(
             SignatureChange(
                 "result",
-                "(result)",
+                None,
                 str(a.result_shape),
                 str(b.result_shape),
                 a_bytes=a.result_shape.logical_bytes if a.result_shape is not None else None,
@@ -416,13 +418,13 @@ def _sharding_changes(a: Module, b: Module, names: dict[int | None, str | None])
     left, right = (_parameter_shardings(m) for m in (a, b))
     paired = sorted(left) if left.keys() == right.keys() else []
     rows = [
-        SignatureChange("sharding", names.get(n) or f"#{n}", left[n] or "(none)", right[n] or "(none)")
+        SignatureChange("sharding", names.get(n) or f"#{n}", left[n] or None, right[n] or None)
         for n in paired
         if left[n] != right[n]
     ]
     root_a, root_b = (root.attributes.get("sharding", "") if (root := m.entry.root) else "" for m in (a, b))
     if root_a != root_b:
-        rows.append(SignatureChange("sharding", "(result)", root_a or "(none)", root_b or "(none)"))
+        rows.append(SignatureChange("sharding", None, root_a or None, root_b or None))
     return rows
 
 

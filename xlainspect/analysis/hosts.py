@@ -4,9 +4,13 @@ device's step, the straggler the others wait for, and each collective's wait apa
 * **One host at a time, in parallel** (`workers.map_shared`): a host's trace is read and profiled
   (`profile`, the per-step computation every command shares), summarised (`HostSummary`: its steps,
   per-device busy and collective time, each collective part, its host annotations) and dropped, so memory
-  holds one trace per worker and the summaries. The first host's whole profile (ops, compiles) is kept:
-  every host runs the same program, and its op table stands for the job's. The straggler's trace is read
-  once more, for what its devices did while the others waited (`host_activity`).
+  holds one trace per worker and the summaries. The whole profile (ops, steps, compiles) that stands for
+  the job's is the straggler's, where one stands out: its steps are the job's and its collectives do not
+  wait, so its op table shows what the others wait for; else the first host's (kept from the parallel
+  pass). A collective op row gains its wait (`with_op_waits`). The straggler's trace is read once more
+  (`host_activity`): its profile, and what its devices did while the others waited.
+* **Dumps** (`host_dumps`): each host's trace joins its own folder of a per-host `--dump` (costs, thunk
+  sequences, the bytes its collectives send), else the whole dump; the rows say which.
 * **Devices**: a `/device:*` plane is a device (GPU, TPU); on CPU, XLA's thunk executor names the device
   of each op event (`device_ordinal`, jax's global device id).
 * **Clocks** (`align_clocks`): every participant of a collective leaves it at about the same instant (no
@@ -34,6 +38,7 @@ from statistics import median
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS, collectives
+from xlainspect.analysis.host_dumps import host_dumps
 from xlainspect.analysis.job import (
     STRAGGLER_SHARE,
     ClockAlignment,
@@ -66,24 +71,42 @@ def job_profile(
     chip: Chip | None = None,
     step_function: str | None = None,
 ) -> ProfileReport:
-    """The first host's whole profile, its `job` every host's: each host's trace read and summarised in
-    parallel, their clocks aligned, the straggler found. A host whose trace cannot be read is skipped
-    (`job.skipped`); none readable is an error."""
+    """The whole profile of the host the job waits for, its `job` every host's: each host's trace read and
+    summarised in parallel, their clocks aligned, the straggler found. The profile is the straggler's
+    where one stands out (what it runs is what the others wait for), else the first host's (`job.ops_host`
+    says whose); its collective op rows gain their wait for the last peer. A host whose trace cannot be
+    read is skipped (`job.skipped`); none readable is an error."""
     names = list(traces)
+    dumps = host_dumps(dump, names)
     found = map_shared(
-        lambda host: _summary_or_skipped(host, traces[host], dump, chip, step_function, host == names[0]), names, 1
+        lambda host: _summary_or_skipped(host, traces[host], dumps[host].dump, chip, step_function, host == names[0]),
+        names,
+        1,
     )
     summaries = [s for s in found if isinstance(s, HostSummary)]
     skipped = [s for s in found if isinstance(s, SkippedFile)]
     if not summaries:
         raise XlaInspectError("; ".join(f"{s.path}: {s.reason}" for s in skipped))
-    report = summaries[0].report
-    if report is None:  # the first readable host's report is kept
-        report = summarise_host(summaries[0].host, traces[summaries[0].host], dump, chip, step_function, True).report
+    for summary in summaries:
+        summary.dump, summary.dump_match = dumps[summary.host].path, dumps[summary.host].match
+    reread: dict[str, ProfileReport] = {}
+
+    def activity(host: str) -> Activity:
+        reread[host], done = host_activity(traces[host], dumps[host].dump, chip, step_function)
+        return done
+
+    job = job_of(summaries, skipped, chip, activity)
+    shown = next((s for s in summaries if s.host in reread), summaries[0])
+    report = reread.get(shown.host) or shown.report
+    if report is None:  # the first host was skipped: the first readable host's report
+        again = summarise_host(shown.host, traces[shown.host], dumps[shown.host].dump, chip, step_function, True)
+        report = again.report
     assert report is not None
     report.paths = [str(p) for s in summaries for p in s.paths]
     report.skipped += skipped  # named on stderr with the dump's, as every command names a file it left out
-    report.job = job_of(summaries, skipped, chip, lambda host: host_activity(traces[host], dump, chip, step_function))
+    job.ops_host = shown.host
+    report.job = job
+    with_op_waits(report, shown, collective_waits(summaries, job.clock.offsets))
     return report
 
 
@@ -145,8 +168,9 @@ def summarise_host(
     annotations = _annotations(trace.events, origin)
     median_step = report.step_summary.step_seconds if report.step_summary is not None else None
     found = HostSummary(host, [str(p) for p in paths], steps, median_step, devices, parts, annotations, compiles)
+    found.bytes_sent = _bytes_sent(trace, dump, {p.module for p in parts})
     if keep:
-        found.report, found.bytes_sent = report, _bytes_sent(trace, dump, {p.module for p in parts})
+        found.report = report
     return found
 
 
@@ -155,16 +179,33 @@ Activity = tuple[list[Interval], list[Interval]]
 function: input and output transfers), merged spans on the host's clock."""
 
 
-def host_activity(paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None) -> Activity:
-    """A host's device work and transfers: read again for the straggler only, so that no host's spans
-    (as many as its kernels) are held while every host is summarised."""
+def host_activity(
+    paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None
+) -> tuple[ProfileReport, Activity]:
+    """A host's profile, its device work and transfers: read again for the straggler only, so that no
+    host's spans (as many as its kernels) are held while every host is summarised."""
     trace = read_trace(paths)
     report = profile(trace, dump, chip, step_function)
     kinds = _kinds(report)
     origin = trace.origin_ns
     work = _union(_span(e, origin) for e in report.op_events if not _collective(e, kinds))
     moved = (e for e in trace.events if e.plane.startswith("/device") and "hlo_module" not in e.stats)
-    return work, _union(_span(e, origin) for e in moved)
+    return report, (work, _union(_span(e, origin) for e in moved))
+
+
+def with_op_waits(report: ProfileReport, summary: HostSummary, waits: Waits) -> None:
+    """Each collective op row of the host's profile gains its devices' wait for the last peer (in the
+    trace, and a step over the steps its module ran in), so that its time less the wait is its transfer."""
+    total: dict[tuple[str, str], float] = defaultdict(float)
+    in_steps: dict[tuple[str, str], float] = defaultdict(float)
+    for part in summary.parts:
+        wait = waits[id(part)][1] / 1e9
+        total[part.module, part.op] += wait
+        in_steps[part.module, part.op] += wait if part.step is not None else 0.0
+    for op in report.ops:
+        if (op.module, op.name) in total:
+            op.wait_seconds = total[op.module, op.name]
+            op.wait_seconds_per_step = in_steps[op.module, op.name] / op.steps if op.steps else None
 
 
 def _kinds(report: ProfileReport) -> dict[tuple[str, str], str | None]:
@@ -376,6 +417,8 @@ def _unit_row(summary: HostSummary, device: str | None, offset: float) -> UnitRo
         None,
         None,
         offset,
+        summary.dump,
+        summary.dump_match,
     )
 
 
@@ -402,8 +445,8 @@ def _with_waits(rows: list[UnitRow], waits: Waits, summaries: list[HostSummary])
 
 
 def collective_rows(summaries: list[HostSummary], waits: Waits, chip: Chip | None) -> list[CollectiveRow]:
-    """Per collective op per device, over its executions in steps without a compile; bytes from the
-    first host's program (every host runs the same), against the chip's link."""
+    """Per collective op per device, over its executions in steps without a compile; bytes from its
+    host's own program (hosts may run different ones), against the chip's link."""
     rows: dict[tuple[str, str, str, str], CollectiveRow] = {}
     for summary in summaries:
         clean = {s.number for s in summary.steps if not s.compiled}
@@ -421,9 +464,9 @@ def collective_rows(summaries: list[HostSummary], waits: Waits, chip: Chip | Non
             row.transfer_seconds += seconds - wait
             row.hidden_seconds += part.hidden_ns / 1e9
             row.exposed_seconds += seconds - part.hidden_ns / 1e9
-    sent = summaries[0].bytes_sent
+    sent = {s.host: s.bytes_sent for s in summaries}
     for row in rows.values():
-        row.bytes_per_execution = sent.get((row.module, row.op))
+        row.bytes_per_execution = sent[row.host].get((row.module, row.op))
         if row.bytes_per_execution is not None and row.transfer_seconds > 0:
             row.transfer_bytes_per_second = row.bytes_per_execution * row.count / row.transfer_seconds
         row.link_bandwidth = chip.ici_bandwidth if chip is not None else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xlainspect.analysis.profile.model import ProfileReport
+from xlainspect.dump.directory import Dump
 from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import StatValue
 
@@ -13,9 +14,24 @@ STRAGGLER_SHARE = 0.05
 """A host stands out when the others wait for it, beyond the next latest, more than this share of the
 median step (the noise of a busy machine's scheduling stays under it; a slow input pipeline does not)."""
 
+DUMP_OWN, DUMP_WHOLE, DUMP_FALLBACK = "own folder", "whole dump", "no folder of its name"
+"""How a host's trace joined the `--dump` (`host_dumps`): its own host folder of a per-host dump, the
+whole dump where it is one folder, or the whole dump where the dump has host folders but none of its name."""
+
 Interval = tuple[float, float]
 Execution = tuple[str, str, tuple[StatValue, ...]]
 """(module, op, what names the execution): one execution of a collective, the same on every participant."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostDump:
+    """The part of the `--dump` one host's trace joins with (`host_dumps`)."""
+
+    dump: Dump | None
+    path: str | None
+    """Its folder (the dump's root for the whole dump); None without a dump."""
+    match: str | None
+    """`DUMP_OWN`, `DUMP_WHOLE` or `DUMP_FALLBACK`; None without a dump."""
 
 
 @dataclass(slots=True)
@@ -75,9 +91,14 @@ class HostSummary:
     jax's dispatch), on the host's clock."""
     compiles: list[Interval]
     report: ProfileReport | None = None
-    """The whole profile, for the first host only."""
+    """The whole profile, for the first host only (the straggler's is read again)."""
     bytes_sent: dict[tuple[str, str], int | None] = field(default_factory=dict[tuple[str, str], "int | None"])
-    """(module, op) -> bytes a device sends per execution, for the first host only."""
+    """(module, op) -> bytes a device sends per execution, from the host's own program (its dump, else
+    the HLO its trace embeds)."""
+    dump: str | None = None
+    """The folder of the `--dump` its ops joined with (`HostDump.path`)."""
+    dump_match: str | None = None
+    """How (`HostDump.match`)."""
 
 
 @dataclass(slots=True)
@@ -100,6 +121,10 @@ class UnitRow:
     exposed_seconds: float | None
     clock_offset_seconds: float = 0.0
     """Added to the host's clock to put it on the first host's."""
+    dump: str | None = None
+    """The folder of the `--dump` the host's ops joined with (`HostDump.path`); None without a dump."""
+    dump_match: str | None = None
+    """`DUMP_OWN`, `DUMP_WHOLE` or `DUMP_FALLBACK`."""
 
 
 @dataclass(slots=True)
@@ -119,7 +144,7 @@ class CollectiveRow:
     hidden_seconds: float
     bytes_per_execution: int | None = None
     """What the device sends per execution (`collectives`' `bytes_per_device`: the payload times its kind's
-    ring factor), from the first host's dump module or embedded HLO."""
+    ring factor), from its host's dump module (`HostDump`) or the HLO its trace embeds."""
     transfer_bytes_per_second: float | None = None
     """Those bytes over the transfer time (the wait left out)."""
     link_bandwidth: float | None = None
@@ -167,3 +192,6 @@ class JobReport:
     clock: ClockAlignment
     skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
     """Hosts whose trace could not be read (named and left out)."""
+    ops_host: str = ""
+    """The host whose profile (ops, steps, compiles, timeline) the report holds: the straggler's where
+    one stands out, else the first host's."""

@@ -81,7 +81,7 @@ def analyse_each(
     analyse: Callable[[DumpModule], T],
     *,
     inputs: Callable[[DumpModule], Path | list[Path]],
-    key: Callable[[DumpModule], str],
+    key: Callable[[DumpModule], str] | None,
     blame: Callable[[DumpModule], Path],
     advance: Callable[[int], None],
     chunk: int = 1,
@@ -91,8 +91,9 @@ def analyse_each(
 ) -> Analysed[T]:
     """The one per-module runner of every command, the report and `diff`: `analyse(m)` for each of
     `modules`, in order, answered from the results cache (under `key(m)`) while the files `inputs(m)` are
-    unchanged; a module it cannot analyse (`inputs` or `analyse` raise XlaInspectError) is returned
-    skipped under the file `blame(m)`; any other exception is a bug, raised as AnalysisBug naming that file.
+    unchanged (`key` None: not kept, for an analysis that costs less than its entry); a module it cannot
+    analyse (`inputs` or `analyse` raise XlaInspectError) is returned skipped under the file `blame(m)`;
+    any other exception is a bug, raised as AnalysisBug naming that file.
 
     Where xlainspect owns the process and the modules are many or large, forked workers share them, the
     largest first, `chunk` modules a task, while this process runs `meanwhile()` (work that needs no
@@ -110,7 +111,7 @@ def analyse_each(
 
     def result_or_error(dump_module: DumpModule) -> T | XlaInspectError:
         try:
-            return cached_result(inputs(dump_module), key(dump_module), lambda: analyse(dump_module))
+            return _answer(dump_module, analyse, inputs, key)
         except UsageError:
             raise
         except XlaInspectError as error:
@@ -144,6 +145,20 @@ def analyse_each(
     if only_input and modules and not analysed.results:
         raise nothing_read(analysed.skipped)
     return analysed
+
+
+def _answer(
+    dump_module: DumpModule,
+    analyse: Callable[[DumpModule], T],
+    inputs: Callable[[DumpModule], Path | list[Path]],
+    key: Callable[[DumpModule], str] | None,
+) -> T:
+    """`analyse(dump_module)`, from the results cache where it has a `key`. Without one it is not kept:
+    hashing a module's file and writing an entry cost more than counting its lines (`modules`: a 64-host
+    fleet's first run with the cache on took 25 s so, 13 s without; bench/run.py --modules-only)."""
+    if key is None:
+        return analyse(dump_module)
+    return cached_result(inputs(dump_module), key(dump_module), lambda: analyse(dump_module))
 
 
 def nothing_read(skipped: Sequence[SkippedFile]) -> XlaInspectError:

@@ -19,7 +19,7 @@ from xlainspect.analysis.recompiles import (
     check_budget_names,
     count_recompiles,
 )
-from xlainspect.analysis.runner import Paths, input_paths, nothing_read, remembered
+from xlainspect.analysis.runner import Paths, analyse_each, input_paths, nothing_read, remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.capture import dump_folder, run_with_dump
 from xlainspect.dump.directory import Dump, load_dump
@@ -43,7 +43,8 @@ class ModuleRow:
     module_id: int | None
     function: str | None
     platform: str | None
-    stages: str
+    stages: tuple[str, ...]
+    """The HLO stages dumped, in compile order (`DumpModule.stages`)."""
     instructions: int | None
     """None where the module does not parse (it is then in `skipped`)."""
     bytes: int
@@ -68,30 +69,38 @@ def modules_report(
     path: Paths, *, log: Path | None = None, strict: bool = False, progress: Progress = silent
 ) -> ModulesReport:
     """The modules (compiles) of a dump: id, function, platform, stages, instruction count, size, and
-    compile seconds when the run's jax log is there."""
+    compile seconds when the run's jax log is there. The instructions are counted by the per-module
+    runner, not kept in the results cache (the whole answer is remembered); a module whose HLO file
+    cannot be read is listed with no count and skipped (`strict`: an error)."""
     dump = load_dump(input_paths(path), strict=strict)
     times = _compile_times(dump, path, log)
-    advance = progress("reading modules", len(dump.modules))
-    rows: list[ModuleRow] = []
-    skipped = list(dump.skipped)
-    for module in dump.modules:
-        advance(1)
-        hlo = module.hlo_path()
-        try:
-            instructions = instruction_count(module)
-        except XlaInspectError as error:
-            if strict:
-                raise
-            skipped.append(SkippedFile.of(hlo, error))
-            instructions = None
-        paired = times.by_module.get(module) if times else None
-        stages = ", ".join(s.replace("optimizations", "opt") for s in module.stages)
-        platform = module.platform_tag or module.platform
-        row = ModuleRow(module.host, module.module_id, module.name, platform, stages, instructions, hlo.stat().st_size)
-        rows.append(row if paired is None else _with_time(row, paired))
-    if rows and all(row.instructions is None for row in rows):
+    counted = analyse_each(
+        dump.modules,
+        instruction_count,
+        inputs=DumpModule.hlo_path,
+        key=None,  # a line count costs less than its cache entry (`runner._answer`)
+        blame=DumpModule.hlo_path,
+        advance=progress("reading modules", len(dump.modules)),
+        only_input=False,  # nothing read is said below, after the dump's own skipped files
+    )
+    skipped = [*dump.skipped, *counted.skipped]
+    if dump.modules and not counted.results:
         raise nothing_read(skipped)
+    if strict and counted.skipped:  # as `load_dump(strict=True)` does: the first file it could not read
+        raise XlaInspectError(counted.skipped[0].reason)
+    instructions = {id(m): count for m, count in zip(counted.modules, counted.results)}
+    rows = [_module_row(m, instructions.get(id(m)), times) for m in dump.modules]
     return ModulesReport(dump.root, rows, times, skipped)
+
+
+def _module_row(module: DumpModule, instructions: int | None, times: CompileTimes | None) -> ModuleRow:
+    """A module's row, with its compile seconds where the jax log paired one with it."""
+    hlo = module.hlo_path()
+    platform = module.platform_tag or module.platform
+    stages = tuple(module.stages)
+    row = ModuleRow(module.host, module.module_id, module.name, platform, stages, instructions, hlo.stat().st_size)
+    paired = times.by_module.get(module) if times else None
+    return row if paired is None else _with_time(row, paired)
 
 
 def _with_time(row: ModuleRow, paired: LogCompile) -> ModuleRow:

@@ -109,5 +109,12 @@ def profile_report(
     report.skipped = [*loaded.skipped, *report.skipped]
     if not report.joined:
         labels = {event_label(e) for e in report.op_events}
-        report.notes.append(unjoined_note(loaded, str(dump), labels, report.skipped))
+        report.notes.append(unjoined_note(loaded, _joined_folder(report) or str(dump), labels, report.skipped))
     return only_function(report, function)
+
+
+def _joined_folder(report: ProfileReport) -> str | None:
+    """The folder of the dump the shown host's ops joined with (its own in a per-host dump)."""
+    job = report.job
+    rows = [row for row in job.hosts if row.host == job.ops_host] if job is not None else []
+    return rows[0].dump if rows else None

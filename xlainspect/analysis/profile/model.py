@@ -141,6 +141,11 @@ class OpTime:
     bound: str | None = None
     op_name: str | None = None
     source: str | None = None
+    wait_seconds: float | None = None
+    """A collective's: of `total_seconds`, its devices' wait for the last peer to arrive (`analysis/hosts.py`);
+    the rest moved data. None for an op that is not a collective."""
+    wait_seconds_per_step: float | None = None
+    """The same over the steps its module ran in: of `seconds_per_step`."""
 
 
 @dataclass(slots=True)

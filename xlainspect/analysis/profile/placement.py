@@ -8,11 +8,11 @@ from pathlib import Path
 
 from xlainspect.analysis.profile.events import dump_label, event_label, op_name, traced_modules
 from xlainspect.analysis.profile.model import NotPlaced, Unplaced
+from xlainspect.analysis.runner import analyse_each
 from xlainspect.dump.directory import Dump
-from xlainspect.dump.module import SkippedFile
+from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.thunks import KERNEL_KINDS, Thunk, ThunkSequence, read_thunk_sequence, thunk_files
 from xlainspect.dump.xplane import StatValue, TraceEvent
-from xlainspect.errors import XlaInspectError
 
 COMMAND_BUFFER = "command_buffer_"
 _CONTROL_KINDS = frozenset(
@@ -22,17 +22,26 @@ _CONTROL_KINDS = frozenset(
 
 
 def thunk_sequences(dump: Dump, labels: set[str], skipped: list[SkippedFile]) -> dict[str, ThunkSequence]:
-    """The thunk sequence of each traced module the dump has; unreadable files are added to `skipped`."""
-    found: dict[str, ThunkSequence] = {}
-    for module in traced_modules(dump, labels):
-        sequence, metadata = thunk_files(module)
-        if sequence is None:
-            continue
-        try:
-            found[dump_label(module)] = read_thunk_sequence(sequence, metadata)
-        except XlaInspectError as error:
-            skipped.append(SkippedFile.of(Path(sequence), error))
-    return found
+    """The thunk sequence of each traced module the dump has, by the per-module runner (answered from
+    the results cache while its files are unchanged); unreadable files are added to `skipped`."""
+    found = analyse_each(
+        [m for m in traced_modules(dump, labels) if thunk_files(m)[0] is not None],
+        lambda module: read_thunk_sequence(*_thunk_files(module)),
+        inputs=lambda module: [Path(f) for f in thunk_files(module) if f is not None],
+        key=lambda _: "thunk-sequence",
+        blame=lambda module: Path(_thunk_files(module)[0]),
+        advance=lambda _: None,
+        only_input=False,  # the trace was read: kernels of unreadable sequences stay unplaced
+    )
+    skipped += found.skipped
+    return {dump_label(module): sequence for module, sequence in zip(found.modules, found.results)}
+
+
+def _thunk_files(module: DumpModule) -> tuple[str, str | None]:
+    """`thunk_files` of a module that has a thunk sequence."""
+    sequence, metadata = thunk_files(module)
+    assert sequence is not None  # the modules analysed are those with one
+    return sequence, metadata
 
 
 def place(

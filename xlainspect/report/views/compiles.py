@@ -3,7 +3,8 @@ compile-time and recompiles sections."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xlainspect.analysis.commands.compiles import ModuleRow
 from xlainspect.analysis.commands.report import DumpFacts
@@ -21,8 +22,12 @@ from xlainspect.report.sections import table as section_table
 from xlainspect.report.views.doctor import host_list
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from xlainspect.analysis.commands.compiles import CaptureReport, ModulesReport, RecompileReport
     from xlainspect.analysis.compile_times import CompileTimes
+    from xlainspect.analysis.divergence import HostDisagreement
+    from xlainspect.analysis.profile.compiles import CompileEvent
     from xlainspect.analysis.recompiles import FunctionCompiles
 
 
@@ -45,15 +50,26 @@ def modules_document(report: ModulesReport) -> Document:
         if (c != "host" or any(m.host for m in report.modules)) and (c not in ("seconds", "cache") or report.times)
     ]
     title = f"{len(report.modules)} modules in {report.root}" + (f", {_seconds(report.times)}" if report.times else "")
-    rows = table(title, report.modules, columns)
+    rows = table(title, [_module_record(m) for m in report.modules], columns)
     return Document([dict(zip(columns, row)) for row in rows.rows], [rows], csv=rows, notes=_unpaired(report.times))
 
 
-def _seconds(times) -> str:
-    return f"{times.total_seconds:.2f} s compiling, {times.recompile_seconds:.2f} s of it recompiling"
+def _module_record(row: ModuleRow) -> dict[str, object]:
+    """A module's row with its stages worded: `before_optimizations, after_optimizations` as
+    `before_opt, after_opt`, one string (JSON's and CSV's too)."""
+    worded: dict[str, object] = {name: getattr(row, name) for name in fields(ModuleRow)}
+    worded["stages"] = ", ".join(s.replace("optimizations", "opt") for s in row.stages)
+    return worded
 
 
-def _hosts_title(hosts: int, disagreements) -> str:
+def _seconds(times: CompileTimes) -> str:
+    total, again = times.total_seconds, times.recompile_seconds
+    if total is None:
+        return "compile seconds unknown (no compile of the log pairs with the dump's)"
+    return f"{total:.2f} s compiling, {'?' if again is None else f'{again:.2f}'} s of it recompiling"
+
+
+def _hosts_title(hosts: int, disagreements: Sequence[HostDisagreement]) -> str:
     """Where the counts come from in a dump of several hosts: one usual host's, or hosts that disagree."""
     if hosts < 2:
         return ""
@@ -63,7 +79,7 @@ def _hosts_title(hosts: int, disagreements) -> str:
     return f", on {hosts} hosts that DISAGREE on {functions}: the counts are the most hosts' (see the notes)"
 
 
-def _disagreement(found) -> str:
+def _disagreement(found: HostDisagreement) -> str:
     """One line per odd group of hosts: which function, compile and hosts, and the first differing line."""
     odd, usual = host_list(found.odd_hosts, 10), host_list(found.usual_hosts)
     if found.compile is None:
@@ -78,7 +94,7 @@ def _times(count: int) -> str:
     return f"{count} time{'s' * (count != 1)}"
 
 
-def _not_in_dump(event, in_dump: bool) -> str:
+def _not_in_dump(event: CompileEvent, in_dump: bool) -> str:
     """A traced compile that made no module of the dump (a dump of another run, or pruned)."""
     made = f" (made {event.module})" if event.module else ""
     why = "the dump has no such module of it" if in_dump else "no module of it in the dump"
@@ -86,7 +102,7 @@ def _not_in_dump(event, in_dump: bool) -> str:
     return f"not paired with the profile: {compiled}: {why}"
 
 
-def _unpaired(times) -> list[str]:
+def _unpaired(times: CompileTimes | None) -> list[str]:
     """Where the log's compiles and the dump's modules do not pair one to one."""
     return [f"not paired: {sentence}" for sentence in unpaired_text(times)] if times else []
 
@@ -107,7 +123,7 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
     compiled once folded into one row; `over budget:` notes and a failed gate for each violation."""
     shown = [r for r in report.functions if not (ignore_eager and r.eager)]
     times, profiled = report.times, report.profiled
-    data = {
+    data: dict[str, object] = {
         "total_modules": sum(r.modules for r in shown),
         "functions": [
             function_record(r)
@@ -152,30 +168,47 @@ def recompiles_document(report: RecompileReport, *, ignore_eager: bool = False) 
     )
 
 
-def function_record(row: FunctionCompiles) -> dict[str, Any]:
+def function_record(row: FunctionCompiles) -> dict[str, object]:
     """A function's JSON: its fields (each cause's values and detail in the table's words), the suggestion
     after its causes."""
-    data = record(row) | {"causes": [cause_record(c) for c in row.causes]}
-    at = list(data).index("causes") + 1
-    return dict([*list(data.items())[:at], ("suggestion", suggestion(row)), *list(data.items())[at:]])
+    data: dict[str, object] = record(row) | {"causes": [cause_record(c) for c in row.causes]}
+    items, at = list(data.items()), list(data).index("causes") + 1
+    return dict([*items[:at], ("suggestion", suggestion(row)), *items[at:]])
 
 
-def _function_entry(row: dict) -> Entry:
+@dataclass(slots=True)
+class FunctionRow:
+    """A row of count-recompiles' table: a function, or the eager ops folded into one (no source). The
+    columns a run has no figures for stay None: `seconds`, `per_compile` without a log, `profiled`
+    without a trace."""
+
+    function: str
+    compiles: int
+    eager: bool
+    why: str
+    suggestion: str
+    source: str | None = None
+    seconds: float | None = None
+    per_compile: str | None = None
+    profiled: str | None = None
+
+
+def _function_entry(row: FunctionRow) -> Entry:
     """`function: N compiles, source, seconds`, then why and suggestion (narrow terminals)."""
-    head = f"{row['function']}: {row['compiles']} compile{'s' * (row['compiles'] != 1)}"
-    extra = [row.get("source") or "", f"{row['seconds']:.2f} s" if row.get("seconds") is not None else ""]
-    texts = tuple((label, row[label]) for label in ("why", "suggestion") if row.get(label))
+    head = f"{row.function}: {row.compiles} compile{'s' * (row.compiles != 1)}"
+    extra = [row.source or "", f"{row.seconds:.2f} s" if row.seconds is not None else ""]
+    texts = tuple((label, text) for label, text in (("why", row.why), ("suggestion", row.suggestion)) if text)
     return Entry(", ".join([head, *filter(None, extra)]), texts)
 
 
-def _with_profiled(rows: list[dict], profiled: dict) -> list[dict]:
+def _with_profiled(rows: list[FunctionRow], profiled: dict[str, tuple[float | None, ...]]) -> list[FunctionRow]:
     for row in rows:
-        if row["function"] in profiled:
-            row["profiled"] = ", ".join("?" if s is None else f"{s:.2f}" for s in profiled[row["function"]])
+        if row.function in profiled:
+            row.profiled = ", ".join("?" if s is None else f"{s:.2f}" for s in profiled[row.function])
     return rows
 
 
-def _times_json(times, name: str) -> dict:
+def _times_json(times: CompileTimes | None, name: str) -> dict[str, object]:
     """compile_seconds (per compile), seconds and recompile_seconds of one function, when a log is known."""
     function = times.functions.get(name) if times else None
     if function is None:
@@ -188,25 +221,13 @@ def _times_json(times, name: str) -> dict:
     }
 
 
-def _table_row(row, times=None) -> dict:
+def _table_row(row: FunctionCompiles, times: CompileTimes | None = None) -> FunctionRow:
+    found = FunctionRow(row.name, row.modules, row.eager, why(row), suggestion(row) or "", row.source or "")
     function = times.functions.get(row.name) if times else None
-    seconds = (
-        {}
-        if function is None
-        else {
-            "seconds": function.total_seconds,
-            "per_compile": ", ".join(_compile_cell(s, c) for s, c in zip(function.seconds, function.cache)),
-        }
-    )
-    return {
-        "function": row.name,
-        "compiles": row.modules,
-        "eager": row.eager,
-        **seconds,
-        "source": row.source or "",
-        "why": why(row),
-        "suggestion": suggestion(row) or "",
-    }
+    if function is not None:
+        found.seconds = function.total_seconds
+        found.per_compile = ", ".join(_compile_cell(s, c) for s, c in zip(function.seconds, function.cache))
+    return found
 
 
 def why(row: FunctionCompiles) -> str:
@@ -214,7 +235,7 @@ def why(row: FunctionCompiles) -> str:
     return "; ".join([*_unreadable(row), *causes_text(row.causes)])
 
 
-def _unreadable(row) -> list[str]:
+def _unreadable(row: FunctionCompiles) -> list[str]:
     """Compiles counted but not explained: their HLO file is damaged (named on stderr)."""
     n = row.unreadable
     return [f"{n} compile{'s' * (n != 1)} unreadable, not explained (see the skipped files)"] if n else []
@@ -225,24 +246,23 @@ def _compile_cell(seconds: float | None, cache: str | None) -> str:
     return "?" if seconds is None else f"{seconds:.2f}" + (" hit" if cache == "hit" else "")
 
 
-def _for_people(rows: list, times=None) -> list[dict]:
+def _for_people(rows: list[FunctionCompiles], times: CompileTimes | None = None) -> list[FunctionRow]:
     """The user's functions first (recompiled ones first), then the eager traffic folded into one row:
     an eager flood is one problem with one fix, not dozens."""
     user, eager = for_people(rows)
     people = [_table_row(r, times) for r in user]
     if eager is None:
         return people
-    folded = {
-        "function": f"eager ops ({len(eager.functions)} jax functions)",
-        "compiles": eager.compiles,
-        "eager": True,
-        "why": eager.summary(),
-        "suggestion": suggestion(eager.functions[0]) or "",
-    }
-    if times:
-        folded["seconds"] = sum(
-            times.functions[r.name].total_seconds for r in eager.functions if r.name in times.functions
-        )
+    folded = FunctionRow(
+        f"eager ops ({len(eager.functions)} jax functions)",
+        eager.compiles,
+        True,
+        eager.summary(),
+        suggestion(eager.functions[0]) or "",
+    )
+    timed = [f.total_seconds for r in eager.functions if times and (f := times.functions.get(r.name))]
+    known = [s for s in timed if s is not None]
+    folded.seconds = sum(known) if known else None  # no eager compile timed: unknown, not 0
     return [*people, folded]
 
 

@@ -8,11 +8,13 @@ from xlainspect.report.causes import (
     parameter_text,
     signature_detail,
 )
-from xlainspect.report.document import Document, Heading, Lines, Table, record
+from xlainspect.report.document import Block, Document, Heading, Lines, Table, record
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from xlainspect.analysis.commands.diff import DiffReport
-    from xlainspect.analysis.diff import Regression
+    from xlainspect.analysis.diff import CountDelta, FunctionDiff, Regression, SignatureChange
 
 
 def diff_document(report: DiffReport, *, show_all: bool = False, gate: bool = False) -> Document:
@@ -20,14 +22,14 @@ def diff_document(report: DiffReport, *, show_all: bool = False, gate: bool = Fa
     fusion kinds and custom-call targets that differ; CSV: every function's metrics (`CSV_COLUMNS`).
     `gate`: regressions fail it."""
     shown = [r for r in report.functions if show_all or r.status != "unchanged"]
-    data = {
+    data: dict[str, object] = {
         "a": str(report.a),
         "b": str(report.b),
         "functions": [_function_json(r) for r in report.functions],
         "regressions": [regression_text(r) for r in report.regressions],
     }
     summary = _diff_summary(report.functions)
-    blocks: list = [Lines(summary)]
+    blocks: list[Block] = [Lines(summary)]
     for row in shown:
         blocks.append(Heading(_heading(row)))
         blocks += _sections(row)
@@ -63,10 +65,10 @@ def regression_text(found: Regression) -> str:
     return f"{found.function}: {metric.name} {metric.a:,} -> {metric.b:,} ({amount}), {over}"
 
 
-def _function_json(row) -> dict:
+def _function_json(row: FunctionDiff) -> dict[str, object]:
     """`metrics` {name: {a, b, delta, change}}, `ops` {opcode: {a, b, delta}}, `signature` [changes]."""
 
-    def counts(deltas):
+    def counts(deltas: Sequence[CountDelta]) -> dict[str, dict[str, int]]:
         return {d.key: {"a": d.a, "b": d.b, "delta": d.delta} for d in deltas}
 
     return {
@@ -81,7 +83,7 @@ def _function_json(row) -> dict:
     }
 
 
-def _sections(row) -> list[Table]:
+def _sections(row: FunctionDiff) -> list[Table]:
     """The non-empty tables describing one function's changes (cells as text: signed deltas, percents)."""
     metrics = [m for m in row.metrics if m.a != m.b or m.name == "modules" or row.status != "changed"]
     figures = ("A", "B", "delta", "change %")
@@ -95,7 +97,7 @@ def _sections(row) -> list[Table]:
         Table(
             "signature",
             ("parameter", "kind", "A", "B", "detail"),
-            tuple((parameter_text(s.kind, s.parameter), s.kind, s.a, s.b, _signature_detail(s)) for s in row.signature),
+            tuple((_parameter(s), s.kind, _side(s.a), _side(s.b), _signature_detail(s)) for s in row.signature),
             right=("A", "B"),
         ),
     ]
@@ -109,24 +111,36 @@ def _sections(row) -> list[Table]:
     return [s for s in sections if s.rows]
 
 
-def _signature_detail(change) -> str:
+def _signature_detail(change: SignatureChange) -> str:
     sizes = f"{_number(change.a_bytes)} -> {_number(change.b_bytes)} bytes" if change.a_bytes is not None else ""
     return "; ".join(part for part in (_signature_why(change), sizes) if part)
 
 
-def _signature_why(change) -> str:
+def _signature_why(change: SignatureChange) -> str:
     """The change's reason in count-recompiles' words, else the dims that vary (`dim 0`)."""
     dims = f"dim {', '.join(map(str, change.dims))}" if change.dims else ""
     return signature_detail(change.reason) or dims
 
 
-def _signature_record(change) -> dict:
+def _signature_record(change: SignatureChange) -> dict[str, object]:
     """A signature change's JSON: its fields, the parameter and the detail (in place of the dims) in words."""
-    found = {("detail" if k == "dims" else k): v for k, v in record(change).items()}
-    return found | {"parameter": parameter_text(change.kind, change.parameter), "detail": _signature_why(change)}
+    fields: dict[str, object] = record(change)
+    found = {("detail" if k == "dims" else k): v for k, v in fields.items()}
+    worded = {"parameter": _parameter(change), "a": _side(change.a), "b": _side(change.b)}
+    return found | worded | {"detail": _signature_why(change)}
 
 
-def _diff_summary(rows) -> str:
+def _parameter(change: SignatureChange) -> str | None:
+    """The parameter a change is of, as count-recompiles prints it, or `(result)` for the entry's result."""
+    return "(result)" if change.parameter is None else parameter_text(change.kind, change.parameter)
+
+
+def _side(value: str | None) -> str:
+    """One side's value; `(none)` where that side has no `sharding=`."""
+    return "(none)" if value is None else value
+
+
+def _diff_summary(rows: Sequence[FunctionDiff]) -> str:
     counts = {
         status: sum(1 for r in rows if r.status == status)
         for status in ("changed", "unchanged", "only_a", "only_b", "unknown")
@@ -138,7 +152,7 @@ def _diff_summary(rows) -> str:
     )
 
 
-def _heading(row) -> str:
+def _heading(row: FunctionDiff) -> str:
     where = {"only_a": " (only in A)", "only_b": " (only in B)"}.get(row.status, "")
     unknown = f" (unknown: {', '.join(row.unreadable)} did not parse)" if row.unreadable else ""
     return f"{row.name}{where}{unknown}"

@@ -3,6 +3,7 @@ first three."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from xlainspect.analysis.collectives import Collective, CollectiveTotal, collective_totals
@@ -10,7 +11,7 @@ from xlainspect.analysis.commands.report import DumpFacts
 from xlainspect.analysis.copies import Copy, CopyTotal, copy_totals
 from xlainspect.analysis.fusions import Fusion, FusionKindTotal, fusion_kind_totals
 from xlainspect.analysis.ops import FunctionOpCount, OpCount
-from xlainspect.report.document import Document, Lines, fields, record, records, table
+from xlainspect.report.document import Block, Document, Lines, Table, fields, record, records, table
 from xlainspect.report.sections import Finding, Section, largest
 from xlainspect.report.sections import table as section_table
 from xlainspect.report.views.cost import duration
@@ -70,18 +71,23 @@ COLLECTIVE_COLUMNS = (
 
 
 def _rows_and_totals(
-    key: str, rows: list, totals: list, types: tuple[type, type], shown: tuple[str, ...], extra: dict | None = None
+    key: str,
+    rows: Sequence[object],
+    totals: Sequence[object],
+    types: tuple[type, type],
+    shown: tuple[str, ...],
+    extra: Mapping[str, object] | None = None,
 ) -> Document:
     """JSON `{key: rows, "totals": totals, ...}`; CSV the rows, every field of the row type (a header even
     with no rows); tables the rows (fewer columns) and the totals. No rows (`collectives` of a program on
     one device): a terminal reads one sentence, not empty tables; Markdown writes it over the header."""
     row_type, total_type = types
-    data = {key: [json_record(r) for r in records(rows)], "totals": records(totals), **(extra or {})}
+    data: dict[str, object] = {key: [json_record(r) for r in records(rows)], "totals": records(totals), **(extra or {})}
     csv = table(None, rows, fields(row_type))
     if not rows:
         none = table(f"no {key} in the modules read", rows, shown)
         return Document(data, [Lines(str(none.title))], csv=csv, markdown=[none])
-    blocks = [table(key, rows, shown), table("totals", totals, fields(total_type))]
+    blocks: list[Block] = [table(key, rows, shown), table("totals", totals, fields(total_type))]
     return Document(data, blocks, csv=csv)
 
 
@@ -131,11 +137,14 @@ def ops_document(report: OpsReport) -> Document:
 def fusions_section(source: DumpFacts) -> Section:
     """fusions: totals per kind, the largest fusions, and compute ops left outside fusions."""
     rows = [fusion for f in source.facts for fusion in f.fusions]
-    unfused = [
-        (f.label, sum(f.unfused.values()), " ".join(f"{k}:{n}" for k, n in f.unfused.items()))
-        for f in source.facts
-        if f.unfused
-    ]
+    unfused = sorted(
+        [
+            (f.label, sum(f.unfused.values()), " ".join(f"{k}:{n}" for k, n in f.unfused.items()))
+            for f in source.facts
+            if f.unfused
+        ],
+        key=lambda u: -u[1],
+    )
     kinds = section_table(
         "fusions per kind",
         fields(FusionKindTotal),
@@ -154,7 +163,7 @@ def fusions_section(source: DumpFacts) -> Section:
     outside = section_table(
         "compute ops outside fusions",
         ("module", "ops", "opcodes"),
-        sorted(unfused, key=lambda u: -u[1]),
+        unfused,
         "xlainspect fusions",
     )
     intro = f"{len(rows):,} fusions; {sum(u[1] for u in unfused):,} compute ops outside fusions."
@@ -165,6 +174,7 @@ def copies_section(source: DumpFacts) -> Section:
     """copies: bytes moved per module and the largest copies."""
     rows = [c for f in source.facts for c in f.copies]
     totals = copy_totals(rows)
+    largest_first = sorted(rows, key=lambda c: -c.bytes)
     findings = [
         Finding("copies", f"{t.module}: {t.kind} x{t.count} moves {t.bytes:,} bytes", t.bytes, "bytes")
         for t in largest(totals, lambda t: t.bytes)
@@ -183,7 +193,7 @@ def copies_section(source: DumpFacts) -> Section:
             section_table(
                 "largest copies",
                 ("module", "name", "kind", "from_layout", "to_layout", "memory_space_change", "bytes", "op_name"),
-                sorted(rows, key=lambda c: -c.bytes),
+                largest_first,
                 "xlainspect copies lists every copy",
             ),
         ],
@@ -237,13 +247,13 @@ _MEASURED = ("wait_seconds", "transfer_seconds", "exposed_seconds")
 """What a profile adds to a collective's row: per execution, the mean over devices (`views.hosts`)."""
 
 
-def _collectives_table(source: DumpFacts, rows: list[Collective]):
+def _collectives_table(source: DumpFacts, rows: list[Collective]) -> Table:
     """Every collective; with a profile that ran them, its wait, transfer and exposed time."""
     what = "xlainspect collectives lists every collective"
     measured = measured_collectives(source.job)
     if not measured:
         return section_table("collectives", _COLLECTIVE_COLUMNS, rows, what)
-    found = []
+    found: list[dict[str, object]] = []
     for row in rows:
         times = measured.get((row.module.rpartition("/")[2], row.name))
         found.append(record(row) | ({k: duration(v) for k, v in zip(_MEASURED, times)} if times else {}))

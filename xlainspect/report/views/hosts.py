@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from xlainspect.analysis.job import STRAGGLER_SHARE
+from xlainspect.analysis.job import DUMP_FALLBACK, DUMP_WHOLE, STRAGGLER_SHARE
 from xlainspect.report.document import Block, Document, Lines, Table, record, records, table
 from xlainspect.report.sections import A_STEP, Finding, Section
 from xlainspect.report.sections import table as section_table
@@ -83,18 +83,17 @@ def hosts_data(job: JobReport) -> dict[str, object]:
         "collectives": records(job.collectives),
         "straggler": None if job.straggler is None else record(job.straggler) | {"said": straggler_text(job)},
         "clock": record(job.clock) | {"method_said": clock_text(job.clock)},
+        "ops_host": job.ops_host,
+        "ops_host_said": ops_host_text(job),
     }
 
 
 def hosts_blocks(job: JobReport) -> list[Table | Lines]:
     """Per-host step bars and the straggler sentence, the hosts' and devices' rows, the collectives'."""
     units = job.hosts if len(job.hosts) > 1 else job.devices
-    lines = [*_bars(units), "", straggler_text(job), clock_text(job.clock)]
+    lines = [*_bars(units), "", straggler_text(job), clock_text(job.clock), *dump_lines(job)]
     if len(job.hosts) > 1:
-        lines.append(
-            f"The ops, steps and compiles below are {job.hosts[0].host}'s (every host runs the same program); "
-            "the rows here and JSON's hosts, devices and collectives cover every host."
-        )
+        lines.append(ops_host_text(job) + " The rows here and JSON's hosts, devices and collectives cover every host.")
     title = f"{len(job.hosts)} host(s), {len(job.devices)} device(s): per step without a compile (median)"
     return [
         Lines("\n".join(lines)),
@@ -105,6 +104,23 @@ def hosts_blocks(job: JobReport) -> list[Table | Lines]:
             COLLECTIVE_COLUMNS,
         ),
     ]
+
+
+def ops_host_text(job: JobReport) -> str:
+    """Whose ops, steps, compiles and timeline the profile shows."""
+    shown = f"The profile's step headline, ops, steps, compiles and timeline are {job.ops_host}'s"
+    if len(job.hosts) < 2:
+        return f"{shown}, the one host's."
+    found = job.straggler
+    if found is not None and found.name == job.ops_host:
+        return (
+            f"{shown}, the straggler's: what it runs is what the other hosts wait for (their collectives' time "
+            "is mostly waiting for it)."
+        )
+    return (
+        f"{shown}, the first host's (no host stands out); a collective's wait_seconds is its wait for the "
+        "last peer, the rest of its time moving data."
+    )
 
 
 def straggler_text(job: JobReport) -> str:
@@ -154,6 +170,25 @@ def clock_text(clock: ClockAlignment) -> str:
         "collective execution is shared)",
     }[clock.method]
     return f"Clocks aligned to {next(iter(clock.offsets))}'s by {how}, over {clock.shared} shared: {offsets}."
+
+
+def dump_lines(job: JobReport) -> list[str]:
+    """Which part of the `--dump` the hosts joined, where the dump has a folder per host."""
+    if all(row.dump_match in (None, DUMP_WHOLE) for row in job.hosts):
+        return []
+    missing = [row.host for row in job.hosts if row.dump_match == DUMP_FALLBACK]
+    if len(missing) == len(job.hosts):
+        return [
+            "Dump: no host folder has a host's name: every host joined the whole dump (a module in several "
+            "folders: the first folder's)."
+        ]
+    line = "Dump: each host's ops joined its own folder of the dump"
+    if missing:
+        line += (
+            f"; {', '.join(missing)} had no folder of its name and joined the whole dump (a module in several "
+            "folders: the first folder's)"
+        )
+    return [line + "."]
 
 
 def _bars(units: list[UnitRow]) -> list[str]:
@@ -219,7 +254,7 @@ def hosts_section(source: DumpFacts) -> Section | None:
     return Section(
         "hosts",
         "Hosts",
-        f"{straggler_text(job)} {clock_text(job.clock)}",
+        " ".join([straggler_text(job), clock_text(job.clock), *dump_lines(job), ops_host_text(job)]),
         [
             section_table(
                 "median step per host (# waiting in collectives, = other device work, . idle)",

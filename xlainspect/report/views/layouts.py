@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING
 from xlainspect.analysis.commands.report import DumpFacts
 from xlainspect.analysis.layouts import ArrayLayout, LedgerView, PaddingRow, PaddingTotal, TileStep, ledger_totals
 from xlainspect.layout import DimPadding
-from xlainspect.report.document import Document, Lines, fields, record, records, table
+from xlainspect.report.document import Block, Document, Lines, fields, record, records, table
 from xlainspect.report.sections import Finding, Section, largest
 from xlainspect.report.sections import table as section_table
 
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.layouts import LayoutsReport
-    from xlainspect.analysis.layouts import ArrayLayout
 
 
 def layout_document(arrays: list[ArrayLayout]) -> Document:
@@ -26,9 +25,9 @@ def layout_document(arrays: list[ArrayLayout]) -> Document:
     return Document(worded, [Lines(_describe(a)) for a in arrays], csv=rows, markdown=[rows])
 
 
-def layout_record(array: ArrayLayout) -> dict:
+def layout_record(array: ArrayLayout) -> dict[str, object]:
     """An array's fields with its tiling levels and notes in words and its first tile drawn."""
-    found = record(array)
+    found: dict[str, object] = record(array)
     del found["split"], found["platform"]
     found["tile_steps"] = tile_steps_text(array)
     return found | {"notes": layout_notes(array), "picture": tile_picture(array.padding)}
@@ -133,7 +132,7 @@ def layouts_document(report: LayoutsReport) -> Document:
         "functions": records(report.functions),
     }
     caption = ledger_caption(view)
-    blocks: list = [table(caption, view.values, LEDGER_COLUMNS)] if view.values else [Lines(caption)]
+    blocks: list[Block] = [table(caption, view.values, LEDGER_COLUMNS)] if view.values else [Lines(caption)]
     blocks.append(table("per function", view.functions, totals))
     if view.modules:
         blocks.append(table("per module (those losing bytes to padding)", view.modules, totals))

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from xlainspect.analysis.commands.report import DumpFacts
-from xlainspect.report.document import Document, record, table
+from xlainspect.report.document import Block, Document, record, table
 from xlainspect.report.sections import Finding, Section, largest
 from xlainspect.report.sections import table as section_table
 
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.memory import MemoryReport
-    from xlainspect.analysis.memory import ModuleMemory
+    from xlainspect.analysis.memory import ModuleMemory, PeakBuffer
 
 
 _MEMORY_COLUMNS = (
@@ -51,8 +51,8 @@ def memory_document(report: MemoryReport) -> Document:
     summaries = [_memory_summary(r) for r in report.modules]
     title = "Memory per module (bytes)"
     data = {"modules": [memory_record(r) for r in report.modules]}
-    blocks: list = [table(title, summaries, _MEMORY_COMPACT)]
-    markdown: list = [table(title, summaries, _MEMORY_COLUMNS)]
+    blocks: list[Block] = [table(title, summaries, _MEMORY_COMPACT)]
+    markdown: list[Block] = [table(title, summaries, _MEMORY_COLUMNS)]
     for row in report.modules:
         if row.top:
             peak = f"{row.module}: live at the peak (point {row.peak_time}, {row.peak_instruction or 'end'})"
@@ -61,7 +61,7 @@ def memory_document(report: MemoryReport) -> Document:
     return Document(data, blocks, csv=table(title, summaries, _MEMORY_COLUMNS), markdown=markdown)
 
 
-def _memory_summary(row) -> dict:
+def _memory_summary(row: ModuleMemory) -> dict[str, object]:
     return {
         "module": row.module,
         "function": row.function,
@@ -82,7 +82,7 @@ def memory_record(row: ModuleMemory) -> dict[str, Any]:
     return document
 
 
-def _bars(buffers) -> list[dict]:
+def _bars(buffers: tuple[PeakBuffer, ...]) -> list[dict[str, object]]:
     """The biggest buffers live at the peak as horizontal bars, sized against the biggest."""
     biggest = max(b.bytes for b in buffers) or 1
     return [
@@ -120,7 +120,7 @@ def memory_section(source: DumpFacts) -> Section | None:
         Finding(
             "memory",
             f"{r.module} peaks at {r.peak_bytes:,} bytes at {r.peak_instruction or 'the end'}",
-            r.peak_bytes,
+            r.peak_bytes or 0,  # `largest` keeps nonzero peaks only
             "bytes",
         )
         for r in largest(peaks, lambda r: r.peak_bytes or 0)

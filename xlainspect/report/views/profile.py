@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.profile.model import CATEGORIES, ProfileNote
-from xlainspect.report.document import Document, Lines, Table, record, records, table
+from xlainspect.report.document import Block, Document, Lines, Table, record, records, table
 from xlainspect.report.views.cost import duration, readable
 
 if TYPE_CHECKING:
     from xlainspect.analysis.profile import ProfileReport, StepSummary, StepTime, Unplaced
     from xlainspect.analysis.profile.compiles import CompileEvent
+    from xlainspect.analysis.profile.model import FunctionTime, OpTime
 
 STEP_COLUMNS = (
     "number",
@@ -48,7 +49,7 @@ def step_source_text(report: ProfileReport) -> str:
     return f"executions of {report.step_function}, {how}"
 
 
-def unplaced_record(unplaced: Unplaced) -> dict:
+def unplaced_record(unplaced: Unplaced) -> dict[str, object]:
     """An unplaced row's fields, its reason in words."""
     return record(unplaced) | {"reason": not_placed_text(unplaced)}
 
@@ -153,11 +154,12 @@ def idle_advice(cause: str, step: StepTime, function: str | None) -> str:
     return f"{duration(compiling)} of the step compiles; find why with count-recompiles and compile once"
 
 
-def step_row(step: StepTime) -> dict:
+def step_row(step: StepTime) -> dict[str, object]:
     """A step as a table row: its figures and its breakdown, one column per category."""
     row = {column: getattr(step, column) for column in STEP_COLUMNS}
     parts = {category: duration(seconds) if seconds else "" for category, seconds in step.breakdown.items()}
-    return readable(row) | parts | {"host_ran": ", ".join(list(step.host)[:HOST_SHOWN])}
+    worded: dict[str, object] = readable(row)
+    return worded | parts | {"host_ran": ", ".join(list(step.host)[:HOST_SHOWN])}
 
 
 PROFILE_OP_COLUMNS = (
@@ -167,7 +169,9 @@ PROFILE_OP_COLUMNS = (
     "kernels",
     "kernels_per_step",
     "total_seconds",
+    "wait_seconds",
     "seconds_per_step",
+    "wait_seconds_per_step",
     "min_kernel_seconds",
     "median_kernel_seconds",
     "max_kernel_seconds",
@@ -189,7 +193,11 @@ PROFILE_OP_COLUMNS = (
 )
 """A name ending `_per_step` is over the steps the op's module (the compiled function it is in) ran in;
 `_per_execution`, over its executions (a library call of several kernels is one); `kernel_`, one kernel;
-`total_`/`lost_seconds` and `executions_in_trace`, the whole trace."""
+`total_`/`lost_seconds` and `executions_in_trace`, the whole trace. `wait_seconds` (a collective's, in a
+job of several devices): of its time, the wait for the last peer."""
+
+_WAIT_ONLY = ("wait_seconds", "wait_seconds_per_step")
+"""Shown where some op is a collective of a job (`OpTime.wait_seconds`)."""
 
 
 _PROFILE_OP_COMPACT = (
@@ -198,6 +206,7 @@ _PROFILE_OP_COMPACT = (
     "kind",
     "kernels_per_step",
     "seconds_per_step",
+    "wait_seconds_per_step",
     "seconds_per_execution",
     "step_share",
     "roofline_seconds",
@@ -218,19 +227,11 @@ _COST_ONLY = (
 )
 
 
-_COMPILE_COLUMNS = (
-    "name",
-    "function",
-    "module",
-    "start_seconds",
-    "seconds",
-    "step",
-    "thread",
-    "jax_seconds",
-    "passes_seconds",
-    "autotuning_seconds",
-    "codegen_seconds",
-)
+_PHASE_COLUMNS = ("jax_seconds", "passes_seconds", "autotuning_seconds", "codegen_seconds")
+"""A compile's phases (`CompilePhases`) as columns of its row."""
+
+
+_COMPILE_COLUMNS = ("name", "function", "module", "start_seconds", "seconds", "step", "thread", *_PHASE_COLUMNS)
 
 
 _FUNCTION_COLUMNS = ("function", "modules", "kernels", "seconds", "seconds_per_step")
@@ -252,11 +253,11 @@ def profile_document(
     """JSON: steps, functions, the `top` ops, placement, autotuning and every compile with its phases;
     tables: ops (cost columns only where a dump gave costs), steps, functions, compiles; `phases`: each
     compile's time by phase instead. `late`: compiles after step `after`, each a failed gate."""
-    ops = [record(op) for op in report.ops[:top]]
+    ops: list[dict[str, object]] = [record(op) for op in report.ops[:top]]
     compiles = [record(c) for c in report.compiles]
     violations = [_late_message(c) for c in late or []]
     placed, kernels = report.placed
-    data = {
+    data: dict[str, object] = {
         "paths": report.paths,
         "step_seconds": report.step_summary.step_seconds if report.step_summary else None,
         "step_summary": record(report.step_summary),
@@ -277,16 +278,19 @@ def profile_document(
     def op_table(columns: tuple[str, ...]) -> Table:
         if not report.joined:  # no dump: the cost columns would be empty
             columns = tuple(c for c in columns if c not in _COST_ONLY)
-        return table(_profile_title(report), [_op_for_people(op) for op in ops], columns)
+        if all(op.wait_seconds is None for op in report.ops):
+            columns = tuple(c for c in columns if c not in _WAIT_ONLY)
+        return table(_profile_title(report), people, columns)
 
     compile_rows = [_timed(_compile_row(c)) for c in report.compiles]
     compile_table = table(f"{len(compiles)} compile(s) in the trace", compile_rows, _COMPILE_COLUMNS)
     notes = [f"note: {note_text(n)}" for n in report.notes] + [f"compiled after step {after}: {v}" for v in violations]
     if phases:
-        blocks: list = [compile_table, *_phase_tables(report)]
+        blocks: list[Block] = [compile_table, *_phase_tables(report)]
         return Document(
             data, blocks, csv=table(None, compile_rows, _COMPILE_COLUMNS), notes=notes, gate_failed=bool(violations)
         )
+    people = [_op_for_people(op, row) for op, row in zip(report.ops, ops)]
     summary = _profile_summary(report)
     headline = step_headline(report)
     first = [Lines(headline)] if headline else []
@@ -302,7 +306,7 @@ def profile_document(
     )
 
 
-def _profile_summary(report: ProfileReport) -> list:
+def _profile_summary(report: ProfileReport) -> list[Block]:
     """Steps (busy and idle device time), functions' device time, where kernels were placed, autotuning."""
     steps = table(
         f"{len(report.steps)} step(s): {step_source_text(report)}; each step's wall by where it went",
@@ -327,7 +331,7 @@ def _profile_summary(report: ProfileReport) -> list:
     events, seconds = report.other_device
     if events:
         lines.append(f"device work of no function outside compiles (transfers): {events:,} events, {duration(seconds)}")
-    blocks: list = [steps, functions, Lines("\n".join(lines))]
+    blocks: list[Block] = [steps, functions, Lines("\n".join(lines))]
     if report.unplaced:
         rows = [_timed(unplaced_record(u)) for u in report.unplaced[:_UNPLACED_SHOWN]]
         more = len(report.unplaced) - len(rows)
@@ -336,34 +340,38 @@ def _profile_summary(report: ProfileReport) -> list:
     return blocks
 
 
-def _timed(row: dict) -> dict:
+def _timed(row: dict[str, object]) -> dict[str, object]:
     """`readable`, and a plain `seconds` column with its unit too."""
     seconds = row.get("seconds")
-    return readable(row) | ({"seconds": duration(seconds)} if isinstance(seconds, float) else {})
+    worded: dict[str, object] = readable(row)
+    return worded | ({"seconds": duration(seconds)} if isinstance(seconds, float) else {})
 
 
-def _function_row(function) -> dict:
-    row = record(function)
-    row.pop("seconds_by_step")
+def _function_row(function: FunctionTime) -> dict[str, object]:
+    row: dict[str, object] = record(function)
+    del row["seconds_by_step"]
     return row
 
 
-def _compile_row(compile_event) -> dict:
-    row = record(compile_event)
-    phases = row.pop("phases") or {}
-    for key in ("jax_seconds", "passes_seconds", "autotuning_seconds", "codegen_seconds"):
-        row[key] = phases.get(key)
-    return row
+def _compile_row(compile_event: CompileEvent) -> dict[str, object]:
+    """The compile's fields, its phases as columns (empty where the trace had none)."""
+    row: dict[str, object] = record(compile_event)
+    del row["phases"]
+    phases = compile_event.phases
+    if phases is None:
+        return row | dict.fromkeys(_PHASE_COLUMNS)
+    times = (phases.jax_seconds, phases.passes_seconds, phases.autotuning_seconds, phases.codegen_seconds)
+    return row | dict(zip(_PHASE_COLUMNS, times, strict=True))
 
 
-def _phase_tables(report: ProfileReport) -> list:
+def _phase_tables(report: ProfileReport) -> list[Block]:
     """One table per compile: its phases, its ten slowest passes and the fusions it tuned."""
-    blocks = []
+    blocks: list[Block] = []
     for index, event in enumerate(report.compiles):
         phases = event.phases
         if phases is None:
             continue
-        rows = [
+        rows: list[dict[str, object]] = [
             {"phase": "jax (tracing, lowering)", "seconds": phases.jax_seconds, "detail": ""},
             {"phase": "  lowering", "seconds": phases.lowering_seconds, "detail": "lower_sharding_computation"},
             {"phase": "XLA passes", "seconds": phases.passes_seconds, "detail": ""},
@@ -397,11 +405,14 @@ def _late_message(compile_event: CompileEvent) -> str:
     )
 
 
-def _op_for_people(op: dict) -> dict:
-    """Seconds with units, and the share and efficiency as percentages (an op on CPU against a GPU's
-    roofline is at 0.01%: two decimals would print 0.00)."""
-    shares = {k: f"{op[k] * 100:.3g}%" for k in ("step_share", "efficiency") if op[k] is not None}
-    return readable(op) | shares
+def _op_for_people(op: OpTime, row: dict[str, object]) -> dict[str, object]:
+    """The op's row (`record(op)`) with seconds in units, and the share and efficiency as percentages (an op
+    on CPU against a GPU's roofline is at 0.01%: two decimals would print 0.00)."""
+    shares = {
+        k: f"{v * 100:.3g}%" for k, v in (("step_share", op.step_share), ("efficiency", op.efficiency)) if v is not None
+    }
+    worded: dict[str, object] = readable(row)
+    return worded | shares
 
 
 def _profile_title(report: ProfileReport) -> str:

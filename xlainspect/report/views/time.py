@@ -6,10 +6,12 @@ neighbourhood and source line) and the roofline. `profile` and `cost` word the s
 from __future__ import annotations
 
 from xlainspect.analysis.commands.report import DumpFacts, op_lines
+from xlainspect.analysis.copies import Copy
 from xlainspect.analysis.profile.model import CATEGORIES
 from xlainspect.analysis.timing import OpLoss, OpTiming, Timing, losses, run_seconds
 from xlainspect.report.sections import (
     A_STEP,
+    Chart,
     Finding,
     OpDetail,
     Roofline,
@@ -105,7 +107,10 @@ def time_section(source: DumpFacts) -> Section:
     ]
     findings = sorted(_idle_findings(t) + ops, key=rank)  # as the summary ranks them
     timed = [f for f in t.functions if f.seconds]
-    charts = _step_bars(source) + ([StepBreakdown(timed[:CHART_FUNCTIONS], len(timed))] if timed else [])
+    charts: list[Chart] = [
+        *_step_bars(source),
+        *([StepBreakdown(timed[:CHART_FUNCTIONS], len(timed))] if timed else []),
+    ]
     curves = {f.memory.module: f.memory for f in source.facts if f.memory is not None and f.memory.curve}
     top = max(peaks.values(), default=None)
     links = [(f"memory curve of {top[1]}, the peak", f"memory-{top[1]}")] if top and top[1] in curves else []
@@ -138,7 +143,8 @@ def _device(source: DumpFacts) -> str:
     """`GPU`, `TPU`, `CPU`: the platform the dump compiled the step's function for, else `device`."""
     summary = source.timing.step_summary
     platforms = {m.platform for m in source.dump.modules if summary is not None and m.name == summary.function}
-    return platforms.pop().upper() if len(platforms) == 1 and None not in platforms else "device"
+    only = platforms.pop() if len(platforms) == 1 else None
+    return only.upper() if only is not None else "device"
 
 
 def _idle_findings(t: Timing) -> list[Finding]:
@@ -211,7 +217,7 @@ ADVICE = {
 """What to do about an op, by `OpTiming.category` (padding says its share, below)."""
 
 
-def _loss_text(op: OpTiming, copy=None) -> str:
+def _loss_text(op: OpTiming, copy: Copy | None = None) -> str:
     """What the op loses and what to do about it; a copy as `copies` found it (`Copy`): one that moves
     a value between memory spaces or keeps its layout is no layout copy."""
     category = op.category
