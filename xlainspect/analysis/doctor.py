@@ -372,7 +372,7 @@ def _unreadable(path: Path) -> bool:
     """Whether a debug_options file cannot be read as text (one per host: read again, it is small)."""
     try:
         read_text(path)
-    except XlaInspectError:
+    except XlaInspectError:  # the caller names the file in the unreadable-files finding
         return True
     return False
 

@@ -91,7 +91,7 @@ def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -
             with scoped_reads(compiles):
                 found.functions += _function_rows(name, hosts, found.skipped)
         except XlaInspectError:
-            raise
+            raise  # bad input, not a bug: the command reports it (exit 2); a file that cannot be read is skipped
         except Exception as error:  # noqa: BLE001 (not bad input: a bug, named with a file it was reading)
             raise AnalysisBug(_where(compiles), error) from error
     return found

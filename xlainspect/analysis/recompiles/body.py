@@ -200,7 +200,7 @@ def _parsed_pieces(
             kept.append(piece)
     try:
         return [c for parsed in parse_hlo("".join(kept), runner=OWNED) for c in parsed.computations] if kept else []
-    except XlaInspectError:
+    except XlaInspectError:  # the pieces alone do not parse: the whole program is read, and skipped if bad
         try:
             return list(program(module).computations)
         except XlaInspectError as error:
