@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.files import read_bytes, read_first_line_and_tail, read_text
-from xlainspect.dump.headers import TAIL_BYTES, header_line
+from xlainspect.dump.headers import TAIL_BYTES, header_line, last_line
 from xlainspect.dump.names import classify, module_id
 from xlainspect.dump.selection import select_modules
 from xlainspect.errors import DumpError, XlaInspectError
@@ -402,3 +402,9 @@ def test_module_id_follows_xla_file_name_rule():
     assert module_id("module_0042.jit_f") == "module_0042"
     assert module_id("jit_f") is None
     assert module_id("module_12.jit_f") is None  # XLA pads the id to four digits
+
+
+def test_last_line_is_the_last_non_blank_one():
+    assert last_line(b"  ROOT %t = f32[] add(%a, %b)\n}\n\n") == b"}"
+    assert last_line(b"ENTRY %main {\n  ROOT %p = f32[] parameter(0)") == b"  ROOT %p = f32[] parameter(0)"
+    assert last_line(b"\n \n") == b""

@@ -21,7 +21,7 @@ from xlainspect.analysis.runner import analyse_each, remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import Dump, dump_of
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
-from xlainspect.dump.headers import TAIL_BYTES, closes_computation
+from xlainspect.dump.headers import TAIL_BYTES, closes_computation, last_line
 from xlainspect.dump.module import DumpModule
 from xlainspect.dump.names import AFTER_STAGES, DumpFile, classify
 from xlainspect.dump.scan import scan_dump
@@ -228,7 +228,7 @@ def _text_problem(first: bytes, tail: bytes, path: str) -> str | None:
         return "unreadable"
     if b"\x00" in tail:
         return "unreadable"
-    last = tail.rstrip().rsplit(b"\n", 1)[-1]
+    last = last_line(tail)
     if not last.strip():
         return "unreadable"
     return None if closes_computation(last) else "truncated"

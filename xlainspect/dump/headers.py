@@ -40,6 +40,11 @@ def checked_header_line(path: Path | str, first: bytes, tail: bytes) -> str:
     return line
 
 
+def last_line(tail: bytes) -> bytes:
+    """The last non-blank line of a file's last bytes (b"" where they are blank)."""
+    return tail.rstrip().rsplit(b"\n", 1)[-1]
+
+
 def closes_computation(last_line: bytes) -> bool:
     """Whether an HLO file's last non-blank line ends a computation (`}`), as every complete file's does."""
     return last_line.strip().startswith(b"}")
