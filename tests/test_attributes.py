@@ -22,6 +22,7 @@ from xlainspect.hlo.attributes import (
     print_dim_labels,
     print_integer,
     print_window,
+    sequence_element,
     single_literal_value,
 )
 from xlainspect.hlo.parser import parse_hlo
@@ -181,3 +182,11 @@ def test_channel_id_round_trips_and_absent_is_none():
     assert decode_channel_id(None) is None  # std::optional channel_id_, printed only when set
     with pytest.raises(ValueError, match="integer channel id"):
         decode_channel_id("five")
+
+
+def test_sequence_element_of_a_pytree_path():
+    # jax's keystr of a list leaf, as a parameter's op_name carries it (test strings)
+    assert sequence_element("data[3]") == ("data", 3)
+    assert sequence_element("state['opt'][0]") == ("state['opt']", 0)
+    assert sequence_element("data") is None
+    assert sequence_element("data[x]") is None

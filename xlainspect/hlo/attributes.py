@@ -109,6 +109,17 @@ def op_name_scopes(op_name: str | None) -> tuple[str, ...]:
     return tuple(op_name.split("/")) if op_name else ()
 
 
+_ELEMENT = re.compile(r"(?P<sequence>.*)\[(?P<index>\d+)\]")
+
+
+@functools.lru_cache(maxsize=65536)
+def sequence_element(op_name: str) -> tuple[str, int] | None:
+    """A parameter's op_name that ends in a sequence index (jax's pytree path, `data[3]`) -> ("data", 3);
+    None for any other name."""
+    match = _ELEMENT.fullmatch(op_name)
+    return (match["sequence"], int(match["index"])) if match else None
+
+
 def _int_or_none(text: str | None) -> int | None:
     return int(text) if text and text.lstrip("-").isdigit() else None
 

@@ -13,13 +13,9 @@ is kept) is a list that grew, a pytree change: not this cause.
 
 from __future__ import annotations
 
-import re
-
 from xlainspect.analysis.recompiles.model import Cause, Compiles
 from xlainspect.errors import XlaInspectError
-
-_ELEMENT = re.compile(r"(?P<sequence>.*)\[(?P<index>\d+)\]")
-"""A pytree path ending in a sequence index: `data[3]`, `opt_state[0]`."""
+from xlainspect.hlo.attributes import sequence_element
 
 Leaves = list[tuple[str, str]]
 """(op_name, element type) of each entry parameter, in parameter order."""
@@ -76,5 +72,5 @@ def _is_subsequence(variant: Leaves, widest: Leaves) -> bool:
 
 def _next_element(name: str, present: set[str]) -> bool:
     """`xs[3]` lacking where `xs[2]` is present: the sequence is shorter, not an argument unused."""
-    match = _ELEMENT.fullmatch(name)
-    return match is not None and f"{match['sequence']}[{int(match['index']) - 1}]" in present
+    element = sequence_element(name)
+    return element is not None and f"{element[0]}[{element[1] - 1}]" in present
