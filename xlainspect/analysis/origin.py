@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.errors import HloParseError, XlaInspectError
-from xlainspect.hlo.attributes import op_name_scopes
+from xlainspect.hlo.attributes import op_name_scopes, sequence_element
 from xlainspect.hlo.fastpath import entry_opcodes, op_names, stack_frame_ids, stack_frames
 from xlainspect.hlo.model import StackFrame
 
@@ -148,13 +148,15 @@ def _wraps_one_primitive(name: str, text: str) -> bool:
     primitive = name.removeprefix("jit_")
     names = set(op_names(text))
     if names:
-        return all(_traced_by(primitive, n) for n in names if not _PRIMITIVE_ARGUMENT.fullmatch(n))
+        return all(_traced_by(primitive, n) for n in names if not _primitive_argument(n))
     entry = entry_opcodes(text)
     return entry is not None and set(entry) <= {"parameter", "tuple"}
 
 
-_PRIMITIVE_ARGUMENT = re.compile(r"args\[\d+\]")
-"""The op_name jax gives a parameter of `prim_fun(*args)`: the path of one of its `*args`."""
+def _primitive_argument(op_name: str) -> bool:
+    """Whether an op_name is the one jax gives a parameter of `prim_fun(*args)`: `args[3]`, a path in its `*args`."""
+    element = sequence_element(op_name)
+    return element is not None and element[0] == "args"
 
 
 def _traced_by(primitive: str, op_name: str) -> bool:
