@@ -58,6 +58,18 @@ def test_mesh_axes_stay_opaque_but_give_the_group_size():
     assert decode_replica_groups("mesh['x'=2,'y'=4] {'x':(1)2}").group_size is None
 
 
+def test_mesh_groups_with_device_ids_give_the_group_size():
+    # jax 0.10.2's CPU fixture sharded_mesh, module_0002 all-gather: the mesh's devices in a transposed order
+    decoded = decode_replica_groups("mesh['axis_0'=1,'axis_1'=4,'axis_2'=2], device_ids=([2,4]T(1,0)) {'axis_1'}")
+    assert (decoded.form, decoded.num_groups, decoded.group_size) == ("mesh", 2, 4)
+
+
+@pytest.mark.parametrize("text", ["{{0,a}}", "{0,1}", "{{0,1},{2,3}", "[2,2]<[4]"])
+def test_replica_groups_xla_would_reject_are_a_value_error_not_zero_groups(text):
+    with pytest.raises(ValueError, match="expected replica groups"):
+        decode_replica_groups(text)
+
+
 def test_source_target_pairs():
     assert decode_source_target_pairs("{{0,1},{1,2},{2,3},{3,0}}") == ((0, 1), (1, 2), (2, 3), (3, 0))
     assert decode_source_target_pairs(None) == ()

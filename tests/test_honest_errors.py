@@ -120,3 +120,32 @@ def test_bad_input_stays_exit_2(cli, monkeypatch, capsys, tmp_path):
     with pytest.raises(SystemExit) as leaving:
         cli()
     assert leaving.value.code == 2 and "internal error" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("attributes", "message"),
+    [
+        ("channel_id=x, replica_groups={}", "expected an integer channel id, got 'x'"),
+        ("channel_id=1, replica_groups={{0,a}}", "expected replica groups"),
+    ],
+)
+def test_an_attribute_xla_would_reject_is_an_input_error_at_its_line(
+    tmp_path, monkeypatch, capsys, cli, attributes, message
+):
+    # HLO text in XLA's printed syntax (an all-reduce as hlo_instruction.cc prints it), one attribute damaged
+    path = tmp_path / "bad.txt"
+    path.write_text(
+        "HloModule m, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\n"
+        "%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+        "  ROOT %s = f32[] add(%a, %b)\n}\n\n"
+        "ENTRY %main (p: f32[4]) -> f32[4] {\n  %p = f32[4]{0} parameter(0)\n"
+        f"  ROOT %r = f32[4]{{0}} all-reduce(%p), {attributes}, to_apply=%add\n}}\n"
+    )
+    monkeypatch.setattr(sys, "argv", ["xlainspect", "--no-cache", "collectives", str(path)])
+    with pytest.raises(SystemExit) as exited:
+        cli()
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"{path}:11:3: cannot read r (all-reduce): {message}")
+    assert err[1] == f"  ROOT %r = f32[4]{{0}} all-reduce(%p), {attributes}, to_apply=%add"
+    assert err[2] == "  ^"

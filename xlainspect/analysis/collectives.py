@@ -30,6 +30,7 @@ from typing import cast
 
 from xlainspect.analysis.lookup import instruction_index, module_label, operand_shapes, users
 from xlainspect.analysis.rows import group_sums
+from xlainspect.errors import HloParseError
 from xlainspect.hlo.attributes import (
     ReplicaGroups,
     decode_channel_id,
@@ -151,8 +152,27 @@ def collectives(module: Module, *, count_executions: bool = True) -> list[Collec
                 counts = execution_counts(module) if count_executions else {}
             index = index if index is not None else instruction_index(computation)
             uses = uses if uses is not None else users(computation)
-            rows.append(_row(module, computation, instruction, kind, index, uses, counts.get(computation.name)))
+            rows.append(_read_row(module, computation, instruction, kind, index, uses, counts.get(computation.name)))
     return rows
+
+
+def _read_row(
+    module: Module,
+    computation: Computation,
+    instruction: Instruction,
+    kind: str,
+    index: dict[str, Instruction],
+    uses: dict[str, list[Instruction]],
+    executions: int | None,
+) -> Collective:
+    """`_row`, where an attribute XLA's parser would reject (`channel_id=x`, a replica group that is not
+    integers: the decoders' ValueError) is an input error at the instruction's line, not a bug."""
+    try:
+        return _row(module, computation, instruction, kind, index, uses, executions)
+    except ValueError as error:
+        raise HloParseError(
+            f"cannot read {instruction.name} ({instruction.opcode}): {error}", module.path, instruction.line
+        ) from None
 
 
 def _kind(module: Module, instruction: Instruction) -> str | None:

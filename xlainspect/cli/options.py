@@ -17,6 +17,7 @@ import typer
 from xlainspect.analysis.runner import Selection
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, emit, note
+from xlainspect.dump.files import located
 from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.storage import is_url, local
 from xlainspect.errors import UsageError, XlaInspectError
@@ -115,7 +116,7 @@ def user_errors() -> Generator[None]:
         note(error.worded(option))
         raise typer.Exit(EXIT_USAGE) from None
     except XlaInspectError as error:
-        note(str(error))
+        note(str(located(error)))
         raise typer.Exit(EXIT_USAGE) from None
     except (BrokenPipeError, KeyboardInterrupt):
         raise typer.Exit(EXIT_USAGE) from None

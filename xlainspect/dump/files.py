@@ -6,11 +6,12 @@ and Python's buffered file objects cost more to set up than such a file costs to
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import os
 from pathlib import Path
 
-from xlainspect.errors import DumpError
+from xlainspect.errors import DumpError, HloParseError, XlaInspectError
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -31,6 +32,22 @@ def read_bytes(path: Path | str) -> bytes:
 def read_text(path: Path | str) -> str:
     """The text of an HLO file (`.gz` is decompressed); DumpError when missing, binary or unreadable."""
     return decode_text(read_bytes(path), path)
+
+
+def located(error: XlaInspectError) -> XlaInspectError:
+    """An error an analysis raised at an instruction's line (`cannot count r (transpose)...`: the model
+    keeps each instruction's line, not its text) with that line read back from the file, and the caret at
+    the instruction's first character, as a parse error shows them; any other error as it is."""
+    if not isinstance(error, HloParseError) or error.source_line or error.path is None or error.column != 1:
+        return error
+    try:
+        lines = read_text(error.path).splitlines()
+    except XlaInspectError:
+        return error  # the file went away meanwhile: the message and its line number still say where
+    if not 0 < error.line <= len(lines):
+        return error
+    line = lines[error.line - 1]
+    return dataclasses.replace(error, source_line=line, column=len(line) - len(line.lstrip()) + 1)
 
 
 def decode_text(data: bytes, path: Path | str) -> str:

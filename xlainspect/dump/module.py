@@ -9,7 +9,7 @@ from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xlainspect.dump.files import decode_text, edges, read_bytes, read_edges
+from xlainspect.dump.files import decode_text, edges, located, read_bytes, read_edges
 from xlainspect.dump.headers import TAIL_BYTES, checked_header_line
 from xlainspect.dump.model_cache import parse_file
 from xlainspect.dump.names import AFTER_RANK, AFTER_STAGES, STAGE_ORDER, DumpFile
@@ -29,6 +29,7 @@ class SkippedFile:
     @classmethod
     def of(cls, path: Path, error: XlaInspectError) -> SkippedFile:
         """The file and the error's message (a parse error with its source line and caret)."""
+        error = located(error)
         return cls(path, error.render() if isinstance(error, HloParseError) else str(error))
 
     def add_to(self, skipped: list[SkippedFile]) -> None:

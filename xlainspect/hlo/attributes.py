@@ -191,8 +191,15 @@ class ReplicaGroups:
 
 
 _IOTA_GROUPS = re.compile(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
-_MESH_GROUPS = re.compile(r"mesh\[(?P<axes>[^\]]*)\]\s*\{(?P<used>[^}]*)\}")
+_MESH_GROUPS = re.compile(r"mesh\[(?P<axes>[^\]]*)\](?:,\s*device_ids=\((?:[^()]|\([^()]*\))*\))?\s*\{(?P<used>[^}]*)\}")
+"""`mesh['x'=2,'y'=4] {'y'}` (xla/hlo/ir/replica_group.cc, `MeshAxesReplicaGroupList::ToString`), with the
+mesh's `device_ids=([2,4]T(1,0))` where its devices are not in iota order: the order changes which devices
+are in a group, not the groups' size, which is all the mesh form is decoded to."""
 _MESH_AXIS = re.compile(r"'([^']+)'=(\d+)")
+
+
+_LIST_GROUPS = re.compile(r"\{\{[\d,]*\}(?:,\{[\d,]*\})*\}")
+"""Explicit groups as XLA prints them (`ReplicaGroupsToString`, spaces removed): `{{0,1},{2,3}}`."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -206,6 +213,8 @@ def decode_replica_groups(text: str | None) -> ReplicaGroups:
         return ReplicaGroups("iota", groups, len(groups), len(groups[0]))
     if mesh := _MESH_GROUPS.fullmatch(strip_comments(text or "").strip()):
         return _mesh_groups(mesh["axes"], mesh["used"])
+    if not _LIST_GROUPS.fullmatch(body):
+        raise ValueError("expected replica groups ({{0,1},{2,3}}, [2,2]<=[4] or mesh axes), got " + repr(text))
     groups = tuple(_index(g) for g in re.findall(r"\{([\d,]*)\}", body))
     return ReplicaGroups("list", groups, len(groups), len(groups[0]) if groups else None)
 
