@@ -27,3 +27,10 @@ def int_field(text: str, name: str) -> int | None:
     """The integer `name: N` of one text; None where it is absent or not an integer."""
     value = text_field([text], name)
     return int(value) if value is not None and value.removeprefix("-").isdecimal() else None
+
+
+def fields(text: str) -> dict[str, str]:
+    """Every `name: value` line of a text as printed (a string keeps its quotes), the last of a repeated
+    name: what a `debug_options` file sets, to compare two compiles' options."""
+    pairs = (line.partition(":") for line in text.splitlines() if ":" in line)
+    return {name.strip(): value.strip() for name, _, value in pairs}

@@ -191,7 +191,9 @@ class ReplicaGroups:
 
 
 _IOTA_GROUPS = re.compile(r"\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?")
-_MESH_GROUPS = re.compile(r"mesh\[(?P<axes>[^\]]*)\](?:,\s*device_ids=\((?:[^()]|\([^()]*\))*\))?\s*\{(?P<used>[^}]*)\}")
+_MESH_GROUPS = re.compile(
+    r"mesh\[(?P<axes>[^\]]*)\](?:,\s*device_ids=\((?:[^()]|\([^()]*\))*\))?\s*\{(?P<used>[^}]*)\}"
+)
 """`mesh['x'=2,'y'=4] {'y'}` (xla/hlo/ir/replica_group.cc, `MeshAxesReplicaGroupList::ToString`), with the
 mesh's `device_ids=([2,4]T(1,0))` where its devices are not in iota order: the order changes which devices
 are in a group, not the groups' size, which is all the mesh form is decoded to."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from xlainspect.analysis.recompiles.model import Cause, Compiles, file_bytes
+from xlainspect.dump.textproto import fields
 
 _NOT_FLAGS = ("xla_dump_", "xla_detailed_logging")
 """Options no user set: the dump's own, and the detailed logging jax turns off per module under
@@ -31,5 +32,5 @@ def flags(compiles: Compiles) -> list[Cause]:
 
 def _debug_options(text: bytes) -> dict[str, str]:
     """`key: value` lines of a debug_options file, without the dump's own flags (xla_dump_*)."""
-    pairs = (line.partition(":") for line in text.decode("utf-8", errors="replace").splitlines() if ":" in line)
-    return {k.strip(): v.strip() for k, _, v in pairs if not k.strip().startswith(_NOT_FLAGS)}
+    found = fields(text.decode("utf-8", errors="replace"))
+    return {name: value for name, value in found.items() if not name.startswith(_NOT_FLAGS)}
