@@ -174,3 +174,10 @@ def test_layout_cli_bad_input_exits_2_with_caret(text):
     result = runner.invoke(app, ["layout", text])
     assert result.exit_code == 2
     assert "^" in result.output and text in result.output
+
+
+def test_a_shape_less_its_element_type_as_a_layout_change_shows_it():
+    # XLA's printed shapes (shape_util.cc HumanStringWithLayout): TPU tiling and memory space kept
+    assert parse_shape("f32[8,128]{0,1}").dims_and_layout_text() == "[8,128]{0,1}"
+    assert parse_shape("bf16[8,128]{1,0:T(8,128)(2,1)S(1)}").dims_and_layout_text() == "[8,128]{1,0:T(8,128)(2,1)S(1)}"
+    assert parse_shape("f32[<=4,?]").dims_and_layout_text() == "[<=4,?]"

@@ -111,7 +111,12 @@ class Shape:
     def __str__(self) -> str:
         if self.is_tuple:
             return "(" + ", ".join(str(s) for s in self.tuple_shapes) + ")"
-        return f"{self.dtype}[{self._dims_text()}]" + (str(self.layout) if self.layout is not None else "")
+        return self.dtype + self.dims_and_layout_text()
+
+    def dims_and_layout_text(self) -> str:
+        """An array shape as XLA prints it less its element type, `[8,128]{1,0}`: what a layout change
+        shows (the dtype is the same on both sides)."""
+        return f"[{self._dims_text()}]" + (str(self.layout) if self.layout is not None else "")
 
 
 def tuple_shape(elements: tuple[Shape, ...]) -> Shape:

@@ -89,7 +89,7 @@ def _parameter_causes(index: int, shapes: list[Shape]) -> list[Cause]:
     if len({s.dims for s in shapes}) > 1:
         causes.append(shape_cause(parameter, index, shapes))
     elif len({str(s.layout) for s in shapes}) > 1:
-        values = tuple(str(s).split(s.dtype, 1)[-1] if s.is_array else str(s) for s in shapes)
+        values = tuple(s.dims_and_layout_text() if s.is_array else str(s) for s in shapes)
         spaces = {s.layout.memory_space if s.layout else 0 for s in shapes}
         causes.append(Cause("layout", parameter, index, values, reason="memory_space" if len(spaces) > 1 else None))
     return causes
