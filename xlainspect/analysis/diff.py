@@ -436,6 +436,8 @@ def _parameter_shardings(module: Module) -> dict[int, str]:
 
 
 _THRESHOLD = re.compile(r"^(?P<metric>[\w-]+)=(?P<value>\d+(?:\.\d+)?)(?P<percent>%?)$")
+"""The user's `max_increase` argument (`diff_report`'s, as the CLI's `--max-increase`), not HLO or dump text:
+the library takes the same strings as the command line, so it reads them."""
 
 
 def parse_threshold(text: str) -> Threshold:
