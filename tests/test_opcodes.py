@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from xlainspect.cli import app
 from xlainspect.dump.files import read_text
-from xlainspect.hlo.opcodes import is_known_opcode, unknown_opcodes
+from xlainspect.hlo.opcodes import is_known_opcode, name_opcode, unknown_opcodes
 from xlainspect.hlo.parser import parse_hlo
 
 
@@ -36,3 +36,10 @@ def test_unknown_opcode_and_attribute_parse_with_a_note(tmp_path):
     assert result.exit_code == 0
     assert f"{path},future,1,2,main" in result.stdout
     assert "note: opcodes unknown to xlainspect" in result.stderr and "warp-shuffle" in result.stderr
+
+
+def test_the_opcode_a_default_instruction_name_says():
+    # XLA's default names: the opcode, made unique with `.N` (names as jax 0.11's GPU dumps print them)
+    assert name_opcode("all-reduce-start.2") == "all-reduce-start"
+    assert name_opcode("fusion") == "fusion"
+    assert name_opcode("loop_add_fusion.1") == "loop_add_fusion"  # a name XLA's passes gave: itself

@@ -55,7 +55,7 @@ from xlainspect.analysis.job import (
 from xlainspect.analysis.profile import ProfileReport, profile
 from xlainspect.analysis.profile.breakdown import device_kind
 from xlainspect.analysis.profile.costs import embedded_modules
-from xlainspect.analysis.profile.events import dump_label, event_label, op_name, traced_modules
+from xlainspect.analysis.profile.events import dump_label, event_label, op_name, op_opcode, traced_modules
 from xlainspect.analysis.profile.model import IDLE_CAUSES, StepTime
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.module import SkippedFile
@@ -248,7 +248,7 @@ def collective_kind(event: TraceEvent, kind: str | None) -> str | None:
     """The collective an op event runs (as the step breakdown's `device_kind` decides): its kind from the
     HLO where costs are known, else XLA's default instruction name, which is its opcode (`all-reduce.3`,
     `all-gather-start`); an NCCL kernel without one is `nccl`."""
-    kind = kind or op_name(event).partition(".")[0]
+    kind = kind or op_opcode(event)
     if device_kind(event, kind) != "collectives":
         return None
     kind = kind.removesuffix("-start").removesuffix("-done")

@@ -42,3 +42,10 @@ def is_known_opcode(opcode: str) -> bool:
 def unknown_opcodes(opcodes: Iterable[str]) -> list[str]:
     """The opcodes (sorted, once each) that this list does not know: probably from a newer XLA."""
     return sorted({o for o in opcodes if not is_known_opcode(o)})
+
+
+def name_opcode(name: str) -> str:
+    """The opcode an instruction's default name starts with: XLA names an instruction `<opcode>.<n>` (the
+    opcode's string, made unique by `NameUniquer` with a `.N` suffix), so `all-reduce-start.2` ->
+    `all-reduce-start`; a name the program gave stands for itself up to its first `.`."""
+    return name.partition(".")[0]

@@ -38,7 +38,7 @@ from xlainspect.analysis.profile.compiles import (
     with_modules,
 )
 from xlainspect.analysis.profile.costs import dump_costs, embedded_modules, op_costs, op_time, per_module_run
-from xlainspect.analysis.profile.events import by_op, event_label, op_name
+from xlainspect.analysis.profile.events import by_op, event_label, op_name, op_opcode
 from xlainspect.analysis.profile.model import (
     Autotuning,
     FunctionTime,
@@ -116,7 +116,7 @@ def profile(
         if "hlo_op" not in event.stats:  # device work of no function: a memcpy, a memset
             return device_kind(event, None)
         cost = costs.get(event_label(event), {}).get(placed.get(id(event)) or op_name(event), None)
-        return device_kind(event, cost.kind if cost is not None else _opcode(event))
+        return device_kind(event, cost.kind if cost is not None else op_opcode(event))
 
     spans = [r.span for r in {id(r): r for r in runs.values()}.values() if len(r.events) > 1]
     measure_steps(steps, trace.events, marked, [*op_events, *other], kind_of, tuning, spans)
@@ -186,12 +186,6 @@ def _busiest(
             seconds[str(event.stats["hlo_module"])] += event.duration_ns
     busiest = max(seconds, key=seconds.__getitem__, default=None)
     return busiest if busiest is not None and seconds[busiest] > sum(seconds.values()) / 2 else None
-
-
-def _opcode(event: TraceEvent) -> str:
-    """The opcode an op's name starts with (XLA names an instruction `<opcode>.<n>`), for an op without
-    a cost row: `all-reduce-start.2` -> `all-reduce-start`."""
-    return op_name(event).partition(".")[0]
 
 
 def only_function(report: ProfileReport, function: str | None) -> ProfileReport:

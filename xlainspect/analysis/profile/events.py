@@ -7,6 +7,7 @@ from collections import defaultdict
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.module import DumpModule
 from xlainspect.dump.xplane import TraceEvent
+from xlainspect.hlo.opcodes import name_opcode
 
 
 def event_label(event: TraceEvent) -> str:
@@ -23,6 +24,11 @@ def module_label(program_id: int, name: str) -> str:
 def op_name(event: TraceEvent) -> str:
     """The op an annotation names: the last `::` segment of `hlo_op`."""
     return str(event.stats["hlo_op"]).rpartition("::")[2]
+
+
+def op_opcode(event: TraceEvent) -> str:
+    """The opcode the op's name says (`hlo.opcodes.name_opcode`), for an op without a cost row."""
+    return name_opcode(op_name(event))
 
 
 def by_op(op_events: list[TraceEvent], placed: dict[int, str | None]) -> dict[tuple[str, str, str], list[TraceEvent]]:
