@@ -152,23 +152,17 @@ def collectives(module: Module, *, count_executions: bool = True) -> list[Collec
                 counts = execution_counts(module) if count_executions else {}
             index = index if index is not None else instruction_index(computation)
             uses = uses if uses is not None else users(computation)
-            rows.append(_read_row(module, computation, instruction, kind, index, uses, counts.get(computation.name)))
+            executions = counts.get(computation.name)
+            row = functools.partial(_row, module, computation, instruction, kind, index, uses, executions)
+            rows.append(_at_line(module, instruction, row))
     return rows
 
 
-def _read_row(
-    module: Module,
-    computation: Computation,
-    instruction: Instruction,
-    kind: str,
-    index: dict[str, Instruction],
-    uses: dict[str, list[Instruction]],
-    executions: int | None,
-) -> Collective:
-    """`_row`, where an attribute XLA's parser would reject (`channel_id=x`, a replica group that is not
+def _at_line(module: Module, instruction: Instruction, read: Callable[[], Collective]) -> Collective:
+    """`read()`, where an attribute XLA's parser would reject (`channel_id=x`, a replica group that is not
     integers: the decoders' ValueError) is an input error at the instruction's line, not a bug."""
     try:
-        return _row(module, computation, instruction, kind, index, uses, executions)
+        return read()
     except ValueError as error:
         raise HloParseError(
             f"cannot read {instruction.name} ({instruction.opcode}): {error}", module.path, instruction.line
