@@ -16,7 +16,7 @@ from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.files import read_bytes, read_first_line_and_tail, read_text
 from xlainspect.dump.headers import TAIL_BYTES, header_line, last_line
-from xlainspect.dump.names import classify, module_id
+from xlainspect.dump.names import classify, file_module_id
 from xlainspect.dump.selection import select_modules
 from xlainspect.errors import DumpError, XlaInspectError
 
@@ -398,10 +398,11 @@ def test_first_line_and_tail_at_every_size(tmp_path, size, gzipped):
 
 def test_module_id_follows_xla_file_name_rule():
     # dump.cc's FilenameFor: `module_%04d.` then the module name; test strings, not real files
-    assert module_id("module_0029.jit_f.sm_9.0_gpu_after_optimizations.txt") == "module_0029"
-    assert module_id("module_0042.jit_f") == "module_0042"
-    assert module_id("jit_f") is None
-    assert module_id("module_12.jit_f") is None  # XLA pads the id to four digits
+    assert file_module_id("module_0029.jit_f.sm_9.0_gpu_after_optimizations.txt") == 29
+    assert file_module_id("module_0042.jit_f") == 42
+    assert file_module_id("module_146159.jit_mlp") == 146159  # past four digits, as %04d prints them
+    assert file_module_id("jit_f") is None
+    assert file_module_id("module_12.jit_f") is None  # XLA pads the id to four digits
 
 
 def test_last_line_is_the_last_non_blank_one():

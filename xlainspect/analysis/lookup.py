@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from pathlib import PurePath
 
-from xlainspect.dump.names import module_id
+from xlainspect.dump.names import file_module_id
 from xlainspect.graph import module_calls, reachable
 from xlainspect.hlo.model import Computation, Instruction, Module
 from xlainspect.hlo.shape import Shape
@@ -25,8 +25,8 @@ def module_label(module: Module) -> str:
 def file_label(path: str | None, name: str) -> str:
     """`module_0029.jit_layouts` when `path` is a dump file, else `name`. Memoised: every row an
     analysis finds is labelled with its module."""
-    number = module_id(PurePath(path).name) if path else None
-    return f"{number}.{name}" if number else name
+    number = file_module_id(PurePath(path).name) if path else None
+    return name if number is None else f"module_{number:04d}.{name}"
 
 
 def control_flow_computations(module: Module) -> list[str]:

@@ -166,11 +166,11 @@ def classify(path: str | os.PathLike[str], host: str = "") -> DumpFile | None:
     return None if match is None else classified(match, location, host)
 
 
-def module_id(name: str) -> str | None:
-    """The `module_0029` a dump file's name (or a label `module_0029.jit_f`) starts with, by XLA's file-name
-    rule (`MODULE_FILE`, the `module_%04d` of dump.cc's FilenameFor); None for any other name."""
+def file_module_id(name: str) -> int | None:
+    """The module id a dump file's name (or a label `module_0029.jit_f`) starts with, by XLA's file-name
+    rule (`MODULE_FILE`, the `module_%04d` of dump.cc's FilenameFor): 29; None for any other name."""
     match = MODULE_FILE.match(name)
-    return f"module_{match['id']}" if match else None
+    return int(match["id"]) if match else None
 
 
 def in_folder(location: str, host: str, folder: DumpFile) -> DumpFile:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.profile.events import event_label, outermost
-from xlainspect.dump.names import module_id
+from xlainspect.dump.names import file_module_id
 from xlainspect.dump.xplane import TraceEvent
 
 if TYPE_CHECKING:
@@ -260,7 +260,7 @@ def dumped_compiles(
     taken: dict[str, set[int]] = defaultdict(set)
     for event in compiles:
         ids = dumped.get(event.function or "", [])
-        made = _module_id(event.module)
+        made = file_module_id(event.module or "")
         at.append(ids.index(made) if made is not None and made in ids else None)
         if at[-1] is not None:
             taken[event.function or ""].add(at[-1])
@@ -282,15 +282,9 @@ def dumped_compiles(
 def _next_free(count: int, after: int, taken: set[int], event: CompileEvent) -> int | None:
     """The first module index past `after` that no compile took, for a compile whose module is not named
     (one named by id that the dump does not have is another run's module: it pairs with none)."""
-    if _module_id(event.module) is not None:
+    if file_module_id(event.module or "") is not None:
         return None
     return next((i for i in range(after + 1, count) if i not in taken), None)
-
-
-def _module_id(label: str | None) -> int | None:
-    """The module id of a label `module_0042.jit_f` (`events.module_label`)."""
-    number = module_id(label) if label else None
-    return int(number.removeprefix("module_")) if number else None
 
 
 def paired_compile_seconds(
