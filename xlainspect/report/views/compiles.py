@@ -57,9 +57,8 @@ def modules_document(report: ModulesReport) -> Document:
 def _module_record(row: ModuleRow) -> dict[str, object]:
     """A module's row with its stages worded: `before_optimizations, after_optimizations` as
     `before_opt, after_opt`, one string (JSON's and CSV's too)."""
-    worded: dict[str, object] = {name: getattr(row, name) for name in fields(ModuleRow)}
-    worded["stages"] = ", ".join(s.replace("optimizations", "opt") for s in row.stages)
-    return worded
+    worded: dict[str, object] = record(row)
+    return worded | {"stages": ", ".join(s.replace("optimizations", "opt") for s in row.stages)}
 
 
 def _seconds(times: CompileTimes) -> str:
