@@ -114,8 +114,8 @@ def ops_host_text(job: JobReport) -> str:
     found = job.straggler
     if found is not None and found.name == job.ops_host:
         return (
-            f"{shown}, the straggler's: what it runs is what the other hosts wait for (their collectives' time "
-            "is mostly waiting for it)."
+            f"{shown}, the straggler's: what it runs is what the other hosts wait for (the part of their "
+            "collectives' time spent waiting for it is their wait_seconds)."
         )
     return (
         f"{shown}, the first host's (no host stands out); a collective's wait_seconds is its wait for the "
