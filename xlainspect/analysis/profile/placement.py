@@ -24,24 +24,22 @@ _CONTROL_KINDS = frozenset(
 def thunk_sequences(dump: Dump, labels: set[str], skipped: list[SkippedFile]) -> dict[str, ThunkSequence]:
     """The thunk sequence of each traced module the dump has, by the per-module runner (answered from
     the results cache while its files are unchanged); unreadable files are added to `skipped`."""
+    files: dict[DumpModule, tuple[str, str | None]] = {}
+    for module in traced_modules(dump, labels):
+        sequence, metadata = thunk_files(module)
+        if sequence is not None:
+            files[module] = (sequence, metadata)
     found = analyse_each(
-        [m for m in traced_modules(dump, labels) if thunk_files(m)[0] is not None],
-        lambda module: read_thunk_sequence(*_thunk_files(module)),
-        inputs=lambda module: [Path(f) for f in thunk_files(module) if f is not None],
+        list(files),
+        lambda module: read_thunk_sequence(*files[module]),
+        inputs=lambda module: [Path(f) for f in files[module] if f is not None],
         key=lambda _: "thunk-sequence",
-        blame=lambda module: Path(_thunk_files(module)[0]),
+        blame=lambda module: Path(files[module][0]),
         advance=lambda _: None,
         only_input=False,  # the trace was read: kernels of unreadable sequences stay unplaced
     )
     skipped += found.skipped
     return {dump_label(module): sequence for module, sequence in zip(found.modules, found.results)}
-
-
-def _thunk_files(module: DumpModule) -> tuple[str, str | None]:
-    """`thunk_files` of a module that has a thunk sequence."""
-    sequence, metadata = thunk_files(module)
-    assert sequence is not None  # the modules analysed are those with one
-    return sequence, metadata
 
 
 def place(
