@@ -15,8 +15,8 @@ import pytest
 from conftest import FIXTURES
 from typer.testing import CliRunner
 
-from xlainspect.analysis.hosts import collective_waits, job_of, job_profile, summarise_host, with_op_waits
-from xlainspect.analysis.job import HostSummary
+from xlainspect.analysis.profile.hosts import collective_waits, job_of, job_profile, summarise_host, with_op_waits
+from xlainspect.analysis.profile.job import HostSummary
 from xlainspect.cli.app import app
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.xplane import host_traces
@@ -125,7 +125,7 @@ def _shifted(summary: HostSummary, seconds: float) -> HostSummary:
 
 def test_a_host_whose_clock_is_off_by_a_second_is_aligned():
     traces = host_traces(JOB)
-    summaries = [summarise_host(h, paths, None, None, None, False) for h, paths in traces.items()]
+    summaries = [summarise_host(h, paths, None, None, None)[0] for h, paths in traces.items()]
     summaries[2] = _shifted(summaries[2], 1.0)
     job = job_of(summaries, [], None, lambda host: ([], []))
     assert job.clock.method == "collective ends"  # host_2 would leave each all-reduce before the others came
@@ -287,10 +287,10 @@ def test_the_profile_shown_is_the_stragglers_and_says_so():
 def test_a_waiting_hosts_op_rows_split_the_wait_from_the_transfer():
     """host_0's all-reduce: its time a step over its 2 devices is mostly its wait for host_1 (about twice
     host_1's extra input work: 179 ms of 254 ms a step when this was written)."""
-    summaries = [summarise_host(h, p, None, None, None, h == "host_0") for h, p in host_traces(JOB).items()]
+    read = [summarise_host(h, p, None, None, None) for h, p in host_traces(JOB).items()]
+    summaries = [summary for summary, _ in read]
     job = job_of(summaries, [], None, lambda host: ([], []))
-    report = summaries[0].report
-    assert report is not None
+    report = read[0][1]
     with_op_waits(report, summaries[0], collective_waits(summaries, job.clock.offsets))
     op = _all_reduce(report.ops)
     assert op.wait_seconds_per_step == pytest.approx(2 * _extra_input(JOB), rel=0.25)

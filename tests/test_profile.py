@@ -108,8 +108,8 @@ def test_compiles_fall_in_steps_0_and_3(report):
         ("backend_compile_and_load", "jit_train_step", 3, "python", "module_0002.jit_train_step"),
     ]
     assert all(c.seconds > 0 for c in report.compiles)
-    assert [c.step for c in compiles_after(report, 2)] == [3] and compiles_after(report, 3) == []
-    assert len(compile_seconds(report)["jit_train_step"]) == SCENARIO["backend_compiles"]["jit_train_step"]
+    assert [c.step for c in compiles_after(report.compiles, 2)] == [3] and compiles_after(report.compiles, 3) == []
+    assert len(compile_seconds(report.compiles)["jit_train_step"]) == SCENARIO["backend_compiles"]["jit_train_step"]
 
 
 def test_every_event_equals_jaxlibs_reader(trace):

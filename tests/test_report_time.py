@@ -12,7 +12,8 @@ import pytest
 from conftest import DUMPS, FIXTURES
 from typer.testing import CliRunner
 
-from xlainspect.analysis.commands.cost import cost_report, profile_report
+from xlainspect.analysis.commands.cost import cost_report
+from xlainspect.analysis.commands.profile import profile_report
 from xlainspect.analysis.commands.report import dump_facts, report_of
 from xlainspect.analysis.timing import OpTiming, log_compiles
 from xlainspect.cli.app import app

@@ -29,7 +29,7 @@ _GROUPS: dict[str, dict[str, str]] = {
         "memory_report": _COMMANDS + ".memory",
         "diff_report": _COMMANDS + ".diff",
         "cost_report": _COMMANDS + ".cost",
-        "profile_report": _COMMANDS + ".cost",
+        "profile_report": _COMMANDS + ".profile",
         "cache_report": _COMMANDS + ".cache",
         "cache_misses_report": _COMMANDS + ".cache",
         "diagnose": "xlainspect.analysis.doctor",
@@ -140,7 +140,7 @@ if TYPE_CHECKING:
     from xlainspect.analysis.chips import get_chip
     from xlainspect.analysis.commands.cache import cache_misses_report, cache_report
     from xlainspect.analysis.commands.compiles import capture_report, modules_report, recompiles_report
-    from xlainspect.analysis.commands.cost import ChipChoice, cost_report, profile_report
+    from xlainspect.analysis.commands.cost import ChipChoice, cost_report
     from xlainspect.analysis.commands.diff import diff_report
     from xlainspect.analysis.commands.graph import (
         collectives_report,
@@ -152,6 +152,7 @@ if TYPE_CHECKING:
     from xlainspect.analysis.commands.layouts import explain_layout, layouts_report
     from xlainspect.analysis.commands.memory import memory_report
     from xlainspect.analysis.commands.parse import parse_report
+    from xlainspect.analysis.commands.profile import profile_report
     from xlainspect.analysis.commands.report import report_of
     from xlainspect.analysis.compile_times import compile_times
     from xlainspect.analysis.cost import module_cost

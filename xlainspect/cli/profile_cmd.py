@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.analysis.commands.cost import ChipChoice, profile_report
+from xlainspect.analysis.commands.cost import ChipChoice
+from xlainspect.analysis.commands.profile import profile_report
 from xlainspect.analysis.profile import compiles_after
 from xlainspect.cli.app import commands_of
 from xlainspect.cli.cost_cmd import ChipOpt, HbmOpt, IciOpt, PeakFlopsOpt
@@ -107,7 +108,7 @@ def profile(
             write_profile_html(report, html)
             note(f"wrote {html}")
     after = max_compiles_after_step
-    late = compiles_after(report, after) if after is not None else []
+    late = compiles_after(report.compiles, after) if after is not None else []
     rows = rows_kept(top, fmt, PROFILE_OPS_SHOWN)
     document = with_hosts(profile_document(report, rows, late, after or 0, compile_phases), report)
     show(document, fmt, report.skipped, strict)

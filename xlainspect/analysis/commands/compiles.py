@@ -200,7 +200,7 @@ def _profiled_seconds(
     """Measured compile seconds per function from a jax.profiler trace, each on the module it made."""
     if trace is None:
         return {}, []
-    return paired_compile_seconds({r.name: list(r.module_ids) for r in rows}, profile(read_trace(trace)))
+    return paired_compile_seconds({r.name: list(r.module_ids) for r in rows}, profile(read_trace(trace)).compiles)
 
 
 def read_baseline(path: Path) -> tuple[tuple[str, int], ...]:

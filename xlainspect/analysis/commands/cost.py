@@ -1,29 +1,23 @@
-"""`cost` and `profile`: FLOPs, bytes and roofline time per op, and measured time beside it."""
+"""`cost`: FLOPs, bytes and roofline time per op and module (`profile` sets measured time beside it:
+`analysis/commands/profile.py`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.chips import chip_table, custom_chip, dump_chip_key, get_chip
 from xlainspect.analysis.cost import module_cost
-from xlainspect.analysis.hosts import job_profile
-from xlainspect.analysis.profile import only_function
-from xlainspect.analysis.profile.costs import unjoined_note
-from xlainspect.analysis.profile.events import event_label
 from xlainspect.analysis.runner import Paths, Selection, input_paths, remembered, run_selected
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.dump.directory import load_dump
 from xlainspect.dump.module import DumpModule, SkippedFile
-from xlainspect.dump.xplane import host_traces
 from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.progress import Progress, silent
 
 if TYPE_CHECKING:
     from xlainspect.analysis.chips import Chip
     from xlainspect.analysis.cost import ModuleCost
-    from xlainspect.analysis.profile import ProfileReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,36 +79,3 @@ def chip_for(dump_module: DumpModule | None, choice: ChipChoice) -> Chip | None:
         return get_chip(key, *figures, launch_seconds=choice.launch_seconds)
     except XlaInspectError as error:
         raise UsageError(str(error)) from None
-
-
-@remembered("trace", "dump", uses=("jax", "jaxlib", "google.protobuf"))
-def profile_report(
-    trace: str | Path,
-    dump: str | Path | None = None,
-    chip: ChipChoice = ChipChoice(),
-    *,
-    function: str | None = None,
-    strict: bool = False,
-    step_function: str | None = None,
-) -> ProfileReport:
-    """Measured time per HLO op from a jax.profiler trace; with the run's dump, each op's roofline time,
-    efficiency and time lost, GPU kernels run in command buffers placed on their op. `function` narrows
-    it to one function (one that matches nothing is an error); `step_function` names the function whose
-    executions are the steps (without step markers, the one with the most device time)."""
-    hosts = host_traces(trace)
-    if dump is None:
-        return only_function(job_profile(hosts, None, chip_for(None, chip), step_function), function)
-    loaded = load_dump(dump, strict=strict)
-    report = job_profile(hosts, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
-    report.skipped = [*loaded.skipped, *report.skipped]
-    if not report.joined:
-        labels = {event_label(e) for e in report.op_events}
-        report.notes.append(unjoined_note(loaded, _joined_folder(report) or str(dump), labels, report.skipped))
-    return only_function(report, function)
-
-
-def _joined_folder(report: ProfileReport) -> str | None:
-    """The folder of the dump the shown host's ops joined with (its own in a per-host dump)."""
-    job = report.job
-    rows = [row for row in job.hosts if row.host == job.ops_host] if job is not None else []
-    return rows[0].dump if rows else None

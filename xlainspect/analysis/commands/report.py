@@ -20,13 +20,13 @@ from xlainspect.analysis.commands.cost import ChipChoice, chip_for
 from xlainspect.analysis.copies import Copy, copies
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.fusions import Fusion, fusions, unfused_ops
-from xlainspect.analysis.hosts import job_profile
-from xlainspect.analysis.job import JobReport
 from xlainspect.analysis.layouts import LedgerInput, PaddingRow, padding_ledger
 from xlainspect.analysis.lookup import module_label
 from xlainspect.analysis.memory import ModuleMemory, assigned_memory
 from xlainspect.analysis.neighbourhood import neighbourhood
 from xlainspect.analysis.profile import ProfileReport
+from xlainspect.analysis.profile.hosts import job_profile
+from xlainspect.analysis.profile.job import JobReport
 from xlainspect.analysis.profile.model import ProfileNote
 from xlainspect.analysis.recompiles import FunctionCompiles, Recompiles, count_recompiles
 from xlainspect.analysis.runner import SHARE_MIN_MODULES, analyse_each

@@ -26,14 +26,10 @@ import bisect
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from xlainspect.analysis.profile.events import event_label, outermost
 from xlainspect.dump.names import file_module_id
 from xlainspect.dump.xplane import TraceEvent
-
-if TYPE_CHECKING:
-    from xlainspect.analysis.profile.model import ProfileReport
 
 COMPILE_EVENTS = frozenset({"backend_compile_and_load", "backend_compile"})
 TOP_PASSES = 10
@@ -233,15 +229,15 @@ def with_modules(
     return compiles
 
 
-def compiles_after(report: ProfileReport, step: int) -> list[CompileEvent]:
+def compiles_after(compiles: list[CompileEvent], step: int) -> list[CompileEvent]:
     """The compiles that fell in a step after `step`: the gate of `--max-compiles-after-step`."""
-    return [c for c in report.compiles if c.step is not None and c.step > step]
+    return [c for c in compiles if c.step is not None and c.step > step]
 
 
-def compile_seconds(report: ProfileReport) -> dict[str, list[float]]:
+def compile_seconds(compiles: list[CompileEvent]) -> dict[str, list[float]]:
     """Measured seconds of each function's compiles, in trace order."""
     seconds: dict[str, list[float]] = defaultdict(list)
-    for event in report.compiles:
+    for event in compiles:
         seconds[event.function or "?"].append(event.seconds)
     return dict(seconds)
 
@@ -288,14 +284,14 @@ def _next_free(count: int, after: int, taken: set[int], event: CompileEvent) -> 
 
 
 def paired_compile_seconds(
-    dumped: dict[str, list[int | None]], report: ProfileReport
+    dumped: dict[str, list[int | None]], compiles: list[CompileEvent]
 ) -> tuple[dict[str, tuple[float | None, ...]], list[CompileEvent]]:
     """Per function of a dump (`dumped`: its module ids in compile order), the measured seconds of the
     compile that made each module (None: compiled outside the trace), paired by `dumped_compiles`, and
     the trace's compiles that pair with no module of the dump."""
-    at, unpaired = dumped_compiles(report.compiles, dumped)
+    at, unpaired = dumped_compiles(compiles, dumped)
     seconds: dict[str, list[float | None]] = {name: [None] * len(ids) for name, ids in dumped.items()}
-    for event, index in zip(report.compiles, at):
+    for event, index in zip(compiles, at):
         if index is not None:
             seconds[event.function or ""][index] = event.seconds
     return {name: tuple(found) for name, found in seconds.items()}, unpaired

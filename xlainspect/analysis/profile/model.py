@@ -12,7 +12,7 @@ from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import TraceEvent
 
 if TYPE_CHECKING:
-    from xlainspect.analysis.job import JobReport  # which reads profiles
+    from xlainspect.analysis.profile.job import JobReport  # which reads profiles
 
 DEVICE_KINDS = ("compute", "collectives", "copies")
 """What the device was busy with: kernels of compiled functions, NCCL collectives, memcpy and memset."""
@@ -142,7 +142,7 @@ class OpTime:
     op_name: str | None = None
     source: str | None = None
     wait_seconds: float | None = None
-    """A collective's: of `total_seconds`, its devices' wait for the last peer to arrive (`analysis/hosts.py`);
+    """A collective's: of `total_seconds`, its devices' wait for the last peer to arrive (`analysis/profile/hosts.py`);
     the rest moved data. None for an op that is not a collective."""
     wait_seconds_per_step: float | None = None
     """The same over the steps its module ran in: of `seconds_per_step`."""
@@ -238,7 +238,7 @@ class ProfileReport(Tabular):
     step_summary: StepSummary | None = None
     """The median step without a compile (None: no steps)."""
     job: JobReport | None = None
-    """Every host's and device's steps, collectives' waits and the straggler (`analysis/hosts.py`)."""
+    """Every host's and device's steps, collectives' waits and the straggler (`analysis/profile/hosts.py`)."""
     step_function: str | None = field(default=None, repr=False)
     """`executions`: the function whose executions are the steps."""
     step_named: bool = field(default=False, repr=False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from xlainspect.analysis.job import DUMP_FALLBACK, DUMP_WHOLE, STRAGGLER_SHARE
+from xlainspect.analysis.profile.job import DUMP_FALLBACK, DUMP_WHOLE, STRAGGLER_SHARE
 from xlainspect.report.document import Block, Document, Lines, Table, record, records, table
 from xlainspect.report.sections import A_STEP, Finding, Section
 from xlainspect.report.sections import table as section_table
@@ -15,8 +15,8 @@ from xlainspect.report.views.profile import step_headline
 
 if TYPE_CHECKING:
     from xlainspect.analysis.commands.report import DumpFacts
-    from xlainspect.analysis.job import ClockAlignment, JobReport, Straggler, UnitRow
     from xlainspect.analysis.profile import ProfileReport
+    from xlainspect.analysis.profile.job import ClockAlignment, JobReport, Straggler, UnitRow
 
 UNIT_COLUMNS = (
     "host",

@@ -12,8 +12,8 @@ other module ids), so a host's ops take their costs, and its collectives their b
 
 from __future__ import annotations
 
-from xlainspect.analysis.job import DUMP_FALLBACK, DUMP_OWN, DUMP_WHOLE, HostDump
 from xlainspect.analysis.profile.events import dump_label
+from xlainspect.analysis.profile.job import DUMP_FALLBACK, DUMP_OWN, DUMP_WHOLE, HostDump
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.module import DumpModule
 

@@ -1,11 +1,10 @@
-"""What the job analysis (`analysis/hosts.py`) finds, as data: each host's and device's steps, each
+"""What the job analysis (`analysis/profile/hosts.py`) finds, as data: each host's and device's steps, each
 collective part with its wait and transfer, the aligned clocks, the straggler."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xlainspect.analysis.profile.model import ProfileReport
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import StatValue
@@ -90,8 +89,6 @@ class HostSummary:
     """(name, start, end) of the outermost host events inside the step markers (the user's `load_batch`,
     jax's dispatch), on the host's clock."""
     compiles: list[Interval]
-    report: ProfileReport | None = None
-    """The whole profile, for the first host only (the straggler's is read again)."""
     bytes_sent: dict[tuple[str, str], int | None] = field(default_factory=dict[tuple[str, str], "int | None"])
     """(module, op) -> bytes a device sends per execution, from the host's own program (its dump, else
     the HLO its trace embeds)."""

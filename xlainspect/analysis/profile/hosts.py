@@ -38,8 +38,12 @@ from statistics import median
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS, collectives
-from xlainspect.analysis.host_dumps import host_dumps
-from xlainspect.analysis.job import (
+from xlainspect.analysis.profile import ProfileReport, profile
+from xlainspect.analysis.profile.breakdown import device_kind
+from xlainspect.analysis.profile.costs import embedded_modules
+from xlainspect.analysis.profile.events import dump_label, event_label, op_name, op_opcode, traced_modules
+from xlainspect.analysis.profile.host_dumps import host_dumps
+from xlainspect.analysis.profile.job import (
     STRAGGLER_SHARE,
     ClockAlignment,
     CollectivePart,
@@ -52,10 +56,6 @@ from xlainspect.analysis.job import (
     Straggler,
     UnitRow,
 )
-from xlainspect.analysis.profile import ProfileReport, profile
-from xlainspect.analysis.profile.breakdown import device_kind
-from xlainspect.analysis.profile.costs import embedded_modules
-from xlainspect.analysis.profile.events import dump_label, event_label, op_name, op_opcode, traced_modules
 from xlainspect.analysis.profile.model import IDLE_CAUSES, StepTime
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.module import SkippedFile
@@ -83,7 +83,8 @@ def job_profile(
         names,
         1,
     )
-    summaries = [s for s in found if isinstance(s, HostSummary)]
+    read = [s for s in found if not isinstance(s, SkippedFile)]
+    summaries = [summary for summary, _ in read]
     skipped = [s for s in found if isinstance(s, SkippedFile)]
     if not summaries:
         raise XlaInspectError("; ".join(f"{s.path}: {s.reason}" for s in skipped))
@@ -97,11 +98,9 @@ def job_profile(
 
     job = job_of(summaries, skipped, chip, activity)
     shown = next((s for s in summaries if s.host in reread), summaries[0])
-    report = reread.get(shown.host) or shown.report
+    report = reread.get(shown.host) or read[0][1]
     if report is None:  # the first host was skipped: the first readable host's report
-        again = summarise_host(shown.host, traces[shown.host], dumps[shown.host].dump, chip, step_function, True)
-        report = again.report
-    assert report is not None
+        _, report = summarise_host(shown.host, traces[shown.host], dumps[shown.host].dump, chip, step_function)
     report.paths = [str(p) for s in summaries for p in s.paths]
     report.skipped += skipped  # named on stderr with the dump's, as every command names a file it left out
     job.ops_host = shown.host
@@ -112,10 +111,13 @@ def job_profile(
 
 def _summary_or_skipped(
     host: str, paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None, keep: bool
-) -> HostSummary | SkippedFile:
-    """A damaged host's trace is named and skipped; the others are still read."""
+) -> tuple[HostSummary, ProfileReport | None] | SkippedFile:
+    """The host's summary, and its whole profile where `keep` (the first host's: the one shown unless a
+    straggler stands out; the others' do not travel back from the workers). A damaged host's trace is
+    named and skipped; the others are still read."""
     try:
-        return summarise_host(host, paths, dump, chip, step_function, keep)
+        summary, report = summarise_host(host, paths, dump, chip, step_function)
+        return summary, report if keep else None
     except UsageError:
         raise  # the command's error (a --step-function no host ran), not this file's
     except XlaInspectError as error:
@@ -148,9 +150,9 @@ def job_of(
 
 
 def summarise_host(
-    host: str, paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None, keep: bool
-) -> HostSummary:
-    """One host's trace, profiled and summarised; the trace is dropped on return."""
+    host: str, paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None
+) -> tuple[HostSummary, ProfileReport]:
+    """One host's trace, profiled and summarised, and its profile; the trace is dropped on return."""
     trace = read_trace(paths)
     report = profile(trace, dump, chip, step_function)
     origin = trace.origin_ns
@@ -169,9 +171,7 @@ def summarise_host(
     median_step = report.step_summary.step_seconds if report.step_summary is not None else None
     found = HostSummary(host, [str(p) for p in paths], steps, median_step, devices, parts, annotations, compiles)
     found.bytes_sent = _bytes_sent(trace, dump, {p.module for p in parts})
-    if keep:
-        found.report = report
-    return found
+    return found, report
 
 
 Activity = tuple[list[Interval], list[Interval]]

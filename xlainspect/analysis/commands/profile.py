@@ -1,0 +1,47 @@
+"""`profile`: measured time per op, steps and the job from jax.profiler traces, beside each op's roofline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xlainspect.analysis.commands.cost import ChipChoice, chip_for
+from xlainspect.analysis.profile import ProfileReport, only_function
+from xlainspect.analysis.profile.costs import unjoined_note
+from xlainspect.analysis.profile.events import event_label
+from xlainspect.analysis.profile.hosts import job_profile
+from xlainspect.analysis.runner import remembered
+from xlainspect.dump.directory import load_dump
+from xlainspect.dump.xplane import host_traces
+
+
+@remembered("trace", "dump", uses=("jax", "jaxlib", "google.protobuf"))
+def profile_report(
+    trace: str | Path,
+    dump: str | Path | None = None,
+    chip: ChipChoice = ChipChoice(),
+    *,
+    function: str | None = None,
+    strict: bool = False,
+    step_function: str | None = None,
+) -> ProfileReport:
+    """Measured time per HLO op from a jax.profiler trace; with the run's dump, each op's roofline time,
+    efficiency and time lost, GPU kernels run in command buffers placed on their op. `function` narrows
+    it to one function (one that matches nothing is an error); `step_function` names the function whose
+    executions are the steps (without step markers, the one with the most device time)."""
+    hosts = host_traces(trace)
+    if dump is None:
+        return only_function(job_profile(hosts, None, chip_for(None, chip), step_function), function)
+    loaded = load_dump(dump, strict=strict)
+    report = job_profile(hosts, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
+    report.skipped = [*loaded.skipped, *report.skipped]
+    if not report.joined:
+        labels = {event_label(e) for e in report.op_events}
+        report.notes.append(unjoined_note(loaded, _joined_folder(report) or str(dump), labels, report.skipped))
+    return only_function(report, function)
+
+
+def _joined_folder(report: ProfileReport) -> str | None:
+    """The folder of the dump the shown host's ops joined with (its own in a per-host dump)."""
+    job = report.job
+    rows = [row for row in job.hosts if row.host == job.ops_host] if job is not None else []
+    return rows[0].dump if rows else None
