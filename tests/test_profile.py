@@ -251,8 +251,10 @@ def test_count_recompiles_adds_the_measured_compile_seconds():
 
 def _without(trace, *stats):
     """The real trace with some stats removed, as an older jax or another framework would leave it."""
-    events = [dataclasses.replace(e, stats={k: v for k, v in e.stats.items() if k not in stats}) for e in trace.events]
-    return dataclasses.replace(trace, events=events)
+    events = trace.events
+    own = {name: column for name, column in events.own.items() if name not in stats}
+    metadata = [{k: v for k, v in found.items() if k not in stats} for found in events.metadata_stats]
+    return dataclasses.replace(trace, events=dataclasses.replace(events, own=own, metadata_stats=metadata))
 
 
 def test_without_step_markers_steps_are_the_step_functions_executions(trace):

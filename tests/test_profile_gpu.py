@@ -287,7 +287,7 @@ def test_device_events_equal_jaxlibs_reader(traces):
         "import sys, json\nfrom jax.profiler import ProfileData\n"
         "data = ProfileData.from_file(sys.argv[1])\n"
         f"keys = {keys!r}\n"
-        "print(json.dumps(sorted(([line.name, e.name, round(e.duration_ns), {k: str(v) for k, v in e.stats if k in keys}]"
+        "print(json.dumps(sorted(([line.name, e.name, round(e.duration_ns), sorted((k, str(v)) for k, v in e.stats if k in keys)]"
         " for p in data.planes if p.name.startswith('/device') for line in p.lines for e in line.events"
         " if e.duration_ns > 0), key=str)))"
     )
@@ -296,7 +296,7 @@ def test_device_events_equal_jaxlibs_reader(traces):
     theirs = json.loads(done.stdout)
     ours = sorted(
         (
-            [e.line, e.name, round(e.duration_ns), {k: str(v) for k, v in e.stats.items() if k in keys}]
+            [e.line, e.name, round(e.duration_ns), sorted([k, str(v)] for k, v in e.stats.items() if k in keys)]
             for e in traces["gpu_profile"].events
             if e.plane.startswith("/device")
         ),

@@ -62,8 +62,9 @@ from xlainspect.analysis.profile.steps import (
     step_markers,
 )
 from xlainspect.dump.directory import Dump
+from xlainspect.dump.events import TraceEvent
 from xlainspect.dump.module import SkippedFile
-from xlainspect.dump.xplane import Trace, TraceEvent
+from xlainspect.dump.xplane import Trace
 from xlainspect.errors import UsageError, literal
 
 __all__ = [
@@ -93,13 +94,14 @@ def profile(
     """Op times, steps, device time per function and compiles of `trace`. Each op gets its cost row
     from the module of `dump` (the same run's) with its module id, else from the HLO the trace embeds
     (printed by jaxlib, when jax is installed; otherwise a note says so)."""
-    annotated = [e for e in trace.events if "hlo_module" in e.stats]
-    windows = [(e.start_ns, e.start_ns + e.duration_ns) for e in trace.events if e.name in COMPILE_EVENTS]
-    jit, tuning, other = split_autotuning(trace.events, annotated, dump, windows)
+    everything = list(trace.events)
+    annotated = [e for e in everything if "hlo_module" in e.stats]
+    windows = [(e.start_ns, e.start_ns + e.duration_ns) for e in everything if e.name in COMPILE_EVENTS]
+    jit, tuning, other = split_autotuning(everything, annotated, dump, windows)
     op_events = [e for e in jit if "hlo_op" in e.stats]
-    launched = launch_times(trace.events, op_events)
-    runs = executions(trace.events, op_events, launched)
-    marked = step_markers(trace.events)
+    launched = launch_times(everything, op_events)
+    runs = executions(everything, op_events, launched)
+    marked = step_markers(everything)
     steps, source, function = find_steps(marked, op_events, runs, step_function)
     skipped: list[SkippedFile] = []
     sequences = thunk_sequences(dump, {event_label(e) for e in op_events}, skipped) if dump is not None else {}
@@ -119,7 +121,7 @@ def profile(
         return device_kind(event, cost.kind if cost is not None else op_opcode(event))
 
     spans = [r.span for r in {id(r): r for r in runs.values()}.values() if len(r.events) > 1]
-    measure_steps(steps, trace.events, marked, [*op_events, *other], kind_of, tuning, spans)
+    measure_steps(steps, everything, marked, [*op_events, *other], kind_of, tuning, spans)
     ops = _op_times(op_events, placed, steps, step_of, costs, chip.launch_seconds if chip is not None else 0.0)
     hlo = ("dump" if dump is not None else "trace") if costs else None
     tuned = {id(e) for e in tuning}
@@ -129,7 +131,7 @@ def profile(
         source,
         ops,
         with_modules(
-            trace_compiles(trace.events, lambda e: id(e) in tuned, lambda t: step_at(steps, t)), op_events, launched
+            trace_compiles(everything, lambda e: id(e) in tuned, lambda t: step_at(steps, t)), op_events, launched
         ),
         sorted(costs),
         op_events,

@@ -33,7 +33,7 @@ from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
 from xlainspect.analysis.profile.compiles import COMPILE_EVENTS
 from xlainspect.analysis.profile.events import outermost
 from xlainspect.analysis.profile.model import BOUNDS, CATEGORIES, DEVICE_KINDS, StepSummary, StepTime
-from xlainspect.dump.xplane import TraceEvent
+from xlainspect.dump.events import TraceEvent
 
 Span = tuple[float, float]
 """(start, end) in ns since the trace's first event."""

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xlainspect.analysis.profile.events import event_label, outermost
+from xlainspect.dump.events import TraceEvent
 from xlainspect.dump.names import file_module_id
-from xlainspect.dump.xplane import TraceEvent
 
 COMPILE_EVENTS = frozenset({"backend_compile_and_load", "backend_compile"})
 TOP_PASSES = 10

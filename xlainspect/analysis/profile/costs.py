@@ -12,8 +12,9 @@ from xlainspect.analysis.profile.events import dump_label, module_label, traced_
 from xlainspect.analysis.profile.model import OpTime, ProfileNote
 from xlainspect.analysis.runner import analyse_each
 from xlainspect.dump.directory import Dump
+from xlainspect.dump.events import TraceEvent
 from xlainspect.dump.module import DumpModule, SkippedFile
-from xlainspect.dump.xplane import Trace, TraceEvent, embedded_hlo_text
+from xlainspect.dump.xplane import Trace, embedded_hlo_text
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.parser import parse_hlo

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from xlainspect.dump.directory import Dump
+from xlainspect.dump.events import TraceEvent
 from xlainspect.dump.module import DumpModule
-from xlainspect.dump.xplane import TraceEvent
 from xlainspect.hlo.opcodes import name_opcode
 
 

@@ -58,8 +58,9 @@ from xlainspect.analysis.profile.job import (
 )
 from xlainspect.analysis.profile.model import IDLE_CAUSES, StepTime
 from xlainspect.dump.directory import Dump
+from xlainspect.dump.events import TraceEvent
 from xlainspect.dump.module import SkippedFile
-from xlainspect.dump.xplane import Trace, TraceEvent, read_trace
+from xlainspect.dump.xplane import Trace, read_trace
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.hlo.model import Module
 from xlainspect.workers import map_shared
@@ -167,7 +168,7 @@ def summarise_host(
     for device, events in by_device.items():
         devices[device] = _device_steps(steps, events, kinds, origin)
         parts += _collective_parts(device, events, kinds, steps, origin)
-    annotations = _annotations(trace.events, origin)
+    annotations = _annotations(list(trace.events), origin)
     median_step = report.step_summary.step_seconds if report.step_summary is not None else None
     found = HostSummary(host, [str(p) for p in paths], steps, median_step, devices, parts, annotations, compiles)
     found.bytes_sent = _bytes_sent(trace, dump, {p.module for p in parts})
@@ -189,7 +190,7 @@ def host_activity(
     kinds = _kinds(report)
     origin = trace.origin_ns
     work = _union(_span(e, origin) for e in report.op_events if not _collective(e, kinds))
-    moved = (e for e in trace.events if e.plane.startswith("/device") and "hlo_module" not in e.stats)
+    moved = (e for e in list(trace.events) if e.plane.startswith("/device") and "hlo_module" not in e.stats)
     return report, (work, _union(_span(e, origin) for e in moved))
 
 

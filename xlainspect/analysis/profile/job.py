@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xlainspect.dump.directory import Dump
+from xlainspect.dump.events import StatValue
 from xlainspect.dump.module import SkippedFile
-from xlainspect.dump.xplane import StatValue
 
 STRAGGLER_SHARE = 0.05
 """A host stands out when the others wait for it, beyond the next latest, more than this share of the

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Literal
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.profile.compiles import CompileEvent
 from xlainspect.analysis.tabular import Tabular
+from xlainspect.dump.events import TraceEvent
 from xlainspect.dump.module import SkippedFile
-from xlainspect.dump.xplane import TraceEvent
 
 if TYPE_CHECKING:
     from xlainspect.analysis.profile.job import JobReport  # which reads profiles

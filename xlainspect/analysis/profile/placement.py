@@ -10,9 +10,9 @@ from xlainspect.analysis.profile.events import dump_label, event_label, op_name,
 from xlainspect.analysis.profile.model import NotPlaced, Unplaced
 from xlainspect.analysis.runner import analyse_each
 from xlainspect.dump.directory import Dump
+from xlainspect.dump.events import StatValue, TraceEvent
 from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.thunks import KERNEL_KINDS, Thunk, ThunkSequence, read_thunk_sequence, thunk_files
-from xlainspect.dump.xplane import StatValue, TraceEvent
 
 COMMAND_BUFFER = "command_buffer_"
 _CONTROL_KINDS = frozenset(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from xlainspect.analysis.profile.events import event_label
 from xlainspect.analysis.profile.model import Autotuning, FunctionTime, StepSource, StepTime
 from xlainspect.dump.directory import Dump
-from xlainspect.dump.xplane import StatValue, TraceEvent
+from xlainspect.dump.events import StatValue, TraceEvent
 from xlainspect.errors import UsageError, literal
 
 
