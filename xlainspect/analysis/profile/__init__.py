@@ -25,11 +25,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import replace
 
+import numpy as np
+
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.cost import OpCost
-from xlainspect.analysis.profile.breakdown import device_kind, measure_steps, summary
+from xlainspect.analysis.profile.breakdown import DISPATCH, device_kind, measure_steps, summary, transfer_event
 from xlainspect.analysis.profile.compiles import (
     COMPILE_EVENTS,
+    LOWERING,
     CompileEvent,
     compile_seconds,
     compiles_after,
@@ -62,7 +65,7 @@ from xlainspect.analysis.profile.steps import (
     step_markers,
 )
 from xlainspect.dump.directory import Dump
-from xlainspect.dump.events import TraceEvent
+from xlainspect.dump.events import Events, TraceEvent
 from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import Trace
 from xlainspect.errors import UsageError, literal
@@ -94,7 +97,7 @@ def profile(
     """Op times, steps, device time per function and compiles of `trace`. Each op gets its cost row
     from the module of `dump` (the same run's) with its module id, else from the HLO the trace embeds
     (printed by jaxlib, when jax is installed; otherwise a note says so)."""
-    everything = list(trace.events)
+    everything = said_events(trace.events)
     annotated = [e for e in everything if "hlo_module" in e.stats]
     windows = [(e.start_ns, e.start_ns + e.duration_ns) for e in everything if e.name in COMPILE_EVENTS]
     jit, tuning, other = split_autotuning(everything, annotated, dump, windows)
@@ -121,7 +124,7 @@ def profile(
         return device_kind(event, cost.kind if cost is not None else op_opcode(event))
 
     spans = [r.span for r in {id(r): r for r in runs.values()}.values() if len(r.events) > 1]
-    measure_steps(steps, everything, marked, [*op_events, *other], kind_of, tuning, spans)
+    measure_steps(steps, trace.events, everything, marked, [*op_events, *other], kind_of, tuning, spans)
     ops = _op_times(op_events, placed, steps, step_of, costs, chip.launch_seconds if chip is not None else 0.0)
     hlo = ("dump" if dump is not None else "trace") if costs else None
     tuned = {id(e) for e in tuning}
@@ -148,6 +151,25 @@ def profile(
         step_function=function,
         step_named=step_function is not None,
     )
+
+
+def said_events(events: Events) -> list[TraceEvent]:
+    """The events the analyses read one by one, as objects: device work and op events, step markers,
+    compiles and everything that ran during them, jax's dispatches and lowerings, PjRt's executions
+    (`run_id`) and launches (`correlation_id`), host-to-device transfers. The rest (the Python tracer's
+    frames, flows' ends: most of a host's events) stay columns; the host thread's are read step by step
+    (`breakdown.HostThread`)."""
+    names = np.array(
+        [n in COMPILE_EVENTS or n == LOWERING or n.startswith(DISPATCH) or transfer_event(n) for n in events.strings],
+        np.bool_,
+    )
+    wanted = names[events.name] | events.on_device()
+    for stat in ("hlo_module", "hlo_op", "step_num", "run_id", "correlation_id", "module"):
+        wanted |= events.has(stat)
+    for compiling in np.flatnonzero(names[events.name] & events.named(COMPILE_EVENTS)).tolist():
+        start, end = events.start_ns[compiling], events.end_ns[compiling]
+        wanted[np.searchsorted(events.start_ns, start, "left") : np.searchsorted(events.start_ns, end, "right")] = True
+    return events.select(np.flatnonzero(wanted))
 
 
 def _op_times(

@@ -29,11 +29,13 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from statistics import median
 
+import numpy as np
+
 from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
 from xlainspect.analysis.profile.compiles import COMPILE_EVENTS
-from xlainspect.analysis.profile.events import outermost
+from xlainspect.analysis.profile.events import outermost_positions
 from xlainspect.analysis.profile.model import BOUNDS, CATEGORIES, DEVICE_KINDS, StepSummary, StepTime
-from xlainspect.dump.events import TraceEvent
+from xlainspect.dump.events import Events, Ints, TraceEvent
 
 Span = tuple[float, float]
 """(start, end) in ns since the trace's first event."""
@@ -83,14 +85,14 @@ def bound_of(breakdown: dict[str, float]) -> str | None:
 
 
 class Activity:
-    """What the trace shows running, as spans per category, for cutting into steps."""
+    """What the trace shows running, as spans per category, for cutting into steps; and the host thread,
+    as rows of the trace's events (only the few that name a step's host time become objects)."""
 
-    def __init__(self, spans: dict[str, list[Span]], host_thread: list[TraceEvent]) -> None:
+    def __init__(self, spans: dict[str, list[Span]], events: Events, host_thread: Ints) -> None:
         self.spans = {label: sorted(found) for label, found in spans.items()}
         self.starts = {label: [a for a, _ in found] for label, found in self.spans.items()}
         self.longest = {label: max((b - a for a, b in found), default=0.0) for label, found in self.spans.items()}
-        self.host_thread = host_thread
-        self.host_starts = [e.start_ns for e in host_thread]
+        self.host = HostThread(events, host_thread)
 
     def within(self, start: float, end: float) -> dict[str, list[Span]]:
         """The spans of each category that may overlap [start, end): those starting in it or at most the
@@ -125,10 +127,7 @@ class Activity:
         """Seconds of `spans` by what the host thread ran then (`host_names`)."""
         if not spans:
             return {}
-        inside = self.host_thread[
-            bisect.bisect_left(self.host_starts, start) : bisect.bisect_left(self.host_starts, end)
-        ]
-        named = host_names([e for e in inside if e is not marker])
+        named = self.host.names(start, end, marker.row if marker is not None else -1)
         found: dict[str, float] = defaultdict(float)
         for span_start, span_end in spans:
             for a, b, name in _segments(named, span_start, span_end, None):
@@ -136,25 +135,50 @@ class Activity:
         return dict(sorted(found.items(), key=lambda item: -item[1]))
 
 
-def host_names(events: list[TraceEvent]) -> dict[str, list[Span]]:
+class HostThread:
+    """The thread that runs the user's program, as rows of the trace's events."""
+
+    def __init__(self, events: Events, rows: Ints) -> None:
+        self.events = events
+        self.rows = rows
+        self.starts = events.start_ns[rows]
+        self.ends = events.end_ns[rows]
+        names = events.strings
+        calls = events.has("run_id")[rows]
+        dispatch = np.array([n.startswith(DISPATCH) for n in names], np.bool_)
+        execute = np.array([n.endswith(")") and " (" in n for n in names], np.bool_)
+        codes = events.name[rows]
+        self.dispatches = dispatch[codes] | (execute[codes] & calls)
+
+    def names(self, start: float, end: float, marker: int) -> dict[str, list[Span]]:
+        """Spans of the thread in [start, end) by what ran (`host_names`), the step marker `marker` left out."""
+        window = np.arange(*np.searchsorted(self.starts, [start, end]))
+        window = window[self.rows[window] != marker]
+        level = window
+        top = outermost_positions(self.starts[level], self.ends[level])
+        while len(top) == 1 and not self.dispatches[level[top[0]]]:
+            wrapper = level[top[0]]
+            inside = window[(window != wrapper) & (self.ends[window] <= self.ends[wrapper])]
+            if not len(inside):
+                break
+            level = inside
+            top = outermost_positions(self.starts[level], self.ends[level])
+        return host_names(
+            self.events.select(self.rows[level[top]]), self.events.select(self.rows[window[self.dispatches[window]]])
+        )
+
+
+def host_names(top: list[TraceEvent], dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
     """Spans of the host thread by what ran: inside a jax dispatch `PjitFunction(f)`, the innermost
     one as `jit_f` (a jitted or eager jax function dispatched, and traced and compiled on a miss);
-    elsewhere the outermost event of the step (a Python function with the Python tracer on, `$` cut),
-    below any one frame that wraps all the step's events (the user's step function says nothing of
-    where its time went; its callees do)."""
+    elsewhere the outermost event of the step (`top`: a Python function with the Python tracer on, `$`
+    cut), below any one frame that wraps all the step's events (the user's step function says nothing of
+    where its time went; its callees do: `HostThread.names` finds them)."""
     names: dict[str, list[Span]] = defaultdict(list)
-    top = outermost(events)
-    while len(top) == 1 and dispatched(top[0]) is None:
-        wrapper = top[0]
-        inside = [e for e in events if e is not wrapper and e.end_ns <= wrapper.end_ns]
-        if not inside:
-            break
-        top = outermost(inside)
     for event in top:
         names[event.name.removeprefix("$")].append((event.start_ns, event.end_ns))
-    dispatches = _innermost([e for e in events if dispatched(e) is not None])
     # a dispatch wins over the outermost event: listed first (see `_segments`)
-    return {**dispatches, **names}
+    return {**_innermost(dispatches), **names}
 
 
 def dispatched(event: TraceEvent) -> str | None:
@@ -228,6 +252,7 @@ def _first(active: list[int], order: list[str]) -> str | None:
 
 def measure_steps(
     steps: list[StepTime],
+    table: Events,
     events: list[TraceEvent],
     marked: dict[int, list[TraceEvent]],
     device: list[TraceEvent],
@@ -239,7 +264,8 @@ def measure_steps(
     program's device activity (op events of compiled functions, other device work outside compiles),
     `kind_of` its kind; `marked`: the step markers (`steps.step_markers`);
     `tuning`: autotuning's device work; `runs`: the device span of each execution
-    of a compiled function."""
+    of a compiled function; `events`: the trace's events that say any of these (`table`: all, the host
+    thread's among them)."""
     spans: dict[str, list[Span]] = defaultdict(list)
     for event in device:
         spans[kind_of(event)].append((event.start_ns, event.end_ns))
@@ -249,7 +275,8 @@ def measure_steps(
     host = [e for e in events if not e.plane.startswith("/device")]
     spans["input"] = [(e.start_ns, e.end_ns) for e in host if transfer_event(e.name)]
     thread = _host_thread(host, marked)
-    activity = Activity(spans, [e for e in host if (e.plane, e.line) == thread])
+    codes = [k for k, found in enumerate(table.threads) if found == thread]
+    activity = Activity(spans, table, np.flatnonzero(np.isin(table.thread, codes)))
     device_starts = sorted(e.start_ns for e in device if "hlo_op" in e.stats)
     for step in steps:
         start, end = step.start_seconds * 1e9, (step.start_seconds + step.wall_seconds) * 1e9

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 
+import numpy as np
+
 from xlainspect.dump.directory import Dump
-from xlainspect.dump.events import TraceEvent
+from xlainspect.dump.events import Floats, Ints, TraceEvent
 from xlainspect.dump.module import DumpModule
 from xlainspect.hlo.opcodes import name_opcode
 
@@ -16,6 +19,7 @@ def event_label(event: TraceEvent) -> str:
     return module_label(program, name) if isinstance(program, int) else name
 
 
+@functools.cache
 def module_label(program_id: int, name: str) -> str:
     """The trace's program_id is the dump's module id: label as `DumpModule.label` does, without the host."""
     return f"module_{program_id:04d}.{name}"
@@ -47,6 +51,16 @@ def outermost(events: list[TraceEvent]) -> list[TraceEvent]:
         if not found or event.start_ns >= found[-1].end_ns:
             found.append(event)
     return found
+
+
+def outermost_positions(starts: Floats, ends: Floats) -> Ints:
+    """The positions of the events no earlier one encloses (`outermost`, as columns), for one thread's
+    events by start, whose events nest as TraceMe's scopes do: an event is outermost where it starts at or
+    after every earlier one's end."""
+    if not len(starts):
+        return np.zeros(0, np.int64)
+    reach = np.maximum.accumulate(ends)
+    return np.flatnonzero(np.concatenate([[True], starts[1:] >= reach[:-1]]))
 
 
 def traced_modules(dump: Dump, labels: set[str]) -> list[DumpModule]:

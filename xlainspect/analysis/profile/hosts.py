@@ -36,12 +36,21 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from statistics import median
 
+import numpy as np
+
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS, collectives
 from xlainspect.analysis.profile import ProfileReport, profile
 from xlainspect.analysis.profile.breakdown import device_kind
 from xlainspect.analysis.profile.costs import embedded_modules
-from xlainspect.analysis.profile.events import dump_label, event_label, op_name, op_opcode, traced_modules
+from xlainspect.analysis.profile.events import (
+    dump_label,
+    event_label,
+    op_name,
+    op_opcode,
+    outermost_positions,
+    traced_modules,
+)
 from xlainspect.analysis.profile.host_dumps import host_dumps
 from xlainspect.analysis.profile.job import (
     STRAGGLER_SHARE,
@@ -58,7 +67,7 @@ from xlainspect.analysis.profile.job import (
 )
 from xlainspect.analysis.profile.model import IDLE_CAUSES, StepTime
 from xlainspect.dump.directory import Dump
-from xlainspect.dump.events import TraceEvent
+from xlainspect.dump.events import Events, TraceEvent
 from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import Trace, read_trace
 from xlainspect.errors import UsageError, XlaInspectError
@@ -168,7 +177,7 @@ def summarise_host(
     for device, events in by_device.items():
         devices[device] = _device_steps(steps, events, kinds, origin)
         parts += _collective_parts(device, events, kinds, steps, origin)
-    annotations = _annotations(list(trace.events), origin)
+    annotations = _annotations(trace.events, origin)
     median_step = report.step_summary.step_seconds if report.step_summary is not None else None
     found = HostSummary(host, [str(p) for p in paths], steps, median_step, devices, parts, annotations, compiles)
     found.bytes_sent = _bytes_sent(trace, dump, {p.module for p in parts})
@@ -190,7 +199,8 @@ def host_activity(
     kinds = _kinds(report)
     origin = trace.origin_ns
     work = _union(_span(e, origin) for e in report.op_events if not _collective(e, kinds))
-    moved = (e for e in list(trace.events) if e.plane.startswith("/device") and "hlo_module" not in e.stats)
+    events = trace.events
+    moved = events.select(np.flatnonzero(events.on_device() & ~events.has("hlo_module")))
     return report, (work, _union(_span(e, origin) for e in moved))
 
 
@@ -320,19 +330,24 @@ def _collective_parts(
     return parts
 
 
-def _annotations(events: list[TraceEvent], origin: float) -> list[tuple[str, float, float]]:
-    """The outermost events inside each step marker on the marker's own thread (`events` by start)."""
-    markers = [e for e in events if "step_num" in e.stats]
-    lines = {e.line for e in markers}
-    threads = [e for e in events if e.line in lines and "step_num" not in e.stats]
-    starts = [e.start_ns for e in threads]
+def _annotations(events: Events, origin: float) -> list[tuple[str, float, float]]:
+    """The outermost events inside each step marker on the marker's own thread."""
+    marked = events.has("step_num")
+    markers = np.flatnonzero(marked)
+    line_of = np.array([line for _, line in events.threads] + [""], object)
+    lines = set(line_of[events.thread[markers]].tolist())
+    codes = [k for k, (_, line) in enumerate(events.threads) if line in lines]
+    rows = np.flatnonzero(np.isin(events.thread, codes) & ~marked)
+    starts, ends = events.start_ns[rows], events.end_ns[rows]
     found: list[tuple[str, float, float]] = []
-    for marker in markers:
-        end, reach = marker.start_ns + marker.duration_ns, marker.start_ns
-        for event in threads[bisect.bisect_left(starts, marker.start_ns) : bisect.bisect_left(starts, end)]:
-            if event.line == marker.line and event.start_ns >= reach:
-                found.append((event.name, *_span(event, origin)))
-                reach = event.start_ns + event.duration_ns
+    for marker in markers.tolist():
+        at = slice(
+            *np.searchsorted(starts, [events.start_ns[marker], events.start_ns[marker] + events.duration_ns[marker]])
+        )
+        mine = line_of[events.thread[rows[at]]] == line_of[events.thread[marker]]
+        window = rows[at][mine]
+        for event in events.select(window[outermost_positions(starts[at][mine], ends[at][mine])]):
+            found.append((event.name, *_span(event, origin)))
     return found
 
 
