@@ -69,7 +69,8 @@ def _device_activity(trace, report, start: float, end: float) -> float:
     """Seconds of [start, end) (ns) with some device activity of the program: a compiled function's op
     event, or device-plane work of no function outside every compile (autotuning runs inside them)."""
     compiles = [(e.start_ns, e.start_ns + e.duration_ns) for e in trace.events if e.name in COMPILES]
-    spans = [(e.start_ns, e.start_ns + e.duration_ns) for e in report.op_events]
+    ops = report.op_events
+    spans = list(zip(ops.start_ns.tolist(), ops.end_ns.tolist()))
     spans += [
         (e.start_ns, e.start_ns + e.duration_ns)
         for e in trace.events
@@ -146,8 +147,9 @@ def test_launch_is_the_gaps_inside_one_execution(traces, reports):
     report = reports["cnn_profile"]
     step = report.steps[3]
     start, end = step.start_seconds * 1e9, (step.start_seconds + step.wall_seconds) * 1e9
-    mine = [e for e in report.op_events if start <= e.start_ns < end]
-    first, last = min(e.start_ns for e in mine), max(e.start_ns + e.duration_ns for e in mine)
+    ops = report.op_events
+    mine = (ops.start_ns >= start) & (ops.start_ns < end)
+    first, last = ops.start_ns[mine].min(), ops.end_ns[mine].max()
     gaps = (last - first) / 1e9 - _device_activity(traces["cnn_profile"], report, first, last)
     assert step.breakdown["launch"] == pytest.approx(gaps, rel=0.05)
     assert step.bound == "launch"  # its largest share: 0.8 ms of gaps, 0.69 ms on the host, 0.53 ms busy

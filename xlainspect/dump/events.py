@@ -139,7 +139,7 @@ class Events:
 
     def codes(self, stat: str) -> Codes:
         """`stat` where it is a string, as a code of `strings` (-1 elsewhere)."""
-        found = self._from_metadata(stat, lambda v: self._intern(v) if isinstance(v, str) else -1, -1, np.int32)
+        found = self._from_metadata(stat, lambda v: self.intern(v) if isinstance(v, str) else -1, -1, np.int32)
         column = self.own.get(stat)
         if column is not None:
             found[column.rows] = np.where(column.kinds == TEXT, column.payloads, -1)
@@ -215,7 +215,8 @@ class Events:
             return self.blobs[payload]
         return None
 
-    def _intern(self, text: str) -> int:
+    def intern(self, text: str) -> int:
+        """The code of `text`, added to `strings` where new."""
         code = self.code(text)
         if code < 0:
             code = len(self.strings)

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from xlainspect.report.cost_html import STYLE, Point, roofline_svg
 from xlainspect.report.views.profile import step_source_text
 
@@ -41,7 +43,7 @@ def write_profile_html(report: ProfileReport, path: str | Path) -> None:
         f"<style>{STYLE}\n{TIMELINE_STYLE}</style></head><body><h1>Profile</h1>"
         f"<p>{html.escape(', '.join(report.paths))}: {len(report.steps)} steps "
         f"({html.escape(step_source_text(report))}), "
-        f"{len(report.op_events):,} op events ({report.placed[0]:,} on an HLO op), {len(report.compiles)} compiles"
+        f"{report.placed[1]:,} op events ({report.placed[0]:,} on an HLO op), {len(report.compiles)} compiles"
         f"{_autotuning_note(report)}</p>\n" + "\n".join(s for s in sections if s) + "\n</body></html>\n"
     )
     Path(path).write_text(page, encoding="utf-8")
@@ -63,9 +65,11 @@ def typical_step(report: ProfileReport) -> str:
 
 def _timeline_section(title: str, report: ProfileReport, step: StepTime | None) -> str:
     start, end = _window(report, step)
-    events = [e for e in report.op_events if start <= e.start_ns / 1e9 <= end]
+    ops = report.op_events
+    began = ops.start_ns / 1e9 if ops is not None else np.zeros(0)
+    events = np.flatnonzero((began >= start) & (began <= end))
     compiles = [c for c in report.compiles if c.start_seconds <= end and c.start_seconds + c.seconds >= start]
-    lanes = sorted({e.line for e in events})
+    lanes = sorted({ops.text(c) for c in ops.line[events].tolist()}) if ops is not None else []
     height = _LANE * (len(lanes) + 2) + 30
     x = _linear(start, end)
     parts = [
@@ -76,10 +80,11 @@ def _timeline_section(title: str, report: ProfileReport, step: StepTime | None) 
     for row, lane in enumerate(lanes, start=1):
         parts.append(f"<text class='label' x='4' y='{row * _LANE + 15}'>{html.escape(lane[:24])}</text>")
     rows = {lane: row for row, lane in enumerate(lanes, start=1)}
-    for event in events:
-        seconds, began = event.duration_ns / 1e9, event.start_ns / 1e9
-        tip = f"{event.stats.get('hlo_module')} {event.stats.get('hlo_op')}: {seconds * 1e6:.3g} us at {began:.6f} s"
-        parts.append(_bar("bar", x(began), x(began + seconds), rows[event.line] * _LANE + 3, tip))
+    for k in events.tolist() if ops is not None else []:
+        assert ops is not None
+        seconds, at = float(ops.duration_ns[k]) / 1e9, float(ops.start_ns[k]) / 1e9
+        tip = f"{ops.text(int(ops.function[k]))} {ops.text(int(ops.hlo_op[k]))}: {seconds * 1e6:.3g} us at {at:.6f} s"
+        parts.append(_bar("bar", x(at), x(at + seconds), rows[ops.text(int(ops.line[k]))] * _LANE + 3, tip))
     compile_row = (len(lanes) + 1) * _LANE + 3
     parts.append(f"<text class='label' x='4' y='{compile_row + 12}'>compiles</text>")
     for event in compiles:
@@ -108,7 +113,8 @@ def _phases_tip(phases: CompilePhases | None) -> str:
 def _window(report: ProfileReport, step: StepTime | None) -> tuple[float, float]:
     if step is not None:
         return step.start_seconds, step.start_seconds + step.wall_seconds
-    ends = [e.start_ns / 1e9 + e.duration_ns / 1e9 for e in report.op_events]
+    ops = report.op_events
+    ends = (ops.start_ns / 1e9 + ops.duration_ns / 1e9).tolist() if ops is not None else []
     ends += [c.start_seconds + c.seconds for c in report.compiles] + [
         s.start_seconds + s.wall_seconds for s in report.steps
     ]

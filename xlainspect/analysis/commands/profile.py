@@ -7,7 +7,6 @@ from pathlib import Path
 from xlainspect.analysis.commands.cost import ChipChoice, chip_for
 from xlainspect.analysis.profile import ProfileReport, only_function
 from xlainspect.analysis.profile.costs import unjoined_note
-from xlainspect.analysis.profile.events import event_label
 from xlainspect.analysis.profile.hosts import job_profile
 from xlainspect.analysis.runner import remembered
 from xlainspect.dump.directory import load_dump
@@ -35,7 +34,7 @@ def profile_report(
     report = job_profile(hosts, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
     report.skipped = [*loaded.skipped, *report.skipped]
     if not report.joined:
-        labels = {event_label(e) for e in report.op_events}
+        labels = report.op_events.labels() if report.op_events is not None else set()
         report.notes.append(unjoined_note(loaded, _joined_folder(report) or str(dump), labels, report.skipped))
     return only_function(report, function)
 

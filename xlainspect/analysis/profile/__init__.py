@@ -22,14 +22,20 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import replace
 
 import numpy as np
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.cost import OpCost
-from xlainspect.analysis.profile.breakdown import DISPATCH, device_kind, measure_steps, summary, transfer_event
+from xlainspect.analysis.profile.breakdown import (
+    DISPATCH,
+    SpanColumns,
+    device_kind,
+    measure_steps,
+    summary,
+    transfer_event,
+)
 from xlainspect.analysis.profile.compiles import (
     COMPILE_EVENTS,
     LOWERING,
@@ -41,7 +47,6 @@ from xlainspect.analysis.profile.compiles import (
     with_modules,
 )
 from xlainspect.analysis.profile.costs import dump_costs, embedded_modules, op_costs, op_time, per_module_run
-from xlainspect.analysis.profile.events import by_op, event_label, op_name, op_opcode
 from xlainspect.analysis.profile.model import (
     Autotuning,
     FunctionTime,
@@ -52,11 +57,13 @@ from xlainspect.analysis.profile.model import (
     StepTime,
     Unplaced,
 )
+from xlainspect.analysis.profile.ops import OpEvents, grouped, op_events
 from xlainspect.analysis.profile.placement import place, thunk_sequences
 from xlainspect.analysis.profile.steps import (
     autotuning_work,
     executions,
     find_steps,
+    function_sums,
     function_times,
     launch_times,
     split_autotuning,
@@ -69,6 +76,7 @@ from xlainspect.dump.events import Events, TraceEvent
 from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import Trace
 from xlainspect.errors import UsageError, literal
+from xlainspect.hlo.opcodes import name_opcode
 
 __all__ = [
     "Autotuning",
@@ -97,117 +105,126 @@ def profile(
     """Op times, steps, device time per function and compiles of `trace`. Each op gets its cost row
     from the module of `dump` (the same run's) with its module id, else from the HLO the trace embeds
     (printed by jaxlib, when jax is installed; otherwise a note says so)."""
-    everything = said_events(trace.events)
-    annotated = [e for e in everything if "hlo_module" in e.stats]
-    windows = [(e.start_ns, e.start_ns + e.duration_ns) for e in everything if e.name in COMPILE_EVENTS]
-    jit, tuning, other = split_autotuning(everything, annotated, dump, windows)
-    op_events = [e for e in jit if "hlo_op" in e.stats]
-    launched = launch_times(everything, op_events)
-    runs = executions(everything, op_events, launched)
-    marked = step_markers(everything)
-    steps, source, function = find_steps(marked, op_events, runs, step_function)
+    events = trace.events
+    said = said_events(events)
+    windows = [(e.start_ns, e.start_ns + e.duration_ns) for e in said if e.name in COMPILE_EVENTS]
+    jit, tuning, other = split_autotuning(events, dump, windows)
+    ops = op_events(events, np.flatnonzero(jit & events.has("hlo_op")))
+    launch_line = launch_times(events, ops)
+    runs = executions(events, ops, launch_line)
+    marked = step_markers(said)
+    steps, source, function = find_steps(marked, ops, runs, step_function)
     skipped: list[SkippedFile] = []
-    sequences = thunk_sequences(dump, {event_label(e) for e in op_events}, skipped) if dump is not None else {}
-    placed, unplaced = place(op_events, sequences, dump is not None)
-    step_of = step_index(steps, op_events, launched if source == "step markers" else {})
-    labels = {event_label(e) for e in op_events}
+    labels = ops.labels()
+    sequences = thunk_sequences(dump, labels, skipped) if dump is not None else {}
+    placed, unplaced = place(events, ops, sequences, dump is not None)
+    ops.op = np.where(placed >= 0, placed, ops.annotated).astype(np.int32)
+    ops.step = step_index(steps, ops, source == "step markers")
     notes: list[ProfileNote] = []
     if dump is not None:
         costs = dump_costs(dump, labels, chip, skipped)
     else:
         costs = {name: op_costs(m, chip) for name, m in embedded_modules(trace, labels, notes).items()}
-
-    def kind_of(event: TraceEvent) -> str:
-        if "hlo_op" not in event.stats:  # device work of no function: a memcpy, a memset
-            return device_kind(event, None)
-        cost = costs.get(event_label(event), {}).get(placed.get(id(event)) or op_name(event), None)
-        return device_kind(event, cost.kind if cost is not None else op_opcode(event))
-
-    spans = [r.span for r in {id(r): r for r in runs.values()}.values() if len(r.events) > 1]
-    measure_steps(steps, trace.events, everything, marked, [*op_events, *other], kind_of, tuning, spans)
-    ops = _op_times(op_events, placed, steps, step_of, costs, chip.launch_seconds if chip is not None else 0.0)
-    hlo = ("dump" if dump is not None else "trace") if costs else None
-    tuned = {id(e) for e in tuning}
+    device = _device_spans(ops, costs, other)
+    device["launch"] = (runs.first[runs.size > 1], runs.last[runs.size > 1])
+    measure_steps(steps, events, said, marked, device, np.sort(ops.start_ns), tuning)
+    tuned = {e.row for e in tuning}
     return ProfileReport(
         [str(p) for p in trace.paths],
         steps,
         source,
-        ops,
-        with_modules(
-            trace_compiles(everything, lambda e: id(e) in tuned, lambda t: step_at(steps, t)), op_events, launched
-        ),
+        _op_times(ops, steps, costs, chip.launch_seconds if chip is not None else 0.0),
+        with_modules(trace_compiles(said, lambda e: e.row in tuned, lambda t: step_at(steps, t)), ops),
         sorted(costs),
-        op_events,
+        ops,
         chip,
-        hlo,
+        ("dump" if dump is not None else "trace") if costs else None,
         notes,
         skipped,
-        functions=function_times(op_events, steps, step_of),
-        placed=(sum(placed.get(id(e)) is not None for e in op_events), len(op_events)),
+        functions=function_times(ops, steps),
+        placed=(int((placed >= 0).sum()), len(ops)),
         unplaced=unplaced,
         autotuning=autotuning_work(tuning),
         other_device=(len(other), sum(e.duration_ns for e in other) / 1e9),
-        step_summary=summary(steps, lambda chosen: function or _busiest(op_events, chosen, step_of, steps), marked),
+        step_summary=summary(steps, lambda chosen: function or _busiest(ops, chosen, steps), marked),
         step_function=function,
         step_named=step_function is not None,
     )
 
 
 def said_events(events: Events) -> list[TraceEvent]:
-    """The events the analyses read one by one, as objects: device work and op events, step markers,
-    compiles and everything that ran during them, jax's dispatches and lowerings, PjRt's executions
-    (`run_id`) and launches (`correlation_id`), host-to-device transfers. The rest (the Python tracer's
-    frames, flows' ends: most of a host's events) stay columns; the host thread's are read step by step
-    (`breakdown.HostThread`)."""
+    """The events the analyses read one by one, as objects: step markers, compiles and everything that
+    ran during them, jax's dispatches and lowerings, host-to-device transfers. The rest (op events, the
+    Python tracer's frames, flows' ends: nearly all of a host's events) stay columns."""
     names = np.array(
         [n in COMPILE_EVENTS or n == LOWERING or n.startswith(DISPATCH) or transfer_event(n) for n in events.strings],
         np.bool_,
     )
-    wanted = names[events.name] | events.on_device()
-    for stat in ("hlo_module", "hlo_op", "step_num", "run_id", "correlation_id", "module"):
-        wanted |= events.has(stat)
-    for compiling in np.flatnonzero(names[events.name] & events.named(COMPILE_EVENTS)).tolist():
+    wanted = names[events.name] | events.has("step_num") | events.has("module")
+    for compiling in np.flatnonzero(events.named(COMPILE_EVENTS)).tolist():
         start, end = events.start_ns[compiling], events.end_ns[compiling]
         wanted[np.searchsorted(events.start_ns, start, "left") : np.searchsorted(events.start_ns, end, "right")] = True
     return events.select(np.flatnonzero(wanted))
 
 
+def op_kinds(ops: OpEvents, costs: dict[str, dict[str, OpCost]]) -> list[str]:
+    """Each op event's kind for the step breakdown (`breakdown.device_kind`): its cost row's kind where the
+    dump has one, else the opcode its annotation names."""
+    keys = [ops.label, ops.op, ops.annotated, ops.name, ops.copies]
+    distinct, back = np.unique(np.stack([k.astype(np.int64) for k in keys]), axis=1, return_inverse=True)
+    kinds: list[str] = []
+    for label, op, annotated, name, copies in distinct.T.tolist():
+        cost = costs.get(ops.text(label), {}).get(ops.text(op))
+        kind = cost.kind if cost is not None else name_opcode(ops.text(annotated))
+        kinds.append(device_kind(ops.text(name), bool(copies), kind))
+    return [kinds[k] for k in np.asarray(back).ravel().tolist()] if len(ops) else []
+
+
+def _device_spans(
+    ops: OpEvents, costs: dict[str, dict[str, OpCost]], other: list[TraceEvent]
+) -> dict[str, SpanColumns]:
+    """The program's device activity by kind: its op events, and device work of no function (a memcpy)."""
+    kinds = np.array(op_kinds(ops, costs) + [device_kind(e.name, _copies(e), None) for e in other], object)
+    starts = np.concatenate([ops.start_ns, [e.start_ns for e in other]])
+    ends = np.concatenate([ops.end_ns, [e.end_ns for e in other]])
+    return {kind: (starts[kinds == kind], ends[kinds == kind]) for kind in set(kinds.tolist())}
+
+
+def _copies(event: TraceEvent) -> bool:
+    return "memcpy_details" in event.stats or "Memset_details" in event.stats
+
+
 def _op_times(
-    op_events: list[TraceEvent],
-    placed: dict[int, str | None],
-    steps: list[StepTime],
-    step_of: dict[int, int],
-    costs: dict[str, dict[str, OpCost]],
-    launch_seconds: float,
+    ops: OpEvents, steps: list[StepTime], costs: dict[str, dict[str, OpCost]], launch_seconds: float
 ) -> list[OpTime]:
     """Each op's time, per step over the steps its module (the compiled function it is in) ran in; ranked
     by time lost in the run where a roofline is known, else by measured time."""
-    ran_in: dict[str, set[int]] = defaultdict(set)
-    for event in op_events:
-        if id(event) in step_of:
-            ran_in[event_label(event)].add(step_of[id(event)])
+    ran_in: dict[int, int] = {}
+    for label in np.unique(ops.label).tolist():
+        ran_in[label] = len(np.unique(ops.step[(ops.label == label) & (ops.step >= 0)]))
     busy = sum(s.busy_seconds for s in steps)
-    ops = per_module_run(
-        [
-            op_time(key, events, len(ran_in[key[0]]), busy, step_of, costs.get(key[0], {}).get(key[2]), launch_seconds)
-            for key, events in by_op(op_events, placed).items()
-        ]
-    )
-    known = any(op.lost_seconds is not None for op in ops)
-    ops.sort(key=lambda op: -((op.lost_seconds or 0.0) if known else op.total_seconds))
-    return ops
+    order, bounds, _ = grouped([ops.label.astype(np.int64), ops.function.astype(np.int64), ops.op.astype(np.int64)])
+    rows: list[OpTime] = []
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        mine = order[lo:hi]
+        first = mine[0]
+        key = (ops.text(int(ops.label[first])), ops.text(int(ops.function[first])), ops.text(int(ops.op[first])))
+        cost = costs.get(key[0], {}).get(key[2])
+        durations = ops.duration_ns[mine].tolist()
+        in_steps = (ops.step[mine] >= 0).tolist()
+        rows.append(op_time(key, durations, in_steps, ran_in[int(ops.label[first])], busy, cost, launch_seconds))
+    found = per_module_run(rows)
+    known = any(op.lost_seconds is not None for op in found)
+    found.sort(key=lambda op: -((op.lost_seconds or 0.0) if known else op.total_seconds))
+    return found
 
 
-def _busiest(
-    op_events: list[TraceEvent], chosen: list[StepTime], step_of: dict[int, int], steps: list[StepTime]
-) -> str | None:
+def _busiest(ops: OpEvents, chosen: list[StepTime], steps: list[StepTime]) -> str | None:
     """The function with most of the device time in the `chosen` steps: the one they run (None: none
     has most of it)."""
-    wanted = {index for index, step in enumerate(steps) if step in chosen}
-    seconds: dict[str, float] = defaultdict(float)
-    for event in op_events:
-        if step_of.get(id(event), -1) in wanted:
-            seconds[str(event.stats["hlo_module"])] += event.duration_ns
+    wanted = [index for index, step in enumerate(steps) if step in chosen]
+    inside = np.isin(ops.step, wanted)
+    seconds = function_sums(ops.only(inside), ops.duration_ns[inside])
     busiest = max(seconds, key=seconds.__getitem__, default=None)
     return busiest if busiest is not None and seconds[busiest] > sum(seconds.values()) / 2 else None
 
@@ -216,14 +233,15 @@ def only_function(report: ProfileReport, function: str | None) -> ProfileReport:
     """The report narrowed to one function; a name that matches nothing is an input error."""
     if function is None:
         return report
-    ops = [op for op in report.ops if op.function == function]
+    rows = [op for op in report.ops if op.function == function]
     compiles = [c for c in report.compiles if c.function == function]
-    if not ops and not compiles:
+    if not rows and not compiles:
         known = sorted({op.function for op in report.ops} | {c.function or "?" for c in report.compiles})
         raise UsageError(
             "$function " + literal(f"{function}: no op or compile of it in the trace; it has: {', '.join(known)}")
         )
-    events = [e for e in report.op_events if e.stats.get("hlo_module") == function]
+    ops = report.op_events
+    events = ops.only(ops.function == ops.code(function)) if ops is not None else None
     functions = [f for f in report.functions if f.function == function]
     unplaced = [u for u in report.unplaced if u.module.rpartition(".")[2] == function or u.module == function]
-    return replace(report, ops=ops, compiles=compiles, op_events=events, functions=functions, unplaced=unplaced)
+    return replace(report, ops=rows, compiles=compiles, op_events=events, functions=functions, unplaced=unplaced)

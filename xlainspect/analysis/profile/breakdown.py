@@ -23,7 +23,6 @@ A step's **bound** is the largest of `model.BOUNDS` (`bound_of`).
 
 from __future__ import annotations
 
-import bisect
 import functools
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
@@ -35,7 +34,7 @@ from xlainspect.analysis.collectives import KINDS as COLLECTIVE_KINDS
 from xlainspect.analysis.profile.compiles import COMPILE_EVENTS
 from xlainspect.analysis.profile.events import outermost_positions
 from xlainspect.analysis.profile.model import BOUNDS, CATEGORIES, DEVICE_KINDS, StepSummary, StepTime
-from xlainspect.dump.events import Events, Ints, TraceEvent
+from xlainspect.dump.events import Events, Floats, Ints, TraceEvent
 
 Span = tuple[float, float]
 """(start, end) in ns since the trace's first event."""
@@ -58,10 +57,11 @@ def transfer_event(name: str) -> bool:
     return any(transfer in name for transfer in TRANSFER_EVENTS)
 
 
-def device_kind(event: TraceEvent, op_kind: str | None) -> str:
-    """`compute`, `collectives` or `copies` for a device event; `op_kind`: its op's kind from the dump."""
-    name = event.name.lower()
-    if "memcpy_details" in event.stats or "Memset_details" in event.stats or name.startswith(("memcpy", "memset")):
+def device_kind(name: str, copies: bool, op_kind: str | None) -> str:
+    """`compute`, `collectives` or `copies` for a device event of this name; `copies`: it carries CUPTI's
+    `memcpy_details` or `Memset_details`; `op_kind`: its op's kind from the dump."""
+    name = name.lower()
+    if copies or name.startswith(("memcpy", "memset")):
         return "copies"
     kind = (op_kind or "").removesuffix("-start").removesuffix("-done")
     if kind in COLLECTIVE_KINDS or name.startswith("nccl"):
@@ -84,55 +84,75 @@ def bound_of(breakdown: dict[str, float]) -> str | None:
     return best if groups[best] > 0 else None
 
 
-class Activity:
-    """What the trace shows running, as spans per category, for cutting into steps; and the host thread,
-    as rows of the trace's events (only the few that name a step's host time become objects)."""
+SpanColumns = tuple[Floats, Floats]
+"""Spans as two arrays: starts and ends (ns since the trace's first event)."""
 
-    def __init__(self, spans: dict[str, list[Span]], events: Events, host_thread: Ints) -> None:
-        self.spans = {label: sorted(found) for label, found in spans.items()}
-        self.starts = {label: [a for a, _ in found] for label, found in self.spans.items()}
-        self.longest = {label: max((b - a for a, b in found), default=0.0) for label, found in self.spans.items()}
-        self.host = HostThread(events, host_thread)
 
-    def within(self, start: float, end: float) -> dict[str, list[Span]]:
-        """The spans of each category that may overlap [start, end): those starting in it or at most the
-        category's longest span before it (a bisection, not a pass over the trace per step)."""
-        found: dict[str, list[Span]] = {}
-        for label, spans in self.spans.items():
-            starts = self.starts[label]
-            first = bisect.bisect_left(starts, start - self.longest[label])
-            found[label] = spans[first : bisect.bisect_left(starts, end)]
-        return found
+def cut_steps(starts: Floats, ends: Floats, spans: dict[str, SpanColumns]) -> tuple[Floats, list[list[Span]]]:
+    """Each step [starts[k], ends[k]) cut where any span starts or ends, each piece to the first category
+    of `_PRECEDENCE` with a span over it, else to the host: (seconds per step and category, the categories
+    of `_PRECEDENCE` then `host`; each step's host pieces). All steps at once: every span's edges inside
+    the steps it overlaps, sorted, the spans open after each edge counted per category (a running sum),
+    each piece between two edges summed into its step's category in time order."""
+    host = len(_PRECEDENCE)
+    step, time, change, rank = _edges(starts, ends, spans)
+    order = np.lexsort((rank, change, time, step))
+    step, time, change, rank = step[order], time[order], change[order], rank[order]
+    first = np.full(len(step), host)
+    for category in range(host - 1, -1, -1):
+        first = np.where(np.cumsum(np.where(rank == category, change, 0)) > 0, category, first)
+    inner = np.flatnonzero((step[:-1] == step[1:]) & (time[1:] > time[:-1]))
+    has = np.zeros(len(starts), np.bool_)
+    has[step] = True
+    lead = np.searchsorted(step, np.arange(len(starts)))
+    tail = np.searchsorted(step, np.arange(len(starts)), "right") - 1
+    open_at = np.where(has, time[np.minimum(lead, max(len(time) - 1, 0))] if len(time) else starts, ends)
+    close_at = np.where(has, time[np.maximum(tail, 0)] if len(time) else starts, ends)
+    piece_step = np.concatenate([np.arange(len(starts)), step[inner], np.arange(len(starts))])
+    piece_start = np.concatenate([starts, time[inner], close_at])
+    piece_end = np.concatenate([open_at, time[inner + 1], ends])
+    piece_category = np.concatenate([np.full(len(starts), host), first[inner], np.full(len(starts), host)])
+    real = piece_end > piece_start
+    real[len(starts) + len(inner) :] &= has  # a step with no edge has one piece: its first
+    at = np.flatnonzero(real)
+    at = at[np.lexsort((piece_start[at], piece_step[at]))]
+    seconds = np.zeros((len(starts), host + 1))
+    np.add.at(seconds, (piece_step[at], piece_category[at]), (piece_end[at] - piece_start[at]) / 1e9)
+    pieces: list[list[Span]] = [[] for _ in range(len(starts))]
+    for k, a, b in zip(*(x[at[piece_category[at] == host]].tolist() for x in (piece_step, piece_start, piece_end))):
+        pieces[k].append((a, b))
+    return seconds, pieces
 
-    def step(self, step: StepTime, marker: TraceEvent | None, kernels: int, compiles: int) -> StepTime:
-        """`step` with its busy time, breakdown, host names and bound."""
-        start = step.start_seconds * 1e9
-        end = start + step.wall_seconds * 1e9
-        seconds: dict[str, float] = dict.fromkeys(CATEGORIES, 0.0)
-        host_spans: list[Span] = []
-        for a, b, category in _segments(self.within(start, end), start, end, _PRECEDENCE):
-            seconds[category or "host"] += (b - a) / 1e9
-            if category is None:
-                host_spans.append((a, b))
-        busy = sum(seconds[kind] for kind in DEVICE_KINDS)
-        step.busy_seconds = busy
-        step.idle_seconds = step.wall_seconds - busy
-        step.breakdown = seconds
-        step.host = self._host_names(host_spans, start, end, marker)
-        step.bound = bound_of(seconds)
-        step.kernels, step.compiles = kernels, compiles
-        return step
 
-    def _host_names(self, spans: list[Span], start: float, end: float, marker: TraceEvent | None) -> dict[str, float]:
-        """Seconds of `spans` by what the host thread ran then (`host_names`)."""
-        if not spans:
-            return {}
-        named = self.host.names(start, end, marker.row if marker is not None else -1)
-        found: dict[str, float] = defaultdict(float)
-        for span_start, span_end in spans:
-            for a, b, name in _segments(named, span_start, span_end, None):
-                found[name or UNTRACED] += (b - a) / 1e9
-        return dict(sorted(found.items(), key=lambda item: -item[1]))
+def _edges(starts: Floats, ends: Floats, spans: dict[str, SpanColumns]) -> tuple[Ints, Floats, Ints, Ints]:
+    """(step, time, +1 or -1, category) of each span's start and end in each step it overlaps, clipped."""
+    found: list[tuple[Ints, Floats, Ints, Ints]] = []
+    ordered = bool(np.all(starts[1:] >= ends[:-1]))  # steps one after another: found by bisection
+    for category, label in enumerate(_PRECEDENCE):
+        a, b = spans.get(label, (np.zeros(0), np.zeros(0)))
+        keep = b > a
+        a, b = a[keep], b[keep]
+        span, step = _overlaps(a, b, starts, ends, ordered)
+        begin, finish = np.maximum(a[span], starts[step]), np.minimum(b[span], ends[step])
+        count = len(span)
+        found.append((step, begin, np.ones(count, np.int64), np.full(count, category)))
+        found.append((step, finish, -np.ones(count, np.int64), np.full(count, category)))
+    step, time, change, rank = (np.concatenate([f[k] for f in found]) for k in range(4))
+    return step.astype(np.int64), time, change, rank.astype(np.int64)
+
+
+def _overlaps(a: Floats, b: Floats, starts: Floats, ends: Floats, ordered: bool) -> tuple[Ints, Ints]:
+    """(span, step) for every span of [a, b) and step of [starts, ends) that overlap."""
+    if ordered:
+        first = np.searchsorted(ends, a, "right")
+        count = np.maximum(np.searchsorted(starts, b, "left") - first, 0)
+        span = np.repeat(np.arange(len(a)), count)
+        offset = np.arange(len(span)) - np.repeat(np.cumsum(count) - count, count)
+        return span, np.repeat(first, count) + offset
+    pairs = [(np.flatnonzero((b > s) & (a < e)), k) for k, (s, e) in enumerate(zip(starts.tolist(), ends.tolist()))]
+    span = np.concatenate([p for p, _ in pairs]) if pairs else np.zeros(0, np.int64)
+    step = np.concatenate([np.full(len(p), k) for p, k in pairs]) if pairs else np.zeros(0, np.int64)
+    return span.astype(np.int64), step.astype(np.int64)
 
 
 class HostThread:
@@ -255,35 +275,62 @@ def measure_steps(
     table: Events,
     events: list[TraceEvent],
     marked: dict[int, list[TraceEvent]],
-    device: list[TraceEvent],
-    kind_of: Callable[[TraceEvent], str],
+    device: dict[str, SpanColumns],
+    kernel_starts: Floats,
     tuning: list[TraceEvent],
-    runs: Iterable[tuple[float, float]],
 ) -> None:
-    """Fill each step's busy time, breakdown, host names, bound, kernels and compiles. `device`: the
-    program's device activity (op events of compiled functions, other device work outside compiles),
-    `kind_of` its kind; `marked`: the step markers (`steps.step_markers`);
-    `tuning`: autotuning's device work; `runs`: the device span of each execution
-    of a compiled function; `events`: the trace's events that say any of these (`table`: all, the host
+    """Fill each step's busy time, breakdown, host names, bound, kernels and compiles. `device`: spans of
+    the program's device activity by kind (op events of compiled functions, other device work outside
+    compiles) and `launch`, each execution's device span; `kernel_starts`: the op events' starts, sorted;
+    `marked`: the step markers (`steps.step_markers`); `tuning`: autotuning's device work; `events`: the
+    trace's events that say what else ran (compiles, transfers), as objects (`table`: all, the host
     thread's among them)."""
-    spans: dict[str, list[Span]] = defaultdict(list)
-    for event in device:
-        spans[kind_of(event)].append((event.start_ns, event.end_ns))
-    spans["autotune"] = [(e.start_ns, e.end_ns) for e in tuning]
-    spans["compile"] = [(e.start_ns, e.end_ns) for e in events if e.name in COMPILE_EVENTS]
-    spans["launch"] = list(runs)
+    spans = dict(device)
+    spans["autotune"] = _columns(tuning)
+    compiling = [e for e in events if e.name in COMPILE_EVENTS]
+    spans["compile"] = _columns(compiling)
     host = [e for e in events if not e.plane.startswith("/device")]
-    spans["input"] = [(e.start_ns, e.end_ns) for e in host if transfer_event(e.name)]
+    spans["input"] = _columns([e for e in host if transfer_event(e.name)])
     thread = _host_thread(host, marked)
     codes = [k for k, found in enumerate(table.threads) if found == thread]
-    activity = Activity(spans, table, np.flatnonzero(np.isin(table.thread, codes)))
-    device_starts = sorted(e.start_ns for e in device if "hlo_op" in e.stats)
-    for step in steps:
+    names = HostThread(table, np.flatnonzero(np.isin(table.thread, codes)))
+    starts = np.array([s.start_seconds * 1e9 for s in steps])
+    seconds, pieces = cut_steps(starts, starts + np.array([s.wall_seconds * 1e9 for s in steps]), spans)
+    for k, step in enumerate(steps):
         start, end = step.start_seconds * 1e9, (step.start_seconds + step.wall_seconds) * 1e9
-        kernels = bisect.bisect_left(device_starts, end) - bisect.bisect_left(device_starts, start)
-        compiles = sum(1 for a, b in spans["compile"] if a < end and b > start)
+        kernels = int(np.searchsorted(kernel_starts, end) - np.searchsorted(kernel_starts, start))
+        compiles = sum(1 for e in compiling if e.start_ns < end and e.end_ns > start)
         marker = next(iter(marked.get(step.number, [])), None)
-        activity.step(step, marker, kernels, compiles)
+        _fill(step, dict(zip([*_PRECEDENCE, "host"], seconds[k].tolist())), kernels, compiles)
+        step.host = _host_names(names, pieces[k], step, marker)
+
+
+def _columns(events: list[TraceEvent]) -> SpanColumns:
+    return np.array([e.start_ns for e in events]), np.array([e.end_ns for e in events])
+
+
+def _fill(step: StepTime, cut: dict[str, float], kernels: int, compiles: int) -> None:
+    """`step` with its busy time, breakdown and bound."""
+    seconds = {category: cut.get(category, 0.0) for category in CATEGORIES}
+    busy = sum(seconds[kind] for kind in DEVICE_KINDS)
+    step.busy_seconds = busy
+    step.idle_seconds = step.wall_seconds - busy
+    step.breakdown = seconds
+    step.bound = bound_of(seconds)
+    step.kernels, step.compiles = kernels, compiles
+
+
+def _host_names(thread: HostThread, spans: list[Span], step: StepTime, marker: TraceEvent | None) -> dict[str, float]:
+    """Seconds of the step's host pieces `spans` by what the host thread ran then (`host_names`)."""
+    if not spans:
+        return {}
+    start = step.start_seconds * 1e9
+    named = thread.names(start, start + step.wall_seconds * 1e9, marker.row if marker is not None else -1)
+    found: dict[str, float] = defaultdict(float)
+    for span_start, span_end in spans:
+        for a, b, name in _segments(named, span_start, span_end, None):
+            found[name or UNTRACED] += (b - a) / 1e9
+    return dict(sorted(found.items(), key=lambda item: -item[1]))
 
 
 def _host_thread(host: list[TraceEvent], marked: dict[int, list[TraceEvent]]) -> tuple[str, str] | None:

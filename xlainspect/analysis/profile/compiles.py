@@ -27,7 +27,10 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from xlainspect.analysis.profile.events import event_label, outermost
+import numpy as np
+
+from xlainspect.analysis.profile.events import outermost
+from xlainspect.analysis.profile.ops import OpEvents
 from xlainspect.dump.events import TraceEvent
 from xlainspect.dump.names import file_module_id
 
@@ -211,21 +214,21 @@ def _children(own: list[TraceEvent], parents: list[TraceEvent]) -> list[TraceEve
     return found
 
 
-def with_modules(
-    compiles: list[CompileEvent], op_events: list[TraceEvent], launched: dict[int, tuple[str, float]]
-) -> list[CompileEvent]:
+def with_modules(compiles: list[CompileEvent], ops: OpEvents) -> list[CompileEvent]:
     """Each compile with the module it made: its function's first module to run (be launched) after it."""
-    runs: dict[str, list[tuple[float, str]]] = defaultdict(list)
-    for event in op_events:
-        if isinstance(event.stats.get("program_id"), int):
-            at = launched[id(event)][1] if id(event) in launched else event.start_ns
-            runs[str(event.stats["hlo_module"])].append((at, event_label(event)))
-    for found in runs.values():
-        found.sort()
+    at = np.where(np.isnan(ops.launched), ops.start_ns, ops.launched)
     for event in compiles:
-        after = runs.get(event.function or "", [])
-        index = bisect.bisect_left(after, ((event.start_seconds + event.seconds) * 1e9, ""))
-        event.module = after[index][1] if index < len(after) else None
+        after = (
+            ops.program
+            & (ops.function == ops.code(event.function or ""))
+            & (at >= (event.start_seconds + event.seconds) * 1e9)
+        )
+        first = at[after].min() if after.any() else None
+        event.module = (
+            min(ops.text(c) for c in np.unique(ops.label[after & (at == first)]).tolist())
+            if first is not None
+            else None
+        )
     return compiles
 
 

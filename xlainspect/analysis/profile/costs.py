@@ -12,7 +12,6 @@ from xlainspect.analysis.profile.events import dump_label, module_label, traced_
 from xlainspect.analysis.profile.model import OpTime, ProfileNote
 from xlainspect.analysis.runner import analyse_each
 from xlainspect.dump.directory import Dump
-from xlainspect.dump.events import TraceEvent
 from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.xplane import Trace, embedded_hlo_text
 from xlainspect.errors import XlaInspectError
@@ -71,31 +70,32 @@ def embedded_modules(trace: Trace, labels: set[str], notes: list[ProfileNote]) -
 
 def op_time(
     key: tuple[str, str, str],
-    events: list[TraceEvent],
+    durations: list[float],
+    in_steps: list[bool],
     module_steps: int,
     busy: float,
-    step_of: dict[int, int],
     cost: OpCost | None,
     launch_seconds: float,
 ) -> OpTime:
-    """One op's measured time; per step over `module_steps`, the steps its module ran in; beside
-    `cost` (None: no cost row) with a roofline no less than `launch_seconds`."""
+    """One op's measured time from its events' `durations` (ns; `in_steps`: which fell in a step); per
+    step over `module_steps`, the steps its module ran in; beside `cost` (None: no cost row) with a
+    roofline no less than `launch_seconds`."""
     label, function, name = key
-    seconds = [e.duration_ns / 1e9 for e in events]
-    in_steps = [e for e in events if id(e) in step_of]
+    seconds = [d / 1e9 for d in durations]
+    stepped = [d for d, inside in zip(durations, in_steps) if inside]
     measured = OpTime(
         label,
         function,
         name,
         len(seconds),
         sum(seconds),
-        sum(e.duration_ns for e in in_steps) / 1e9 / module_steps if module_steps else None,
+        sum(stepped) / 1e9 / module_steps if module_steps else None,
         min(seconds),
         median(seconds),
         max(seconds),
-        sum(e.duration_ns for e in in_steps) / 1e9 / busy if busy else None,
+        sum(stepped) / 1e9 / busy if busy else None,
         module_steps,
-        len(in_steps) / module_steps if module_steps else None,
+        len(stepped) / module_steps if module_steps else None,
     )
     return measured if cost is None else _with_cost(measured, cost, launch_seconds)
 

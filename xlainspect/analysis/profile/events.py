@@ -1,16 +1,13 @@
-"""What an op event names: its module's label (as the dump's), its op, and the dump's modules it ran."""
+"""What an op event names: its module's label (as the dump's), its op, and the dump's modules it ran;
+which events of a thread no other encloses."""
 
 from __future__ import annotations
-
-import functools
-from collections import defaultdict
 
 import numpy as np
 
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.events import Floats, Ints, TraceEvent
 from xlainspect.dump.module import DumpModule
-from xlainspect.hlo.opcodes import name_opcode
 
 
 def event_label(event: TraceEvent) -> str:
@@ -19,7 +16,6 @@ def event_label(event: TraceEvent) -> str:
     return module_label(program, name) if isinstance(program, int) else name
 
 
-@functools.cache
 def module_label(program_id: int, name: str) -> str:
     """The trace's program_id is the dump's module id: label as `DumpModule.label` does, without the host."""
     return f"module_{program_id:04d}.{name}"
@@ -28,20 +24,6 @@ def module_label(program_id: int, name: str) -> str:
 def op_name(event: TraceEvent) -> str:
     """The op an annotation names: the last `::` segment of `hlo_op`."""
     return str(event.stats["hlo_op"]).rpartition("::")[2]
-
-
-def op_opcode(event: TraceEvent) -> str:
-    """The opcode the op's name says (`hlo.opcodes.name_opcode`), for an op without a cost row."""
-    return name_opcode(op_name(event))
-
-
-def by_op(op_events: list[TraceEvent], placed: dict[int, str | None]) -> dict[tuple[str, str, str], list[TraceEvent]]:
-    """Events by (module label, function, op); an event not placed stays on its annotation."""
-    grouped: dict[tuple[str, str, str], list[TraceEvent]] = defaultdict(list)
-    for event in op_events:
-        op = placed.get(id(event)) or op_name(event)
-        grouped[(event_label(event), str(event.stats["hlo_module"]), op)].append(event)
-    return grouped
 
 
 def outermost(events: list[TraceEvent]) -> list[TraceEvent]:

@@ -37,6 +37,7 @@ from pathlib import Path
 from statistics import median
 
 import numpy as np
+import numpy.typing as npt
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS, collectives
@@ -45,9 +46,6 @@ from xlainspect.analysis.profile.breakdown import device_kind
 from xlainspect.analysis.profile.costs import embedded_modules
 from xlainspect.analysis.profile.events import (
     dump_label,
-    event_label,
-    op_name,
-    op_opcode,
     outermost_positions,
     traced_modules,
 )
@@ -66,12 +64,14 @@ from xlainspect.analysis.profile.job import (
     UnitRow,
 )
 from xlainspect.analysis.profile.model import IDLE_CAUSES, StepTime
+from xlainspect.analysis.profile.ops import NONE, OpEvents
 from xlainspect.dump.directory import Dump
-from xlainspect.dump.events import Events, TraceEvent
+from xlainspect.dump.events import Events, Floats, TraceEvent
 from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import Trace, read_trace
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.hlo.model import Module
+from xlainspect.hlo.opcodes import name_opcode
 from xlainspect.workers import map_shared
 
 
@@ -169,14 +169,16 @@ def summarise_host(
     kinds = _kinds(report)
     compiles = [(origin + c.start_seconds * 1e9, origin + (c.start_seconds + c.seconds) * 1e9) for c in report.compiles]
     steps = [_host_step(s, origin) for s in report.steps]
-    by_device: dict[str, list[TraceEvent]] = defaultdict(list)
-    for event in report.op_events:
-        by_device[_device(event)].append(event)
+    ops = report.op_events
+    assert ops is not None
+    collective = _collectives(ops, kinds)
     parts: list[CollectivePart] = []
     devices: dict[str, list[HostStep]] = {}
-    for device, events in by_device.items():
-        devices[device] = _device_steps(steps, events, kinds, origin)
-        parts += _collective_parts(device, events, kinds, steps, origin)
+    codes, first = np.unique(ops.device, return_index=True)
+    for code in codes[np.argsort(first)].tolist():  # in the order they first ran
+        mine = ops.device == code
+        devices[ops.text(code)] = _device_steps(steps, ops.only(mine), collective[mine], origin)
+        parts += _collective_parts(ops.text(code), ops.only(mine), collective[mine], steps, origin)
     annotations = _annotations(trace.events, origin)
     median_step = report.step_summary.step_seconds if report.step_summary is not None else None
     found = HostSummary(host, [str(p) for p in paths], steps, median_step, devices, parts, annotations, compiles)
@@ -196,9 +198,11 @@ def host_activity(
     host's spans (as many as its kernels) are held while every host is summarised."""
     trace = read_trace(paths)
     report = profile(trace, dump, chip, step_function)
-    kinds = _kinds(report)
     origin = trace.origin_ns
-    work = _union(_span(e, origin) for e in report.op_events if not _collective(e, kinds))
+    ops = report.op_events
+    assert ops is not None
+    computing = _collectives(ops, _kinds(report)) == None  # noqa: E711 (an array of objects, elementwise)
+    work = _merged(origin + ops.start_ns[computing], origin + ops.start_ns[computing] + ops.duration_ns[computing])
     events = trace.events
     moved = events.select(np.flatnonzero(events.on_device() & ~events.has("hlo_module")))
     return report, (work, _union(_span(e, origin) for e in moved))
@@ -228,9 +232,18 @@ def _span(event: TraceEvent, origin: float) -> Interval:
     return (origin + event.start_ns, origin + event.start_ns + event.duration_ns)
 
 
-def _collective(event: TraceEvent, kinds: dict[tuple[str, str], str | None]) -> str | None:
-    """The collective an op event runs (its kind from the profile's cost rows, keyed by module and op)."""
-    return collective_kind(event, kinds.get((event_label(event), op_name(event))))
+def _collectives(ops: OpEvents, kinds: dict[tuple[str, str], str | None]) -> npt.NDArray[np.object_]:
+    """The collective each op event runs (`collective_kind`; None: none), its kind from the profile's cost
+    rows by module and the op its annotation names."""
+    keys = np.stack([ops.label, ops.annotated, ops.name, ops.copies]).astype(np.int64)
+    if not len(ops):
+        return np.zeros(0, object)
+    distinct, back = np.unique(keys, axis=1, return_inverse=True)
+    found = [
+        collective_kind(ops.text(name), bool(copies), ops.text(op), kinds.get((ops.text(label), ops.text(op))))
+        for label, op, name, copies in distinct.T.tolist()
+    ]
+    return np.array(found + [None], object)[:-1][np.asarray(back).ravel()]
 
 
 def _bytes_sent(trace: Trace, dump: Dump | None, labels: set[str]) -> dict[tuple[str, str], int | None]:
@@ -248,43 +261,30 @@ def _bytes_sent(trace: Trace, dump: Dump | None, labels: set[str]) -> dict[tuple
     return {(label, c.name): c.bytes_per_device for label, module in modules.items() for c in collectives(module)}
 
 
-def _device(event: TraceEvent) -> str:
-    if event.plane.startswith("/device"):
-        return event.plane.removeprefix("/device:")
-    ordinal = event.stats.get("device_ordinal")
-    return f"device {ordinal}" if ordinal is not None else event.plane
-
-
-def collective_kind(event: TraceEvent, kind: str | None) -> str | None:
-    """The collective an op event runs (as the step breakdown's `device_kind` decides): its kind from the
-    HLO where costs are known, else XLA's default instruction name, which is its opcode (`all-reduce.3`,
-    `all-gather-start`); an NCCL kernel without one is `nccl`."""
-    kind = kind or op_opcode(event)
-    if device_kind(event, kind) != "collectives":
+def collective_kind(name: str, copies: bool, op: str, kind: str | None) -> str | None:
+    """The collective an op event of this name runs (as the step breakdown's `device_kind` decides): its
+    kind from the HLO where costs are known, else XLA's default instruction name `op`, which is its opcode
+    (`all-reduce.3`, `all-gather-start`); an NCCL kernel without one is `nccl`."""
+    kind = kind or name_opcode(op)
+    if device_kind(name, copies, kind) != "collectives":
         return None
     kind = kind.removesuffix("-start").removesuffix("-done")
     return kind if kind in KINDS else "nccl"
 
 
 def _device_steps(
-    steps: list[HostStep], events: list[TraceEvent], kinds: dict[tuple[str, str], str | None], origin: float
+    steps: list[HostStep], ops: OpEvents, collective: npt.NDArray[np.object_], origin: float
 ) -> list[HostStep]:
     """Each step as one device saw it: the union of its ops' spans, and of its collectives'."""
     found = [HostStep(s.number, s.start_ns, s.wall_seconds, 0.0, 0.0, 0.0, s.compiled) for s in steps]
-    starts = [s.start_ns for s in steps]
-    busy: dict[int, list[Interval]] = defaultdict(list)
-    moving: dict[int, list[Interval]] = defaultdict(list)
-    for event in events:
-        at = _step_at(starts, origin + event.start_ns)
-        if at is None:
-            continue
-        span = _span(event, origin)
-        busy[at].append(span)
-        if _collective(event, kinds):
-            moving[at].append(span)
+    start = origin + ops.start_ns
+    at = np.searchsorted(np.array([s.start_ns for s in steps]), start, "right") - 1
+    end = start + ops.duration_ns
+    moving = collective != None  # noqa: E711 (an array of objects, elementwise)
     for k, step in enumerate(found):
-        step.busy_seconds = _length(_union(busy[k])) / 1e9
-        step.collective_seconds = _length(_union(moving[k])) / 1e9
+        mine = at == k
+        step.busy_seconds = _length(_merged(start[mine], end[mine])) / 1e9
+        step.collective_seconds = _length(_merged(start[mine & moving], end[mine & moving])) / 1e9
         step.idle_seconds = max(0.0, step.wall_seconds - step.busy_seconds)
     return found
 
@@ -304,29 +304,24 @@ def _host_step(step: StepTime, origin: float) -> HostStep:
 
 
 def _collective_parts(
-    device: str,
-    events: list[TraceEvent],
-    kinds: dict[tuple[str, str], str | None],
-    steps: list[HostStep],
-    origin: float,
+    device: str, ops: OpEvents, collective: npt.NDArray[np.object_], steps: list[HostStep], origin: float
 ) -> list[CollectivePart]:
     starts = [s.start_ns for s in steps]
-    compute = _union(_span(e, origin) for e in events if not _collective(e, kinds))
+    computing = collective == None  # noqa: E711 (an array of objects, elementwise)
+    begin = origin + ops.start_ns
+    compute = _merged(begin[computing], begin[computing] + ops.duration_ns[computing])
     seen: dict[tuple[str, str, int | None], int] = defaultdict(int)
     parts: list[CollectivePart] = []
-    for event in sorted(events, key=lambda e: e.start_ns):
-        kind = _collective(event, kinds)
-        if kind is None:
-            continue
-        start, end = _span(event, origin)
+    for k in np.flatnonzero(~computing).tolist():
+        start, end = float(begin[k]), float(begin[k] + ops.duration_ns[k])
         at = _step_at(starts, start)
         number = steps[at].number if at is not None else None
-        key = (event_label(event), op_name(event), number)
-        run = event.stats.get("run_id")
+        key = (ops.text(int(ops.label[k])), ops.text(int(ops.annotated[k])), number)
+        run = int(ops.run[k]) if ops.run[k] != NONE else None
         execution = (run,) if run is not None else (number, seen[key])
         seen[key] += 1
         hidden = _overlap(compute, start, end)
-        parts.append(CollectivePart(key[0], key[1], kind, execution, device, number, start, end, hidden))
+        parts.append(CollectivePart(key[0], key[1], str(collective[k]), execution, device, number, start, end, hidden))
     return parts
 
 
@@ -606,6 +601,18 @@ def _covered(windows: list[Interval], merged: list[Interval]) -> float:
 
 
 # -- intervals ---------------------------------------------------------------------------------------
+
+
+def _merged(starts: Floats, ends: Floats) -> list[Interval]:
+    """`_union` of the spans [starts, ends), sorted and merged with numpy: a span opens a new interval
+    where it starts after every earlier one's end."""
+    if not len(starts):
+        return []
+    order = np.lexsort((ends, starts))
+    starts, reach = starts[order], np.maximum.accumulate(ends[order])
+    opens = np.flatnonzero(np.concatenate([[True], starts[1:] > reach[:-1]]))
+    closes = np.concatenate([opens[1:] - 1, [len(starts) - 1]])
+    return list(zip(starts[opens].tolist(), reach[closes].tolist()))
 
 
 def _union(intervals: Iterable[Interval]) -> list[Interval]:

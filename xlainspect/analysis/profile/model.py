@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Literal
 
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.profile.compiles import CompileEvent
+from xlainspect.analysis.profile.ops import OpEvents
 from xlainspect.analysis.tabular import Tabular
-from xlainspect.dump.events import TraceEvent
 from xlainspect.dump.module import SkippedFile
 
 if TYPE_CHECKING:
@@ -216,8 +216,8 @@ class ProfileReport(Tabular):
     compiles: list[CompileEvent]
     joined: list[str] = field(default_factory=list[str])
     """Modules whose ops were joined with a dump module's cost."""
-    op_events: list[TraceEvent] = field(default_factory=list[TraceEvent], repr=False)
-    """The op events themselves (compiled functions' kernels), for the timeline."""
+    op_events: OpEvents | None = field(default=None, repr=False)
+    """The op events themselves (compiled functions' kernels), as columns, for the timeline and the job."""
     chip: Chip | None = field(default=None, repr=False)
     """The chip the roofline times are for."""
     hlo_source: Literal["dump", "trace"] | None = None

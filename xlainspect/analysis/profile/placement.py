@@ -6,11 +6,14 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from xlainspect.analysis.profile.events import dump_label, event_label, op_name, traced_modules
 from xlainspect.analysis.profile.model import NotPlaced, Unplaced
+from xlainspect.analysis.profile.ops import OpEvents
 from xlainspect.analysis.runner import analyse_each
 from xlainspect.dump.directory import Dump
-from xlainspect.dump.events import StatValue, TraceEvent
+from xlainspect.dump.events import Codes, Events, StatValue, TraceEvent
 from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.thunks import KERNEL_KINDS, Thunk, ThunkSequence, read_thunk_sequence, thunk_files
 
@@ -43,37 +46,37 @@ def thunk_sequences(dump: Dump, labels: set[str], skipped: list[SkippedFile]) ->
 
 
 def place(
-    op_events: list[TraceEvent], sequences: dict[str, ThunkSequence], with_dump: bool
-) -> tuple[dict[int, str | None], list[Unplaced]]:
-    """id(event) -> the HLO op it ran for (None: not placed), and the unplaced kernels with the reason."""
-    placed: dict[int, str | None] = {}
+    events: Events, ops: OpEvents, sequences: dict[str, ThunkSequence], with_dump: bool
+) -> tuple[Codes, list[Unplaced]]:
+    """The HLO op each op event ran for (a code of the events' strings; -1: not placed), and the unplaced
+    kernels with the reason. Only a command buffer's kernels need placing: they become objects here."""
+    placed = ops.annotated.copy()
+    buffers = np.array([ops.text(c).startswith(COMMAND_BUFFER) for c in range(len(ops.strings))], np.bool_)
+    launched = np.flatnonzero(buffers[ops.annotated]) if len(ops) else np.zeros(0, np.int64)
+    at = {row: k for k, row in enumerate(ops.rows[launched].tolist())}
     launches: dict[tuple[str, str, str, StatValue], list[TraceEvent]] = defaultdict(list)
-    for event in op_events:
-        op = op_name(event)
-        if op.startswith(COMMAND_BUFFER):
-            launches[(event_label(event), op, event.plane, event.stats.get("correlation_id"))].append(event)
-        else:
-            placed[id(event)] = op
+    for event in events.select(ops.rows[launched]):
+        launches[(event_label(event), op_name(event), event.plane, event.stats.get("correlation_id"))].append(event)
     failed: dict[tuple[str, str, str, NotPlaced | None], list[TraceEvent]] = defaultdict(list)
-    for (label, buffer, _, _), events in launches.items():
-        events.sort(key=lambda e: (e.stats.get("cuda_graph_node_id", 0), e.start_ns))
+    for (label, buffer, _, _), launch in launches.items():
+        launch.sort(key=lambda e: (e.stats.get("cuda_graph_node_id", 0), e.start_ns))
         sequence = sequences.get(label)
         commands = sequence.command_buffers.get(buffer) if sequence is not None else None
         if commands is None:
             reason = NotPlaced(
                 "no_dump" if not with_dump else "no_sequence" if sequence is None else "not_a_command_buffer"
             )
-            for event in events:
-                placed[id(event)] = None
+            for event in launch:
+                placed[launched[at[event.row]]] = -1
                 failed[(label, buffer, event.name, reason)].append(event)
             continue
-        for event, op, reason in place_launch(events, commands, buffer):
-            placed[id(event)] = op
+        for event, op, reason in place_launch(launch, commands, buffer):
+            placed[launched[at[event.row]]] = events.intern(op) if op is not None else -1
             if op is None:
                 failed[(label, buffer, event.name, reason)].append(event)
     unplaced = [
-        Unplaced(label, buffer, kernel, len(events), sum(e.duration_ns for e in events) / 1e9, reason)
-        for (label, buffer, kernel, reason), events in failed.items()
+        Unplaced(label, buffer, kernel, len(found), sum(e.duration_ns for e in found) / 1e9, reason)
+        for (label, buffer, kernel, reason), found in failed.items()
     ]
     return placed, sorted(unplaced, key=lambda u: -u.seconds)
 

@@ -2,42 +2,36 @@
 
 from __future__ import annotations
 
-import bisect
 from collections import defaultdict
 from dataclasses import dataclass
 
-from xlainspect.analysis.profile.events import event_label
+import numpy as np
+
 from xlainspect.analysis.profile.model import Autotuning, FunctionTime, StepSource, StepTime
+from xlainspect.analysis.profile.ops import NONE, OpEvents, grouped
 from xlainspect.dump.directory import Dump
-from xlainspect.dump.events import StatValue, TraceEvent
+from xlainspect.dump.events import Codes, Events, Floats, Ints, Mask, TraceEvent
 from xlainspect.errors import UsageError, literal
 
 
 def split_autotuning(
-    events: list[TraceEvent], annotated: list[TraceEvent], dump: Dump | None, windows: list[tuple[float, float]]
-) -> tuple[list[TraceEvent], list[TraceEvent], list[TraceEvent]]:
+    events: Events, dump: Dump | None, windows: list[tuple[float, float]]
+) -> tuple[Mask, list[TraceEvent], list[TraceEvent]]:
     """(events of compiled functions, autotuning's device work, other device work). A function's events
     carry its `program_id`, or (a trace without module ids) a module name the dump has, or any name when
     neither tells; autotuning's carry a fusion's name, or no module at all while a compile runs."""
-    with_ids = any("program_id" in e.stats for e in annotated)
-    dumped: set[str | None] = {m.name for m in dump.modules} if dump is not None else set()
-    jit: list[TraceEvent] = []
-    tuning: list[TraceEvent] = []
-    other: list[TraceEvent] = []
-    for event in annotated:
-        if "program_id" in event.stats or str(event.stats["hlo_module"]) in dumped or not (with_ids or dumped):
-            jit.append(event)
-        elif event.plane.startswith("/device"):
-            tuning.append(event)
-    starts = sorted(windows)
-    for event in events:
-        if event.plane.startswith("/device") and "hlo_module" not in event.stats and "program_id" not in event.stats:
-            at = bisect.bisect_right(starts, (event.start_ns, float("inf"))) - 1
-            if at >= 0 and event.start_ns <= starts[at][1]:
-                tuning.append(event)
-            else:
-                other.append(event)
-    return jit, sorted(tuning, key=lambda e: e.start_ns), other
+    annotated, program = events.has("hlo_module"), events.has("program_id")
+    with_ids = bool((annotated & program).any())
+    dumped = {m.name for m in dump.modules if m.name is not None} if dump is not None else set()
+    named = np.isin(events.codes("hlo_module"), [c for c in map(events.code, dumped) if c >= 0])
+    jit = annotated & (program | named | (not (with_ids or dumped)))
+    device = events.on_device()
+    loose = device & ~annotated & ~program
+    starts = np.array(sorted(windows)).reshape(-1, 2)
+    at = np.searchsorted(starts[:, 0], events.start_ns, "right") - 1
+    compiling = (at >= 0) & (events.start_ns <= starts[np.maximum(at, 0), 1]) if len(starts) else np.zeros_like(loose)
+    tuning = (annotated & ~jit & device) | (loose & compiling)
+    return jit, events.select(np.flatnonzero(tuning)), events.select(np.flatnonzero(loose & ~compiling))
 
 
 def autotuning_work(tuning: list[TraceEvent]) -> Autotuning | None:
@@ -50,37 +44,84 @@ def autotuning_work(tuning: list[TraceEvent]) -> Autotuning | None:
     return Autotuning(len(tuning), sum(e.duration_ns for e in tuning) / 1e9, fusions)
 
 
-def launch_times(events: list[TraceEvent], op_events: list[TraceEvent]) -> dict[int, tuple[str, float]]:
-    """id(device event) -> (host thread, time) of the host call that launched it (same `correlation_id`)."""
-    device = [e for e in op_events if e.plane.startswith("/device")]
-    wanted = {e.stats["correlation_id"] for e in device if "correlation_id" in e.stats}
-    if not wanted:
-        return {}
-    host: dict[StatValue, tuple[str, float]] = {}
-    for event in events:
-        corr = event.stats.get("correlation_id")
-        if corr in wanted and not event.plane.startswith("/device") and corr not in host:
-            host[corr] = (event.line, event.start_ns)
-    return {id(e): host[e.stats["correlation_id"]] for e in op_events if e.stats.get("correlation_id") in host}
+def launch_times(events: Events, ops: OpEvents) -> Codes:
+    """Fill `ops.launched` with the time of the host call that launched each (same `correlation_id`);
+    returns the line (a code of the trace's strings) it was launched from, -1 where unknown."""
+    line = np.full(len(ops), -1, np.int32)
+    device = events.on_device()
+    wanted = np.unique(ops.correlation[device[ops.rows] & (ops.correlation != NONE)])
+    if not len(wanted):
+        return line
+    values, where = events.ints("correlation_id")
+    host = np.flatnonzero(where & ~device & np.isin(values, wanted))
+    found, first = np.unique(values[host], return_index=True)  # rows by start: the first of each
+    at = np.minimum(np.searchsorted(found, ops.correlation), max(len(found) - 1, 0))
+    known = (found[at] == ops.correlation) & (ops.correlation != NONE) if len(found) else np.zeros(len(ops), bool)
+    launcher = host[first[at[known]]]
+    ops.launched[known] = events.start_ns[launcher]
+    lines = np.array([events.intern(line_name) for _, line_name in events.threads], np.int32)
+    line[known] = lines[events.thread[launcher]]
+    return line
 
 
-@dataclass(slots=True)
-class Execution:
-    """One execution of a compiled module: its device events, and when the host started it."""
+@dataclass
+class Executions:
+    """Executions of compiled modules: each op event's (`of`), and each one's label, the start of the host
+    `...Execute` event around its launch (PjRt's, with the `run_id` stat; NaN: unknown) and its device
+    span. Numbered by their first op event."""
 
-    label: str
-    host_start: float | None
-    """ns: the host `...Execute` event (PjRt's, with the `run_id` stat) around the launch; None unknown."""
-    events: list[TraceEvent]
+    of: Ints
+    label: Codes
+    host_start: Floats
+    first: Floats
+    last: Floats
+    size: Ints
 
     @property
-    def span(self) -> tuple[float, float]:
-        return min(e.start_ns for e in self.events), max(e.start_ns + e.duration_ns for e in self.events)
-
-    @property
-    def start(self) -> float:
+    def start(self) -> Floats:
         """The host's start where known, else the device's: a step of executions begins at the launch."""
-        return min(self.host_start, self.span[0]) if self.host_start is not None else self.span[0]
+        return np.where(np.isnan(self.host_start), self.first, np.fmin(self.host_start, self.first))
+
+
+def executions(events: Events, ops: OpEvents, launch_line: Codes) -> Executions:
+    """The op events of one module grouped by `run_id` (theirs, or that of the host `...Execute` event
+    around the call that launched them: PjRt's `run_id` stat). An event whose run is not known is an
+    execution of its own."""
+    runs, where = events.ints("run_id")
+    host = np.flatnonzero(where & ~events.on_device() & ~events.has("hlo_op"))
+    run_ids, first = np.unique(runs[host], return_index=True)
+    first_start = events.start_ns[host[first]]
+    kind = np.where(ops.run != NONE, 0, 2)
+    run, extra = ops.run.copy(), np.arange(len(ops), dtype=np.int64)
+    host_start = _looked_up(run_ids, first_start, ops.run)
+    lines = np.array([events.intern(line) for _, line in events.threads], np.int32)[events.thread[host]]
+    for line in np.unique(launch_line[(kind == 2) & (launch_line >= 0)]).tolist():
+        mine = np.flatnonzero((kind == 2) & (launch_line == line))
+        on_line = host[lines == line]
+        index = np.searchsorted(events.start_ns[on_line], ops.launched[mine], "right") - 1
+        inside = (index >= 0) & (ops.launched[mine] <= events.end_ns[on_line[np.maximum(index, 0)]])
+        mine, around = mine[inside], on_line[index[inside]]
+        kind[mine], run[mine], host_start[mine] = 1, runs[around], events.start_ns[around]
+        extra[mine] = events.start_ns[around].view(np.int64)
+    extra[kind == 0] = 0
+    order, bounds, group = grouped([ops.label.astype(np.int64), kind, run, extra])
+    first_of = order[bounds[:-1]]
+    return Executions(
+        group,
+        ops.label[first_of],
+        host_start[first_of],
+        np.minimum.reduceat(ops.start_ns[order], bounds[:-1]) if len(ops) else np.zeros(0),
+        np.maximum.reduceat(ops.end_ns[order], bounds[:-1]) if len(ops) else np.zeros(0),
+        np.diff(bounds),
+    )
+
+
+def _looked_up(keys: Ints, values: Floats, wanted: Ints) -> Floats:
+    """`values` of the sorted `keys` at `wanted` (NaN where absent)."""
+    if not len(keys):
+        return np.full(len(wanted), np.nan)
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return np.where((keys[at] == wanted) & (wanted != NONE), values[at], np.nan)
 
 
 def step_markers(events: list[TraceEvent]) -> dict[int, list[TraceEvent]]:
@@ -94,10 +135,7 @@ def step_markers(events: list[TraceEvent]) -> dict[int, list[TraceEvent]]:
 
 
 def find_steps(
-    marked: dict[int, list[TraceEvent]],
-    op_events: list[TraceEvent],
-    runs: dict[int, Execution],
-    step_function: str | None,
+    marked: dict[int, list[TraceEvent]], ops: OpEvents, runs: Executions, step_function: str | None
 ) -> tuple[list[StepTime], StepSource, str | None]:
     """The step markers' spans (`marked`: `step_markers`), else one step per execution of the step
     function: from the start of one to the start of the next (the last: to its end). Also what the
@@ -105,51 +143,35 @@ def find_steps(
     if marked and step_function is None:
         spans = {n: (min(e.start_ns for e in m), max(e.start_ns + e.duration_ns for e in m)) for n, m in marked.items()}
         return [StepTime(n, s / 1e9, (e - s) / 1e9) for n, (s, e) in sorted(spans.items())], "step markers", None
-    device_time: dict[str, float] = defaultdict(float)
-    for event in op_events:
-        device_time[str(event.stats["hlo_module"])] += event.duration_ns
+    device_time = function_sums(ops, ops.duration_ns)
     if step_function is not None and step_function not in device_time:
         known = ", ".join(sorted(device_time)) or "none"
         raise UsageError("$step_function " + literal(f"{step_function}: no kernel of it in the trace; it has: {known}"))
     if not device_time:
         return [], "none", None
-    function = step_function or max(device_time, key=device_time.__getitem__)  # most_common(1)[0][0]
-    ran = sorted(
-        {id(r): r for r in runs.values() if r.events[0].stats["hlo_module"] == function}.values(), key=lambda r: r.start
-    )
-    bounds = [r.start for r in ran[1:]] + [max(r.span[1] for r in ran)]
-    steps = [StepTime(n, r.start / 1e9, (end - r.start) / 1e9) for n, (r, end) in enumerate(zip(ran, bounds))]
+    function = step_function or max(device_time, key=device_time.__getitem__)
+    ran = _of_function(ops, runs, ops.code(function))
+    started = runs.start[ran]
+    ran = ran[np.argsort(started, kind="stable")]
+    starts = runs.start[ran].tolist()
+    bounds = [*starts[1:], float(runs.last[ran].max())]
+    steps = [StepTime(n, s / 1e9, (end - s) / 1e9) for n, (s, end) in enumerate(zip(starts, bounds))]
     return steps, "executions", function
 
 
-def executions(
-    events: list[TraceEvent], op_events: list[TraceEvent], launched: dict[int, tuple[str, float]]
-) -> dict[int, Execution]:
-    """id(op event) -> its execution: the events of one module grouped by `run_id` (theirs, or that of the
-    host `...Execute` event around the call that launched them: PjRt's `run_id` stat). An event whose run
-    is not known is an execution of its own."""
-    runs: dict[str, list[tuple[float, float, StatValue]]] = defaultdict(list)
-    first: dict[StatValue, float] = {}
-    for event in events:
-        if "run_id" in event.stats and not event.plane.startswith("/device") and "hlo_op" not in event.stats:
-            runs[event.line].append((event.start_ns, event.start_ns + event.duration_ns, event.stats["run_id"]))
-            first.setdefault(event.stats["run_id"], event.start_ns)
-    starts = {line: [r[0] for r in spans] for line, spans in runs.items()}
-    grouped: dict[tuple[str, object], Execution] = {}
-    found: dict[int, Execution] = {}
-    for event in op_events:
-        run: object = event.stats.get("run_id")
-        host = first.get(run) if run is not None else None
-        if run is None and id(event) in launched:
-            line, at = launched[id(event)]
-            index = bisect.bisect_right(starts.get(line, []), at) - 1
-            if index >= 0 and at <= runs[line][index][1]:
-                run, host = (runs[line][index][2], runs[line][index][0]), runs[line][index][0]
-        key = (event_label(event), run if run is not None else id(event))
-        execution = grouped.setdefault(key, Execution(key[0], host, []))
-        execution.events.append(event)
-        found[id(event)] = execution
-    return found
+def _of_function(ops: OpEvents, runs: Executions, code: int) -> Ints:
+    """The executions of the function `code` (by their first op event's function)."""
+    first = np.full(len(runs.size), -1, np.int64)
+    first[runs.of[::-1]] = np.arange(len(ops))[::-1]
+    return np.flatnonzero(ops.function[first] == code)
+
+
+def function_sums(ops: OpEvents, values: Floats) -> dict[str, float]:
+    """`values` summed per function in event order, functions in the order they first ran."""
+    codes, first = np.unique(ops.function, return_index=True)
+    sums = np.zeros(len(codes))
+    np.add.at(sums, np.searchsorted(codes, ops.function), values)
+    return {ops.text(int(codes[k])): float(sums[k]) for k in np.argsort(first).tolist()}
 
 
 def step_at(steps: list[StepTime], seconds: float) -> int | None:
@@ -157,41 +179,37 @@ def step_at(steps: list[StepTime], seconds: float) -> int | None:
     return started[-1].number if started else None
 
 
-def step_index(
-    steps: list[StepTime], op_events: list[TraceEvent], launched: dict[int, tuple[str, float]]
-) -> dict[int, int]:
-    """id(op event) -> index in `steps` of the step it belongs to: launched during it (step markers are
-    host spans), else run during it (steps that are executions are spans of device time)."""
-    starts = [s.start_seconds * 1e9 for s in steps]
-    found: dict[int, int] = {}
-    for event in op_events:
-        at = launched[id(event)][1] if id(event) in launched else event.start_ns
-        index = bisect.bisect_right(starts, at) - 1
-        if index >= 0 and at <= starts[index] + steps[index].wall_seconds * 1e9:
-            found[id(event)] = index
-        elif index >= 0 and not launched:  # an execution's own span holds its events; markers may end early
-            found[id(event)] = index
-    return found
+def step_index(steps: list[StepTime], ops: OpEvents, launched: bool) -> Ints:
+    """The index in `steps` of the step each op event belongs to (-1: none): launched during it (step
+    markers are host spans; `launched`: use the launch times), else run during it (steps that are
+    executions are spans of device time)."""
+    starts = np.array([s.start_seconds * 1e9 for s in steps])
+    ends = np.array([s.start_seconds * 1e9 + s.wall_seconds * 1e9 for s in steps])
+    known = ~np.isnan(ops.launched) if launched else np.zeros(len(ops), np.bool_)
+    at = np.where(known, ops.launched, ops.start_ns)
+    index = np.searchsorted(starts, at, "right") - 1
+    inside = (index >= 0) & (at <= ends[np.maximum(index, 0)]) if len(steps) else np.zeros(len(ops), np.bool_)
+    if not known.any():  # an execution's own span holds its events; markers may end early
+        inside = index >= 0
+    return np.where(inside, index, -1)
 
 
-def function_times(op_events: list[TraceEvent], steps: list[StepTime], step_of: dict[int, int]) -> list[FunctionTime]:
-    per: dict[str, list[TraceEvent]] = defaultdict(list)
-    for event in op_events:
-        per[str(event.stats["hlo_module"])].append(event)
+def function_times(ops: OpEvents, steps: list[StepTime]) -> list[FunctionTime]:
+    order, bounds, _ = grouped([ops.function.astype(np.int64)])
     found: list[FunctionTime] = []
-    for function, events in per.items():
-        per_step = [0.0] * len(steps)
-        for event in events:
-            if id(event) in step_of:
-                per_step[step_of[id(event)]] += event.duration_ns / 1e9
-        ran = [seconds for seconds in per_step if seconds > 0]
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        mine = order[lo:hi]
+        per_step = np.zeros(len(steps))
+        counted = mine[ops.step[mine] >= 0]
+        np.add.at(per_step, ops.step[counted], ops.duration_ns[counted] / 1e9)
+        ran = [seconds for seconds in per_step.tolist() if seconds > 0]
         found.append(
             FunctionTime(
-                function,
-                len({event_label(e) for e in events}),
-                len(events),
-                sum(e.duration_ns for e in events) / 1e9,
-                per_step,
+                ops.text(int(ops.function[mine[0]])),
+                len(np.unique(ops.label[mine])),
+                len(mine),
+                sum(ops.duration_ns[mine].tolist()) / 1e9,
+                per_step.tolist(),
                 sum(ran) / len(ran) if ran else None,
             )
         )

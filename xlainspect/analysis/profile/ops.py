@@ -1,0 +1,169 @@
+"""The op events of compiled functions as columns: which module, function and op ran, on which device,
+when, for how long, in which execution and step. A host's trace holds hundreds of thousands of them;
+every figure per op, per step and per function is a group-by over these arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from xlainspect.analysis.profile.events import module_label
+from xlainspect.dump.events import Codes, Events, Floats, Ints, Mask
+
+
+@dataclass
+class OpEvents:
+    """Op events (events with `hlo_op`) of compiled functions, by start. Strings are codes of `strings`
+    (the trace's: `Events.strings`)."""
+
+    rows: Ints
+    """Their rows in the trace's `Events`."""
+    start_ns: Floats
+    duration_ns: Floats
+    label: Codes
+    """The module's label: `module_0029.jit_train_step` (as the dump's) where the event names its
+    program_id, else the module's name."""
+    function: Codes
+    """The `hlo_module`: the compiled function (`jit_train_step`)."""
+    annotated: Codes
+    """The op the annotation names: the last `::` segment of `hlo_op`."""
+    op: Codes
+    """The op it ran for: the annotation's, or where a command buffer ran it, the one `placement.place`
+    found (-1: not placed)."""
+    name: Codes
+    """The event's (kernel's) own name."""
+    device: Codes
+    """The device: its `/device:*` plane less `/device:`; on CPU `device N` (XLA's `device_ordinal`)."""
+    line: Codes
+    """The line (thread or stream) it ran on."""
+    hlo_op: Codes
+    """The `hlo_op` annotation whole."""
+    copies: Mask
+    """A memcpy or memset (`memcpy_details`, `Memset_details`: CUPTI's activities)."""
+    program: Mask
+    """It names its program_id (the dump's module id)."""
+    correlation: Ints
+    """The `correlation_id` linking a kernel to its launch; `run` PjRt's `run_id`; `graph_node` CUDA's
+    `cuda_graph_node_id` (each `NONE` where absent)."""
+    run: Ints
+    graph_node: Ints
+    strings: list[str]
+    launched: Floats
+    """When the host launched it (NaN: unknown)."""
+    step: Ints
+    """The index of its step (-1: none)."""
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def end_ns(self) -> Floats:
+        return self.start_ns + self.duration_ns
+
+    def only(self, keep: Mask) -> OpEvents:
+        """The events where `keep`."""
+        return replace(self, **{f.name: getattr(self, f.name)[keep] for f in fields(self) if f.name != "strings"})
+
+    def text(self, code: int) -> str:
+        return self.strings[code]
+
+    def code(self, text: str) -> int:
+        """The code of `text` among these events' strings (-1: none has it)."""
+        try:
+            return self.strings.index(text)
+        except ValueError:
+            return -1
+
+    def labels(self) -> set[str]:
+        return {self.strings[c] for c in np.unique(self.label).tolist()}
+
+
+def op_events(events: Events, rows: Ints) -> OpEvents:
+    """The events of `rows` (those with `hlo_op` of compiled functions) as columns."""
+    function = events.codes("hlo_module")[rows]
+    program, has_program = (found[rows] for found in events.ints("program_id"))
+    annotated = _recoded(events, events.codes("hlo_op")[rows], lambda text: text.rpartition("::")[2])
+    return OpEvents(
+        rows,
+        events.start_ns[rows],
+        events.duration_ns[rows],
+        _labels(events, function, program, has_program),
+        function,
+        annotated,
+        annotated.copy(),
+        events.name[rows],
+        _devices(events, rows),
+        _recoded(events, events.thread[rows], lambda thread: events.threads[thread][1], of_threads=True),
+        events.codes("hlo_op")[rows],
+        (events.has("memcpy_details") | events.has("Memset_details"))[rows],
+        has_program,
+        _or_none(events, "correlation_id", rows),
+        _or_none(events, "run_id", rows),
+        _or_none(events, "cuda_graph_node_id", rows),
+        events.strings,
+        np.full(len(rows), np.nan),
+        np.full(len(rows), -1, np.int64),
+    )
+
+
+def grouped(keys: list[Ints | Codes]) -> tuple[Ints, Ints, Ints]:
+    """Rows grouped by `keys` (arrays of one length): (order: the rows group by group, each group's rows in
+    their order; the groups' bounds in it; each row's group), groups ordered by their first row."""
+    if not len(keys[0]):
+        empty = np.zeros(0, np.int64)
+        return empty, np.zeros(1, np.int64), empty
+    _, first, group = np.unique(np.stack(keys), axis=1, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    group = rank[np.asarray(group).ravel()]
+    order = np.argsort(group, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=len(first)))])
+    return order, bounds, group
+
+
+NONE = np.iinfo(np.int64).min
+"""An integer stat's value where an event has none."""
+
+
+def _or_none(events: Events, stat: str, rows: Ints) -> Ints:
+    values, where = events.ints(stat)
+    return np.where(where[rows], values[rows], NONE)
+
+
+def _labels(events: Events, function: Codes, program: Ints, has_program: Mask) -> Codes:
+    """`module_label(program_id, hlo_module)` where the event has a program_id, else the module's name."""
+    label = function.copy()
+    if has_program.any():
+        pairs, back = np.unique(np.stack([program[has_program], function[has_program]]), axis=1, return_inverse=True)
+        codes = [events.intern(module_label(p, events.strings[f])) for p, f in pairs.T.tolist()]
+        label[has_program] = np.array(codes, np.int32)[np.asarray(back).ravel()]
+    return label
+
+
+def _recoded(events: Events, codes: Codes, change: object, of_threads: bool = False) -> Codes:
+    """`codes` of the strings `change` makes of theirs (or, `of_threads`, of the threads they index),
+    called once per distinct one."""
+    assert callable(change)
+    if not len(codes):
+        return codes
+    distinct, back = np.unique(codes, return_inverse=True)
+    new = np.array(
+        [events.intern(str(change(c if of_threads else events.strings[c]))) for c in distinct.tolist()], np.int32
+    )
+    return new[np.asarray(back).ravel()]
+
+
+def _devices(events: Events, rows: Ints) -> Codes:
+    """The device of each op event: its `/device:*` plane, else XLA:CPU's `device_ordinal`, else its plane."""
+    if not len(rows):
+        return np.zeros(0, np.int32)
+    ordinal, has_ordinal = (found[rows] for found in events.ints("device_ordinal"))
+    keys = np.stack([events.thread[rows].astype(np.int64), np.where(has_ordinal, ordinal, -1), has_ordinal])
+    distinct, back = np.unique(keys, axis=1, return_inverse=True)
+    names: list[int] = []
+    for thread, number, has in distinct.T.tolist():
+        plane = events.threads[thread][0]
+        device = plane.removeprefix("/device:") if plane.startswith("/device") else None
+        names.append(events.intern(device or (f"device {number}" if has else plane)))
+    return np.array(names, np.int32)[np.asarray(back).ravel()]
