@@ -160,23 +160,21 @@ class Events:
         rows = np.asarray(rows, np.int64)
         own = self._own_stats(rows)
         found: list[TraceEvent] = []
-        for k, row in enumerate(rows.tolist()):
-            plane, line = self.threads[self.thread[row]]
-            metadata = int(self.metadata[row])
+        columns = zip(
+            rows.tolist(),
+            self.thread[rows].tolist(),
+            self.name[rows].tolist(),
+            self.start_ns[rows].tolist(),
+            self.duration_ns[rows].tolist(),
+            self.metadata[rows].tolist(),
+            own,
+        )
+        for row, thread, name, start, duration, metadata, mine in columns:
+            plane, line = self.threads[thread]
             stats = self.metadata_stats[metadata] if metadata >= 0 else {}
-            if own[k]:
-                stats = {**stats, **own[k]}
-            found.append(
-                TraceEvent(
-                    plane,
-                    line,
-                    self.strings[self.name[row]],
-                    float(self.start_ns[row]),
-                    float(self.duration_ns[row]),
-                    stats,
-                    row,
-                )
-            )
+            if mine:
+                stats = {**stats, **mine}
+            found.append(TraceEvent(plane, line, self.strings[name], start, duration, stats, row))
         return found
 
     def _own_stats(self, rows: Ints) -> list[dict[str, StatValue]]:

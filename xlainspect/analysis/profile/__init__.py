@@ -57,7 +57,7 @@ from xlainspect.analysis.profile.model import (
     StepTime,
     Unplaced,
 )
-from xlainspect.analysis.profile.ops import OpEvents, grouped, op_events
+from xlainspect.analysis.profile.ops import OpEvents, distinct_rows, grouped, op_events
 from xlainspect.analysis.profile.placement import place, thunk_sequences
 from xlainspect.analysis.profile.steps import (
     autotuning_work,
@@ -170,14 +170,13 @@ def said_events(events: Events) -> list[TraceEvent]:
 def op_kinds(ops: OpEvents, costs: dict[str, dict[str, OpCost]]) -> list[str]:
     """Each op event's kind for the step breakdown (`breakdown.device_kind`): its cost row's kind where the
     dump has one, else the opcode its annotation names."""
-    keys = [ops.label, ops.op, ops.annotated, ops.name, ops.copies]
-    distinct, back = np.unique(np.stack([k.astype(np.int64) for k in keys]), axis=1, return_inverse=True)
+    distinct, back = distinct_rows([ops.label, ops.op, ops.annotated, ops.name, ops.copies])
     kinds: list[str] = []
-    for label, op, annotated, name, copies in distinct.T.tolist():
+    for label, op, annotated, name, copies in distinct:
         cost = costs.get(ops.text(label), {}).get(ops.text(op))
         kind = cost.kind if cost is not None else name_opcode(ops.text(annotated))
         kinds.append(device_kind(ops.text(name), bool(copies), kind))
-    return [kinds[k] for k in np.asarray(back).ravel().tolist()] if len(ops) else []
+    return [kinds[k] for k in back.tolist()]
 
 
 def _device_spans(
@@ -222,7 +221,8 @@ def _op_times(
 def _busiest(ops: OpEvents, chosen: list[StepTime], steps: list[StepTime]) -> str | None:
     """The function with most of the device time in the `chosen` steps: the one they run (None: none
     has most of it)."""
-    wanted = [index for index, step in enumerate(steps) if step in chosen]
+    picked = {id(step) for step in chosen}
+    wanted = [index for index, step in enumerate(steps) if id(step) in picked]
     inside = np.isin(ops.step, wanted)
     seconds = function_sums(ops.only(inside), ops.duration_ns[inside])
     busiest = max(seconds, key=seconds.__getitem__, default=None)

@@ -183,20 +183,21 @@ class HostThread:
                 break
             level = inside
             top = outermost_positions(self.starts[level], self.ends[level])
-        return host_names(
-            self.events.select(self.rows[level[top]]), self.events.select(self.rows[window[self.dispatches[window]]])
-        )
+        top = level[top]
+        names = [self.events.strings[c].removeprefix("$") for c in self.events.name[self.rows[top]].tolist()]
+        spans = list(zip(self.starts[top].tolist(), self.ends[top].tolist()))
+        return host_names(names, spans, self.events.select(self.rows[window[self.dispatches[window]]]))
 
 
-def host_names(top: list[TraceEvent], dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
+def host_names(top: list[str], spans: list[Span], dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
     """Spans of the host thread by what ran: inside a jax dispatch `PjitFunction(f)`, the innermost
     one as `jit_f` (a jitted or eager jax function dispatched, and traced and compiled on a miss);
-    elsewhere the outermost event of the step (`top`: a Python function with the Python tracer on, `$`
-    cut), below any one frame that wraps all the step's events (the user's step function says nothing of
-    where its time went; its callees do: `HostThread.names` finds them)."""
+    elsewhere the outermost event of the step (`top`, with their `spans`: a Python function with the
+    Python tracer on, `$` cut), below any one frame that wraps all the step's events (the user's step
+    function says nothing of where its time went; its callees do: `HostThread.names` finds them)."""
     names: dict[str, list[Span]] = defaultdict(list)
-    for event in top:
-        names[event.name.removeprefix("$")].append((event.start_ns, event.end_ns))
+    for name, span in zip(top, spans):
+        names[name].append(span)
     # a dispatch wins over the outermost event: listed first (see `_segments`)
     return {**_innermost(dispatches), **names}
 

@@ -64,7 +64,7 @@ from xlainspect.analysis.profile.job import (
     UnitRow,
 )
 from xlainspect.analysis.profile.model import IDLE_CAUSES, StepTime
-from xlainspect.analysis.profile.ops import NONE, OpEvents
+from xlainspect.analysis.profile.ops import NONE, OpEvents, distinct_rows
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.events import Events, Floats, TraceEvent
 from xlainspect.dump.module import SkippedFile
@@ -235,15 +235,12 @@ def _span(event: TraceEvent, origin: float) -> Interval:
 def _collectives(ops: OpEvents, kinds: dict[tuple[str, str], str | None]) -> npt.NDArray[np.object_]:
     """The collective each op event runs (`collective_kind`; None: none), its kind from the profile's cost
     rows by module and the op its annotation names."""
-    keys = np.stack([ops.label, ops.annotated, ops.name, ops.copies]).astype(np.int64)
-    if not len(ops):
-        return np.zeros(0, object)
-    distinct, back = np.unique(keys, axis=1, return_inverse=True)
+    distinct, back = distinct_rows([ops.label, ops.annotated, ops.name, ops.copies])
     found = [
         collective_kind(ops.text(name), bool(copies), ops.text(op), kinds.get((ops.text(label), ops.text(op))))
-        for label, op, name, copies in distinct.T.tolist()
+        for label, op, name, copies in distinct
     ]
-    return np.array(found + [None], object)[:-1][np.asarray(back).ravel()]
+    return np.array(found + [None], object)[:-1][back]
 
 
 def _bytes_sent(trace: Trace, dump: Dump | None, labels: set[str]) -> dict[tuple[str, str], int | None]:
@@ -279,12 +276,15 @@ def _device_steps(
     found = [HostStep(s.number, s.start_ns, s.wall_seconds, 0.0, 0.0, 0.0, s.compiled) for s in steps]
     start = origin + ops.start_ns
     at = np.searchsorted(np.array([s.start_ns for s in steps]), start, "right") - 1
+    order = np.argsort(at, kind="stable")
+    bounds = np.searchsorted(at[order], np.arange(len(steps) + 1))
     end = start + ops.duration_ns
     moving = collective != None  # noqa: E711 (an array of objects, elementwise)
     for k, step in enumerate(found):
-        mine = at == k
+        mine = order[bounds[k] : bounds[k + 1]]
         step.busy_seconds = _length(_merged(start[mine], end[mine])) / 1e9
-        step.collective_seconds = _length(_merged(start[mine & moving], end[mine & moving])) / 1e9
+        mine = mine[moving[mine]]
+        step.collective_seconds = _length(_merged(start[mine], end[mine])) / 1e9
         step.idle_seconds = max(0.0, step.wall_seconds - step.busy_seconds)
     return found
 
@@ -340,9 +340,11 @@ def _annotations(events: Events, origin: float) -> list[tuple[str, float, float]
             *np.searchsorted(starts, [events.start_ns[marker], events.start_ns[marker] + events.duration_ns[marker]])
         )
         mine = line_of[events.thread[rows[at]]] == line_of[events.thread[marker]]
-        window = rows[at][mine]
-        for event in events.select(window[outermost_positions(starts[at][mine], ends[at][mine])]):
-            found.append((event.name, *_span(event, origin)))
+        top = rows[at][mine][outermost_positions(starts[at][mine], ends[at][mine])]
+        for name, start, duration in zip(
+            events.name[top].tolist(), events.start_ns[top].tolist(), events.duration_ns[top].tolist()
+        ):
+            found.append((events.strings[name], origin + start, origin + start + duration))
     return found
 
 

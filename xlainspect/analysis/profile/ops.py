@@ -113,7 +113,7 @@ def grouped(keys: list[Ints | Codes]) -> tuple[Ints, Ints, Ints]:
     if not len(keys[0]):
         empty = np.zeros(0, np.int64)
         return empty, np.zeros(1, np.int64), empty
-    _, first, group = np.unique(np.stack(keys), axis=1, return_index=True, return_inverse=True)
+    _, first, group = np.unique(_combined(keys), return_index=True, return_inverse=True)
     rank = np.empty(len(first), np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(first))
     group = rank[np.asarray(group).ravel()]
@@ -126,6 +126,24 @@ NONE = np.iinfo(np.int64).min
 """An integer stat's value where an event has none."""
 
 
+def distinct_rows(keys: list[Ints | Codes | Mask]) -> tuple[list[list[int]], Ints]:
+    """The distinct rows of the columns `keys` (as lists of ints), and each row's index among them."""
+    if not len(keys[0]):
+        return [], np.zeros(0, np.int64)
+    _, first, back = np.unique(_combined(keys), return_index=True, return_inverse=True)
+    return np.stack([np.asarray(k, np.int64)[first] for k in keys], axis=1).tolist(), np.asarray(back).ravel()
+
+
+def _combined(keys: list[Ints | Codes | Mask]) -> Ints:
+    """One int64 per row that differs where the rows of `keys` differ: each column's dense rank, in mixed
+    radix (a unique over one column of ints, not over rows of many)."""
+    combined = np.zeros(len(keys[0]), np.int64)
+    for key in keys:
+        distinct, rank = np.unique(key, return_inverse=True)
+        combined = combined * len(distinct) + np.asarray(rank).ravel()
+    return combined
+
+
 def _or_none(events: Events, stat: str, rows: Ints) -> Ints:
     values, where = events.ints(stat)
     return np.where(where[rows], values[rows], NONE)
@@ -135,9 +153,9 @@ def _labels(events: Events, function: Codes, program: Ints, has_program: Mask) -
     """`module_label(program_id, hlo_module)` where the event has a program_id, else the module's name."""
     label = function.copy()
     if has_program.any():
-        pairs, back = np.unique(np.stack([program[has_program], function[has_program]]), axis=1, return_inverse=True)
-        codes = [events.intern(module_label(p, events.strings[f])) for p, f in pairs.T.tolist()]
-        label[has_program] = np.array(codes, np.int32)[np.asarray(back).ravel()]
+        pairs, back = distinct_rows([program[has_program], function[has_program]])
+        codes = [events.intern(module_label(p, events.strings[f])) for p, f in pairs]
+        label[has_program] = np.array(codes, np.int32)[back]
     return label
 
 
@@ -159,11 +177,10 @@ def _devices(events: Events, rows: Ints) -> Codes:
     if not len(rows):
         return np.zeros(0, np.int32)
     ordinal, has_ordinal = (found[rows] for found in events.ints("device_ordinal"))
-    keys = np.stack([events.thread[rows].astype(np.int64), np.where(has_ordinal, ordinal, -1), has_ordinal])
-    distinct, back = np.unique(keys, axis=1, return_inverse=True)
+    distinct, back = distinct_rows([events.thread[rows], np.where(has_ordinal, ordinal, -1), has_ordinal])
     names: list[int] = []
-    for thread, number, has in distinct.T.tolist():
+    for thread, number, has in distinct:
         plane = events.threads[thread][0]
         device = plane.removeprefix("/device:") if plane.startswith("/device") else None
         names.append(events.intern(device or (f"device {number}" if has else plane)))
-    return np.array(names, np.int32)[np.asarray(back).ravel()]
+    return np.array(names, np.int32)[back]
