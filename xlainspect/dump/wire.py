@@ -82,8 +82,10 @@ def repeated(data: bytes | memoryview, start: int, end: int, number: int) -> tup
     ends: list[int] = []
     others: list[tuple[int, int]] = []
     at = start
+    if end > len(data):
+        raise WireError("a message runs past the end of the file")
     while at < end:
-        if data[at] == wanted:  # the usual case, inlined: a one-byte key, then the length
+        if data[at] == wanted and at + 1 < end:  # the usual case, inlined: a one-byte key, then the length
             length = data[at + 1]
             at += 2
             if length >= 0x80:
