@@ -170,10 +170,19 @@ class HostThread:
         codes = events.name[rows]
         self.dispatches = dispatch[codes] | (execute[codes] & calls)
 
-    def names(self, start: float, end: float, marker: int) -> dict[str, list[Span]]:
-        """Spans of the thread in [start, end) by what ran (`host_names`), the step marker `marker` left out."""
+    def names(self, start: float, end: float, marker: TraceEvent | None) -> dict[str, list[Span]]:
+        """Spans of the thread in [start, end) by what ran (`host_names`): inside the step's `marker` (left
+        out itself) below any one frame that wraps all its events, then what the loop ran after it."""
         window = np.arange(*np.searchsorted(self.starts, [start, end]))
-        window = window[self.rows[window] != marker]
+        window = window[self.rows[window] != (marker.row if marker is not None else -1)]
+        inner = window[self.starts[window] < marker.end_ns] if marker is not None else window
+        top = np.concatenate([self._top(inner), self._top(window[len(inner) :])])
+        names = [self.events.strings[c].removeprefix("$") for c in self.events.name[self.rows[top]].tolist()]
+        spans = list(zip(self.starts[top].tolist(), self.ends[top].tolist()))
+        return host_names(names, spans, self.events.select(self.rows[window[self.dispatches[window]]]))
+
+    def _top(self, window: Ints) -> Ints:
+        """The outermost of `window`'s events, below any one frame that wraps them all (not a dispatch)."""
         level = window
         top = outermost_positions(self.starts[level], self.ends[level])
         while len(top) == 1 and not self.dispatches[level[top[0]]]:
@@ -183,10 +192,7 @@ class HostThread:
                 break
             level = inside
             top = outermost_positions(self.starts[level], self.ends[level])
-        top = level[top]
-        names = [self.events.strings[c].removeprefix("$") for c in self.events.name[self.rows[top]].tolist()]
-        spans = list(zip(self.starts[top].tolist(), self.ends[top].tolist()))
-        return host_names(names, spans, self.events.select(self.rows[window[self.dispatches[window]]]))
+        return level[top]
 
 
 def host_names(top: list[str], spans: list[Span], dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
@@ -326,7 +332,7 @@ def _host_names(thread: HostThread, spans: list[Span], step: StepTime, marker: T
     if not spans:
         return {}
     start = step.start_seconds * 1e9
-    named = thread.names(start, start + step.wall_seconds * 1e9, marker.row if marker is not None else -1)
+    named = thread.names(start, start + step.wall_seconds * 1e9, marker)
     found: dict[str, float] = defaultdict(float)
     for span_start, span_end in spans:
         for a, b, name in _segments(named, span_start, span_end, None):

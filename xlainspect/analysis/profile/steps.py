@@ -137,12 +137,18 @@ def step_markers(events: list[TraceEvent]) -> dict[int, list[TraceEvent]]:
 def find_steps(
     marked: dict[int, list[TraceEvent]], ops: OpEvents, runs: Executions, step_function: str | None
 ) -> tuple[list[StepTime], StepSource, str | None]:
-    """The step markers' spans (`marked`: `step_markers`), else one step per execution of the step
-    function: from the start of one to the start of the next (the last: to its end). Also what the
-    steps are, and the step function where steps are its executions."""
+    """From the start of one step marker to the start of the next (`marked`: `step_markers`; the last: to
+    its end), else from one execution of the step function to the next (the last: to its end). The loop's
+    work between two markers (the annotation's own entry and exit, the user's bookkeeping) is part of the
+    step the user waits for: with Python's tracer on, a marker's span alone was 2% shorter than the step
+    the program measured with time.perf_counter around it. Also what the steps are, and the step function
+    where steps are its executions."""
     if marked and step_function is None:
-        spans = {n: (min(e.start_ns for e in m), max(e.start_ns + e.duration_ns for e in m)) for n, m in marked.items()}
-        return [StepTime(n, s / 1e9, (e - s) / 1e9) for n, (s, e) in sorted(spans.items())], "step markers", None
+        spans = sorted(
+            (n, min(e.start_ns for e in m), max(e.start_ns + e.duration_ns for e in m)) for n, m in marked.items()
+        )
+        ends = [max(end, following) for (_, _, end), (_, following, _) in zip(spans, spans[1:])] + [spans[-1][2]]
+        return [StepTime(n, s / 1e9, (e - s) / 1e9) for (n, s, _), e in zip(spans, ends)], "step markers", None
     device_time = function_sums(ops, ops.duration_ns)
     if step_function is not None and step_function not in device_time:
         known = ", ".join(sorted(device_time)) or "none"
