@@ -118,7 +118,6 @@ def _shifted(summary: HostSummary, seconds: float) -> HostSummary:
         summary,
         steps=[dataclasses.replace(s, start_ns=s.start_ns + ns) for s in summary.steps],
         parts=[dataclasses.replace(p, start_ns=p.start_ns + ns, end_ns=p.end_ns + ns) for p in summary.parts],
-        annotations=[(n, s + ns, e + ns) for n, s, e in summary.annotations],
         compiles=[(s + ns, e + ns) for s, e in summary.compiles],
     )
 
@@ -127,7 +126,7 @@ def test_a_host_whose_clock_is_off_by_a_second_is_aligned():
     traces = host_traces(JOB)
     summaries = [summarise_host(h, paths, None, None, None)[0] for h, paths in traces.items()]
     summaries[2] = _shifted(summaries[2], 1.0)
-    job = job_of(summaries, [], None, lambda host: ([], []))
+    job = job_of(summaries, [], None, lambda host: ([], [], []))
     assert job.clock.method == "collective ends"  # host_2 would leave each all-reduce before the others came
     assert job.clock.offsets["host_2"] == pytest.approx(-1.0, abs=0.01)
     assert job.straggler is not None and job.straggler.name == "host_1"
@@ -289,7 +288,7 @@ def test_a_waiting_hosts_op_rows_split_the_wait_from_the_transfer():
     host_1's extra input work: 179 ms of 254 ms a step when this was written)."""
     read = [summarise_host(h, p, None, None, None) for h, p in host_traces(JOB).items()]
     summaries = [summary for summary, _ in read]
-    job = job_of(summaries, [], None, lambda host: ([], []))
+    job = job_of(summaries, [], None, lambda host: ([], [], []))
     report = read[0][1]
     with_op_waits(report, summaries[0], collective_waits(summaries, job.clock.offsets))
     op = _all_reduce(report.ops)

@@ -15,6 +15,7 @@ every byte but the last; negative int64s take 10 bytes (two's complement).
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,8 +79,7 @@ def repeated(data: bytes | memoryview, start: int, end: int, number: int) -> tup
     parse them as a message of their own). One pass in Python over the fields, the least a sequence of
     length-prefixed messages allows: each one's place follows from the one before."""
     wanted = (number << 3) | 2
-    starts: list[int] = []
-    ends: list[int] = []
+    starts, ends = array("q"), array("q")  # machine ints: a list would hold an int object each
     others: list[tuple[int, int]] = []
     at = start
     if end > len(data):
@@ -99,7 +99,7 @@ def repeated(data: bytes | memoryview, start: int, end: int, number: int) -> tup
         at = after
     if at != end:
         raise WireError("a field runs past the end of its message")
-    return np.array(starts, np.int64), np.array(ends, np.int64), others
+    return np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64), others
 
 
 def _field_end(data: bytes | memoryview, at: int) -> int:

@@ -407,43 +407,49 @@ class SpaceReader:
 
     def events(self) -> tuple[Events, float]:
         """The events read, by start (the longer first, then file order), from the first one's start; and
-        that start on the host's clock (ns since the epoch)."""
-        start, duration, name, thread, metadata = (
-            np.concatenate([c[k] for c in self._columns]) if self._columns else np.zeros(0) for k in range(5)
-        )
+        that start on the host's clock (ns since the epoch). The chunks are let go column by column as
+        the table is made, so that memory holds about one copy of it."""
+        start = self._column(0, np.float64)
+        duration = self._column(1, np.float64)
         origin = float(start.min()) if len(start) else 0.0
-        order = np.lexsort((np.arange(len(start)), -duration, start))
+        order = np.lexsort((-duration, start))  # stable: equal events keep the files' order
+        start, duration = start[order] - origin, duration[order]
+        name, thread, metadata = (self._column(k, np.int32)[order] for k in (2, 3, 4))
+        self._columns.clear()
         rank = np.empty(len(order), np.int64)
         rank[order] = np.arange(len(order))
+        del order
+        own = self._own(rank)
         events = Events(
-            start[order] - origin,
-            duration[order],
-            name[order].astype(np.int32),
-            thread[order].astype(np.int32),
-            metadata[order].astype(np.int32),
-            self.strings,
-            self.threads,
-            self.metadata_stats,
-            self._own(rank),
-            self.blobs,
+            start, duration, name, thread, metadata, self.strings, self.threads, self.metadata_stats, own, self.blobs
         )
         return events, origin
+
+    def _column(self, k: int, dtype: type) -> npt.NDArray[Any]:
+        found = np.concatenate([c[k] for c in self._columns]) if self._columns else np.zeros(0)
+        return found.astype(dtype, copy=False)
 
     def _own(self, rank: Ints) -> dict[str, StatColumn]:
         """Each stat's column: its events' new rows, ascending; where an event has a stat twice, the last."""
         if not self._stats:
             return {}
-        rows, names, kinds, payloads = (np.concatenate([s[k] for s in self._stats]) for k in range(4))
-        rows = rank[rows]
-        order = np.lexsort((np.arange(len(rows)), rows, names))
-        rows, names, kinds, payloads = rows[order], names[order], kinds[order], payloads[order]
+        rows = rank[np.concatenate([s[0] for s in self._stats])]
+        names = np.concatenate([s[1] for s in self._stats])
+        order = np.lexsort((rows, names))  # stable: an event's stats keep their order
+        rows, names = rows[order], names[order]
+        kinds = np.concatenate([s[2] for s in self._stats])[order]
+        payloads = np.concatenate([s[3] for s in self._stats])[order]
+        self._stats.clear()
+        del order
         last = np.ones(len(rows), np.bool_)
         last[:-1] = (rows[:-1] != rows[1:]) | (names[:-1] != names[1:])
         rows, names, kinds, payloads = rows[last], names[last], kinds[last], payloads[last]
         bounds = np.flatnonzero(np.diff(names)) + 1
         columns: dict[str, StatColumn] = {}
         for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(rows)]):
-            columns[self.strings[names[lo]]] = StatColumn(rows[lo:hi], kinds[lo:hi], payloads[lo:hi])
+            columns[self.strings[names[lo]]] = StatColumn(
+                rows[lo:hi].copy(), kinds[lo:hi].copy(), payloads[lo:hi].copy()
+            )
         return columns
 
 

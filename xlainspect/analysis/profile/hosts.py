@@ -3,12 +3,13 @@ device's step, the straggler the others wait for, and each collective's wait apa
 
 * **One host at a time, in parallel** (`workers.map_shared`): a host's trace is read and profiled
   (`profile`, the per-step computation every command shares), summarised (`HostSummary`: its steps,
-  per-device busy and collective time, each collective part, its host annotations) and dropped, so memory
+  per-device busy and collective time, each collective part) and dropped, so memory
   holds one trace per worker and the summaries. The whole profile (ops, steps, compiles) that stands for
   the job's is the straggler's, where one stands out: its steps are the job's and its collectives do not
   wait, so its op table shows what the others wait for; else the first host's (kept from the parallel
   pass). A collective op row gains its wait (`with_op_waits`). The straggler's trace is read once more
-  (`host_activity`): its profile, and what its devices did while the others waited.
+  (`host_activity`): its profile, and what its devices did and its host ran (the outermost events inside
+  its step markers) while the others waited.
 * **Dumps** (`host_dumps`): each host's trace joins its own folder of a per-host `--dump` (costs, thunk
   sequences, the bytes its collectives send), else the whole dump; the rows say which.
 * **Devices**: a `/device:*` plane is a device (GPU, TPU); on CPU, XLA's thunk executor names the device
@@ -179,23 +180,24 @@ def summarise_host(
         mine = ops.device == code
         devices[ops.text(code)] = _device_steps(steps, ops.only(mine), collective[mine], origin)
         parts += _collective_parts(ops.text(code), ops.only(mine), collective[mine], steps, origin)
-    annotations = _annotations(trace.events, origin)
     median_step = report.step_summary.step_seconds if report.step_summary is not None else None
-    found = HostSummary(host, [str(p) for p in paths], steps, median_step, devices, parts, annotations, compiles)
+    found = HostSummary(host, [str(p) for p in paths], steps, median_step, devices, parts, compiles)
     found.bytes_sent = _bytes_sent(trace, dump, {p.module for p in parts})
     return found, report
 
 
-Activity = tuple[list[Interval], list[Interval]]
+Activity = tuple[list[Interval], list[Interval], list[tuple[str, float, float]]]
 """(when some device ran an op other than a collective, when a device moved data for no compiled
-function: input and output transfers), merged spans on the host's clock."""
+function: input and output transfers), merged spans on the host's clock; and (name, start, end) of the
+outermost host events inside the step markers (the user's `load_batch`, jax's dispatch)."""
 
 
 def host_activity(
     paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None
 ) -> tuple[ProfileReport, Activity]:
-    """A host's profile, its device work and transfers: read again for the straggler only, so that no
-    host's spans (as many as its kernels) are held while every host is summarised."""
+    """A host's profile, its device work, transfers and host annotations: read again for the straggler
+    only, so that no host's spans (as many as its kernels and Python calls) are held while every host is
+    summarised."""
     trace = read_trace(paths)
     report = profile(trace, dump, chip, step_function)
     origin = trace.origin_ns
@@ -205,7 +207,7 @@ def host_activity(
     work = _merged(origin + ops.start_ns[computing], origin + ops.start_ns[computing] + ops.duration_ns[computing])
     events = trace.events
     moved = events.select(np.flatnonzero(events.on_device() & ~events.has("hlo_module")))
-    return report, (work, _union(_span(e, origin) for e in moved))
+    return report, (work, _union(_span(e, origin) for e in moved), _annotations(events, origin))
 
 
 def with_op_waits(report: ProfileReport, summary: HostSummary, waits: Waits) -> None:
@@ -586,13 +588,13 @@ def _meanwhile(
     def within(spans: list[Interval]) -> float:
         return sum(_overlap(windows, *span) for span in spans) / 1e9 / steps
 
-    work, transfers = activity
+    work, transfers, annotations = activity
     found = [("compile", "", within(late.compiles)), ("device", "", within(work)), ("input", "", within(transfers))]
     by_name: dict[str, list[Interval]] = defaultdict(list)
-    for name, start, end in late.annotations:
+    for name, start, end in annotations:
         by_name[name].append((start, end))
     found += [("host", name, within(spans)) for name, spans in by_name.items()]
-    covered = _union([*late.compiles, *work, *transfers, *(a[1:] for a in late.annotations)])
+    covered = _union([*late.compiles, *work, *transfers, *(a[1:] for a in annotations)])
     found.append(("host", "(unannotated)", (_length(windows) - _covered(windows, covered)) / 1e9 / steps))
     return sorted((f for f in found if f[2] > 0), key=lambda f: -f[2])
 

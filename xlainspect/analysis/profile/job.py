@@ -85,9 +85,6 @@ class HostSummary:
     """`profile`'s median step without a compile (`StepSummary.step_seconds`)."""
     devices: dict[str, list[HostStep]]
     parts: list[CollectivePart]
-    annotations: list[tuple[str, float, float]]
-    """(name, start, end) of the outermost host events inside the step markers (the user's `load_batch`,
-    jax's dispatch), on the host's clock."""
     compiles: list[Interval]
     bytes_sent: dict[tuple[str, str], int | None] = field(default_factory=dict[tuple[str, str], "int | None"])
     """(module, op) -> bytes a device sends per execution, from the host's own program (its dump, else
