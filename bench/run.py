@@ -642,8 +642,9 @@ def xprof_figures(name: str, ours: Measured, theirs: Measured | None, folder: Pa
 def answer_figures(name: str, folder: Path, steps: int) -> list[dict]:
     """From the last run's JSON: `step_seconds` against the median step the program measured with
     time.perf_counter around the annotated block, as fixtures/generate.py does (target: within 1%), and
-    against its clock inside the block (no target: a step here is ~0.5 ms, and the annotation's own
-    cost, outside the marker, is a few % of it); the steps listed (target: every one)."""
+    against its clock inside the block (no target, for reference: a step here is ~0.5 ms, and the
+    annotation's own entry and exit, outside that clock, are a few % of it); the steps listed (target:
+    every one)."""
     answer = json.loads((folder / "profile.json").read_text())
     truth = json.loads((folder / "truth.json").read_text())
     around, inside = (statistics.median(truth[key]) for key in ("wall_seconds", "inside_seconds"))
