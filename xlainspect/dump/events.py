@@ -59,16 +59,6 @@ class StatColumn:
 
 
 @dataclass
-class _RowIndex:
-    """Own stats by row: row r's are positions offsets[r] to offsets[r + 1] of the lists."""
-
-    offsets: list[int]
-    names: list[str]
-    kinds: list[int]
-    payloads: list[int]
-
-
-@dataclass
 class Events:
     """Every timed event of a trace, by start (the longer, enclosing one first where two start together)."""
 
@@ -90,7 +80,6 @@ class Events:
     """The stats events carry themselves, by name."""
     blobs: list[bytes] = field(default_factory=list[bytes])
     _codes: dict[str, int] = field(default_factory=dict[str, int], repr=False)
-    _index: _RowIndex | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.start_ns)
@@ -178,27 +167,15 @@ class Events:
         return found
 
     def _own_stats(self, rows: Ints) -> list[dict[str, StatValue]]:
-        index = self._by_row()
-        found: list[dict[str, StatValue]] = []
-        for row in rows.tolist():
-            lo, hi = index.offsets[row], index.offsets[row + 1]
-            found.append({index.names[k]: self._object(index.kinds[k], index.payloads[k]) for k in range(lo, hi)})
+        """The own stats of each of `rows`: each column searched for them at once."""
+        found: list[dict[str, StatValue]] = [{} for _ in range(len(rows))]
+        for name, column in self.own.items():
+            if not len(column.rows):
+                continue
+            at = np.minimum(np.searchsorted(column.rows, rows), len(column.rows) - 1)
+            for k in np.flatnonzero(column.rows[at] == rows).tolist():
+                found[k][name] = self._object(int(column.kinds[at[k]]), int(column.payloads[at[k]]))
         return found
-
-    def _by_row(self) -> _RowIndex:
-        """Every own stat by row, made once: where `select` finds an event's stats."""
-        if self._index is None:
-            columns = list(self.own.items())
-            rows = np.concatenate([c.rows for _, c in columns]) if columns else np.zeros(0, np.int64)
-            names = np.concatenate([np.full(len(c.rows), k) for k, (_, c) in enumerate(columns)]) if columns else rows
-            order = np.argsort(rows, kind="stable")
-            self._index = _RowIndex(
-                np.searchsorted(rows[order], np.arange(len(self) + 1)).tolist(),
-                [columns[k][0] for k in names[order].tolist()],
-                np.concatenate([c.kinds for _, c in columns])[order].tolist() if columns else [],
-                np.concatenate([c.payloads for _, c in columns])[order].tolist() if columns else [],
-            )
-        return self._index
 
     def _object(self, kind: int, payload: int) -> StatValue:
         if kind == INT:
