@@ -71,12 +71,10 @@ def diff(
     Of two profiles: the median step before and after and whether it changed beyond a rerun's noise, the
     step breakdown, and every op matched across the runs, told the program's change from the machine's."""
     with user_errors():
-        profiles = profiles_given(a, b, dump_a, dump_b)
-        if profiles:
-            found = profile_diff_report(
-                a, b, dump_a=dump_a, dump_b=dump_b, max_increase=max_increase or (), any_growth=fail_on_regression
-            )
-    if profiles:
+        gated = {"max_increase": max_increase or (), "any_growth": fail_on_regression, "strict": strict}
+        joined = {"dump_a": dump_a, "dump_b": dump_b}
+        found = profile_diff_report(a, b, **joined, **gated) if profiles_given(a, b, dump_a, dump_b) else None
+    if found is not None:
         show(profile_diff_document(found, gate=fail_on_regression), fmt, found.skipped, strict)
         return
     with user_errors(), progress_bars() as progress:

@@ -9,8 +9,10 @@ and removes ops, or adds host work. So the comparison reads the two `profile` re
   change between compiles), ops of one key paired in instruction-number order; what is left is matched
   once more without the shape (a layer made wider: `shape_before` says so), the rest is removed or added.
 * **The uniform factor** is the median of the matched ops' ratios (B's seconds a step over A's), then the
-  median weighted by A's seconds of the ratios within `OP_NOISE` of it: how B's ops scaled as a whole. An op's **residual** is its ratio over that factor; it **changed** where the residual is
-  beyond `OP_NOISE` and what it gained or lost beyond the factor is at least `MATERIAL` of A's step.
+  median weighted by A's seconds of the ratios within `OP_NOISE` of it: how B's ops scaled as a whole
+  (ops of a changed shape left out). An op's **residual** is its ratio over that factor; it **changed**
+  where the residual is beyond `OP_NOISE` and what it gained or lost beyond the factor is at least
+  `MATERIAL` of A's step.
 * **The step** is each side's median step without a compile; the step distributions differ
   (`significant`) where a Mann-Whitney U test of A's steps against B's gives p < `ALPHA` and B's median
   is more than `STEP_NOISE` from A's, and from A's times the uniform factor: what a rerun's noise or
