@@ -70,22 +70,12 @@ def diff(
     (parameter shapes, dtypes, layouts, shardings, donation, result). Functions on one side are listed.
     Of two profiles: the median step before and after and whether it changed beyond a rerun's noise, the
     step breakdown, and every op matched across the runs, told the program's change from the machine's."""
-    with user_errors():
-        gated = {"max_increase": max_increase or (), "any_growth": fail_on_regression, "strict": strict}
-        joined = {"dump_a": dump_a, "dump_b": dump_b}
-        found = profile_diff_report(a, b, **joined, **gated) if profiles_given(a, b, dump_a, dump_b) else None
-    if found is not None:
-        show(profile_diff_document(found, gate=fail_on_regression), fmt, found.skipped, strict)
-        return
+    gated = {"max_increase": max_increase or (), "any_growth": fail_on_regression, "strict": strict}
     with user_errors(), progress_bars() as progress:
-        report = diff_report(
-            a,
-            b,
-            max_increase=max_increase or (),
-            any_growth=fail_on_regression,
-            chip=chip,
-            strict=strict,
-            progress=progress,
-        )
-    document = diff_document(report, show_all=show_all, gate=fail_on_regression)
-    show(document, fmt, report.skipped, strict)
+        if profiles_given(a, b, dump_a, dump_b):
+            found = profile_diff_report(a, b, dump_a=dump_a, dump_b=dump_b, **gated)
+            document, skipped = profile_diff_document(found, gate=fail_on_regression), found.skipped
+        else:
+            report = diff_report(a, b, chip=chip, progress=progress, **gated)
+            document, skipped = diff_document(report, show_all=show_all, gate=fail_on_regression), report.skipped
+    show(document, fmt, skipped, strict)
