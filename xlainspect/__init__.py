@@ -28,6 +28,7 @@ _GROUPS: dict[str, dict[str, str]] = {
         "capture_report": _COMMANDS + ".compiles",
         "memory_report": _COMMANDS + ".memory",
         "diff_report": _COMMANDS + ".diff",
+        "profile_diff_report": _COMMANDS + ".diff",
         "cost_report": _COMMANDS + ".cost",
         "profile_report": _COMMANDS + ".profile",
         "cache_report": _COMMANDS + ".cache",
@@ -120,6 +121,7 @@ __all__ = [  # _EXPORTS' names, written out for the type checker (tests/test_api
     "parse_shape",
     "print_hlo",
     "profile",
+    "profile_diff_report",
     "profile_report",
     "read_cache_dir",
     "read_jax_log",
@@ -141,7 +143,7 @@ if TYPE_CHECKING:
     from xlainspect.analysis.commands.cache import cache_misses_report, cache_report
     from xlainspect.analysis.commands.compiles import capture_report, modules_report, recompiles_report
     from xlainspect.analysis.commands.cost import ChipChoice, cost_report
-    from xlainspect.analysis.commands.diff import diff_report
+    from xlainspect.analysis.commands.diff import diff_report, profile_diff_report
     from xlainspect.analysis.commands.graph import (
         collectives_report,
         copies_report,

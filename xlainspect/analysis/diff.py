@@ -15,7 +15,7 @@ import functools
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, cast
 
@@ -440,18 +440,19 @@ _THRESHOLD = re.compile(r"^(?P<metric>[\w-]+)=(?P<value>\d+(?:\.\d+)?)(?P<percen
 the library takes the same strings as the command line, so it reads them."""
 
 
-def parse_threshold(text: str) -> Threshold:
-    """`peak_memory=5%` (relative) or `collective_bytes=0` (absolute); XlaInspectError names the valid metrics."""
+def parse_threshold(text: str, metrics: Sequence[str] = METRICS) -> Threshold:
+    """`peak_memory=5%` (relative) or `collective_bytes=0` (absolute) of one of `metrics` (a dump's by
+    default; `diff` of two profiles has its own); XlaInspectError names the valid metrics."""
     match = _THRESHOLD.match(text.strip())
     if match is None:
         raise UsageError(
             f"$max_increase {literal(repr(text))}: expected METRIC=NUMBER or METRIC=NUMBER% "
-            f"(e.g. peak_memory=5%, collective_bytes=0)"
+            f"(e.g. {metrics[0]}=5%, {metrics[-1]}=0)"
         )
-    if match["metric"] not in METRICS:
+    if match["metric"] not in metrics:
         raise UsageError(
             f"$max_increase {literal(repr(text))}: unknown metric {literal(repr(match['metric']))}; "
-            f"valid metrics: {', '.join(METRICS)}"
+            f"valid metrics: {', '.join(metrics)}"
         )
     return Threshold(match["metric"], float(match["value"]), bool(match["percent"]))
 
@@ -480,14 +481,15 @@ def regressions(rows: list[FunctionDiff], thresholds: list[Threshold]) -> list[R
     found: list[Regression] = []
     for row in rows:
         metrics = {m.name: m for m in row.metrics}
-        for threshold in thresholds:
-            metric = metrics[threshold.metric]
-            if metric.delta is None or metric.delta <= 0 or metric.a is None:
-                continue
-            if threshold.relative:
-                over = metric.a == 0 or 100.0 * metric.delta / metric.a > threshold.value
-            else:
-                over = metric.delta > threshold.value
-            if over:
-                found.append(Regression(row.name, metric, threshold))
+        found += [Regression(row.name, metrics[t.metric], t) for t in thresholds if exceeds(metrics[t.metric], t)]
     return found
+
+
+def exceeds(metric: MetricDelta, threshold: Threshold) -> bool:
+    """Whether the metric grew from A to B by more than `threshold` allows (relative to A: from 0, any
+    increase); a decrease or an unknown side never does."""
+    if metric.delta is None or metric.delta <= 0 or metric.a is None:
+        return False
+    if threshold.relative:
+        return metric.a == 0 or 100.0 * metric.delta / metric.a > threshold.value
+    return metric.delta > threshold.value

@@ -7,17 +7,22 @@ from typing import Annotated
 
 import typer
 
-from xlainspect.analysis.commands.diff import diff_report
+from xlainspect.analysis.commands.diff import diff_report, profile_diff_report, profiles_given
 from xlainspect.cli.app import commands_of
 from xlainspect.cli.options import StrictOpt, readable, show, user_errors
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat
 from xlainspect.report.views.diff import diff_document
+from xlainspect.report.views.profile_diff import profile_diff_document
 
 commands = commands_of("diff")
 
 
-_SIDE = "A --xla_dump_to directory, or an HLO text file (a path or a URL: gs://, s3://, ...)."
+_SIDE = (
+    "A --xla_dump_to directory or an HLO text file, or a jax.profiler trace (its log dir or *.xplane.pb); "
+    "a path or a URL (gs://, s3://, ...)."
+)
+_JOIN = "With two profiles: the --xla_dump_to directory of the run that traced {}, joined with its ops."
 
 
 @commands.command()
@@ -37,7 +42,8 @@ def diff(
         typer.Option(
             "--max-increase",
             help="METRIC=N (absolute) or METRIC=N% (relative to A): the largest increase allowed "
-            "(repeatable), e.g. peak_memory=5%, collective_bytes=0.",
+            "(repeatable), e.g. peak_memory=5%, collective_bytes=0; of two profiles step_seconds, busy_seconds, "
+            "host_seconds or compile_seconds (seconds), failing only where the increase is significant.",
         ),
     ] = None,
     fail_on_regression: Annotated[
@@ -55,20 +61,21 @@ def diff(
             help="The chip roofline_seconds is for (default: the GPU a dump names; none for TPU and CPU dumps).",
         ),
     ] = None,
+    dump_a: Annotated[Path | None, typer.Option(help=_JOIN.format("A"), show_default=False, parser=readable)] = None,
+    dump_b: Annotated[Path | None, typer.Option(help=_JOIN.format("B"), show_default=False, parser=readable)] = None,
     strict: StrictOpt = False,
 ) -> None:
     """Per function (matched by HloModule name): module count, op histogram, fusions by kind, custom-call
     targets, copies, collectives and their bytes, peak memory, padding waste, and the entry signature
-    (parameter shapes, dtypes, layouts, shardings, donation, result). Functions on one side are listed."""
+    (parameter shapes, dtypes, layouts, shardings, donation, result). Functions on one side are listed.
+    Of two profiles: the median step before and after and whether it changed beyond a rerun's noise, the
+    step breakdown, and every op matched across the runs, told the program's change from the machine's."""
+    gated = {"max_increase": max_increase or (), "any_growth": fail_on_regression, "strict": strict}
     with user_errors(), progress_bars() as progress:
-        report = diff_report(
-            a,
-            b,
-            max_increase=max_increase or (),
-            any_growth=fail_on_regression,
-            chip=chip,
-            strict=strict,
-            progress=progress,
-        )
-    document = diff_document(report, show_all=show_all, gate=fail_on_regression)
-    show(document, fmt, report.skipped, strict)
+        if profiles_given(a, b, dump_a, dump_b):
+            found = profile_diff_report(a, b, dump_a=dump_a, dump_b=dump_b, **gated)
+            document, skipped = profile_diff_document(found, gate=fail_on_regression), found.skipped
+        else:
+            report = diff_report(a, b, chip=chip, progress=progress, **gated)
+            document, skipped = diff_document(report, show_all=show_all, gate=fail_on_regression), report.skipped
+    show(document, fmt, skipped, strict)

@@ -37,6 +37,13 @@ def report(
             help="jax log of the same run: compile seconds (default: the dump's jax.log).", show_default=False
         ),
     ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            help="jax.profiler trace of another run (before a change): the profile compared with it, as diff A B.",
+            show_default=False,
+        ),
+    ] = None,
     strict: StrictOpt = False,
 ) -> None:
     """One report of a whole dump: where the time goes (step time per function, measured with --profile,
@@ -46,7 +53,7 @@ def report(
     with user_errors(), progress_bars() as progress:
         if html is None and markdown is None:
             raise XlaInspectError("report: say where to write it: --html FILE and/or --markdown FILE ('-': stdout)")
-        built = report_at(path, profile=profile, log=log, strict=strict, progress=progress)
+        built = report_at(path, profile=profile, log=log, baseline=baseline, strict=strict, progress=progress)
         for target, render in ((html, render_html), (markdown, render_markdown)):
             if target is not None:
                 _write(target, render(built))

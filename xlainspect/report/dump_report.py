@@ -27,6 +27,7 @@ from xlainspect.report.views.graph import collectives_section, copies_section, f
 from xlainspect.report.views.hosts import hosts_section
 from xlainspect.report.views.layouts import padding_section
 from xlainspect.report.views.memory import memory_section
+from xlainspect.report.views.profile_diff import compared_section
 from xlainspect.report.views.time import roofline_section, time_section
 
 
@@ -50,18 +51,19 @@ def dump_report(facts: DumpFacts) -> DumpReport:
     return DumpReport(str(facts.dump.root), _modules_table(facts.dump), sections, facts.skipped)
 
 
-@remembered("path", "profile", "log")
+@remembered("path", "profile", "log", "baseline")
 def report_at(
     path: str | Path,
     *,
     profile: str | Path | None = None,
     log: str | Path | None = None,
+    baseline: str | Path | None = None,
     strict: bool = False,
     progress: Progress = silent,
 ) -> DumpReport:
     """`dump_report(report_of(path, ...))`, what the `report` command writes, answered from the command
     cache while the inputs are unchanged."""
-    return dump_report(report_of(path, profile=profile, log=log, strict=strict, progress=progress))
+    return dump_report(report_of(path, profile=profile, log=log, baseline=baseline, strict=strict, progress=progress))
 
 
 def _modules_table(dump: Dump) -> Table:
@@ -71,6 +73,7 @@ def _modules_table(dump: Dump) -> Table:
 
 SECTION_BUILDERS: list[Callable[[DumpFacts], Section | None]] = [
     time_section,
+    compared_section,
     hosts_section,
     roofline_section,
     compiles_section,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from xlainspect.analysis.commands.cache import CacheMisses, CacheReport
 from xlainspect.analysis.commands.compiles import CaptureReport, ModulesReport, RecompileReport
 from xlainspect.analysis.commands.cost import CostReport
-from xlainspect.analysis.commands.diff import DiffReport
+from xlainspect.analysis.commands.diff import DiffReport, ProfileDiff
 from xlainspect.analysis.commands.graph import (
     CollectivesReport,
     CopiesReport,
@@ -55,6 +55,7 @@ from xlainspect.report.views.layouts import layout_document, layouts_document
 from xlainspect.report.views.memory import memory_document
 from xlainspect.report.views.parse import parse_document
 from xlainspect.report.views.profile import profile_document
+from xlainspect.report.views.profile_diff import profile_diff_document
 
 if TYPE_CHECKING:
     import pandas  # pyright: ignore[reportMissingTypeStubs]
@@ -98,6 +99,7 @@ VIEWS: dict[type, View] = {
     CaptureReport: View(_capture_document, "functions"),
     MemoryReport: View(memory_document, "modules"),
     DiffReport: View(diff_document, "functions"),
+    ProfileDiff: View(profile_diff_document, "ops"),
     CostReport: View(lambda report: cost_document(report, None), "ops", _cost_chart),
     ProfileReport: View(lambda report: with_hosts(profile_document(report, None), report), "ops", typical_step),
     CacheReport: View(lambda report: cache_document(report, str(report.cached.root), "the dump"), "functions"),

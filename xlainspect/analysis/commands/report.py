@@ -17,6 +17,7 @@ from typing import NamedTuple
 from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import Collective, collectives
 from xlainspect.analysis.commands.cost import ChipChoice, chip_for
+from xlainspect.analysis.commands.profile import profile_report
 from xlainspect.analysis.copies import Copy, copies
 from xlainspect.analysis.cost import module_cost
 from xlainspect.analysis.fusions import Fusion, fusions, unfused_ops
@@ -25,6 +26,7 @@ from xlainspect.analysis.lookup import module_label
 from xlainspect.analysis.memory import ModuleMemory, assigned_memory
 from xlainspect.analysis.neighbourhood import neighbourhood
 from xlainspect.analysis.profile import ProfileReport
+from xlainspect.analysis.profile.compare import ProfilesCompared, compare_profiles
 from xlainspect.analysis.profile.hosts import job_profile
 from xlainspect.analysis.profile.job import JobReport
 from xlainspect.analysis.profile.model import ProfileNote
@@ -38,7 +40,7 @@ from xlainspect.dump.files import read_text
 from xlainspect.dump.jaxlog import JaxLog, run_log
 from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.xplane import host_traces
-from xlainspect.errors import UsageError, XlaInspectError
+from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.progress import Progress, silent
 from xlainspect.settings import cache_enabled
 
@@ -77,6 +79,8 @@ class DumpFacts(Tabular):
     """The dump's own skips, then the modules' and their side files', then count-recompiles'."""
     job: JobReport | None = None
     """The profile's hosts and devices, collectives' waits and the straggler (with a profile)."""
+    compared: ProfilesCompared | None = None
+    """The profile against a baseline's (`report --baseline`), as `diff A B` of two profiles compares them."""
 
 
 def report_of(
@@ -84,16 +88,20 @@ def report_of(
     *,
     profile: str | Path | None = None,
     log: str | Path | None = None,
+    baseline: str | Path | None = None,
     strict: bool = False,
     progress: Progress = silent,
 ) -> DumpFacts:
     """The facts of the dump under `path` (the `report` command's function), with the run's profile and
-    jax log (the log `capture` saved in the dump when none is given); each module's from the results
+    jax log (the log `capture` saved in the dump when none is given), and the profile compared with
+    `baseline`'s (another run's profile: `diff baseline profile`); each module's from the results
     cache while its files are unchanged. `xlainspect.dump_report(facts)` words them; the command keeps
     the worded report whole (`report.dump_report.report_at`), not these facts (7.8 MB for 2,000
     modules, where the worded report is a few hundred KB)."""
+    if baseline is not None and profile is None:
+        raise UsageError("$baseline " + literal("is a profile to compare the run's with: give the run's profile too"))
     dump = load_dump(Path(path), strict=strict)
-    return dump_facts(dump, progress, profile, run_log(path, log))
+    return dump_facts(dump, progress, profile, run_log(path, log), baseline)
 
 
 CHUNK_MODULES = 16
@@ -102,10 +110,15 @@ enough to amortise a task's round trip. Fewer modules go one at a time."""
 
 
 def dump_facts(
-    dump: Dump, progress: Progress = silent, trace: str | Path | None = None, log: JaxLog | None = None
+    dump: Dump,
+    progress: Progress = silent,
+    trace: str | Path | None = None,
+    log: JaxLog | None = None,
+    baseline: str | Path | None = None,
 ) -> DumpFacts:
     """Every module's facts; with `trace` (a jax.profiler trace of the same run) step times are measured,
-    with `log` (its jax log) compiles have seconds. count-recompiles (headers only) and the profile run
+    with `log` (its jax log) compiles have seconds, with `baseline` (another run's trace) the profile is
+    compared with it. count-recompiles (headers only) and the profile run
     while the modules are analysed; the files count-recompiles skips are listed after those the
     analyses skipped, in the order a serial run finds them."""
     headers = Dump(dump.root, dump.modules)
@@ -127,7 +140,8 @@ def dump_facts(
     skipped += profiled.skipped if profiled is not None else []
     job = profiled.job if profiled is not None else None
     skipped += recompiles.skipped
-    return DumpFacts(dump, found.results, found.modules, recompiles.functions, times, skipped, job)
+    compared = compare_profiles(profile_report(baseline), profiled) if baseline and profiled is not None else None
+    return DumpFacts(dump, found.results, found.modules, recompiles.functions, times, skipped, job, compared)
 
 
 def _profiled(trace: str | Path | None, dump: Dump) -> ProfileReport | None:

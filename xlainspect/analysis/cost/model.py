@@ -94,6 +94,9 @@ class OpCost:
     """compute, memory or collective."""
     op_name: str | None
     source: str | None
+    shape: str = ""
+    """Its output shape without layout (`f32[256,128]`): with op_name and opcode, what names the op in
+    another compile of the program, where instruction names differ (`diff` of two profiles)."""
 
 
 @dataclass(slots=True)

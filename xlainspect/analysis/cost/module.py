@@ -191,6 +191,7 @@ def _row(
         bound=bound,
         op_name=instruction.op_name,
         source=module.source_of(instruction),
+        shape=instruction.shape.without_layout() if instruction.shape is not None else "",
     )
 
 

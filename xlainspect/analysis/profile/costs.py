@@ -155,4 +155,6 @@ def _with_cost(measured: OpTime, cost: OpCost, launch_seconds: float) -> OpTime:
         bound=cost.bound,
         op_name=cost.op_name,
         source=cost.source,
+        opcode=cost.opcode,
+        shape=cost.shape,
     )

@@ -146,6 +146,10 @@ class OpTime:
     the rest moved data. None for an op that is not a collective."""
     wait_seconds_per_step: float | None = None
     """The same over the steps its module ran in: of `seconds_per_step`."""
+    opcode: str | None = None
+    shape: str | None = None
+    """Its output shape without layout, from the dump (`cost`): with `function`, `op_name` and `opcode`,
+    what matches it in another run's profile (`diff A B` of two profiles)."""
 
 
 @dataclass(slots=True)
