@@ -44,11 +44,11 @@ def test_step_medians_are_what_the_program_measured(compared):
 def test_a_rerun_is_the_machine_not_the_program(compared):
     found = compared["rerun"]
     assert not found.step.significant
-    assert found.step.ratio == pytest.approx(0.851, abs=0.01)  # 2.18 ms -> 1.86 ms
+    assert found.step.ratio == pytest.approx(0.851, abs=0.01)  # 2.21 ms -> 1.88 ms
     assert not [op for op in found.ops if op.changed] and not found.removed and not found.added
     assert found.uniform_factor == pytest.approx(1.04, abs=0.01)
     assert compared_headline(found) == (
-        "step 2.18 ms -> 1.86 ms (-15%, within noise): ops 1.04x slower as a whole, none singled out: "
+        "step 2.21 ms -> 1.88 ms (-15%, within noise): ops 1.04x slower as a whole, none singled out: "
         "the machine, not the program"
     )
 
@@ -62,7 +62,7 @@ def test_a_wider_layer_is_a_significant_program_change_naming_its_ops(compared):
     assert changed["ynn_fusion.1"].shape_before is None  # the second layer's matmul: same output, 4x the work
     assert changed["ynn_fusion.1"].residual == pytest.approx(1.9, abs=0.1)
     assert compared_headline(found).startswith(
-        "step 2.18 ms -> 6.01 ms (+175%, significant): program change: 9 ops of jit_train_step changed "
+        "step 2.21 ms -> 6.03 ms (+173%, significant): program change: 9 ops of jit_train_step changed "
         "(+3.64 ms a step: ynn_fusion, dot.3, ynn_fusion.1 ...); the rest scaled 1.49x"
     )
 
@@ -76,14 +76,14 @@ def test_host_work_in_the_step_is_the_host_not_the_ops(compared):
     categories = {c.category: c for c in found.categories}
     assert categories["host"].after_seconds > 10 * categories["host"].before_seconds
     assert compared_headline(found) == (
-        "step 2.18 ms -> 4.5 ms (+106%, significant): the host +2.36 ms a step (216 us -> 2.58 ms); "
+        "step 2.21 ms -> 4.52 ms (+105%, significant): the host +2.36 ms a step (237 us -> 2.6 ms); "
         "the ops scaled 1.08x"
     )
 
 
 def test_remat_removes_and_adds_ops(compared):
     found = compared["remat"]
-    assert not found.step.significant  # 2.18 -> 1.85 ms, as the rerun moved
+    assert not found.step.significant  # 2.21 -> 1.87 ms, as the rerun moved
     assert len(found.added) == 6 and all("checkpoint" in (op.op_name or "") for op in found.added)
     assert len(found.removed) == 6
     assert "program change: 1 op of jit_train_step changed, 6 added, 5 removed" in compared_headline(found)
@@ -154,7 +154,7 @@ def test_json_keys(monkeypatch):
         "changed",
     ):
         assert key in op
-    assert data["said"].startswith("step 2.18 ms -> 6.01 ms")
+    assert data["said"].startswith("step 2.21 ms -> 6.03 ms")
     markdown = _diff(P + "a", P + "wider", "--format", "markdown").stdout
     assert markdown.startswith(f"## xlainspect diff: `{P}a` -> `{P}wider`")
 
@@ -167,6 +167,6 @@ def test_report_compares_with_a_baseline(monkeypatch, tmp_path):
     assert result.exit_code == 0, result.output
     text = out.read_text()
     assert "## Compared with the baseline" in text
-    assert "step 2.18 ms -> 4.5 ms (+106%, significant): the host +2.36 ms a step" in text
+    assert "step 2.21 ms -> 4.52 ms (+105%, significant): the host +2.36 ms a step" in text
     alone = CliRunner().invoke(app, ["report", D + "host", "--baseline", P + "a", "--markdown", str(out)])
     assert alone.exit_code == 2 and "--baseline" in alone.output
