@@ -281,9 +281,8 @@ def arguments(text: str) -> tuple[Argument, ...] | None:
     """`(ShapedArray(float32[], weak_type=True), ShapedArray(int32[3]))` as arguments; None where an
     element is no ShapedArray jax prints (a cut line, another abstract value)."""
     found = [Argument(m["type"], "weak_type=True" in m["rest"]) for m in _ARGUMENT.finditer(text)]
-    expected = text.count("ShapedArray(")
-    inner = text.strip().removeprefix("(").removesuffix(")").strip().rstrip(",")
-    return tuple(found) if len(found) == expected and (found or not inner) else None
+    rest = _ARGUMENT.sub("", text.strip().removeprefix("(").removesuffix(")"))
+    return tuple(found) if not rest.replace(",", "").strip() else None
 
 
 def explanation(lines: list[str]) -> Explanation | None:
