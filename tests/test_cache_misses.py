@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from xlainspect.analysis.cache_misses import cache_misses
 from xlainspect.analysis.commands.cache import cache_misses_report
-from xlainspect.capture import _tee, child_env
+from xlainspect.capture import Hidden, _tee, child_env
 from xlainspect.cli.app import app
 from xlainspect.dump.jaxlog import DEBUG_LOG_MODULES, read_jax_log
 from xlainspect.report.views.cache import miss_detail, miss_record
@@ -129,15 +129,39 @@ def test_cli_json_and_bad_input():
     assert missing.exit_code == 2 and "no jax log" in missing.output and "Traceback" not in missing.output
 
 
-def test_capture_asks_for_the_four_loggers_only():
+def test_capture_asks_for_the_five_loggers_and_the_explanations_only():
     env, hidden = child_env({"XLA_FLAGS": "--xla_foo=1"}, RUNS)
     assert env["JAX_DEBUG_LOG_MODULES"] == ",".join(DEBUG_LOG_MODULES) and env["JAX_LOGGING_LEVEL"] == "WARNING"
-    assert hidden == frozenset(DEBUG_LOG_MODULES)
+    assert env["JAX_EXPLAIN_CACHE_MISSES"] == "1"
+    assert hidden == Hidden(frozenset(DEBUG_LOG_MODULES), explanations=True)
     env, hidden = child_env({"JAX_DEBUG_LOG_MODULES": "jax._src.compiler", "JAX_LOGGING_LEVEL": "INFO"}, RUNS)
     assert env["JAX_DEBUG_LOG_MODULES"].startswith("jax._src.compiler,jax._src.cache_key")
-    assert env["JAX_LOGGING_LEVEL"] == "INFO" and "jax._src.compiler" not in hidden
-    env, hidden = child_env({"JAX_LOGGING_LEVEL": "DEBUG"}, RUNS)
-    assert "JAX_DEBUG_LOG_MODULES" not in env and hidden == frozenset()
+    assert env["JAX_LOGGING_LEVEL"] == "INFO" and "jax._src.compiler" not in hidden.loggers
+    env, hidden = child_env({"JAX_LOGGING_LEVEL": "DEBUG", "JAX_EXPLAIN_CACHE_MISSES": "0"}, RUNS)
+    assert "JAX_DEBUG_LOG_MODULES" not in env and hidden == Hidden()
+    assert env["JAX_EXPLAIN_CACHE_MISSES"] == "0"  # the user's own choice, shown as they asked
+
+
+def test_capture_keeps_jax_explanations_off_the_terminal_unless_asked(monkeypatch):
+    lines = [
+        b"WARNING:2026-11-28 23:37:58,874:jax._src.interpreters.partial_eval:2167: TRACING CACHE MISS at a.py:18:\n",
+        b"  never seen function:\n",
+        b"    <lambda> id=1 defined at a.py:18\n",
+        b"  indented output of the program's own\n",
+        b"WARNING:2026-11-28 23:37:58,875:jax._src.compiler:131: PERSISTENT COMPILATION CACHE MISS for 'jit_f'\n",
+        b"WARNING:2026-11-28 23:37:58,876:jax._src.compiler:9: something else jax warns about\n",
+        b"loss 0.5\n",
+    ]
+    for hidden, shown_lines in (
+        (Hidden(explanations=True), [lines[5], lines[6]]),
+        (Hidden(), lines),
+    ):
+        shown = io.BytesIO()
+        monkeypatch.setattr(sys, "stderr", type("Err", (), {"buffer": shown})())
+        log = io.BytesIO()
+        _tee(io.BytesIO(b"".join(lines)), log, hidden)
+        assert log.getvalue() == b"".join(lines)
+        assert shown.getvalue() == b"".join(shown_lines)
 
 
 def test_capture_keeps_the_whole_log_and_shows_the_rest(monkeypatch):
@@ -147,7 +171,7 @@ def test_capture_keeps_the_whole_log_and_shows_the_rest(monkeypatch):
     shown = io.BytesIO()
     monkeypatch.setattr(sys, "stderr", type("Err", (), {"buffer": shown})())
     log = io.BytesIO()
-    _tee(io.BytesIO(b"".join(lines)), log, frozenset(DEBUG_LOG_MODULES))
+    _tee(io.BytesIO(b"".join(lines)), log, Hidden(frozenset(DEBUG_LOG_MODULES), explanations=True))
     assert log.getvalue() == b"".join(lines)
     assert shown.getvalue() == b"epoch 1: 50%\r100%\r\ndone"
 

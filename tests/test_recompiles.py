@@ -117,8 +117,9 @@ def test_a_recreated_function_that_then_branches_has_both_causes():
     assert (branch.kind, branch.compiles, branch.values) == ("branch", (4,), ((), (("maximum", 1),)))  # jax.nn.relu
     assert branch.reason == "branch_on_static"
     assert causes_text(row.causes) == [
-        "compiles 2-3: identical to compile 1 (the function re-created, a static argument that changes nothing, "
-        "or a weak type)",
+        "compiles 2-3: identical to compile 1 (the HLO cannot tell apart the function re-created, a static "
+        "argument's value, a weak type, a pytree jax prunes to the same program (an unused key, a keyword call) or "
+        "a tracing context; jax's log says which: xlainspect capture -- python train.py)",
         "compile 4: another program (maximum): a Python branch on a static argument",
     ]
     assert suggestion(row).startswith("create the jitted function once and reuse it")

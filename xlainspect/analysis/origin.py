@@ -142,15 +142,24 @@ def _wraps_one_primitive(name: str, text: str) -> bool:
     jit's own sharding annotations `jit(sin)`). What XLA adds when it compiles carries no op_name of
     another function (copy insertion's `copy` has none, a reshape made a `bitcast` keeps its operand's
     `args[0]`): a persistent-cache hit dumps only that compiled program, and a convert to the dtype
-    it has, or `jit_stage`, is then `args[0]` and a copy, no primitive op left. Without any op_name
-    (metadata disabled), the module is eager when it computes nothing (its entry returns its
-    parameters)."""
+    it has, or `jit_stage`, is then `args[0]` and a copy, no primitive op left.
+
+    A program that computes nothing (its entry returns its parameters, XLA's copies aside) is eager
+    whatever its parameters are named: jax writes stack frames on ops (`mlir.py`, each equation's
+    source_info), so such a program has none to say whose it is, and jax's own jitted functions compile
+    it where they have nothing to do: `jnp.real` of a real array returns `lax.asarray(val)`, its input
+    (`@jit def real(val)`, jax/_src/numpy/ufuncs.py), a module `jit_real` with the parameter `val`."""
+    entry = entry_opcodes(text)
+    if entry is not None and set(entry) <= _NOTHING_COMPUTED:
+        return True
     primitive = name.removeprefix("jit_")
     names = set(op_names(text))
-    if names:
-        return all(_traced_by(primitive, n) for n in names if not _primitive_argument(n))
-    entry = entry_opcodes(text)
-    return entry is not None and set(entry) <= {"parameter", "tuple"}
+    return bool(names) and all(_traced_by(primitive, n) for n in names if not _primitive_argument(n))
+
+
+_NOTHING_COMPUTED = frozenset({"parameter", "tuple", "copy", "bitcast"})
+"""A program's entry opcodes when it returns its parameters: XLA copies an output it may not alias and
+makes a reshape that moves no byte a bitcast."""
 
 
 def _primitive_argument(op_name: str) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 from xlainspect.analysis.recompiles import Cause, FunctionCompiles, Violation
 from xlainspect.analysis.recompiles.buckets import Bucketing, bucketings, ragged_last_batch
 from xlainspect.analysis.recompiles.model import Kind, Reason
+from xlainspect.dump.jaxlog import Explanation
 
 WHOLE: dict[str, str] = {
     "shape": "(parameter count)",
@@ -28,7 +29,11 @@ def parameter_text(kind: str, parameter: str | None) -> str | None:
     return parameter or WHOLE.get(kind, parameter)
 
 
-_IDENTICAL_SHORT = "the function re-created, a static argument that changes nothing, or a weak type"
+_IDENTICAL_SHORT = (
+    "the HLO cannot tell apart the function re-created, a static argument's value, a weak type, a pytree jax "
+    "prunes to the same program (an unused key, a keyword call) or a tracing context; jax's log says which: "
+    "xlainspect capture -- python train.py"
+)
 _NO_OPS_OF_ITS_OWN = "only ops every program has"
 """A branch side whose program adds no op to what all programs share (the others add theirs)."""
 
@@ -44,15 +49,17 @@ _REASONS: dict[Reason, str] = {
     "instructions": "same signature, different instructions: a static argument or Python value changes the program",
 }
 _KINDS: dict[Kind, str] = {
-    "identical": "identical programs (metadata aside): the jitted function object was re-created, a static "
-    "argument took a value that does not change the program, or an argument's weak type changed (a Python "
-    "scalar, then an array): jax's cache keys on all three, HLO shows none",
+    "identical": "identical programs (metadata aside): jax's cache keys on the function object, static "
+    "arguments' values, weak types, the argument pytree and the tracing context, and the HLO shows none of "
+    "them; jax's log says which (xlainspect capture -- python train.py)",
     "weak_type": "the same program compiled again for jax's own function: an argument's weak type differs (a "
     "Python scalar and an array of the same dtype), which jax's cache tells apart and HLO does not show",
     "pytree": "the same arrays under other pytree paths (dict keys, dataclass fields)",
     "unused": "a static argument or Python value changes what the function uses: jax leaves an argument "
     "the program does not use out of it (jit's keep_unused=False)",
     "out_sharding": "output sharding changed",
+    "static_argument": "the program is the same: jax keys its cache on a static argument's value",
+    "context": "a config option or context manager",
 }
 """The detail of the kinds that have one reason."""
 
@@ -70,6 +77,8 @@ def cause_detail(cause: Cause) -> str:
         return f"a loop unrolled {cause.factor}x (a static count)"
     if cause.kind == "flags":
         return "debug_options differ: " + ", ".join(option for option, _ in cause.values[0])
+    if cause.reason == "keys":
+        return "jit drops an unused one: the program is the same" if cause.compiles else ""
     return _REASONS.get(reason, "") if reason is not None else _KINDS.get(cause.kind, "")
 
 
@@ -99,7 +108,7 @@ def cause_values(cause: Cause) -> tuple[Any, ...]:
         return tuple(", ".join(v) or "(folded away)" for v in cause.values)
     if cause.reason == "instructions":
         return tuple("; ".join(v[:3]) + (" ..." if len(v) > 3 else "") for v in cause.values)
-    if cause.kind == "pytree":
+    if cause.kind == "pytree" and cause.reason is None and all(isinstance(v, tuple) for v in cause.values):
         return tuple(", ".join(v) for v in cause.values)
     if cause.kind == "unused":
         return tuple(_used_text(v, cause.parameter) for v in cause.values)
@@ -137,12 +146,34 @@ def cause_record(cause: Cause) -> dict[str, Any]:
     }
 
 
+def _logged_text(cause: Cause, values: str, detail: str) -> str | None:
+    """The causes of weak types and those only jax's log tells (a keyword or keys pytree, a static
+    argument, the tracing context, a new function); None for the others."""
+    if cause.kind == "weak_type" and cause.parameter is not None:
+        return f"weak type {cause.parameter}: {_weak_type_text(*cause.values)}"
+    if cause.reason == "keyword":
+        before, now = cause.values
+        return f"pytree {cause.parameter}: passed as a {now} argument where it was {before}"
+    if cause.reason == "keys":
+        keys, change = cause.values
+        return f"pytree {cause.parameter}: key{'s' * (len(keys) > 1)} {', '.join(map(repr, keys))} {change}{detail}"
+    if cause.kind in ("static_argument", "context"):
+        return f"{cause.kind.replace('_', ' ')} {cause.parameter}: {values}{detail}"
+    if cause.kind == "new_function":
+        return _new_function_text(cause)
+    if cause.kind == "weak_type":  # an eager op's: the HLO alone
+        return f"weak type: modules {', '.join(map(str, cause.values))} are one program (a Python scalar and an array)"
+    return None
+
+
 def describe_cause(cause: Cause) -> str:
     """`shape x dim 0: 100 -> 5`: one cause in the words the table, the report and the pytest plugin share."""
     shown = cause_values(cause)
     values = " -> ".join(map(str, shown))
     detail_text = cause_detail(cause)
     detail = f" ({detail_text})" if detail_text else ""
+    if (logged := _logged_text(cause, values, detail)) is not None:
+        return logged
     if cause.kind == "shape" and cause.dims:
         return f"shape {cause.parameter} dim {','.join(map(str, cause.dims))}: {values}{detail}"
     if cause.kind in ("shape", "dtype", "layout", "sharding", "donation", "pytree"):
@@ -155,8 +186,6 @@ def describe_cause(cause: Cause) -> str:
         return f"output sharding {values}"
     if cause.kind == "identical":
         return f"identical programs (modules {', '.join(map(str, shown))}): {_IDENTICAL_SHORT}"
-    if cause.kind == "weak_type":
-        return f"weak type: modules {', '.join(map(str, shown))} are one program (a Python scalar and an array)"
     if cause.kind == "branch":
         sides = " vs ".join(dict.fromkeys(str(v) or _NO_OPS_OF_ITS_OWN for v in shown))
         return f"branch: {detail_text}: {sides}"
@@ -164,6 +193,45 @@ def describe_cause(cause: Cause) -> str:
         distinct = " vs ".join(dict.fromkeys(map(str, shown)))
         return f"body: {detail_text}" + ("" if cause.reason == "baked_in" else f": {distinct}")
     return f"{cause.kind}: {values}" if cause.kind == "body" else f"{cause.kind}: {detail_text}"
+
+
+def _weak_type_text(before: str, now: str) -> str:
+    """`a Python float where a float32 array was`: jax's types (`float32[]`, `float32[] weak_type`) in words."""
+
+    def said(typed: str) -> str:
+        dtype = typed.partition("[")[0]
+        if typed.endswith("weak_type"):
+            return f"a Python {_PYTHON_SCALARS.get(dtype[:3], 'scalar')}"
+        return f"a {dtype} array"
+
+    return f"{said(now)} where {said(before)} was"
+
+
+_PYTHON_SCALARS = {"flo": "float", "int": "int", "uin": "int", "com": "complex", "boo": "bool"}
+"""The Python scalar a weak type stands for, by its dtype's first letters (jax: float32, int32, complex64)."""
+
+
+def _new_function_text(cause: Cause) -> str:
+    """A function object jax had not seen, where it was defined, and whether one was defined on that line before."""
+    (defined_at,) = cause.values
+    where = f" defined at {defined_at}" if defined_at else " (a built-in: no source)"
+    if cause.reason == "same_line":
+        return f"new function{where}: a new function object on every call (jax.jit(lambda ...) or a def in a loop)"
+    return f"new function{where}: another function object of the same name"
+
+
+def jax_said(row: FunctionCompiles) -> list[str]:
+    """The explanations jax gave, quoted beside ours: `jax, compile 2: different input types: * at x, now ...`
+    (the lines that say what differs, without the call site and the `for f defined at` line)."""
+    return [f"jax, compile {number}: {_quoted(e)}" for number, e in row.explanations]
+
+
+def _quoted(explanation: Explanation) -> str:
+    """The lines of an explanation that say what differs (`never seen function`: the function's line
+    and what jax suspects), one line."""
+    skipped = ("TRACING CACHE MISS", "for ", "all previously seen cache keys differ", "never seen function")
+    kept = [line.strip() for line in explanation.lines[1:] if not line.strip().startswith(skipped)]
+    return " ".join(kept) or explanation.lines[0]
 
 
 def causes_text(causes: tuple[Cause, ...]) -> list[str]:
@@ -190,6 +258,9 @@ _BRIEF_REASONS: dict[Reason, str] = {
 _BRIEF_KINDS: dict[Kind, str] = {
     "identical": "identical programs",
     "weak_type": "a weak type",
+    "static_argument": "a static argument",
+    "context": "the tracing context",
+    "new_function": "a new function object",
     "out_sharding": "output sharding",
     "pytree": "argument paths",
     "body": "other instructions",
@@ -293,6 +364,11 @@ _ADVICE = {
     "each value compiles its own program; keep its values few, or pass it as a traced value and choose with "
     "jax.lax.cond",
     "flags": "compiler flags (XLA_FLAGS / compiler options) changed between compiles",
+    "weak_type": "pass the argument as the same kind every call (jnp.float32(x), not sometimes a Python float)",
+    "static_argument": "a static argument's value that does not change the program still compiles it again: "
+    "pass it as a traced argument, or keep its values few",
+    "context": "call the function under one configuration (the same config values and context managers)",
+    "new_function": "create the jitted function once, outside the loop, and call that",
 }
 
 
@@ -304,6 +380,8 @@ def suggestion(row: FunctionCompiles) -> str | None:
     for kind in dict.fromkeys(c.kind for c in causes):
         if kind == "shape":
             advice += _shape_advice([c for c in causes if c.kind == "shape"])
+        elif kind == "pytree" and any(c.reason == "keyword" for c in causes):
+            advice.append("pass each argument the same way every call (by position or by keyword)")
         elif any(c.reason == "unrolled" for c in causes):
             advice.append(_UNROLLED_ADVICE)
         else:

@@ -147,14 +147,15 @@ def recompiles_report(
     """Compiles per function and why each recompile happened; `budget` makes it a gate (`violations`).
     Raises NoMatchError for a per-name budget naming no function (a misspelt name would budget nothing)."""
     dump = load_dump(input_paths(path), strict=strict)
+    times = _compile_times(dump, path, log)
+    logged = times.by_module if times is not None else None
     with scoped_reads(_compiled_by_hosts(dump)):  # divergence compares what count-recompiles read of them
-        found = count_recompiles(dump, progress("counting compiles", len(dump.modules)))
+        found = count_recompiles(dump, progress("counting compiles", len(dump.modules)), logged)
         disagreements = host_disagreements(dump, found.skipped)
     rows, budget = found.functions, budget or Budget()
     if rows and all(row.unreadable == row.modules for row in rows):
         raise nothing_read([*dump.skipped, *found.skipped])
     check_budget_names(budget, (r.name for r in rows))
-    times = _compile_times(dump, path, log)
     profiled, unpaired = _profiled_seconds(rows, trace)
     violations = budget_violations(rows, budget)
     return RecompileReport(rows, violations, times, profiled, unpaired, [*dump.skipped, *found.skipped], disagreements)

@@ -15,13 +15,14 @@ words for causes and advice are in `xlainspect.report.causes`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlainspect.analysis.origin import Origin, module_origin, module_origins
 from xlainspect.analysis.recompiles import branch, sharding, signature, unused
 from xlainspect.analysis.recompiles.body import bodies
+from xlainspect.analysis.recompiles.explained import explanations, logged_causes
 from xlainspect.analysis.recompiles.flags import flags
 from xlainspect.analysis.recompiles.gate import (
     NEW_FUNCTION_BUDGET,
@@ -34,6 +35,7 @@ from xlainspect.analysis.recompiles.gate import (
 from xlainspect.analysis.recompiles.model import Cause, Compiles, FunctionCompiles, new_values
 from xlainspect.analysis.recompiles.signature import name_parameters, signature_causes
 from xlainspect.dump.directory import Dump
+from xlainspect.dump.jaxlog import LogCompile
 from xlainspect.dump.module import DumpModule, SkippedFile, scoped_reads
 from xlainspect.errors import AnalysisBug, XlaInspectError
 
@@ -75,13 +77,16 @@ class Recompiles:
     skipped: list[SkippedFile] = field(default_factory=list[SkippedFile])
 
 
-def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -> Recompiles:
+def count_recompiles(
+    dump: Dump, advance: Callable[[int], None] | None = None, logged: Mapping[DumpModule, LogCompile] | None = None
+) -> Recompiles:
     """Per function, in first-compile order: the number of compiles and, where above one, why; in a
     dump of several hosts, those of one usual host (the hosts of one job compile alike; dumps of
     several runs, `load_dump([a, b])`, are compared instead). The dump is not changed: the files that
     could not be read are returned, and what its modules read and parsed while a function was explained
     is dropped after it (`scoped_reads`: memory stays that of one function's compiles). `advance(n)` is
-    called with each function's module count (a progress bar's)."""
+    called with each function's module count (a progress bar's). `logged`: the run's jax log paired
+    with the modules (`compile_times`), for the causes only it knows."""
     found = Recompiles([])
     for name, compiles in dump.functions().items():
         if advance is not None:
@@ -89,7 +94,7 @@ def count_recompiles(dump: Dump, advance: Callable[[int], None] | None = None) -
         hosts = [compiles] if dump.runs else _by_host(compiles)
         try:
             with scoped_reads(compiles):
-                found.functions += _function_rows(name, hosts, found.skipped)
+                found.functions += _function_rows(name, hosts, found.skipped, logged or {})
         except XlaInspectError:
             raise  # bad input, not a bug: the command reports it (exit 2); a file that cannot be read is skipped
         except Exception as error:  # noqa: BLE001 (not bad input: a bug, named with a file it was reading)
@@ -102,7 +107,9 @@ def _where(compiles: list[DumpModule]) -> Path | str:
     return next((f.path for m in compiles if (f := m.hlo_file()) is not None), compiles[0].label)
 
 
-def _function_rows(name: str, hosts: list[list[DumpModule]], skipped: list[SkippedFile]) -> list[FunctionCompiles]:
+def _function_rows(
+    name: str, hosts: list[list[DumpModule]], skipped: list[SkippedFile], logged: Mapping[DumpModule, LogCompile]
+) -> list[FunctionCompiles]:
     """The rows of one function (the user's compiles, then jax's eager ones of the same name), from the
     compiles of its usual host; unreadable files are recorded in `skipped`."""
     modules = _usual(hosts)
@@ -111,7 +118,8 @@ def _function_rows(name: str, hosts: list[list[DumpModule]], skipped: list[Skipp
     parts = _by_origin(readable, skipped) or [([], Origin(eager=False, source=None))]
     rows: list[FunctionCompiles] = []
     for number, (part, origin) in enumerate(parts):
-        causes = _explain(part, origin.eager, skipped) if len(part) > 1 else ()
+        every = Compiles(part, {m: number for number, m in enumerate(part, 1)}, origin.eager, skipped)
+        causes = logged_causes(every, _explain(every), logged) if len(part) > 1 else ()
         counted = part + unreadable if number == 0 else part  # the first part: the user's, if any
         rows.append(
             FunctionCompiles(
@@ -123,6 +131,7 @@ def _function_rows(name: str, hosts: list[list[DumpModule]], skipped: list[Skipp
                 origin.source,
                 len(counted) - len(part),
                 len(hosts),
+                explanations(every, logged),
             )
         )
     return rows
@@ -174,10 +183,10 @@ def _readable(modules: list[DumpModule], skipped: list[SkippedFile]) -> list[Dum
     return readable
 
 
-def _explain(modules: list[DumpModule], eager: bool, skipped: list[SkippedFile]) -> tuple[Cause, ...]:
+def _explain(every: Compiles) -> tuple[Cause, ...]:
     """The causes of one function's compiles: between distinct signatures (`DETECTORS`), then the
     flags of every compile, then within each signature compiled again (`bodies`)."""
-    every = Compiles(modules, {m: number for number, m in enumerate(modules, 1)}, eager, skipped)
+    modules = every.modules
     signatures = {m: signature.signature(m.header()) for m in modules}  # headers cached by _readable
     groups: dict[signature.Signature, list[DumpModule]] = {}
     for module in modules:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from xlainspect.dump.jaxlog import Explanation
 from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.names import DumpFile
 from xlainspect.errors import DumpError, XlaInspectError
@@ -30,10 +31,15 @@ Kind = Literal[
     "branch",
     "body",
     "flags",
+    "static_argument",
+    "context",
+    "new_function",
 ]
 """What differs between compiles: a part of the signature (shape ... result), the arguments' pytree paths,
 the arguments the program uses (unused: jax leaves the others out), nothing (identical, weak_type), the
-ops a program runs (branch), its instructions (body), the flags."""
+ops a program runs (branch), its instructions (body), the flags; and from jax's log where the programs are
+equal: a static argument's value, the tracing context (a config or context manager), a new function
+object (weak_type and pytree too, with the parameter they are of)."""
 
 Reason = Literal[
     "parameter_count",
@@ -48,12 +54,17 @@ Reason = Literal[
     "baked_in",
     "unrolled",
     "instructions",
+    "keyword",
+    "keys",
+    "same_line",
 ]
 """Why, where a kind of cause has several: the number of parameters, the rank or a PRNG key's size
 changed (shape, the per-device sizes of a global shape beside it: `per_device`); another memory space
 (layout); some compiles donate (donation); a static argument decides the result (result); a Python
 branch on a shape or on a static argument (branch); a Python value baked in, a loop unrolled, other
-instructions (body)."""
+instructions (body); from jax's log, an argument passed by keyword where it was positional or the
+other way, dict keys added or removed (pytree), a function defined anew on the line of the last one
+(new_function)."""
 
 
 @dataclass(slots=True)
@@ -113,6 +124,8 @@ class FunctionCompiles:
     hosts: int = 1
     """Hosts (per-host folders of one dump) that compiled the function; `modules` and the causes are
     those of one host that compiled it as often as most hosts did (`doctor` names the others)."""
+    explanations: tuple[tuple[int, Explanation], ...] = ()
+    """jax's own explanation of compiles after the first, by compile number, from the run's log."""
 
 
 _T = TypeVar("_T")

@@ -13,6 +13,7 @@ from xlainspect.report.causes import (
     causes_in_brief,
     causes_text,
     for_people,
+    jax_said,
     suggestion,
     violation_text,
 )
@@ -171,6 +172,7 @@ def function_record(row: FunctionCompiles) -> dict[str, object]:
     """A function's JSON: its fields (each cause's values and detail in the table's words), the suggestion
     after its causes."""
     data: dict[str, object] = record(row) | {"causes": [cause_record(c) for c in row.causes]}
+    data["explanations"] = [{"compile": n, "jax": list(e.lines)} for n, e in row.explanations]
     items, at = list(data.items()), list(data).index("causes") + 1
     return dict([*items[:at], ("suggestion", suggestion(row)), *items[at:]])
 
@@ -231,7 +233,7 @@ def _table_row(row: FunctionCompiles, times: CompileTimes | None = None) -> Func
 
 def why(row: FunctionCompiles) -> str:
     """Why a function compiled again: its causes, after the compiles that could not be read to explain."""
-    return "; ".join([*_unreadable(row), *causes_text(row.causes)])
+    return "; ".join([*_unreadable(row), *causes_text(row.causes), *jax_said(row)])
 
 
 def _unreadable(row: FunctionCompiles) -> list[str]:
