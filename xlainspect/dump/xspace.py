@@ -47,7 +47,6 @@ from xlainspect.dump.events import (
     UINT,
     Codes,
     Events,
-    Floats,
     Ints,
     StatColumn,
     StatValue,
@@ -289,8 +288,10 @@ class SpaceReader:
     hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict[int, tuple[str, bytes]])
     blobs: list[bytes] = field(default_factory=list[bytes])
     _codes: dict[str, int] = field(default_factory=dict[str, int])
-    _columns: list[tuple[Floats, Floats, Codes, Codes, Codes]] = field(default_factory=list)
-    _stats: list[tuple[Ints, Codes, npt.NDArray[np.int8], Ints]] = field(default_factory=list)
+    _columns: list[list[npt.NDArray[Any]]] = field(default_factory=lambda: [[] for _ in range(5)])
+    """Each column's chunks: start, duration, name, thread, metadata."""
+    _stats: dict[int, list[tuple[Ints, npt.NDArray[np.int8], Ints]]] = field(default_factory=dict)
+    """Each stat's chunks, by name code: rows (in read order), kinds, payloads."""
     _count: int = 0
 
     def code(self, text: str) -> int:
@@ -369,15 +370,15 @@ class SpaceReader:
         known = plane.metadata_ids[at] == chunk.metadata_id if len(plane.metadata_ids) else np.zeros(count, np.bool_)
         name = np.where(known, plane.metadata_names[at] if len(at) and len(plane.metadata_ids) else 0, self.code(""))
         metadata = np.where(known, plane.metadata_index[at] if len(plane.metadata_ids) else -1, -1)
-        self._columns.append(
-            (
-                base + chunk.offset_ps / 1000,
-                chunk.duration_ps / 1000,
-                name.astype(np.int32),
-                np.full(count, thread, np.int32),
-                metadata.astype(np.int32),
-            )
+        columns = (
+            base + chunk.offset_ps / 1000,
+            chunk.duration_ps / 1000,
+            name.astype(np.int32),
+            np.full(count, thread, np.int32),
+            metadata.astype(np.int32),
         )
+        for chunks, column in zip(self._columns, columns):
+            chunks.append(column)
         self._add_stats(plane, chunk)
         self._count += count
 
@@ -394,7 +395,11 @@ class SpaceReader:
         payload[refs] = self._stat_names(plane, payload[refs], "")
         names = self._stat_names(plane, chunk.stat_id, None)
         kept = np.array([not self.strings[c].startswith("_") for c in range(len(self.strings))], np.bool_)[names]
-        self._stats.append((chunk.stat_event[kept] + self._count, names[kept], kind[kept], payload[kept]))
+        rows, names, kind, payload = chunk.stat_event[kept] + self._count, names[kept], kind[kept], payload[kept]
+        order = np.argsort(names, kind="stable")  # an event's stats of one name keep their order
+        bounds = np.flatnonzero(np.diff(names[order])) + 1
+        for mine in np.split(order, bounds) if len(order) else []:
+            self._stats.setdefault(int(names[mine[0]]), []).append((rows[mine], kind[mine], payload[mine]))
 
     def _stat_names(self, plane: _Plane, ids: Ints, missing: str | None) -> Codes:
         """The codes of the stat metadata names `ids` point at; an unknown id: `missing`, else its number."""
@@ -413,44 +418,38 @@ class SpaceReader:
         duration = self._column(1, np.float64)
         origin = float(start.min()) if len(start) else 0.0
         order = np.lexsort((-duration, start))  # stable: equal events keep the files' order
-        start, duration = start[order] - origin, duration[order]
+        start = start[order]
+        start -= origin
+        duration = duration[order]
         name, thread, metadata = (self._column(k, np.int32)[order] for k in (2, 3, 4))
-        self._columns.clear()
         rank = np.empty(len(order), np.int64)
         rank[order] = np.arange(len(order))
         del order
-        own = self._own(rank)
+        own = {self.strings[code]: self._own(rank, code) for code in sorted(self._stats)}
         events = Events(
             start, duration, name, thread, metadata, self.strings, self.threads, self.metadata_stats, own, self.blobs
         )
         return events, origin
 
     def _column(self, k: int, dtype: type) -> npt.NDArray[Any]:
-        found = np.concatenate([c[k] for c in self._columns]) if self._columns else np.zeros(0)
+        chunks = self._columns[k]
+        found = np.concatenate(chunks) if chunks else np.zeros(0)
+        chunks.clear()
         return found.astype(dtype, copy=False)
 
-    def _own(self, rank: Ints) -> dict[str, StatColumn]:
-        """Each stat's column: its events' new rows, ascending; where an event has a stat twice, the last."""
-        if not self._stats:
-            return {}
-        rows = rank[np.concatenate([s[0] for s in self._stats])]
-        names = np.concatenate([s[1] for s in self._stats])
-        order = np.lexsort((rows, names))  # stable: an event's stats keep their order
-        rows, names = rows[order], names[order]
-        kinds = np.concatenate([s[2] for s in self._stats])[order]
-        payloads = np.concatenate([s[3] for s in self._stats])[order]
-        self._stats.clear()
-        del order
+    def _own(self, rank: Ints, code: int) -> StatColumn:
+        """One stat's column (its chunks let go): its events' new rows, ascending; where an event has the
+        stat twice, the last."""
+        chunks = self._stats.pop(code)
+        rows = rank[np.concatenate([c[0] for c in chunks])]
+        order = np.argsort(rows, kind="stable")
+        rows = rows[order]
         last = np.ones(len(rows), np.bool_)
-        last[:-1] = (rows[:-1] != rows[1:]) | (names[:-1] != names[1:])
-        rows, names, kinds, payloads = rows[last], names[last], kinds[last], payloads[last]
-        bounds = np.flatnonzero(np.diff(names)) + 1
-        columns: dict[str, StatColumn] = {}
-        for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(rows)]):
-            columns[self.strings[names[lo]]] = StatColumn(
-                rows[lo:hi].copy(), kinds[lo:hi].copy(), payloads[lo:hi].copy()
-            )
-        return columns
+        last[:-1] = rows[:-1] != rows[1:]
+        order = order[last]
+        kinds = np.concatenate([c[1] for c in chunks])[order]
+        payloads = np.concatenate([c[2] for c in chunks])[order]
+        return StatColumn(rows[last], kinds, payloads)
 
 
 class _mapped:

@@ -224,7 +224,7 @@ def _busiest(ops: OpEvents, chosen: list[StepTime], steps: list[StepTime]) -> st
     picked = {id(step) for step in chosen}
     wanted = [index for index, step in enumerate(steps) if id(step) in picked]
     inside = np.isin(ops.step, wanted)
-    seconds = function_sums(ops.only(inside), ops.duration_ns[inside])
+    seconds = function_sums(ops.function[inside], ops.duration_ns[inside], ops.strings)
     busiest = max(seconds, key=seconds.__getitem__, default=None)
     return busiest if busiest is not None and seconds[busiest] > sum(seconds.values()) / 2 else None
 

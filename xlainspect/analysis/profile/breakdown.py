@@ -302,7 +302,7 @@ def measure_steps(
     codes = [k for k, found in enumerate(table.threads) if found == thread]
     names = HostThread(table, np.flatnonzero(np.isin(table.thread, codes)))
     starts = np.array([s.start_seconds * 1e9 for s in steps])
-    seconds, pieces = cut_steps(starts, starts + np.array([s.wall_seconds * 1e9 for s in steps]), spans)
+    seconds, pieces = _cut_in_batches(starts, starts + np.array([s.wall_seconds * 1e9 for s in steps]), spans)
     for k, step in enumerate(steps):
         start, end = step.start_seconds * 1e9, (step.start_seconds + step.wall_seconds) * 1e9
         kernels = int(np.searchsorted(kernel_starts, end) - np.searchsorted(kernel_starts, start))
@@ -310,6 +310,37 @@ def measure_steps(
         marker = next(iter(marked.get(step.number, [])), None)
         _fill(step, dict(zip([*_PRECEDENCE, "host"], seconds[k].tolist())), kernels, compiles)
         step.host = _host_names(names, pieces[k], step, marker)
+
+
+STEPS_AT_ONCE = 1024
+"""Steps `cut_steps` cuts at once: its edges and pieces grow with the spans in them, not the trace."""
+
+
+def _cut_in_batches(starts: Floats, ends: Floats, spans: dict[str, SpanColumns]) -> tuple[Floats, list[list[Span]]]:
+    """`cut_steps` over `STEPS_AT_ONCE` steps at a time, each given the spans that may reach into them (by
+    start, back as far as the category's longest span)."""
+    ordered = {label: _by_start(*found) for label, found in spans.items()}
+    seconds: list[Floats] = []
+    pieces: list[list[Span]] = []
+    for first in range(0, len(starts), STEPS_AT_ONCE):
+        begin, end = starts[first : first + STEPS_AT_ONCE], ends[first : first + STEPS_AT_ONCE]
+        nearby = {label: _reaching(found, float(begin.min()), float(end.max())) for label, found in ordered.items()}
+        cut, found = cut_steps(begin, end, nearby)
+        seconds.append(cut)
+        pieces += found
+    return (np.concatenate(seconds) if seconds else np.zeros((0, len(_PRECEDENCE) + 1))), pieces
+
+
+def _by_start(starts: Floats, ends: Floats) -> tuple[Floats, Floats, float]:
+    order = np.argsort(starts, kind="stable")
+    return starts[order], ends[order], float((ends - starts).max()) if len(starts) else 0.0
+
+
+def _reaching(spans: tuple[Floats, Floats, float], start: float, end: float) -> SpanColumns:
+    """The spans (by start; the longest `spans[2]`) that may overlap [start, end)."""
+    starts, ends, longest = spans
+    lo, hi = np.searchsorted(starts, [start - longest, end], "left")
+    return starts[lo:hi], ends[lo:hi]
 
 
 def _columns(events: list[TraceEvent]) -> SpanColumns:

@@ -67,7 +67,7 @@ from xlainspect.analysis.profile.job import (
 from xlainspect.analysis.profile.model import IDLE_CAUSES, StepTime
 from xlainspect.analysis.profile.ops import NONE, OpEvents, distinct_rows
 from xlainspect.dump.directory import Dump
-from xlainspect.dump.events import Events, Floats, TraceEvent
+from xlainspect.dump.events import Events, Floats, Ints, TraceEvent
 from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import Trace, read_trace
 from xlainspect.errors import UsageError, XlaInspectError
@@ -177,9 +177,9 @@ def summarise_host(
     devices: dict[str, list[HostStep]] = {}
     codes, first = np.unique(ops.device, return_index=True)
     for code in codes[np.argsort(first)].tolist():  # in the order they first ran
-        mine = ops.device == code
-        devices[ops.text(code)] = _device_steps(steps, ops.only(mine), collective[mine], origin)
-        parts += _collective_parts(ops.text(code), ops.only(mine), collective[mine], steps, origin)
+        mine = np.flatnonzero(ops.device == code)
+        devices[ops.text(code)] = _device_steps(steps, ops, mine, collective, origin)
+        parts += _collective_parts(ops.text(code), ops, mine, collective, steps, origin)
     median_step = report.step_summary.step_seconds if report.step_summary is not None else None
     found = HostSummary(host, [str(p) for p in paths], steps, median_step, devices, parts, compiles)
     found.bytes_sent = _bytes_sent(trace, dump, {p.module for p in parts})
@@ -272,16 +272,17 @@ def collective_kind(name: str, copies: bool, op: str, kind: str | None) -> str |
 
 
 def _device_steps(
-    steps: list[HostStep], ops: OpEvents, collective: npt.NDArray[np.object_], origin: float
+    steps: list[HostStep], ops: OpEvents, rows: Ints, collective: npt.NDArray[np.object_], origin: float
 ) -> list[HostStep]:
-    """Each step as one device saw it: the union of its ops' spans, and of its collectives'."""
+    """Each step as one device (its op events `rows`) saw it: the union of its ops' spans, and of its
+    collectives'."""
     found = [HostStep(s.number, s.start_ns, s.wall_seconds, 0.0, 0.0, 0.0, s.compiled) for s in steps]
-    start = origin + ops.start_ns
+    start = origin + ops.start_ns[rows]
     at = np.searchsorted(np.array([s.start_ns for s in steps]), start, "right") - 1
     order = np.argsort(at, kind="stable")
     bounds = np.searchsorted(at[order], np.arange(len(steps) + 1))
-    end = start + ops.duration_ns
-    moving = collective != None  # noqa: E711 (an array of objects, elementwise)
+    end = start + ops.duration_ns[rows]
+    moving = collective[rows] != None  # noqa: E711 (an array of objects, elementwise)
     for k, step in enumerate(found):
         mine = order[bounds[k] : bounds[k + 1]]
         step.busy_seconds = _length(_merged(start[mine], end[mine])) / 1e9
@@ -306,15 +307,18 @@ def _host_step(step: StepTime, origin: float) -> HostStep:
 
 
 def _collective_parts(
-    device: str, ops: OpEvents, collective: npt.NDArray[np.object_], steps: list[HostStep], origin: float
+    device: str, ops: OpEvents, rows: Ints, collective: npt.NDArray[np.object_], steps: list[HostStep], origin: float
 ) -> list[CollectivePart]:
+    """Each collective op event of one device (its op events `rows`), with how much compute overlapped it."""
     starts = [s.start_ns for s in steps]
-    computing = collective == None  # noqa: E711 (an array of objects, elementwise)
+    computing = collective[rows] == None  # noqa: E711 (an array of objects, elementwise)
+    if computing.all():
+        return []
     begin = origin + ops.start_ns
-    compute = _merged(begin[computing], begin[computing] + ops.duration_ns[computing])
+    compute = _merged(begin[rows[computing]], begin[rows[computing]] + ops.duration_ns[rows[computing]])
     seen: dict[tuple[str, str, int | None], int] = defaultdict(int)
     parts: list[CollectivePart] = []
-    for k in np.flatnonzero(~computing).tolist():
+    for k in rows[~computing].tolist():
         start, end = float(begin[k]), float(begin[k] + ops.duration_ns[k])
         at = _step_at(starts, start)
         number = steps[at].number if at is not None else None

@@ -149,7 +149,7 @@ def find_steps(
         )
         ends = [max(end, following) for (_, _, end), (_, following, _) in zip(spans, spans[1:])] + [spans[-1][2]]
         return [StepTime(n, s / 1e9, (e - s) / 1e9) for (n, s, _), e in zip(spans, ends)], "step markers", None
-    device_time = function_sums(ops, ops.duration_ns)
+    device_time = function_sums(ops.function, ops.duration_ns, ops.strings)
     if step_function is not None and step_function not in device_time:
         known = ", ".join(sorted(device_time)) or "none"
         raise UsageError("$step_function " + literal(f"{step_function}: no kernel of it in the trace; it has: {known}"))
@@ -172,12 +172,13 @@ def _of_function(ops: OpEvents, runs: Executions, code: int) -> Ints:
     return np.flatnonzero(ops.function[first] == code)
 
 
-def function_sums(ops: OpEvents, values: Floats) -> dict[str, float]:
-    """`values` summed per function in event order, functions in the order they first ran."""
-    codes, first = np.unique(ops.function, return_index=True)
+def function_sums(functions: Codes, values: Floats, strings: list[str]) -> dict[str, float]:
+    """`values` summed per function (codes of `strings`) in event order, functions in the order they
+    first ran."""
+    codes, first = np.unique(functions, return_index=True)
     sums = np.zeros(len(codes))
-    np.add.at(sums, np.searchsorted(codes, ops.function), values)
-    return {ops.text(int(codes[k])): float(sums[k]) for k in np.argsort(first).tolist()}
+    np.add.at(sums, np.searchsorted(codes, functions), values)
+    return {strings[int(codes[k])]: float(sums[k]) for k in np.argsort(first).tolist()}
 
 
 def step_at(steps: list[StepTime], seconds: float) -> int | None:
