@@ -130,3 +130,22 @@ def test_a_local_run_never_imports_distributed():
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_workers_of_another_xlainspect_are_refused(scheduler, monkeypatch):
+    monkeypatch.setattr(cluster, "_version", lambda: "0.0.0-other")
+    code, out, err = _profile(str(JOB), "--scheduler", scheduler)
+    assert (code, out) == (2, "")
+    assert err.startswith("the Dask worker tcp://127.0.0.1:") and err.rstrip().endswith(
+        ", this is 0.0.0-other: install the same version on every worker"
+    )
+
+
+def test_a_scheduler_without_workers_is_one_line():
+    with distributed.LocalCluster(n_workers=0, processes=True, dashboard_address=":0", host="127.0.0.1") as empty:
+        code, out, err = _profile(str(JOB), "--scheduler", empty.scheduler_address)
+    assert (code, out) == (2, "")
+    assert (
+        err
+        == f"the Dask scheduler at {empty.scheduler_address} has no workers (start some: dask worker {empty.scheduler_address})\n"
+    )
