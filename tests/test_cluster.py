@@ -15,7 +15,7 @@ import pytest
 from conftest import FIXTURES, REPO
 from typer.testing import CliRunner
 
-from xlainspect import cluster
+from xlainspect import cluster, settings
 from xlainspect.cli.app import app
 
 distributed = pytest.importorskip("distributed")
@@ -38,6 +38,14 @@ def _local_cluster(**config: object):
 def scheduler():
     with _local_cluster() as local:
         yield local.scheduler_address
+
+
+@pytest.fixture(autouse=True)
+def _settings_kept(monkeypatch):
+    """The CLI's `--no-cache` and its own process's settings are left to this test: later tests of this
+    worker find them as they were."""
+    for name in ("_cache_enabled", "_parse_workers", "_pause_gc"):
+        monkeypatch.setattr(settings, name, getattr(settings, name))
 
 
 def _profile(*arguments: str) -> tuple[int, str, str]:
