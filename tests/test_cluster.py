@@ -4,6 +4,7 @@ lost worker one line and exit 2, with nothing on stdout."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -24,20 +25,44 @@ JOB = FIXTURES / "profiles" / "multihost_straggler"
 runner = CliRunner()
 
 
-def _local_cluster(**config: object):
-    """Two worker processes that import this checkout's xlainspect (spawned with this sys.path)."""
-    import dask
+_CLUSTER = """
+import sys, distributed
+with distributed.LocalCluster(
+    n_workers=int(sys.argv[1]), threads_per_worker=1, processes=True, dashboard_address=":0", host="127.0.0.1"
+) as local:
+    print(local.scheduler_address, flush=True)
+    sys.stdin.read()
+"""
 
-    with dask.config.set(config):
-        return distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", host="127.0.0.1"
-        )
+
+@contextlib.contextmanager
+def _local_cluster(workers: int = 2, **env: str):
+    """A LocalCluster of `workers` worker processes, one thread each, run by a child process (so that no
+    process of it is this one's child: tests/test_workers.py counts those) until this block leaves; its
+    workers import this checkout's xlainspect and this module. Its scheduler's address."""
+    path = os.pathsep.join([str(REPO), str(REPO / "tests")])
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CLUSTER, str(workers)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": path, **env},
+    )
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        yield child.stdout.readline().strip()
+        child.stdin.close()  # the child leaves its block: the cluster closes
+        child.wait(timeout=60)
+    finally:
+        child.kill()
+        child.wait()
 
 
 @pytest.fixture(scope="module")
 def scheduler():
-    with _local_cluster() as local:
-        yield local.scheduler_address
+    with _local_cluster() as address:
+        yield address
 
 
 @pytest.fixture(autouse=True)
@@ -120,12 +145,12 @@ class _KillOnExecute(distributed.WorkerPlugin):
 def test_a_lost_worker_is_one_line_and_no_answer():
     """Dask retries a task whose worker died on another worker; here every worker dies (allowed-failures
     0: the first death is final), so the scheduler gives the task up (KilledWorker)."""
-    with _local_cluster(**{"distributed.scheduler.allowed-failures": 0}) as local:
-        with distributed.Client(local) as client:
+    with _local_cluster(DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="0") as address:
+        with distributed.Client(address) as client:
             client.register_plugin(_KillOnExecute(), name="kill")
-        code, out, err = _profile(str(JOB), "--scheduler", local.scheduler_address)
+        code, out, err = _profile(str(JOB), "--scheduler", address)
     assert (code, out) == (2, "")
-    assert err.startswith(f"the Dask cluster at {local.scheduler_address} lost the run (KilledWorker: ")
+    assert err.startswith(f"the Dask cluster at {address} lost the run (KilledWorker: ")
     assert err.rstrip().endswith(": no answer") and len(err.strip().splitlines()) == 1
 
 
@@ -150,10 +175,7 @@ def test_workers_of_another_xlainspect_are_refused(scheduler, monkeypatch):
 
 
 def test_a_scheduler_without_workers_is_one_line():
-    with distributed.LocalCluster(n_workers=0, processes=True, dashboard_address=":0", host="127.0.0.1") as empty:
-        code, out, err = _profile(str(JOB), "--scheduler", empty.scheduler_address)
+    with _local_cluster(0) as address:
+        code, out, err = _profile(str(JOB), "--scheduler", address)
     assert (code, out) == (2, "")
-    assert (
-        err
-        == f"the Dask scheduler at {empty.scheduler_address} has no workers (start some: dask worker {empty.scheduler_address})\n"
-    )
+    assert err == f"the Dask scheduler at {address} has no workers (start some: dask worker {address})\n"
