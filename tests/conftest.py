@@ -142,6 +142,7 @@ def _fresh_consoles():
 #: it renames a test's node id to do it, which pytest 9.2 ignores.
 ONE_WORKER = (
     "tests/test_remote.py",
+    "tests/test_cluster.py",
     "tests/test_profile_gpu.py",
     "tests/test_profile.py",
     "tests/test_profile_steps.py",

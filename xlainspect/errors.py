@@ -15,6 +15,13 @@ class XlaInspectError(Exception):
     """Base of every error that is the input's fault, not the program's (CLI exit code 2)."""
 
 
+def one_line(error: BaseException) -> str:
+    """An exception's message on one line, at most 200 characters, without a library's traceback-like
+    detail: what an error about a remote store or a cluster quotes of the library's."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 class AnalysisBug(Exception):
     """Any other exception met while reading or analysing `path`: a bug in xlainspect, never a skipped
     file (CLI exit code 3). The exception itself is the `__cause__`."""

@@ -81,6 +81,16 @@ StrictOpt = Annotated[
         "--strict", help="Exit 2 when a file cannot be read or parsed (default: skip it with a note on stderr)."
     ),
 ]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        envvar="XLAINSPECT_SCHEDULER",
+        help="A Dask scheduler's address (tcp://host:8786): each host's read is a task on that cluster, "
+        "whose workers (the same xlainspect installed) read the files where they lie.",
+        metavar="<address>",
+    ),
+]
 
 
 def rows_kept(top: int | None, fmt: OutputFormat, shown: int) -> int | None:

@@ -12,7 +12,16 @@ from xlainspect.analysis.commands.profile import profile_report
 from xlainspect.analysis.profile import compiles_after
 from xlainspect.cli.app import commands_of
 from xlainspect.cli.cost_cmd import ChipOpt, HbmOpt, IciOpt, PeakFlopsOpt
-from xlainspect.cli.options import FormatOpt, FunctionOpt, StrictOpt, readable, rows_kept, show, user_errors
+from xlainspect.cli.options import (
+    FormatOpt,
+    FunctionOpt,
+    SchedulerOpt,
+    StrictOpt,
+    readable,
+    rows_kept,
+    show,
+    user_errors,
+)
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.report.profile_html import write_profile_html
 from xlainspect.report.views.hosts import with_hosts
@@ -93,6 +102,7 @@ def profile(
             "--html", help="Also write a self-contained page: the step timeline and the roofline with measured points."
         ),
     ] = None,
+    scheduler: SchedulerOpt = None,
     fmt: FormatOpt = OutputFormat.table,
     strict: StrictOpt = False,
 ) -> None:
@@ -103,7 +113,9 @@ def profile(
     'xlainspect[profile]'."""
     with user_errors():
         figures = ChipChoice(chip, peak_flops, hbm_bandwidth, ici_bandwidth, launch_seconds)
-        report = profile_report(trace, dump, figures, function=function, strict=strict, step_function=step_function)
+        report = profile_report(
+            trace, dump, figures, function=function, strict=strict, step_function=step_function, scheduler=scheduler
+        )
         if html is not None:
             write_profile_html(report, html)
             note(f"wrote {html}")

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from xlainspect.cache import Cache
-from xlainspect.errors import DumpError
+from xlainspect.errors import DumpError, one_line
 from xlainspect.progress import Progress, silent
 
 _URL = re.compile(r"^(?P<protocol>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
@@ -247,9 +247,9 @@ def _named(url: str) -> Generator[None]:
     except FileNotFoundError:
         raise DumpError(f"{url}: no such bucket, folder or object") from None
     except PermissionError as error:
-        raise DumpError(f"{url}: permission denied ({_cause(error)})") from None
+        raise DumpError(f"{url}: permission denied ({one_line(error)})") from None
     except _remote_errors() as error:
-        raise DumpError(f"{url}: cannot read ({_cause(error)})") from None
+        raise DumpError(f"{url}: cannot read ({one_line(error)})") from None
     finally:
         quiet.setLevel(level)
 
@@ -268,9 +268,3 @@ def _remote_errors() -> tuple[type[BaseException], ...]:
             imported = __import__(module, fromlist=list(names))
             found += [getattr(imported, name) for name in names]
     return tuple(found)
-
-
-def _cause(error: BaseException) -> str:
-    """An exception's message on one line, without the library's traceback-like detail."""
-    text = " ".join(str(error).split()) or type(error).__name__
-    return text if len(text) <= 200 else text[:197] + "..."

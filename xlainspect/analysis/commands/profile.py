@@ -22,16 +22,19 @@ def profile_report(
     function: str | None = None,
     strict: bool = False,
     step_function: str | None = None,
+    scheduler: str | None = None,
 ) -> ProfileReport:
     """Measured time per HLO op from a jax.profiler trace; with the run's dump, each op's roofline time,
     efficiency and time lost, GPU kernels run in command buffers placed on their op. `function` narrows
     it to one function (one that matches nothing is an error); `step_function` names the function whose
-    executions are the steps (without step markers, the one with the most device time)."""
+    executions are the steps (without step markers, the one with the most device time). `scheduler`, a
+    Dask scheduler's address (`tcp://host:8786`), runs each host's read of its trace as a task on that
+    cluster, whose workers read the files where they lie; the answer is the same."""
     hosts = host_traces(trace)
     if dump is None:
-        return only_function(job_profile(hosts, None, chip_for(None, chip), step_function), function)
+        return only_function(job_profile(hosts, None, chip_for(None, chip), step_function, scheduler), function)
     loaded = load_dump(dump, strict=strict)
-    report = job_profile(hosts, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function)
+    report = job_profile(hosts, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function, scheduler)
     report.skipped = [*loaded.skipped, *report.skipped]
     if not report.joined:
         labels = report.op_events.labels() if report.op_events is not None else set()

@@ -32,10 +32,12 @@ device's step, the straggler the others wait for, and each collective's wait apa
 from __future__ import annotations
 
 import bisect
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from statistics import median
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -73,7 +75,7 @@ from xlainspect.dump.xplane import Trace, read_trace
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.opcodes import name_opcode
-from xlainspect.workers import map_shared
+from xlainspect.workers import map_hosts
 
 
 def job_profile(
@@ -81,19 +83,19 @@ def job_profile(
     dump: Dump | None = None,
     chip: Chip | None = None,
     step_function: str | None = None,
+    scheduler: str | None = None,
 ) -> ProfileReport:
     """The whole profile of the host the job waits for, its `job` every host's: each host's trace read and
     summarised in parallel, their clocks aligned, the straggler found. The profile is the straggler's
     where one stands out (what it runs is what the others wait for), else the first host's (`job.ops_host`
     says whose); its collective op rows gain their wait for the last peer. A host whose trace cannot be
-    read is skipped (`job.skipped`); none readable is an error."""
+    read is skipped (`job.skipped`); none readable is an error. With a `scheduler` (a Dask scheduler's
+    address) every read of a trace is a task on that cluster (`workers.map_hosts`): the answer is the same."""
     names = list(traces)
     dumps = host_dumps(dump, names)
-    found = map_shared(
-        lambda host: _summary_or_skipped(host, traces[host], dumps[host].dump, chip, step_function, host == names[0]),
-        names,
-        1,
-    )
+    summarise = functools.partial(_summary_or_skipped, chip=chip, step_function=step_function)
+    tasks = [_HostTask(host, traces[host], dumps[host].dump, host == names[0]) for host in names]
+    found = map_hosts(summarise, tasks, scheduler)
     read = [s for s in found if not isinstance(s, SkippedFile)]
     summaries = [summary for summary, _ in read]
     skipped = [s for s in found if isinstance(s, SkippedFile)]
@@ -104,14 +106,19 @@ def job_profile(
     reread: dict[str, ProfileReport] = {}
 
     def activity(host: str) -> Activity:
-        reread[host], done = host_activity(traces[host], dumps[host].dump, chip, step_function)
+        again = functools.partial(host_activity, dump=dumps[host].dump, chip=chip, step_function=step_function)
+        reread[host], done = map_hosts(again, [traces[host]], scheduler)[0]
         return done
 
     job = job_of(summaries, skipped, chip, activity)
     shown = next((s for s in summaries if s.host in reread), summaries[0])
     report = reread.get(shown.host) or read[0][1]
-    if report is None:  # the first host was skipped: the first readable host's report
-        _, report = summarise_host(shown.host, traces[shown.host], dumps[shown.host].dump, chip, step_function)
+    if report is None:  # the first host was skipped: the first readable host's report, read again
+        report = _kept(
+            map_hosts(summarise, [_HostTask(shown.host, traces[shown.host], dumps[shown.host].dump, True)], scheduler)[
+                0
+            ]
+        )
     report.paths = [str(p) for s in summaries for p in s.paths]
     report.skipped += skipped  # named on stderr with the dump's, as every command names a file it left out
     job.ops_host = shown.host
@@ -120,15 +127,33 @@ def job_profile(
     return report
 
 
+class _HostTask(NamedTuple):
+    """One host's read: its name, XSpace files and dump, and whether its whole profile travels back."""
+
+    host: str
+    paths: list[Path]
+    dump: Dump | None
+    keep: bool
+
+
+def _kept(found: tuple[HostSummary, ProfileReport | None] | SkippedFile) -> ProfileReport:
+    """The profile a task kept; a host that read before and not now (its file changed) is an input error."""
+    if isinstance(found, SkippedFile):
+        raise XlaInspectError(f"{found.path}: {found.reason}")
+    assert found[1] is not None, "a kept task returns its profile"
+    return found[1]
+
+
 def _summary_or_skipped(
-    host: str, paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None, keep: bool
+    task: _HostTask, chip: Chip | None, step_function: str | None
 ) -> tuple[HostSummary, ProfileReport | None] | SkippedFile:
     """The host's summary, and its whole profile where `keep` (the first host's: the one shown unless a
     straggler stands out; the others' do not travel back from the workers). A damaged host's trace is
     named and skipped; the others are still read."""
+    paths = task.paths
     try:
-        summary, report = summarise_host(host, paths, dump, chip, step_function)
-        return summary, report if keep else None
+        summary, report = summarise_host(task.host, paths, task.dump, chip, step_function)
+        return summary, report if task.keep else None
     except UsageError:
         raise  # the command's error (a --step-function no host ran), not this file's
     except XlaInspectError as error:
