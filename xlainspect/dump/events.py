@@ -8,7 +8,7 @@ objects (the step markers, the compiles, the host thread inside one step) `selec
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -110,7 +110,7 @@ class Events:
 
     def has(self, stat: str) -> Mask:
         """Events that carry `stat`, themselves or through their metadata."""
-        found = self._from_metadata(stat, lambda value: True, False, np.bool_)
+        found = np.array(self._per_metadata(stat, lambda value: True, False), np.bool_)[self.metadata]
         column = self.own.get(stat)
         if column is not None:
             found[column.rows] = True
@@ -118,8 +118,9 @@ class Events:
 
     def ints(self, stat: str) -> tuple[Ints, Mask]:
         """`stat` where it is an integer: (values, where), the event's own value over its metadata's."""
-        values = self._from_metadata(stat, lambda v: _int64(v) if _is_int(v) else None, 0, np.int64)
-        where = self._from_metadata(stat, lambda v: _is_int(v), False, np.bool_)
+        values = np.array(self._per_metadata(stat, lambda v: _int64(v) if _is_int(v) else None, 0), np.int64)
+        where = np.array(self._per_metadata(stat, _is_int, False), np.bool_)
+        values, where = values[self.metadata], where[self.metadata]
         column = self.own.get(stat)
         if column is not None:
             values[column.rows] = column.payloads
@@ -128,7 +129,7 @@ class Events:
 
     def codes(self, stat: str) -> Codes:
         """`stat` where it is a string, as a code of `strings` (-1 elsewhere)."""
-        found = self._from_metadata(stat, lambda v: self.intern(v) if isinstance(v, str) else -1, -1, np.int32)
+        found = np.array(self._per_metadata(stat, self._text_code, -1), np.int32)[self.metadata]
         column = self.own.get(stat)
         if column is not None:
             found[column.rows] = np.where(column.kinds == TEXT, column.payloads, -1)
@@ -149,21 +150,18 @@ class Events:
         rows = np.asarray(rows, np.int64)
         own = self._own_stats(rows)
         found: list[TraceEvent] = []
-        columns = zip(
-            rows.tolist(),
-            self.thread[rows].tolist(),
-            self.name[rows].tolist(),
-            self.start_ns[rows].tolist(),
-            self.duration_ns[rows].tolist(),
-            self.metadata[rows].tolist(),
-            own,
-        )
-        for row, thread, name, start, duration, metadata, mine in columns:
-            plane, line = self.threads[thread]
-            stats = self.metadata_stats[metadata] if metadata >= 0 else {}
-            if mine:
-                stats = {**stats, **mine}
-            found.append(TraceEvent(plane, line, self.strings[name], start, duration, stats, row))
+        at: list[int] = rows.tolist()
+        threads: list[int] = self.thread[rows].tolist()
+        names: list[int] = self.name[rows].tolist()
+        metadatas: list[int] = self.metadata[rows].tolist()
+        starts: list[float] = self.start_ns[rows].tolist()
+        durations: list[float] = self.duration_ns[rows].tolist()
+        for k, row in enumerate(at):
+            plane, line = self.threads[threads[k]]
+            stats = self.metadata_stats[metadatas[k]] if metadatas[k] >= 0 else {}
+            if own[k]:
+                stats = {**stats, **own[k]}
+            found.append(TraceEvent(plane, line, self.strings[names[k]], starts[k], durations[k], stats, row))
         return found
 
     def _own_stats(self, rows: Ints) -> list[dict[str, StatValue]]:
@@ -199,15 +197,20 @@ class Events:
             self._codes[text] = code
         return code
 
-    def _from_metadata(self, stat: str, convert: object, default: object, dtype: type) -> npt.NDArray[np.generic]:
-        """Each event's metadata's `stat`, through `convert` (None: absent), else `default`."""
-        assert callable(convert)
-        per = [default] * (len(self.metadata_stats) + 1)
+    def _per_metadata(
+        self, stat: str, convert: Callable[[StatValue], int | bool | None], default: int | bool
+    ) -> list[int | bool]:
+        """Each metadata's `stat` through `convert` (None: absent), else `default`; and `default` last, for
+        the events of no metadata (-1)."""
+        per: list[int | bool] = [default] * (len(self.metadata_stats) + 1)
         for k, stats in enumerate(self.metadata_stats):
             if stat in stats:
                 value = convert(stats[stat])
                 per[k] = default if value is None else value
-        return np.array(per, dtype)[self.metadata]
+        return per
+
+    def _text_code(self, value: StatValue) -> int:
+        return self.intern(value) if isinstance(value, str) else -1
 
 
 def _is_int(value: StatValue) -> bool:

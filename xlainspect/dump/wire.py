@@ -15,6 +15,7 @@ every byte but the last; negative int64s take 10 bytes (two's complement).
 
 from __future__ import annotations
 
+import mmap
 from array import array
 from dataclasses import dataclass
 
@@ -24,6 +25,8 @@ import numpy.typing as npt
 from xlainspect.errors import XlaInspectError
 
 Bytes = npt.NDArray[np.uint8]
+Buffer = bytes | memoryview | mmap.mmap
+"""A message's bytes: in memory, or a file's memory map."""
 Ints = npt.NDArray[np.int64]
 
 _MAX_VARINT = 10
@@ -33,7 +36,7 @@ class WireError(XlaInspectError):
     """The bytes are not a protobuf message of the expected shape (a damaged or foreign file)."""
 
 
-def varint(data: bytes | memoryview, at: int) -> tuple[int, int]:
+def varint(data: Buffer, at: int) -> tuple[int, int]:
     """One varint at `at`: (value, the position after it)."""
     value, shift = 0, 0
     while True:
@@ -46,7 +49,7 @@ def varint(data: bytes | memoryview, at: int) -> tuple[int, int]:
             return value, at
 
 
-def fields(data: bytes | memoryview, start: int, end: int) -> list[tuple[int, int, int, int]]:
+def fields(data: Buffer, start: int, end: int) -> list[tuple[int, int, int, int]]:
     """The top-level fields of one message in `data[start:end]`: (number, wire type, value or payload
     start, payload end) each; a varint's value and its end, a fixed field's start and end. For messages
     of few fields (a space's planes, a plane's lines and metadata)."""
@@ -73,7 +76,7 @@ def fields(data: bytes | memoryview, start: int, end: int) -> list[tuple[int, in
     return found
 
 
-def repeated(data: bytes | memoryview, start: int, end: int, number: int) -> tuple[Ints, Ints, list[tuple[int, int]]]:
+def repeated(data: Buffer, start: int, end: int, number: int) -> tuple[Ints, Ints, list[tuple[int, int]]]:
     """The payload ranges (starts, ends) of every length-delimited field `number` of the message in
     `data[start:end]` (an `XLine`'s events), and the byte ranges of its other fields, keys included (to
     parse them as a message of their own). One pass in Python over the fields, the least a sequence of
@@ -102,7 +105,7 @@ def repeated(data: bytes | memoryview, start: int, end: int, number: int) -> tup
     return np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64), others
 
 
-def _field_end(data: bytes | memoryview, at: int) -> int:
+def _field_end(data: Buffer, at: int) -> int:
     key, after = varint(data, at)
     kind = key & 7
     if kind == 0:

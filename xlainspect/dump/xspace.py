@@ -290,7 +290,9 @@ class SpaceReader:
     _codes: dict[str, int] = field(default_factory=dict[str, int])
     _columns: list[list[npt.NDArray[Any]]] = field(default_factory=lambda: [[] for _ in range(5)])
     """Each column's chunks: start, duration, name, thread, metadata."""
-    _stats: dict[int, list[tuple[Ints, npt.NDArray[np.int8], Ints]]] = field(default_factory=dict)
+    _stats: dict[int, list[tuple[Ints, npt.NDArray[np.int8], Ints]]] = field(
+        default_factory=dict[int, list[tuple[Ints, npt.NDArray[np.int8], Ints]]]
+    )
     """Each stat's chunks, by name code: rows (in read order), kinds, payloads."""
     _count: int = 0
 
@@ -431,9 +433,9 @@ class SpaceReader:
         )
         return events, origin
 
-    def _column(self, k: int, dtype: type) -> npt.NDArray[Any]:
+    def _column(self, k: int, dtype: type[np.float64] | type[np.int32]) -> npt.NDArray[Any]:
         chunks = self._columns[k]
-        found = np.concatenate(chunks) if chunks else np.zeros(0)
+        found: npt.NDArray[Any] = np.concatenate(chunks) if chunks else np.zeros(0)
         chunks.clear()
         return found.astype(dtype, copy=False)
 

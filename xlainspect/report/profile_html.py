@@ -114,7 +114,7 @@ def _window(report: ProfileReport, step: StepTime | None) -> tuple[float, float]
     if step is not None:
         return step.start_seconds, step.start_seconds + step.wall_seconds
     ops = report.op_events
-    ends = (ops.start_ns / 1e9 + ops.duration_ns / 1e9).tolist() if ops is not None else []
+    ends: list[float] = (ops.start_ns / 1e9 + ops.duration_ns / 1e9).tolist() if ops is not None else []
     ends += [c.start_seconds + c.seconds for c in report.compiles] + [
         s.start_seconds + s.wall_seconds for s in report.steps
     ]

@@ -37,7 +37,7 @@ def profile_report(
     report = job_profile(hosts, loaded, chip_for(next(iter(loaded.modules), None), chip), step_function, scheduler)
     report.skipped = [*loaded.skipped, *report.skipped]
     if not report.joined:
-        labels = report.op_events.labels() if report.op_events is not None else set()
+        labels = report.op_events.labels() if report.op_events is not None else set[str]()
         report.notes.append(unjoined_note(loaded, _joined_folder(report) or str(dump), labels, report.skipped))
     return only_function(report, function)
 

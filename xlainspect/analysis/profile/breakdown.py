@@ -119,7 +119,9 @@ def cut_steps(starts: Floats, ends: Floats, spans: dict[str, SpanColumns]) -> tu
     seconds = np.zeros((len(starts), host + 1))
     np.add.at(seconds, (piece_step[at], piece_category[at]), (piece_end[at] - piece_start[at]) / 1e9)
     pieces: list[list[Span]] = [[] for _ in range(len(starts))]
-    for k, a, b in zip(*(x[at[piece_category[at] == host]].tolist() for x in (piece_step, piece_start, piece_end))):
+    idle = at[piece_category[at] == host]
+    owners: list[int] = piece_step[idle].tolist()
+    for k, a, b in zip(owners, piece_start[idle].tolist(), piece_end[idle].tolist()):
         pieces[k].append((a, b))
     return seconds, pieces
 
@@ -137,8 +139,10 @@ def _edges(starts: Floats, ends: Floats, spans: dict[str, SpanColumns]) -> tuple
         count = len(span)
         found.append((step, begin, np.ones(count, np.int64), np.full(count, category)))
         found.append((step, finish, -np.ones(count, np.int64), np.full(count, category)))
-    step, time, change, rank = (np.concatenate([f[k] for f in found]) for k in range(4))
-    return step.astype(np.int64), time, change, rank.astype(np.int64)
+    step = np.concatenate([f[0] for f in found]).astype(np.int64)
+    time = np.concatenate([f[1] for f in found]).astype(np.float64)
+    change = np.concatenate([f[2] for f in found]).astype(np.int64)
+    return step, time, change, np.concatenate([f[3] for f in found]).astype(np.int64)
 
 
 def _overlaps(a: Floats, b: Floats, starts: Floats, ends: Floats, ordered: bool) -> tuple[Ints, Ints]:
@@ -173,11 +177,13 @@ class HostThread:
     def names(self, start: float, end: float, marker: TraceEvent | None) -> dict[str, list[Span]]:
         """Spans of the thread in [start, end) by what ran (`host_names`): inside the step's `marker` (left
         out itself) below any one frame that wraps all its events, then what the loop ran after it."""
-        window = np.arange(*np.searchsorted(self.starts, [start, end]))
+        bounds: list[int] = np.searchsorted(self.starts, [start, end]).tolist()
+        window: Ints = np.arange(bounds[0], bounds[1])
         window = window[self.rows[window] != (marker.row if marker is not None else -1)]
         inner = window[self.starts[window] < marker.end_ns] if marker is not None else window
         top = np.concatenate([self._top(inner), self._top(window[len(inner) :])])
-        names = [self.events.strings[c].removeprefix("$") for c in self.events.name[self.rows[top]].tolist()]
+        codes: list[int] = self.events.name[self.rows[top]].tolist()
+        names = [self.events.strings[c].removeprefix("$") for c in codes]
         spans = list(zip(self.starts[top].tolist(), self.ends[top].tolist()))
         return host_names(names, spans, self.events.select(self.rows[window[self.dispatches[window]]]))
 

@@ -372,9 +372,8 @@ def _annotations(events: Events, origin: float) -> list[tuple[str, float, float]
         )
         mine = line_of[events.thread[rows[at]]] == line_of[events.thread[marker]]
         top = rows[at][mine][outermost_positions(starts[at][mine], ends[at][mine])]
-        for name, start, duration in zip(
-            events.name[top].tolist(), events.start_ns[top].tolist(), events.duration_ns[top].tolist()
-        ):
+        names: list[int] = events.name[top].tolist()
+        for name, start, duration in zip(names, events.start_ns[top].tolist(), events.duration_ns[top].tolist()):
             found.append((events.strings[name], origin + start, origin + start + duration))
     return found
 

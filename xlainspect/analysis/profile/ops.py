@@ -4,6 +4,7 @@ every figure per op, per step and per function is a group-by over these arrays."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -76,14 +77,16 @@ class OpEvents:
             return -1
 
     def labels(self) -> set[str]:
-        return {self.strings[c] for c in np.unique(self.label).tolist()}
+        codes: list[int] = np.unique(self.label).tolist()
+        return {self.strings[c] for c in codes}
 
 
 def op_events(events: Events, rows: Ints) -> OpEvents:
     """The events of `rows` (those with `hlo_op` of compiled functions) as columns."""
     function = events.codes("hlo_module")[rows]
-    program, has_program = (found[rows] for found in events.ints("program_id"))
-    annotated = _recoded(events, events.codes("hlo_op")[rows], lambda text: text.rpartition("::")[2])
+    program, has_program = events.ints("program_id")
+    program, has_program = program[rows], has_program[rows]
+    annotated = _recoded(events, events.codes("hlo_op")[rows], _op_of)
     return OpEvents(
         rows,
         events.start_ns[rows],
@@ -94,7 +97,7 @@ def op_events(events: Events, rows: Ints) -> OpEvents:
         annotated.copy(),
         events.name[rows],
         _devices(events, rows),
-        _recoded(events, events.thread[rows], lambda thread: events.threads[thread][1], of_threads=True),
+        _line_codes(events, rows),
         events.codes("hlo_op")[rows],
         (events.has("memcpy_details") | events.has("Memset_details"))[rows],
         has_program,
@@ -107,7 +110,7 @@ def op_events(events: Events, rows: Ints) -> OpEvents:
     )
 
 
-def grouped(keys: list[Ints | Codes]) -> tuple[Ints, Ints, Ints]:
+def grouped(keys: list[Ints | Codes | Mask]) -> tuple[Ints, Ints, Ints]:
     """Rows grouped by `keys` (arrays of one length): (order: the rows group by group, each group's rows in
     their order; the groups' bounds in it; each row's group), groups ordered by their first row."""
     if not len(keys[0]):
@@ -159,16 +162,24 @@ def _labels(events: Events, function: Codes, program: Ints, has_program: Mask) -
     return label
 
 
-def _recoded(events: Events, codes: Codes, change: object, of_threads: bool = False) -> Codes:
-    """`codes` of the strings `change` makes of theirs (or, `of_threads`, of the threads they index),
-    called once per distinct one."""
-    assert callable(change)
+def _op_of(hlo_op: str) -> str:
+    """The op an annotation names: the last `::` segment of `hlo_op`."""
+    return hlo_op.rpartition("::")[2]
+
+
+def _line_codes(events: Events, rows: Ints) -> Codes:
+    """The line (thread or stream) name of each of `rows`, as a code of the events' strings."""
+    lines = np.array([events.intern(line) for _, line in events.threads] + [-1], np.int32)
+    return lines[events.thread[rows]]
+
+
+def _recoded(events: Events, codes: Codes, change: Callable[[str], str]) -> Codes:
+    """`codes` of the strings `change` makes of theirs, called once per distinct one."""
     if not len(codes):
         return codes
     distinct, back = np.unique(codes, return_inverse=True)
-    new = np.array(
-        [events.intern(str(change(c if of_threads else events.strings[c]))) for c in distinct.tolist()], np.int32
-    )
+    texts: list[int] = distinct.tolist()
+    new = np.array([events.intern(change(events.strings[c])) for c in texts], np.int32)
     return new[np.asarray(back).ravel()]
 
 

@@ -22,7 +22,7 @@ def split_autotuning(
     neither tells; autotuning's carry a fusion's name, or no module at all while a compile runs."""
     annotated, program = events.has("hlo_module"), events.has("program_id")
     with_ids = bool((annotated & program).any())
-    dumped = {m.name for m in dump.modules if m.name is not None} if dump is not None else set()
+    dumped = {m.name for m in dump.modules if m.name is not None} if dump is not None else set[str]()
     named = np.isin(events.codes("hlo_module"), [c for c in map(events.code, dumped) if c >= 0])
     jit = annotated & (program | named | (not (with_ids or dumped)))
     device = events.on_device()
