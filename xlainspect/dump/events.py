@@ -127,6 +127,28 @@ class Events:
             where[column.rows] = (column.kinds == INT) | (column.kinds == UINT)
         return values, where
 
+    def ints_at(self, stat: str, rows: Ints) -> tuple[Ints, Mask]:
+        """`ints` of the events `rows` only (memory for them, not the trace)."""
+        values = np.array(self._per_metadata(stat, lambda v: _int64(v) if _is_int(v) else None, 0), np.int64)
+        where = np.array(self._per_metadata(stat, _is_int, False), np.bool_)
+        values, where = values[self.metadata[rows]], where[self.metadata[rows]]
+        column = self.own.get(stat)
+        if column is not None and len(column.rows):
+            at = np.minimum(np.searchsorted(column.rows, rows), len(column.rows) - 1)
+            hit = column.rows[at] == rows
+            values[hit] = column.payloads[at[hit]]
+            where[hit] = (column.kinds[at[hit]] == INT) | (column.kinds[at[hit]] == UINT)
+        return values, where
+
+    def carriers(self, stat: str) -> Ints:
+        """The rows of the events that carry `stat`, themselves or through their metadata."""
+        column = self.own.get(stat)
+        own = column.rows if column is not None else np.zeros(0, np.int64)
+        metadata = [k for k, stats in enumerate(self.metadata_stats) if stat in stats]
+        if not metadata:
+            return own
+        return np.union1d(own, np.flatnonzero(np.isin(self.metadata, metadata)))
+
     def codes(self, stat: str) -> Codes:
         """`stat` where it is a string, as a code of `strings` (-1 elsewhere)."""
         found = np.array(self._per_metadata(stat, self._text_code, -1), np.int32)[self.metadata]

@@ -58,6 +58,8 @@ from xlainspect.workers import map_shared
 INSTALL_HINT = "reading profiles needs protobuf: pip install 'xlainspect[profile]' (or pip install protobuf)"
 CHUNK_EVENTS = 1 << 17
 """Events decoded at once: enough to keep numpy busy, few enough to bound the temporaries."""
+CHUNKS_AT_ONCE = 8
+"""Chunks handed to the workers at once, after which the file's pages they read are given back."""
 
 
 class ProfileDependencyError(XlaInspectError):
@@ -357,13 +359,12 @@ class SpaceReader:
         line = _parse("XLine", data, others)
         thread = len(self.threads)
         self.threads.append((plane.name, line.display_name or line.name))
-        spans = [
-            (starts[k : k + CHUNK_EVENTS], ends[k : k + CHUNK_EVENTS]) for k in range(0, len(starts), CHUNK_EVENTS)
-        ]
-        for chunk in map_shared(lambda span: _decode_chunk(buffer, *span), spans, 1):
-            self._add(plane, thread, float(line.timestamp_ns), chunk)
-        if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-            data.madvise(mmap.MADV_DONTNEED)  # the line's pages: decoded, and the file still holds them
+        for first in range(0, len(starts), CHUNKS_AT_ONCE * CHUNK_EVENTS):
+            group = range(first, min(first + CHUNKS_AT_ONCE * CHUNK_EVENTS, len(starts)), CHUNK_EVENTS)
+            spans = [(starts[k : k + CHUNK_EVENTS], ends[k : k + CHUNK_EVENTS]) for k in group]
+            for chunk in map_shared(lambda span: _decode_chunk(buffer, *span), spans, 1):
+                self._add(plane, thread, float(line.timestamp_ns), chunk)
+            _give_back(data, int(spans[0][0][0]), int(spans[-1][1][-1]))
 
     def _add(self, plane: _Plane, thread: int, base: float, chunk: _Chunk) -> None:
         count = len(chunk.metadata_id)
@@ -452,6 +453,14 @@ class SpaceReader:
         kinds = np.concatenate([c[1] for c in chunks])[order]
         payloads = np.concatenate([c[2] for c in chunks])[order]
         return StatColumn(rows[last], kinds, payloads)
+
+
+def _give_back(data: bytes | mmap.mmap, start: int, end: int) -> None:
+    """The pages of a mapped file's [start, end) given back to the system (decoded; the file keeps them):
+    memory holds the columns, not the file."""
+    if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        first = start - start % mmap.PAGESIZE
+        data.madvise(mmap.MADV_DONTNEED, first, end - first)
 
 
 class _mapped:

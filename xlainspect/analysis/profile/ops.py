@@ -84,8 +84,7 @@ class OpEvents:
 def op_events(events: Events, rows: Ints) -> OpEvents:
     """The events of `rows` (those with `hlo_op` of compiled functions) as columns."""
     function = events.codes("hlo_module")[rows]
-    program, has_program = events.ints("program_id")
-    program, has_program = program[rows], has_program[rows]
+    program, has_program = events.ints_at("program_id", rows)
     annotated = _recoded(events, events.codes("hlo_op")[rows], _op_of)
     return OpEvents(
         rows,
@@ -148,8 +147,8 @@ def _combined(keys: list[Ints | Codes | Mask]) -> Ints:
 
 
 def _or_none(events: Events, stat: str, rows: Ints) -> Ints:
-    values, where = events.ints(stat)
-    return np.where(where[rows], values[rows], NONE)
+    values, where = events.ints_at(stat, rows)
+    return np.where(where, values, NONE)
 
 
 def _labels(events: Events, function: Codes, program: Ints, has_program: Mask) -> Codes:
@@ -187,7 +186,7 @@ def _devices(events: Events, rows: Ints) -> Codes:
     """The device of each op event: its `/device:*` plane, else XLA:CPU's `device_ordinal`, else its plane."""
     if not len(rows):
         return np.zeros(0, np.int32)
-    ordinal, has_ordinal = (found[rows] for found in events.ints("device_ordinal"))
+    ordinal, has_ordinal = events.ints_at("device_ordinal", rows)
     distinct, back = distinct_rows([events.thread[rows], np.where(has_ordinal, ordinal, -1), has_ordinal])
     names: list[int] = []
     for thread, number, has in distinct:

@@ -28,10 +28,11 @@ def split_autotuning(
     device = events.on_device()
     loose = device & ~annotated & ~program
     starts = np.array(sorted(windows)).reshape(-1, 2)
-    at = np.searchsorted(starts[:, 0], events.start_ns, "right") - 1
-    compiling = (at >= 0) & (events.start_ns <= starts[np.maximum(at, 0), 1]) if len(starts) else np.zeros_like(loose)
-    tuning = (annotated & ~jit & device) | (loose & compiling)
-    return jit, events.select(np.flatnonzero(tuning)), events.select(np.flatnonzero(loose & ~compiling))
+    rows = np.flatnonzero(loose)
+    at = np.searchsorted(starts[:, 0], events.start_ns[rows], "right") - 1
+    compiling = (at >= 0) & (events.start_ns[rows] <= starts[np.maximum(at, 0), 1]) if len(starts) else at < -1
+    tuning = np.union1d(np.flatnonzero(annotated & ~jit & device), rows[compiling])
+    return jit, events.select(tuning), events.select(rows[~compiling])
 
 
 def autotuning_work(tuning: list[TraceEvent]) -> Autotuning | None:
@@ -52,9 +53,11 @@ def launch_times(events: Events, ops: OpEvents) -> Codes:
     wanted = np.unique(ops.correlation[device[ops.rows] & (ops.correlation != NONE)])
     if not len(wanted):
         return line
-    values, where = events.ints("correlation_id")
-    host = np.flatnonzero(where & ~device & np.isin(values, wanted))
-    found, first = np.unique(values[host], return_index=True)  # rows by start: the first of each
+    carriers = events.carriers("correlation_id")
+    values, where = events.ints_at("correlation_id", carriers)
+    keep = where & ~device[carriers] & np.isin(values, wanted)
+    host, values = carriers[keep], values[keep]
+    found, first = np.unique(values, return_index=True)  # rows by start: the first of each
     at = np.minimum(np.searchsorted(found, ops.correlation), max(len(found) - 1, 0))
     known = (found[at] == ops.correlation) & (ops.correlation != NONE) if len(found) else np.zeros(len(ops), bool)
     launcher = host[first[at[known]]]
@@ -87,9 +90,11 @@ def executions(events: Events, ops: OpEvents, launch_line: Codes) -> Executions:
     """The op events of one module grouped by `run_id` (theirs, or that of the host `...Execute` event
     around the call that launched them: PjRt's `run_id` stat). An event whose run is not known is an
     execution of its own."""
-    runs, where = events.ints("run_id")
-    host = np.flatnonzero(where & ~events.on_device() & ~events.has("hlo_op"))
-    run_ids, first = np.unique(runs[host], return_index=True)
+    carriers = events.carriers("run_id")
+    values, where = events.ints_at("run_id", carriers)
+    keep = where & ~events.on_device()[carriers] & ~events.has("hlo_op")[carriers]
+    host, host_runs = carriers[keep], values[keep]
+    run_ids, first = np.unique(host_runs, return_index=True)
     first_start = events.start_ns[host[first]]
     kind = np.where(ops.run != NONE, 0, 2)
     run, extra = ops.run.copy(), np.arange(len(ops), dtype=np.int64)
@@ -97,11 +102,11 @@ def executions(events: Events, ops: OpEvents, launch_line: Codes) -> Executions:
     lines = np.array([events.intern(line) for _, line in events.threads], np.int32)[events.thread[host]]
     for line in np.unique(launch_line[(kind == 2) & (launch_line >= 0)]).tolist():
         mine = np.flatnonzero((kind == 2) & (launch_line == line))
-        on_line = host[lines == line]
+        on_line, line_runs = host[lines == line], host_runs[lines == line]
         index = np.searchsorted(events.start_ns[on_line], ops.launched[mine], "right") - 1
         inside = (index >= 0) & (ops.launched[mine] <= events.end_ns[on_line[np.maximum(index, 0)]])
         mine, around = mine[inside], on_line[index[inside]]
-        kind[mine], run[mine], host_start[mine] = 1, runs[around], events.start_ns[around]
+        kind[mine], run[mine], host_start[mine] = 1, line_runs[index[inside]], events.start_ns[around]
         extra[mine] = events.start_ns[around].view(np.int64)
     extra[kind == 0] = 0
     order, bounds, group = grouped([ops.label.astype(np.int64), kind, run, extra])
