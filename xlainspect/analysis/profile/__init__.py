@@ -72,7 +72,7 @@ from xlainspect.analysis.profile.steps import (
     step_markers,
 )
 from xlainspect.dump.directory import Dump
-from xlainspect.dump.events import Events, TraceEvent
+from xlainspect.dump.events import Events, Ints, TraceEvent
 from xlainspect.dump.module import SkippedFile
 from xlainspect.dump.xplane import Trace
 from xlainspect.errors import UsageError, literal
@@ -167,26 +167,37 @@ def said_events(events: Events) -> list[TraceEvent]:
     return events.select(np.flatnonzero(wanted))
 
 
-def op_kinds(ops: OpEvents, costs: dict[str, dict[str, OpCost]]) -> list[str]:
-    """Each op event's kind for the step breakdown (`breakdown.device_kind`): its cost row's kind where the
-    dump has one, else the opcode its annotation names."""
+def op_kinds(ops: OpEvents, costs: dict[str, dict[str, OpCost]]) -> tuple[list[str], Ints]:
+    """The kinds of the op events for the step breakdown (`breakdown.device_kind`: a cost row's kind where
+    the dump has one, else the opcode the annotation names), and each event's index among them."""
     distinct, back = distinct_rows([ops.label, ops.op, ops.annotated, ops.name, ops.copies])
     kinds: list[str] = []
     for label, op, annotated, name, copies in distinct:
         cost = costs.get(ops.text(label), {}).get(ops.text(op))
         kind = cost.kind if cost is not None else name_opcode(ops.text(annotated))
         kinds.append(device_kind(ops.text(name), bool(copies), kind))
-    return [kinds[k] for k in back.tolist()]
+    distinct = sorted(set(kinds))
+    index = np.array([distinct.index(kind) for kind in kinds], np.int64)
+    return distinct, index[back] if len(back) else back
 
 
 def _device_spans(
     ops: OpEvents, costs: dict[str, dict[str, OpCost]], other: list[TraceEvent]
 ) -> dict[str, SpanColumns]:
     """The program's device activity by kind: its op events, and device work of no function (a memcpy)."""
-    kinds = np.array(op_kinds(ops, costs) + [device_kind(e.name, _copies(e), None) for e in other], object)
-    starts = np.concatenate([ops.start_ns, [e.start_ns for e in other]])
-    ends = np.concatenate([ops.end_ns, [e.end_ns for e in other]])
-    return {kind: (starts[kinds == kind], ends[kinds == kind]) for kind in set(kinds.tolist())}
+    kinds, of_op = op_kinds(ops, costs)
+    found: dict[str, SpanColumns] = {}
+    for k, kind in enumerate(kinds):
+        mine = of_op == k
+        found[kind] = (ops.start_ns[mine], ops.end_ns[mine])
+    for kind in {device_kind(e.name, _copies(e), None) for e in other}:
+        mine = [e for e in other if device_kind(e.name, _copies(e), None) == kind]
+        starts, ends = found.get(kind, (np.zeros(0), np.zeros(0)))
+        found[kind] = (
+            np.concatenate([starts, [e.start_ns for e in mine]]),
+            np.concatenate([ends, [e.end_ns for e in mine]]),
+        )
+    return found
 
 
 def _copies(event: TraceEvent) -> bool:

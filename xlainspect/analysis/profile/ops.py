@@ -44,11 +44,8 @@ class OpEvents:
     """A memcpy or memset (`memcpy_details`, `Memset_details`: CUPTI's activities)."""
     program: Mask
     """It names its program_id (the dump's module id)."""
-    correlation: Ints
-    """The `correlation_id` linking a kernel to its launch; `run` PjRt's `run_id`; `graph_node` CUDA's
-    `cuda_graph_node_id` (each `NONE` where absent)."""
     run: Ints
-    graph_node: Ints
+    """PjRt's `run_id` (`NONE` where absent)."""
     strings: list[str]
     launched: Floats
     """When the host launched it (NaN: unknown)."""
@@ -100,9 +97,7 @@ def op_events(events: Events, rows: Ints) -> OpEvents:
         events.codes("hlo_op")[rows],
         (events.has("memcpy_details") | events.has("Memset_details"))[rows],
         has_program,
-        _or_none(events, "correlation_id", rows),
-        _or_none(events, "run_id", rows),
-        _or_none(events, "cuda_graph_node_id", rows),
+        or_none(events, "run_id", rows),
         events.strings,
         np.full(len(rows), np.nan),
         np.full(len(rows), -1, np.int64),
@@ -146,7 +141,8 @@ def _combined(keys: list[Ints | Codes | Mask]) -> Ints:
     return combined
 
 
-def _or_none(events: Events, stat: str, rows: Ints) -> Ints:
+def or_none(events: Events, stat: str, rows: Ints) -> Ints:
+    """`stat` of the events `rows` where it is an integer, else `NONE`."""
     values, where = events.ints_at(stat, rows)
     return np.where(where, values, NONE)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from xlainspect.analysis.profile.model import Autotuning, FunctionTime, StepSource, StepTime
-from xlainspect.analysis.profile.ops import NONE, OpEvents, grouped
+from xlainspect.analysis.profile.ops import NONE, OpEvents, grouped, or_none
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.events import Codes, Events, Floats, Ints, Mask, TraceEvent
 from xlainspect.errors import UsageError, literal
@@ -50,7 +50,8 @@ def launch_times(events: Events, ops: OpEvents) -> Codes:
     returns the line (a code of the trace's strings) it was launched from, -1 where unknown."""
     line = np.full(len(ops), -1, np.int32)
     device = events.on_device()
-    wanted = np.unique(ops.correlation[device[ops.rows] & (ops.correlation != NONE)])
+    correlation = or_none(events, "correlation_id", ops.rows)
+    wanted = np.unique(correlation[device[ops.rows] & (correlation != NONE)])
     if not len(wanted):
         return line
     carriers = events.carriers("correlation_id")
@@ -58,8 +59,8 @@ def launch_times(events: Events, ops: OpEvents) -> Codes:
     keep = where & ~device[carriers] & np.isin(values, wanted)
     host, values = carriers[keep], values[keep]
     found, first = np.unique(values, return_index=True)  # rows by start: the first of each
-    at = np.minimum(np.searchsorted(found, ops.correlation), max(len(found) - 1, 0))
-    known = (found[at] == ops.correlation) & (ops.correlation != NONE) if len(found) else np.zeros(len(ops), bool)
+    at = np.minimum(np.searchsorted(found, correlation), max(len(found) - 1, 0))
+    known = (found[at] == correlation) & (correlation != NONE) if len(found) else np.zeros(len(ops), bool)
     launcher = host[first[at[known]]]
     ops.launched[known] = events.start_ns[launcher]
     lines = np.array([events.intern(line_name) for _, line_name in events.threads], np.int32)
