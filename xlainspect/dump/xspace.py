@@ -452,7 +452,7 @@ class SpaceReader:
         order = order[last]
         kinds = np.concatenate([c[1] for c in chunks])[order]
         payloads = np.concatenate([c[2] for c in chunks])[order]
-        return StatColumn(rows[last], kinds, payloads)
+        return StatColumn(rows[last].astype(np.int32), kinds, payloads)
 
 
 def _give_back(data: bytes | mmap.mmap, start: int, end: int) -> None:
