@@ -54,6 +54,7 @@ class StatColumn:
     the 21 a stat takes, and a trace of 2^31 events would be a 60 GB file)."""
 
     rows: Codes
+    """(Searched with int32 keys: a key of another type makes numpy convert the whole column first.)"""
     kinds: npt.NDArray[np.int8]
     payloads: Ints
     """An INT's value, a UINT's or FLOAT's bits, a TEXT's code, a BLOB's index."""
@@ -135,7 +136,7 @@ class Events:
         values, where = values[self.metadata[rows]], where[self.metadata[rows]]
         column = self.own.get(stat)
         if column is not None and len(column.rows):
-            at = np.minimum(np.searchsorted(column.rows, rows), len(column.rows) - 1)
+            at = np.minimum(np.searchsorted(column.rows, rows.astype(np.int32)), len(column.rows) - 1)
             hit = column.rows[at] == rows
             values[hit] = column.payloads[at[hit]]
             where[hit] = (column.kinds[at[hit]] == INT) | (column.kinds[at[hit]] == UINT)
@@ -162,7 +163,7 @@ class Events:
         """One event's `stat` as the object it is (None: absent)."""
         column = self.own.get(stat)
         if column is not None:
-            at = int(np.searchsorted(column.rows, row))
+            at = int(np.searchsorted(column.rows, np.int32(row)))
             if at < len(column.rows) and column.rows[at] == row:
                 return self._object(int(column.kinds[at]), int(column.payloads[at]))
         metadata = int(self.metadata[row])
@@ -193,7 +194,7 @@ class Events:
         for name, column in self.own.items():
             if not len(column.rows):
                 continue
-            at = np.minimum(np.searchsorted(column.rows, rows), len(column.rows) - 1)
+            at = np.minimum(np.searchsorted(column.rows, rows.astype(np.int32)), len(column.rows) - 1)
             for k in np.flatnonzero(column.rows[at] == rows).tolist():
                 found[k][name] = self._object(int(column.kinds[at[k]]), int(column.payloads[at[k]]))
         return found

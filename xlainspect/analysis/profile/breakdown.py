@@ -129,7 +129,7 @@ def cut_steps(starts: Floats, ends: Floats, spans: dict[str, SpanColumns]) -> tu
 def _edges(starts: Floats, ends: Floats, spans: dict[str, SpanColumns]) -> tuple[Ints, Floats, Ints, Ints]:
     """(step, time, +1 or -1, category) of each span's start and end in each step it overlaps, clipped."""
     found: list[tuple[Ints, Floats, Ints, Ints]] = []
-    ordered = bool(np.all(starts[1:] >= ends[:-1]))  # steps one after another: found by bisection
+    ordered = bool(np.all(starts[1:] >= starts[:-1]) and np.all(ends[1:] >= ends[:-1]))  # found by bisection
     for category, label in enumerate(_PRECEDENCE):
         a, b = spans.get(label, (np.zeros(0), np.zeros(0)))
         keep = b > a
@@ -146,7 +146,9 @@ def _edges(starts: Floats, ends: Floats, spans: dict[str, SpanColumns]) -> tuple
 
 
 def _overlaps(a: Floats, b: Floats, starts: Floats, ends: Floats, ordered: bool) -> tuple[Ints, Ints]:
-    """(span, step) for every span of [a, b) and step of [starts, ends) that overlap."""
+    """(span, step) for every span of [a, b) and step of [starts, ends) that overlap: by bisection where
+    the steps' starts and ends both ascend (the steps a span overlaps are then consecutive), else step by
+    step."""
     if ordered:
         first = np.searchsorted(ends, a, "right")
         count = np.maximum(np.searchsorted(starts, b, "left") - first, 0)
