@@ -237,7 +237,8 @@ def host_activity(
 
 def with_op_waits(report: ProfileReport, summary: HostSummary, waits: Waits) -> None:
     """Each collective op row of the host's profile gains its devices' wait for the last peer (in the
-    trace, and a step over the steps its module ran in), so that its time less the wait is its transfer."""
+    trace, every device's; a step, one device's over the steps its module ran in), so that its time less
+    the wait is its transfer."""
     total: dict[tuple[str, str], float] = defaultdict(float)
     in_steps: dict[tuple[str, str], float] = defaultdict(float)
     for part in summary.parts:
@@ -247,7 +248,7 @@ def with_op_waits(report: ProfileReport, summary: HostSummary, waits: Waits) -> 
     for op in report.ops:
         if (op.module, op.name) in total:
             op.wait_seconds = total[op.module, op.name]
-            op.wait_seconds_per_step = in_steps[op.module, op.name] / op.steps if op.steps else None
+            op.wait_seconds_per_step = in_steps[op.module, op.name] / op.steps / op.devices if op.steps else None
 
 
 def _kinds(report: ProfileReport) -> dict[tuple[str, str], str | None]:
