@@ -251,7 +251,7 @@ def function_times(ops: OpEvents, steps: list[StepTime]) -> list[FunctionTime]:
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         mine = order[lo:hi]
         sums, ran, devices = device_sums(ops.device[mine], ops.duration_ns[mine], ops.step[mine], len(steps))
-        ran_devices = ran.any(axis=0)
+        ran_devices: Mask = ran.sum(axis=0) > 0
         per_step = np.zeros(len(steps))
         counted = mine[ops.step[mine] >= 0]
         np.add.at(per_step, ops.step[counted], ops.duration_ns[counted] / 1e9)

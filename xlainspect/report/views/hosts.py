@@ -145,7 +145,7 @@ def _held(found: Straggler) -> tuple[str, str] | None:
         return None
     what, name, seconds = found.meanwhile[0]
     words, advice = _HELD_BY[what]
-    ran = f" ({name})" if what == "host" else ""
+    ran = "" if what != "host" else f" {name}" if name.startswith("(") else f" ({name})"  # `(unannotated)`
     where = f" in {found.waited_in}" if found.waited_in else ""
     return words, (
         f"{found.name}: {duration(seconds)} of {words} a step{ran} makes the other hosts wait "
