@@ -339,6 +339,7 @@ def test_a_step_is_one_devices_against_the_devices_rows_and_pythons_clock(folder
     walls = next(h for h in _truth(folder)["hosts"] if h["host"] == job.ops_host)["step_walls_seconds"]
     assert all(seconds < wall for seconds, wall in zip(function.seconds_by_step, walls, strict=True))
     assert op.seconds_per_step_max_device < sum(walls) / len(walls)
+    assert op.seconds_per_step_max_device < median(walls)  # the all-reduce: 0.85 ms of 2.2 ms; 50.8 ms of 134 ms
 
 
 def test_the_first_line_answers_for_the_job():

@@ -363,7 +363,7 @@ def _profile_summary(report: ProfileReport) -> list[Block]:
 
 _A_STEP = (
     "a step, one device's: the mean over the devices that ran it (seconds_per_step), the median and the "
-    "slowest device's, over the steps it ran in"
+    "slowest device's, over the steps it ran in, a compile's step included"
 )
 
 
