@@ -82,9 +82,16 @@ class OpTiming:
     """`OpTime.efficiency`: roofline / measured seconds per execution, the one figure of how far an op is
     from its roofline ("N x its roofline" is its inverse)."""
     run_seconds: float | None = None
-    """Measured seconds in the whole trace (`OpTime.total_seconds`): seconds a run."""
+    """Measured seconds in the whole trace, one device's (`OpTime.total_seconds` over its devices): seconds
+    a run."""
     lost_run_seconds: float | None = None
-    """Measured minus roofline over the whole trace (`OpTime.lost_seconds`): seconds a run."""
+    """Measured minus roofline over the whole trace, one device's (`OpTime.lost_seconds` over its
+    devices): seconds a run."""
+    wait_seconds: float | None = None
+    """A collective's wait for its last peer, seconds a step (`OpTime.wait_seconds_per_step`): time it
+    loses to what it waits for, not to moving data."""
+    wait_run_seconds: float | None = None
+    """The same over the whole trace, one device's: seconds a run."""
 
     @property
     def intensity(self) -> float | None:
@@ -314,8 +321,10 @@ def measured(
             op.op_name,
             op.source,
             op.efficiency,
-            op.total_seconds,
-            op.lost_seconds,
+            op.total_seconds / op.devices,
+            op.lost_seconds / op.devices if op.lost_seconds is not None else None,
+            op.wait_seconds_per_step,
+            op.wait_seconds / op.devices if op.wait_seconds is not None else None,
         )
         ops.append(row)
         timing = functions.setdefault(op.function, FunctionTiming(op.function, 0.0, True, None))
@@ -413,8 +422,8 @@ class OpLoss(NamedTuple):
 def losses(ops: list[OpTiming], measured_times: bool) -> list[OpLoss]:
     """Ops with the seconds they lose a step and a run, largest first (by a run's where measured: an op of
     a module that ran in some steps only loses its seconds a step in those): measured loss with a profile
-    (an op with no roofline that a fix removes whole: its time), else the roofline's a step (only ops a fix
-    applies to)."""
+    (an op with no roofline that a fix removes whole: its time; a collective's less its wait for the last
+    peer), else the roofline's a step (only ops a fix applies to)."""
     found: list[OpLoss] = []
     for op in ops:
         run = None
@@ -422,11 +431,21 @@ def losses(ops: list[OpTiming], measured_times: bool) -> list[OpLoss]:
             lost, run = op.lost_seconds, op.lost_run_seconds
             if lost is None and op.category is not None:
                 lost, run = op.per_step_seconds, op.run_seconds
+            lost, run = _less_wait(op, lost, run)
         else:
             lost = op.roofline_loss()
         if lost and lost > 0:
             found.append(OpLoss(op, lost, run))
     return sorted(found, key=lambda found_loss: -(found_loss.run_seconds or found_loss.seconds))
+
+
+def _less_wait(op: OpTiming, lost: float | None, run: float | None) -> tuple[float | None, float | None]:
+    """A collective's loss without its wait for the last peer: that time is what it waits for (a
+    straggler's), which moving less data or overlapping would not remove."""
+    if lost is None or op.wait_seconds is None:
+        return lost, run
+    less_run = run - (op.wait_run_seconds or 0.0) if run is not None else None
+    return max(0.0, lost - op.wait_seconds), max(0.0, less_run) if less_run is not None else None
 
 
 def timing(

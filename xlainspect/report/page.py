@@ -22,6 +22,7 @@ from xlainspect.report.sections import (
     A_STEP,
     CompileTimeline,
     Finding,
+    HostBars,
     OpDetail,
     Roofline,
     Section,
@@ -132,7 +133,8 @@ def _section_html(section: Section, known: set[str], curves: int) -> str:
     parts = [f"<section id='{section.key}'><h2>{html.escape(section.title)}</h2>"]
     if section.headline:
         parts.append(f"<p class='headline' data-first='headline'>{html.escape(section.headline)}</p>")
-    parts += [_chart_html(chart) for chart in section.charts if isinstance(chart, StepBars)]
+    first = [chart for chart in section.charts if isinstance(chart, (HostBars, StepBars))]  # under the headline
+    parts += [_chart_html(chart) for chart in first]
     if section.brief:
         items = "".join(f"<li><a href='#{html.escape(a)}'>{html.escape(text)}</a></li>" for text, a in section.brief)
         parts.append(f"<ul class='brief' data-first='recompiles'>{items}</ul>")
@@ -140,7 +142,7 @@ def _section_html(section: Section, known: set[str], curves: int) -> str:
     if section.links:
         links = " · ".join(f"<a href='#{html.escape(a)}'>{html.escape(text)}</a>" for text, a in section.links)
         parts.append(f"<p>See: {links}</p>")
-    parts += [_chart_html(chart) for chart in section.charts if not isinstance(chart, StepBars)]
+    parts += [_chart_html(chart) for chart in section.charts if chart not in first]
     if section.findings and section.key == FIRST_SCREEN:
         parts.append(_findings_html(section.findings))
     for tab in section.tables:
@@ -176,6 +178,11 @@ def _chart_html(chart: object) -> str:
         return (
             f"<div data-first='steps'><h3>Each step's wall time: the {html.escape(chart.device)} busy by kind, "
             f"idle by cause</h3>{step_bars_svg(chart.steps, chart.categories, chart.median_step)}</div>"
+        )
+    if isinstance(chart, HostBars):
+        return (
+            "<div data-first='hosts'><h3>Median step per host (# waiting in collectives, = other device work, "
+            f". idle)</h3><pre class='bars'>{html.escape(chr(10).join(chart.lines))}</pre></div>"
         )
     if isinstance(chart, CompileTimeline):
         return "<h3>Compile timeline</h3>" + compile_timeline_svg(chart.marks, chart.source)
@@ -266,6 +273,8 @@ def render_markdown(report: DumpReport) -> str:
     for section in report.sections:
         lines += ["", f"## {section.title}", ""]
         lines += [f"**{section.headline}**", ""] if section.headline else []
+        bars = [line for chart in section.charts if isinstance(chart, HostBars) for line in chart.lines]
+        lines += ["```", *bars, "```", ""] if bars else []
         lines.append(section.intro)
         lines += ["", *(f"- {text}" for text, _ in section.brief)] if section.brief else []
         for tab in section.tables:

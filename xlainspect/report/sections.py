@@ -105,7 +105,15 @@ class StepBars:
     """`GPU`, `TPU`, `CPU`: what was busy."""
 
 
-Chart = StepBars | StepBreakdown | Roofline | CompileTimeline
+@dataclass(slots=True)
+class HostBars:
+    """Chart: a bar per host's median step, as text (`#` waiting in collectives, `=` other device work, `.`
+    idle): a job's hosts on the first screen."""
+
+    lines: list[str]
+
+
+Chart = StepBars | StepBreakdown | Roofline | CompileTimeline | HostBars
 """What the HTML page draws as SVG."""
 
 

@@ -61,12 +61,14 @@ from xlainspect.analysis.profile.ops import OpEvents, distinct_rows, grouped, op
 from xlainspect.analysis.profile.placement import place, thunk_sequences
 from xlainspect.analysis.profile.steps import (
     autotuning_work,
+    device_sums,
     executions,
     find_steps,
     function_sums,
     function_times,
     launch_times,
     split_autotuning,
+    spread,
     step_at,
     step_index,
     step_markers,
@@ -207,22 +209,26 @@ def _copies(event: TraceEvent) -> bool:
 def _op_times(
     ops: OpEvents, steps: list[StepTime], costs: dict[str, dict[str, OpCost]], launch_seconds: float
 ) -> list[OpTime]:
-    """Each op's time, per step over the steps its module (the compiled function it is in) ran in; ranked
-    by time lost in the run where a roofline is known, else by measured time."""
+    """Each op's time, in all over every device, a step one device's (over the devices that ran it) over
+    the steps its module (the compiled function it is in) ran in; ranked by time lost in the run where a
+    roofline is known, else by measured time."""
     ran_in: dict[int, int] = {}
     for label in np.unique(ops.label).tolist():
         ran_in[label] = len(np.unique(ops.step[(ops.label == label) & (ops.step >= 0)]))
     busy = sum(s.busy_seconds for s in steps)
-    order, bounds, _ = grouped([ops.label.astype(np.int64), ops.function.astype(np.int64), ops.op.astype(np.int64)])
+    order, bounds, group = grouped([ops.label.astype(np.int64), ops.function.astype(np.int64), ops.op.astype(np.int64)])
+    sums, ran, devices = device_sums(ops.device, ops.duration_ns, np.where(ops.step >= 0, group, -1), len(bounds) - 1)
     rows: list[OpTime] = []
-    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+    for index, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
         mine = order[lo:hi]
         first = mine[0]
         key = (ops.text(int(ops.label[first])), ops.text(int(ops.function[first])), ops.text(int(ops.op[first])))
         cost = costs.get(key[0], {}).get(key[2])
         durations = ops.duration_ns[mine].tolist()
         in_steps = (ops.step[mine] >= 0).tolist()
-        rows.append(op_time(key, durations, in_steps, ran_in[int(ops.label[first])], busy, cost, launch_seconds))
+        module_steps = ran_in[int(ops.label[first])]
+        by_device = spread(sums[index], ran[index], devices, ops.strings, module_steps)
+        rows.append(op_time(key, durations, in_steps, module_steps, by_device, busy, cost, launch_seconds))
     found = per_module_run(rows)
     known = any(op.lost_seconds is not None for op in found)
     found.sort(key=lambda op: -((op.lost_seconds or 0.0) if known else op.total_seconds))

@@ -10,6 +10,7 @@ from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.cost import OpCost, module_cost
 from xlainspect.analysis.profile.events import dump_label, module_label, traced_modules
 from xlainspect.analysis.profile.model import OpTime, ProfileNote
+from xlainspect.analysis.profile.steps import Spread
 from xlainspect.analysis.runner import analyse_each
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.module import DumpModule, SkippedFile
@@ -73,29 +74,37 @@ def op_time(
     durations: list[float],
     in_steps: list[bool],
     module_steps: int,
+    by_device: Spread | None,
     busy: float,
     cost: OpCost | None,
     launch_seconds: float,
 ) -> OpTime:
-    """One op's measured time from its events' `durations` (ns; `in_steps`: which fell in a step); per
-    step over `module_steps`, the steps its module ran in; beside `cost` (None: no cost row) with a
-    roofline no less than `launch_seconds`."""
+    """One op's measured time from its events' `durations` (ns, on every device; `in_steps`: which fell in
+    a step): in all, the sum; a step, one device's over `module_steps`, the steps its module ran in
+    (`by_device`: per device, over the devices that ran it in steps); beside `cost` (None: no cost row)
+    with a roofline no less than `launch_seconds`."""
     label, function, name = key
     seconds = [d / 1e9 for d in durations]
     stepped = [d for d, inside in zip(durations, in_steps) if inside]
+    devices = by_device.devices if by_device is not None else 1
+    per_step = sum(stepped) / 1e9 / module_steps / devices if module_steps else None
     measured = OpTime(
         label,
         function,
         name,
         len(seconds),
         sum(seconds),
-        sum(stepped) / 1e9 / module_steps if module_steps else None,
+        per_step,
+        by_device.median if by_device is not None else None,
+        by_device.max if by_device is not None else None,
+        devices,
+        by_device.slowest if by_device is not None else None,
         min(seconds),
         median(seconds),
         max(seconds),
-        sum(stepped) / 1e9 / busy if busy else None,
+        sum(stepped) / 1e9 / devices / busy if busy else None,
         module_steps,
-        len(stepped) / module_steps if module_steps else None,
+        len(stepped) / module_steps / devices if module_steps else None,
     )
     return measured if cost is None else _with_cost(measured, cost, launch_seconds)
 

@@ -237,7 +237,8 @@ def host_activity(
 
 def with_op_waits(report: ProfileReport, summary: HostSummary, waits: Waits) -> None:
     """Each collective op row of the host's profile gains its devices' wait for the last peer (in the
-    trace, and a step over the steps its module ran in), so that its time less the wait is its transfer."""
+    trace, every device's; a step, one device's over the steps its module ran in), so that its time less
+    the wait is its transfer."""
     total: dict[tuple[str, str], float] = defaultdict(float)
     in_steps: dict[tuple[str, str], float] = defaultdict(float)
     for part in summary.parts:
@@ -247,7 +248,7 @@ def with_op_waits(report: ProfileReport, summary: HostSummary, waits: Waits) -> 
     for op in report.ops:
         if (op.module, op.name) in total:
             op.wait_seconds = total[op.module, op.name]
-            op.wait_seconds_per_step = in_steps[op.module, op.name] / op.steps if op.steps else None
+            op.wait_seconds_per_step = in_steps[op.module, op.name] / op.steps / op.devices if op.steps else None
 
 
 def _kinds(report: ProfileReport) -> dict[tuple[str, str], str | None]:
@@ -533,12 +534,14 @@ def straggler(
     units = sorted({u for per in lateness.values() for u in per})
     margins = {u: median(_margin(per, u) for per in lateness.values()) for u in units}
     walls = [s.wall_seconds for summary in summaries for s in summary.steps if s.number not in compiled]
-    threshold = STRAGGLER_SHARE * (median(walls) if walls else 0.0)
+    step = median(walls) if walls else 0.0
+    threshold = STRAGGLER_SHARE * step
     slowest = max(units, key=margins.__getitem__)
     last = sum(max(per, key=per.__getitem__) == slowest for per in lateness.values())
     stands_out = margins[slowest] > threshold and len(units) > 1
-    others = _others_wait(summaries, waits, compiled, level, slowest)
-    found = Straggler(level, slowest if stands_out else None, last, len(lateness), margins[slowest], threshold, others)
+    others, waited_in = _others_wait(summaries, waits, compiled, level, slowest)
+    name = slowest if stands_out else None
+    found = Straggler(level, name, last, len(lateness), margins[slowest], threshold, others, step, waited_in)
     if stands_out and level == "host":
         late = next(s for s in summaries if s.host == slowest)
         found.meanwhile = _meanwhile(late, activity(slowest), summaries, offsets, waits, compiled)
@@ -576,16 +579,22 @@ def _margin(per_unit: dict[str, float], unit: str) -> float:
     return per_unit.get(unit, 0.0) - max(others, default=0.0)
 
 
-def _others_wait(summaries: list[HostSummary], waits: Waits, compiled: set[int], level: str, slowest: str) -> float:
-    """Median over the steps of the mean wait per step of the other units' devices."""
+def _others_wait(
+    summaries: list[HostSummary], waits: Waits, compiled: set[int], level: str, slowest: str
+) -> tuple[float, str | None]:
+    """Median over the steps of the mean wait per step of the other units' devices, and the collective op
+    they wait in most."""
     per_step: dict[int | None, float] = defaultdict(float)
+    per_op: dict[str, float] = defaultdict(float)
     devices: set[tuple[str, str]] = set()
     for summary in summaries:
         for part in summary.parts:
             if part.step not in compiled and _unit(summary, part, level) != slowest:
                 per_step[part.step] += waits[id(part)][1] / 1e9
+                per_op[part.op] += waits[id(part)][1]
                 devices.add((summary.host, part.device))
-    return median(v / max(1, len(devices)) for v in per_step.values()) if per_step else 0.0
+    waited_in = max(per_op, key=per_op.__getitem__, default=None)
+    return (median(v / max(1, len(devices)) for v in per_step.values()) if per_step else 0.0), waited_in
 
 
 def _meanwhile(

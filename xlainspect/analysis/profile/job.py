@@ -159,11 +159,17 @@ class Straggler:
     """Median over the steps of how much later it arrives than the latest other."""
     threshold_seconds: float
     wait_seconds: float
-    """Median over the steps of the others' wait in their collectives."""
+    """Median over the steps of the others' wait in their collectives (one device's: the mean over their
+    devices)."""
+    step_seconds: float
+    """The job's step: the median wall of every host's steps without a compile on any host."""
+    waited_in: str | None = None
+    """The collective op the others wait in most (their wait summed over the steps without a compile)."""
     meanwhile: list[tuple[str, str, float]] = field(default_factory=list[tuple[str, str, float]])
-    """(what, name, seconds a step) it did while the others waited: `compile`, `device` (its own ops, not
-    collectives), `input` (device transfers of no compiled function), `host` (an annotation inside its
-    steps on its Python thread: the name; `(unannotated)`: none of these). They may overlap."""
+    """(what, name, seconds a step) it did while the others waited, most first: `compile`, `device` (its
+    own ops, not collectives), `input` (device transfers of no compiled function), `host` (an annotation
+    inside its steps on its Python thread: the name; `(unannotated)`: none of these). They may overlap.
+    The first is what bounds the job: the work that makes the others wait."""
 
 
 @dataclass(slots=True)

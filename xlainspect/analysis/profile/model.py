@@ -102,18 +102,29 @@ class OpTime:
     kernels: int
     """Kernel executions in the trace (a cuDNN call may launch several for one execution of the op)."""
     total_seconds: float
-    """All its kernels' time in the trace: seconds a run."""
+    """All its kernels' time in the trace, summed over every device: seconds a run of the whole host."""
     seconds_per_step: float | None
-    """Its kernels' time in steps over the steps its module ran in: seconds a step."""
+    """One device's time in it a step: its kernels' time in steps over the steps its module ran in, the
+    mean over the devices that ran it (`devices`), so no more than a step's wall."""
+    seconds_per_step_median_device: float | None
+    """The same, the median over those devices."""
+    seconds_per_step_max_device: float | None
+    """The same, the slowest device's (`slowest_device`)."""
+    devices: int
+    """The devices that ran it: the denominator of its per-device figures."""
+    slowest_device: str | None
+    """The device with the most time in it a step (None without steps)."""
     min_kernel_seconds: float
     median_kernel_seconds: float
     max_kernel_seconds: float
     step_share: float | None
-    """Of all steps' device-busy time, the fraction this op took."""
+    """Of the steps' device-busy time (the union of the devices' activity), the fraction one device spent
+    in this op (the mean over the devices that ran it)."""
     steps: int = 0
     """The steps its module ran in: the denominator of its `_per_step` figures."""
     kernels_per_step: float | None = None
-    """Kernel executions per step, over the steps its module ran in (a loop body's ops: its trip count)."""
+    """Kernel executions a step on one device (the mean over the devices that ran it), over the steps its
+    module ran in (a loop body's ops: its trip count)."""
     kind: str | None = None
     """From the dump (`cost`): fusion kind, collective kind or opcode."""
     executions_per_call: float | None = None
@@ -145,7 +156,8 @@ class OpTime:
     """A collective's: of `total_seconds`, its devices' wait for the last peer to arrive (`analysis/profile/hosts.py`);
     the rest moved data. None for an op that is not a collective."""
     wait_seconds_per_step: float | None = None
-    """The same over the steps its module ran in: of `seconds_per_step`."""
+    """One device's wait a step (the mean over its devices), over the steps its module ran in: of
+    `seconds_per_step`."""
     opcode: str | None = None
     shape: str | None = None
     """Its output shape without layout, from the dump (`cost`): with `function`, `op_name` and `opcode`,
@@ -154,16 +166,26 @@ class OpTime:
 
 @dataclass(slots=True)
 class FunctionTime:
-    """A compiled function's device time: the sum of its kernels, per step and in all."""
+    """A compiled function's device time: the sum of its kernels, one device's a step and every device's
+    in all."""
 
     function: str
     modules: int
     kernels: int
     seconds: float
+    """Its kernels' seconds in the trace, summed over every device."""
     seconds_by_step: list[float]
-    """Its kernels' seconds in each step, in step order; empty without steps."""
+    """One device's seconds in it in each step (the mean over the devices that ran it), in step order;
+    empty without steps."""
     seconds_per_step: float | None = None
-    """Its kernels' seconds a step, over the steps it ran in (None: no steps)."""
+    """One device's seconds in it a step, over the steps it ran in: the mean over the devices that ran it
+    (None: no steps)."""
+    seconds_per_step_median_device: float | None = None
+    seconds_per_step_max_device: float | None = None
+    """The slowest device's (`slowest_device`)."""
+    devices: int = 1
+    """The devices that ran it."""
+    slowest_device: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -207,15 +208,58 @@ def step_index(steps: list[StepTime], ops: OpEvents, launched: bool) -> Ints:
     return np.where(inside, index, -1)
 
 
+class Spread(NamedTuple):
+    """One figure per device, over the devices that ran something: a host's trace holds all its devices,
+    and a figure a step is one device's (their sum would exceed the step)."""
+
+    mean: float
+    median: float
+    max: float
+    slowest: str
+    """The device of the max."""
+    devices: int
+
+
+def device_sums(device: Codes, duration_ns: Floats, group: Ints, groups: int) -> tuple[Floats, Mask, Codes]:
+    """Per (group, device): the ns of the events in each group (`group`, of `groups`; -1: none), and
+    whether the device ran any of them; the devices (codes) are the columns. One `np.add.at` over the
+    events, not a loop over them."""
+    devices, column = np.unique(device, return_inverse=True)
+    column, counted = np.asarray(column).ravel(), group >= 0
+    sums = np.zeros((groups, len(devices)))
+    np.add.at(sums, (group[counted], column[counted]), duration_ns[counted])
+    ran = np.zeros((groups, len(devices)), np.bool_)
+    ran[group[counted], column[counted]] = True
+    return sums, ran, devices
+
+
+def spread(ns: Floats, ran: Mask, devices: Codes, strings: list[str], over: int) -> Spread | None:
+    """Seconds a step per device (`ns` per device over `over` steps), of the devices that `ran` (None:
+    no steps, or no device)."""
+    if not over or not ran.any():
+        return None
+    seconds = ns[ran] / 1e9 / over
+    slowest = int(devices[int(np.argmax(np.where(ran, ns, -np.inf)))])
+    middle, most = float(np.median(seconds)), float(seconds.max())
+    return Spread(float(seconds.mean()), middle, most, strings[slowest], len(seconds))
+
+
 def function_times(ops: OpEvents, steps: list[StepTime]) -> list[FunctionTime]:
+    """Each function's device time: every device's in the trace; a step, one device's (the mean over the
+    devices that ran it in steps, and the median and max), over the steps it ran in."""
     order, bounds, _ = grouped([ops.function.astype(np.int64)])
     found: list[FunctionTime] = []
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         mine = order[lo:hi]
+        sums, ran, devices = device_sums(ops.device[mine], ops.duration_ns[mine], ops.step[mine], len(steps))
+        ran_devices: Mask = ran.sum(axis=0) > 0
         per_step = np.zeros(len(steps))
         counted = mine[ops.step[mine] >= 0]
         np.add.at(per_step, ops.step[counted], ops.duration_ns[counted] / 1e9)
-        ran = [seconds for seconds in per_step.tolist() if seconds > 0]
+        per_step /= max(int(ran_devices.sum()), 1)
+        ran_in = per_step > 0
+        ran_steps = per_step[ran_in].tolist()
+        by_device = spread(sums[ran_in].sum(axis=0), ran_devices, devices, ops.strings, len(ran_steps))
         found.append(
             FunctionTime(
                 ops.text(int(ops.function[mine[0]])),
@@ -223,7 +267,11 @@ def function_times(ops: OpEvents, steps: list[StepTime]) -> list[FunctionTime]:
                 len(mine),
                 sum(ops.duration_ns[mine].tolist()) / 1e9,
                 per_step.tolist(),
-                sum(ran) / len(ran) if ran else None,
+                sum(ran_steps) / len(ran_steps) if ran_steps else None,
+                by_device.median if by_device else None,
+                by_device.max if by_device else None,
+                int(ran_devices.sum()) or len(np.unique(ops.device[mine])),
+                by_device.slowest if by_device else None,
             )
         )
     return sorted(found, key=lambda f: -f.seconds)

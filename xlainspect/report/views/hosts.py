@@ -63,10 +63,14 @@ def with_hosts(document: Document, report: ProfileReport) -> Document:
     data: dict[str, object] = {**profiled, **hosts_data(job)}
     if len(job.hosts) < 2 and len(job.devices) < 2:
         return replace(document, data=data)
-    blocks, after = hosts_blocks(job), 1 if step_headline(report) else 0  # the step the user waits for first
+    blocks, own, first = hosts_blocks(job), step_headline(report), job_headline(job)
+    after = 1 if own else 0  # the step the user waits for first
+    if first is not None:  # the job's step, then the shown host's own
+        lines = [first, *([f"{job.ops_host}'s own step: {own}"] if own else [])]
+        blocks = [Lines("\n".join(lines)), *blocks]
 
     def placed(shown: list[Block]) -> list[Block]:
-        return [*shown[:after], *blocks, *shown[after:]]
+        return [*blocks, *shown[after:]] if first is not None else [*shown[:after], *blocks, *shown[after:]]
 
     markdown = None if document.markdown is None else placed(document.markdown)
     return replace(document, data=data, blocks=placed(document.blocks), markdown=markdown)
@@ -81,6 +85,7 @@ def hosts_data(job: JobReport) -> dict[str, object]:
         "hosts": [_unit_record(row, start) for row in job.hosts],
         "devices": [_unit_record(row, start) for row in job.devices],
         "collectives": records(job.collectives),
+        "job_headline": job_headline(job),
         "straggler": None if job.straggler is None else record(job.straggler) | {"said": straggler_text(job)},
         "clock": record(job.clock) | {"method_said": clock_text(job.clock)},
         "ops_host": job.ops_host,
@@ -104,6 +109,57 @@ def hosts_blocks(job: JobReport) -> list[Table | Lines]:
             COLLECTIVE_COLUMNS,
         ),
     ]
+
+
+_HELD_BY = {
+    "host": (
+        "host work",
+        "move that work off the step's path (prepare the next batch while the device runs, or jit it into the step)",
+    ),
+    "input": ("input transfers to its devices", "put its next batch on the device ahead of the step (prefetch)"),
+    "compile": ("compiling", "find why it compiles with count-recompiles and compile once"),
+    "device": ("its own device work", "give it no more work than the others (balance the shards)"),
+}
+"""What the straggler did while the others waited (`Straggler.meanwhile`'s kinds), and what to do first."""
+
+
+def job_headline(job: JobReport) -> str | None:
+    """The first line of a job whose hosts wait for one: the job's step, the straggler, what it ran while
+    the others waited and what they waited in; the job's bound is that work. None without a straggler host."""
+    found = job.straggler
+    held = _held(found) if found is not None else None
+    if found is None or held is None:
+        return None
+    bound, sentence = held
+    return (
+        f"job of {len(job.hosts)} hosts: {duration(found.step_seconds)} a step (median of every host's steps "
+        f"without a compile); bound by the straggler's {bound}: {sentence}"
+    )
+
+
+def _held(found: Straggler) -> tuple[str, str] | None:
+    """(what holds the job, `host_1: 84.6 ms of host work a step (load_batch) makes the other hosts wait
+    89.5 ms a step in all-reduce.3; on host_1, <what to do>`): the most it ran while the others waited;
+    None where no host stands out."""
+    if found.name is None or found.level != "host" or not found.meanwhile:
+        return None
+    what, name, seconds = found.meanwhile[0]
+    words, advice = _HELD_BY[what]
+    ran = "" if what != "host" else f" {name}" if name.startswith("(") else f" ({name})"  # `(unannotated)`
+    where = f" in {found.waited_in}" if found.waited_in else ""
+    return words, (
+        f"{found.name}: {duration(seconds)} of {words} a step{ran} makes the other hosts wait "
+        f"{duration(found.wait_seconds)} a step{where}; on {found.name}, {advice}"
+    )
+
+
+def straggler_finding(found: Straggler) -> str:
+    """The straggler as a finding: what it ran while the others waited and what to do, else who the
+    others wait for."""
+    held = _held(found)
+    if held is not None:
+        return held[1]
+    return f"{found.name} is the straggler: the others wait {duration(found.wait_seconds)} a step for it"
 
 
 def ops_host_text(job: JobReport) -> str:
@@ -191,6 +247,11 @@ def dump_lines(job: JobReport) -> list[str]:
     return [line + "."]
 
 
+def host_bars(job: JobReport) -> list[str]:
+    """A bar per host's median step where the job has several hosts (none otherwise)."""
+    return _bars(job.hosts) if len(job.hosts) > 1 else []
+
+
 def _bars(units: list[UnitRow]) -> list[str]:
     """One bar per host: its median step, waiting in collectives (#), other device work (=), idle (.)."""
     longest = max((u.step_seconds or 0.0 for u in units), default=0.0)
@@ -246,10 +307,15 @@ def hosts_section(source: DumpFacts) -> Section | None:
     rows = [_readable_unit(u) | {"bar": _bar(u, longest)} for u in units]
     found = job.straggler
     findings: list[Finding] = []
-    if found is not None and found.name is not None:
-        text = f"{found.name} is the straggler: the others wait {duration(found.wait_seconds)} a step for it"
+    if found is not None and found.name is not None:  # what it costs the job: the others' wait
         findings.append(
-            Finding("hosts", text, found.wait_seconds, A_STEP, run_seconds=found.wait_seconds * found.steps)
+            Finding(
+                "hosts",
+                straggler_finding(found),
+                found.wait_seconds,
+                A_STEP,
+                run_seconds=found.wait_seconds * found.steps,
+            )
         )
     return Section(
         "hosts",

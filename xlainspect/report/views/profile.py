@@ -171,6 +171,10 @@ PROFILE_OP_COLUMNS = (
     "total_seconds",
     "wait_seconds",
     "seconds_per_step",
+    "seconds_per_step_median_device",
+    "seconds_per_step_max_device",
+    "slowest_device",
+    "devices",
     "wait_seconds_per_step",
     "min_kernel_seconds",
     "median_kernel_seconds",
@@ -191,13 +195,17 @@ PROFILE_OP_COLUMNS = (
     "op_name",
     "source",
 )
-"""A name ending `_per_step` is over the steps the op's module (the compiled function it is in) ran in;
-`_per_execution`, over its executions (a library call of several kernels is one); `kernel_`, one kernel;
-`total_`/`lost_seconds` and `executions_in_trace`, the whole trace. `wait_seconds` (a collective's, in a
-job of several devices): of its time, the wait for the last peer."""
+"""A name ending `_per_step` is one device's (the mean over the devices that ran the op; `_median_device`,
+`_max_device`: the median and the slowest device's) over the steps the op's module (the compiled function
+it is in) ran in; `_per_execution`, over its executions (a library call of several kernels is one);
+`kernel_`, one kernel; `total_`/`lost_seconds` and `executions_in_trace`, the whole trace, every device's
+summed. `wait_seconds` (a collective's, in a job of several devices): of its time, the wait for the last
+peer."""
 
 _WAIT_ONLY = ("wait_seconds", "wait_seconds_per_step")
 """Shown where some op is a collective of a job (`OpTime.wait_seconds`)."""
+_DEVICES_ONLY = ("seconds_per_step_median_device", "seconds_per_step_max_device", "slowest_device", "devices")
+"""Shown where some op or function ran on several devices of the host."""
 
 
 _PROFILE_OP_COMPACT = (
@@ -206,6 +214,8 @@ _PROFILE_OP_COMPACT = (
     "kind",
     "kernels_per_step",
     "seconds_per_step",
+    "seconds_per_step_max_device",
+    "slowest_device",
     "wait_seconds_per_step",
     "seconds_per_execution",
     "step_share",
@@ -234,7 +244,17 @@ _PHASE_COLUMNS = ("jax_seconds", "passes_seconds", "autotuning_seconds", "codege
 _COMPILE_COLUMNS = ("name", "function", "module", "start_seconds", "seconds", "step", "thread", *_PHASE_COLUMNS)
 
 
-_FUNCTION_COLUMNS = ("function", "modules", "kernels", "seconds", "seconds_per_step")
+_FUNCTION_COLUMNS = (
+    "function",
+    "modules",
+    "kernels",
+    "seconds",
+    "seconds_per_step",
+    "seconds_per_step_median_device",
+    "seconds_per_step_max_device",
+    "slowest_device",
+    "devices",
+)
 
 
 _UNPLACED_COLUMNS = ("module", "hlo_op", "kernel", "count", "seconds", "reason")
@@ -280,7 +300,7 @@ def profile_document(
             columns = tuple(c for c in columns if c not in _COST_ONLY)
         if all(op.wait_seconds is None for op in report.ops):
             columns = tuple(c for c in columns if c not in _WAIT_ONLY)
-        return table(_profile_title(report), people, columns)
+        return table(_profile_title(report), people, _device_columns(report, columns))
 
     compile_rows = [_timed(_compile_row(c)) for c in report.compiles]
     compile_table = table(f"{len(compiles)} compile(s) in the trace", compile_rows, _COMPILE_COLUMNS)
@@ -314,9 +334,10 @@ def _profile_summary(report: ProfileReport) -> list[Block]:
         (*STEP_COLUMNS, *CATEGORIES, "host_ran"),
     )
     functions = table(
-        "device time per function (its kernels, autotuning apart)",
+        "device time per function (its kernels, autotuning apart)"
+        + (f": seconds, every device's in the trace; {_A_STEP}" if several_devices(report) else ""),
         [_timed(_function_row(f)) for f in report.functions],
-        _FUNCTION_COLUMNS,
+        _device_columns(report, _FUNCTION_COLUMNS),
     )
     placed, kernels = report.placed
     share = f" ({placed / kernels:.1%})" if kernels else ""
@@ -338,6 +359,22 @@ def _profile_summary(report: ProfileReport) -> list[Block]:
         note = f"and {more} more (JSON has them all)" if more > 0 else ""
         blocks.append(table("kernel executions not placed on an HLO op", rows, _UNPLACED_COLUMNS, note))
     return blocks
+
+
+_A_STEP = (
+    "a step, one device's: the mean over the devices that ran it (seconds_per_step), the median and the "
+    "slowest device's, over the steps it ran in, a compile's step included"
+)
+
+
+def several_devices(report: ProfileReport) -> bool:
+    """Whether some op or function ran on more than one device of the host."""
+    return any(op.devices > 1 for op in report.ops) or any(f.devices > 1 for f in report.functions)
+
+
+def _device_columns(report: ProfileReport, columns: tuple[str, ...]) -> tuple[str, ...]:
+    """`columns` less the per-device spread where every op ran on one device (its figures are the mean)."""
+    return columns if several_devices(report) else tuple(c for c in columns if c not in _DEVICES_ONLY)
 
 
 def _timed(row: dict[str, object]) -> dict[str, object]:
@@ -421,4 +458,5 @@ def _profile_title(report: ProfileReport) -> str:
         if any(op.lost_seconds is not None for op in report.ops)
         else "measured time in the trace"
     )
-    return f"{len(report.steps)} steps ({step_source_text(report)}); {len(report.ops)} ops by {ranked}"
+    per_device = f"; {_A_STEP}; total_seconds every device's" if several_devices(report) else ""
+    return f"{len(report.steps)} steps ({step_source_text(report)}); {len(report.ops)} ops by {ranked}{per_device}"

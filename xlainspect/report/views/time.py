@@ -13,6 +13,7 @@ from xlainspect.report.sections import (
     A_STEP,
     Chart,
     Finding,
+    HostBars,
     OpDetail,
     Roofline,
     Section,
@@ -22,6 +23,8 @@ from xlainspect.report.sections import (
     table,
 )
 from xlainspect.report.views.compiles import COMPILE_SOURCES, recompiles_in_brief
+from xlainspect.report.views.cost import duration
+from xlainspect.report.views.hosts import host_bars, job_headline
 from xlainspect.report.views.profile import IDLE_FIXED, headline, idle_advice, note_text
 
 TOP_OPS_FOUND = 10
@@ -105,9 +108,11 @@ def time_section(source: DumpFacts) -> Section:
         )
         for op, lost, run in found
     ]
-    findings = sorted(_idle_findings(t) + ops, key=rank)  # as the summary ranks them
+    findings = sorted(_idle_findings(t, _straggler_work(source)) + ops, key=rank)  # as the summary ranks them
     timed = [f for f in t.functions if f.seconds]
+    bars = host_bars(source.job) if source.job is not None else []
     charts: list[Chart] = [
+        *([HostBars(bars)] if bars else []),
         *_step_bars(source),
         *([StepBreakdown(timed[:CHART_FUNCTIONS], len(timed))] if timed else []),
     ]
@@ -125,7 +130,9 @@ def time_section(source: DumpFacts) -> Section:
         charts=charts,
         details=details,
         links=links,
-        headline=headline(t.step_summary, t.step_times, t.step_source, _device(source)) or "",
+        headline=(source.job and job_headline(source.job))
+        or headline(t.step_summary, t.step_times, t.step_source, _device(source))
+        or "",
         brief=recompiles_in_brief(source),
     )
 
@@ -147,9 +154,21 @@ def _device(source: DumpFacts) -> str:
     return only.upper() if only is not None else "device"
 
 
-def _idle_findings(t: Timing) -> list[Finding]:
+def _straggler_work(source: DumpFacts) -> str | None:
+    """What the straggler ran while the other hosts waited (`Straggler.meanwhile`'s first kind), where the
+    profile shown is the straggler's: its idle time for that cause is the hosts section's finding, costed
+    by what it makes the others wait."""
+    job = source.job
+    found = job.straggler if job is not None else None
+    if job is None or found is None or found.name != job.ops_host or found.level != "host" or not found.meanwhile:
+        return None
+    return found.meanwhile[0][0]
+
+
+def _idle_findings(t: Timing, straggler: str | None = None) -> list[Finding]:
     """The headline step's idle causes a fix removes (the host, input, launch gaps), each in seconds a
-    step and over every step of the run; compiling is the recompiles section's finding."""
+    step and over every step of the run; compiling is the recompiles section's finding, and the idle cause
+    that is the straggler's work (`straggler`) the hosts section's."""
     summary = t.step_summary
     if summary is None:
         return []
@@ -164,7 +183,7 @@ def _idle_findings(t: Timing) -> list[Finding]:
             run_seconds=run.get(cause),
         )
         for cause in IDLE_FIXED
-        if cause != "compile"
+        if cause not in ("compile", straggler)
         and (seconds := step.breakdown.get(cause, 0.0)) >= IDLE_SHARE * step.wall_seconds
         and seconds > 0
     ]
@@ -187,7 +206,8 @@ def _time_intro(source: DumpFacts, peaks: dict[str, tuple[int, str]]) -> str:
         steps = f"{t.steps} steps" if t.steps else "no steps found: times are of the whole trace"
         said = (
             f"Measured in the profile ({steps}): the step is its wall, the device's time in it above; a "
-            "function's device time a step (the table) is its kernels' over the steps it ran in."
+            "function's device time a step (the table) is one device's (the mean over the devices that ran "
+            "it), its kernels' over the steps it ran in."
         )
     elif t.functions:
         chip = t.chip.key if t.chip else "the chip"
@@ -228,6 +248,12 @@ def _loss_text(op: OpTiming, copy: Copy | None = None) -> str:
         )
     elif category == "layout copy" and copy is not None and not copy.relayout:
         advice = "copy that keeps the layout (copy insertion: a loop-carried or output buffer)"
+    elif category == "collective" and op.wait_seconds:
+        advice = (
+            f"moving data {duration(max(0.0, (op.per_step_seconds or 0.0) - op.wait_seconds))} a step (its "
+            f"{duration(op.wait_seconds)} a step waiting for the last peer is charged to what it waits for): "
+            + ADVICE[category]
+        )
     elif category in ADVICE:
         advice = ADVICE[category]
     elif category == "padding":
