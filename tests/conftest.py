@@ -143,6 +143,7 @@ def _fresh_consoles():
 ONE_WORKER = (
     "tests/test_remote.py",
     "tests/test_profile_gpu.py",
+    "tests/test_profile_xprof.py",
     "tests/test_profile.py",
     "tests/test_profile_steps.py",
     "tests/test_cost.py",
