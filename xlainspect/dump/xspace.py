@@ -19,9 +19,10 @@ memory-mapped and its pages given back after each line, so memory holds the colu
 Kept of the events: those that take time (duration > 0: instant events are the thread pool's hand-off
 markers, `ThreadpoolListener::Record/StartRegion/StopRegion`, half of a GPU trace's events, which only
 link a task to the thread that ran it), and apart from them the allocators' instant events
-(`ALLOCATION_EVENTS`, `SpaceReader.allocations`: what XProf's memory_profile reads). Kept of the stats: all but TraceMe's own (`_r` root, `_p`/`_c`
-producer and consumer, `_pt`/`_ct` their types, `_src`: names starting with `_`, tsl's
-`xplane_schema.h` internal stats), which link events into flows and name nothing a profile reports.
+(`ALLOCATION_EVENTS`, `SpaceReader.allocations`: what XProf's memory_profile reads). Kept of the
+stats: all but TraceMe's own (`_r` root, `_p`/`_c` producer and consumer, `_pt`/`_ct` their types,
+`_src`: names starting with `_`, tsl's `xplane_schema.h` internal stats), which link events into flows
+and name nothing a profile reports.
 """
 
 from __future__ import annotations
