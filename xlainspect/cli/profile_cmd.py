@@ -16,6 +16,7 @@ from xlainspect.cli.options import FormatOpt, FunctionOpt, StrictOpt, readable, 
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.report.profile_html import write_profile_html
 from xlainspect.report.views.hosts import with_hosts
+from xlainspect.report.views.kernels import By
 from xlainspect.report.views.profile import profile_document
 
 commands = commands_of("profile")
@@ -87,6 +88,14 @@ def profile(
             "chip's, 1e-6 on NVIDIA GPUs, from XLA's GPU cost model).",
         ),
     ] = None,
+    by: Annotated[
+        By | None,
+        typer.Option(
+            "--by",
+            help="Instead of the ops: their device time by jax op_name, or by the user's source line "
+            "(file:line), with FLOPs where the cost is known.",
+        ),
+    ] = None,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -110,5 +119,5 @@ def profile(
     after = max_compiles_after_step
     late = compiles_after(report.compiles, after) if after is not None else []
     rows = rows_kept(top, fmt, PROFILE_OPS_SHOWN)
-    document = with_hosts(profile_document(report, rows, late, after or 0, compile_phases), report)
+    document = with_hosts(profile_document(report, rows, late, after or 0, compile_phases, by), report)
     show(document, fmt, report.skipped, strict)

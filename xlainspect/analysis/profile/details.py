@@ -22,5 +22,5 @@ def with_details(report: ProfileReport, trace: Trace) -> ProfileReport:
         kernels_skipped=skipped,
         memory=allocators(trace.allocations, report.steps),
         by_op_name=by_key(report.ops, lambda op: op.op_name),
-        by_source=by_key(report.ops, lambda op: op.source),
+        by_source=by_key(report.ops, lambda op: op.source, text=True),
     )

@@ -305,6 +305,8 @@ class SourceTime:
     """Of all the ops' time in the trace."""
     flops: float | None
     """In the trace: its ops' FLOPs per execution x executions, where the cost is known (None: of none)."""
+    text: str | None = None
+    """A source line's text, where its file is readable here."""
 
 
 StepSource = Literal["step markers", "executions", "none"]
@@ -352,11 +354,11 @@ class ProfileReport(Tabular):
     """`executions`: the function was named (`step_function`), not the one with the most device time."""
     kernels: list[KernelStat] = field(default_factory=list[KernelStat])
     """One row per op and distinct GPU kernel launch, most time first (`analysis/profile/kernels.py`)."""
-    kernels_skipped: list[KernelSkipped] = field(default_factory=list[KernelSkipped])
+    kernels_skipped: list[KernelSkipped] = field(default_factory=list[KernelSkipped], repr=False)
     """`kernel_details` strings that did not read."""
     memory: list[AllocatorMemory] = field(default_factory=list[AllocatorMemory])
     """Each allocator's memory over the trace, by name; none where the trace records no allocations."""
-    by_op_name: list[SourceTime] = field(default_factory=list[SourceTime])
+    by_op_name: list[SourceTime] = field(default_factory=list[SourceTime], repr=False)
     """The ops' time by jax op_name, most first."""
-    by_source: list[SourceTime] = field(default_factory=list[SourceTime])
+    by_source: list[SourceTime] = field(default_factory=list[SourceTime], repr=False)
     """The ops' time by the user's source line, most first."""
