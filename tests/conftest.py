@@ -144,6 +144,7 @@ ONE_WORKER = (
     "tests/test_remote.py",
     "tests/test_cluster.py",
     "tests/test_profile_gpu.py",
+    "tests/test_profile_xprof.py",
     "tests/test_profile.py",
     "tests/test_profile_steps.py",
     "tests/test_cost.py",

@@ -25,6 +25,7 @@ from xlainspect.cli.options import (
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.report.profile_html import write_profile_html
 from xlainspect.report.views.hosts import with_hosts
+from xlainspect.report.views.kernels import By
 from xlainspect.report.views.profile import profile_document
 
 commands = commands_of("profile")
@@ -96,6 +97,14 @@ def profile(
             "chip's, 1e-6 on NVIDIA GPUs, from XLA's GPU cost model).",
         ),
     ] = None,
+    by: Annotated[
+        By | None,
+        typer.Option(
+            "--by",
+            help="Instead of the ops: their device time by jax op_name, or by the user's source line "
+            "(file:line), with FLOPs where the cost is known.",
+        ),
+    ] = None,
     html: Annotated[
         Path | None,
         typer.Option(
@@ -122,5 +131,5 @@ def profile(
     after = max_compiles_after_step
     late = compiles_after(report.compiles, after) if after is not None else []
     rows = rows_kept(top, fmt, PROFILE_OPS_SHOWN)
-    document = with_hosts(profile_document(report, rows, late, after or 0, compile_phases), report)
+    document = with_hosts(profile_document(report, rows, late, after or 0, compile_phases, by), report)
     show(document, fmt, report.skipped, strict)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xlainspect.dump.events import Events
+from xlainspect.dump.events import Events, StatValue
 from xlainspect.dump.xspace import SpaceReader, message_class
 from xlainspect.errors import XlaInspectError
 
@@ -30,6 +30,12 @@ class Trace:
     (`Hlo Proto` stats of the `/host:metadata` plane)."""
     origin_ns: float = 0.0
     """The first event's time on the host's clock (ns since the epoch): what `start_ns` counts from."""
+    allocations: Events | None = None
+    """The allocators' instant events (`MemoryAllocation`, `MemoryDeallocation`: `xspace.ALLOCATION_EVENTS`),
+    on the same clock as `events`; none where the trace records none."""
+    planes: dict[str, dict[str, StatValue]] = field(default_factory=dict[str, dict[str, StatValue]])
+    """Each plane's own stats by the plane's name: a GPU's (`/device:GPU:0`) `core_count` (its SMs),
+    `compute_cap_major` and `_minor`, `gpu_device_name`."""
 
 
 def find_trace_files(path: str | Path) -> list[Path]:
@@ -112,7 +118,15 @@ def read_trace(path: str | Path | list[Path]) -> Trace:
     for file in paths:
         reader.read(file)
     events, origin = reader.events()
-    return Trace(paths, events, reader.hostnames, reader.hlo_protos, origin)
+    return Trace(
+        paths,
+        events,
+        reader.hostnames,
+        reader.hlo_protos,
+        origin,
+        reader.allocations(origin) or None,
+        reader.plane_stats,
+    )
 
 
 def embedded_hlo_text(hlo_proto: bytes) -> str:

@@ -18,9 +18,11 @@ memory-mapped and its pages given back after each line, so memory holds the colu
 
 Kept of the events: those that take time (duration > 0: instant events are the thread pool's hand-off
 markers, `ThreadpoolListener::Record/StartRegion/StopRegion`, half of a GPU trace's events, which only
-link a task to the thread that ran it). Kept of the stats: all but TraceMe's own (`_r` root, `_p`/`_c`
-producer and consumer, `_pt`/`_ct` their types, `_src`: names starting with `_`, tsl's
-`xplane_schema.h` internal stats), which link events into flows and name nothing a profile reports.
+link a task to the thread that ran it), and apart from them the allocators' instant events
+(`ALLOCATION_EVENTS`, `SpaceReader.allocations`: what XProf's memory_profile reads). Kept of the
+stats: all but TraceMe's own (`_r` root, `_p`/`_c` producer and consumer, `_pt`/`_ct` their types,
+`_src`: names starting with `_`, tsl's `xplane_schema.h` internal stats), which link events into flows
+and name nothing a profile reports.
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ from xlainspect.errors import XlaInspectError
 from xlainspect.workers import map_shared
 
 INSTALL_HINT = "reading profiles needs protobuf: pip install 'xlainspect[profile]' (or pip install protobuf)"
+ALLOCATION_EVENTS = frozenset({"MemoryAllocation", "MemoryDeallocation"})
+"""The allocators' instant events (tsl's `xplane_schema.h` HostEventType kMemoryAllocation and
+kMemoryDeallocation: what a BFC allocator records when the profiler traces memory, with its
+`allocator_name`, `bytes_allocated`, `peak_bytes_in_use`, `fragmentation`...), kept though they take no time."""
 CHUNK_EVENTS = 1 << 17
 """Events decoded at once: enough to keep numpy busy, few enough to bound the temporaries."""
 CHUNKS_AT_ONCE = 8
@@ -216,15 +222,31 @@ class _Chunk:
     texts: list[tuple[int, bytes]]
     """(stat, bytes) of string and bytes values: decoded to str or kept as bytes by the reader."""
 
+    def take(self, events: npt.NDArray[np.bool_]) -> _Chunk:
+        """The chunk's `events` and their stats, renumbered."""
+        stats = events[self.stat_event]
+        position = np.cumsum(stats) - 1
+        return _Chunk(
+            self.metadata_id[events],
+            self.offset_ps[events],
+            self.duration_ps[events],
+            (np.cumsum(events) - 1)[self.stat_event[stats]],
+            self.stat_id[stats],
+            self.stat_kind[stats],
+            self.stat_payload[stats],
+            [(int(position[stat]), raw) for stat, raw in self.texts if stats[stat]],
+        )
 
-def _decode_chunk(buffer: wire.Bytes, starts: Ints, ends: Ints) -> _Chunk:
+
+def _decode_chunk(buffer: wire.Bytes, starts: Ints, ends: Ints, instants: Ints) -> _Chunk:
     """A chunk of XEvents: metadata_id (1), offset_ps (2), duration_ps (3), stats (4); the events that
-    take no time are dropped with their stats. XStat: metadata_id (1), then one value: double (2),
-    uint64 (3), int64 (4), string (5), bytes (6), a reference to a stat metadata's name (7)."""
+    take no time are dropped with their stats, but for those of the metadata ids `instants`. XStat:
+    metadata_id (1), then one value: double (2), uint64 (3), int64 (4), string (5), bytes (6), a reference
+    to a stat metadata's name (7)."""
     events = wire.decode(buffer, starts, ends)
     count = len(starts)
     metadata_id, offset, duration = (_dense(events, n, count) for n in (1, 2, 3))
-    timed = duration != 0
+    timed = (duration != 0) | np.isin(metadata_id, instants)
     kept = np.cumsum(timed) - 1
     owner = events.owner.get(4, np.zeros(0, np.int64))
     stat_start, stat_end = events.value.get(4, owner), events.end.get(4, owner)
@@ -277,6 +299,8 @@ class _Plane:
     stat_names: Codes
     stat_kept: npt.NDArray[np.bool_]
     stat_name_text: dict[int, str]
+    instants: Ints
+    """The ids of the instant events kept (`ALLOCATION_EVENTS`)."""
 
 
 @dataclass
@@ -288,6 +312,8 @@ class SpaceReader:
     metadata_stats: list[dict[str, StatValue]] = field(default_factory=list[dict[str, StatValue]])
     hostnames: list[str] = field(default_factory=list[str])
     hlo_protos: dict[int, tuple[str, bytes]] = field(default_factory=dict[int, tuple[str, bytes]])
+    plane_stats: dict[str, dict[str, StatValue]] = field(default_factory=dict[str, dict[str, StatValue]])
+    """Each plane's own stats by its name (a GPU's `core_count`, `compute_cap_major`...)."""
     blobs: list[bytes] = field(default_factory=list[bytes])
     _codes: dict[str, int] = field(default_factory=dict[str, int])
     _columns: list[list[npt.NDArray[Any]]] = field(default_factory=lambda: [[] for _ in range(5)])
@@ -297,6 +323,7 @@ class SpaceReader:
     )
     """Each stat's chunks, by name code: rows (in read order), kinds, payloads."""
     _count: int = 0
+    _instants: SpaceReader | None = None
 
     def code(self, text: str) -> int:
         found = self._codes.get(text)
@@ -334,6 +361,7 @@ class SpaceReader:
 
     def _plane(self, plane: Message) -> _Plane:
         names = {entry.key: entry.value.name for entry in plane.stat_metadata}
+        self.plane_stats[plane.name] = _stats(plane.stats, names)
         for entry in plane.event_metadata:
             stats = _stats(entry.value.stats, names)
             proto, program_id = stats.get("Hlo Proto"), stats.get("program_id")
@@ -352,6 +380,7 @@ class SpaceReader:
             np.array([self.code(names[k]) for k in stat_ids], np.int32),
             np.array([not names[k].startswith("_") for k in stat_ids], np.bool_),
             names,
+            np.array([key for key, value in metadata if value.name in ALLOCATION_EVENTS], np.int64),
         )
 
     def _line(self, data: bytes | mmap.mmap, buffer: wire.Bytes, plane: _Plane, start: int, end: int) -> None:
@@ -362,11 +391,18 @@ class SpaceReader:
         for first in range(0, len(starts), CHUNKS_AT_ONCE * CHUNK_EVENTS):
             group = range(first, min(first + CHUNKS_AT_ONCE * CHUNK_EVENTS, len(starts)), CHUNK_EVENTS)
             spans = [(starts[k : k + CHUNK_EVENTS], ends[k : k + CHUNK_EVENTS]) for k in group]
-            for chunk in map_shared(lambda span: _decode_chunk(buffer, *span), spans, 1):
+            for chunk in map_shared(lambda span: _decode_chunk(buffer, *span, plane.instants), spans, 1):
                 self._add(plane, thread, float(line.timestamp_ns), chunk)
             _give_back(data, int(spans[0][0][0]), int(spans[-1][1][-1]))
 
     def _add(self, plane: _Plane, thread: int, base: float, chunk: _Chunk) -> None:
+        instant = chunk.duration_ps == 0
+        if instant.any():
+            self._instant_reader()._append(plane, thread, base, chunk.take(instant))
+            chunk = chunk.take(~instant)
+        self._append(plane, thread, base, chunk)
+
+    def _append(self, plane: _Plane, thread: int, base: float, chunk: _Chunk) -> None:
         count = len(chunk.metadata_id)
         at = np.searchsorted(plane.metadata_ids, chunk.metadata_id)
         at = np.minimum(at, max(len(plane.metadata_ids) - 1, 0))
@@ -413,13 +449,25 @@ class SpaceReader:
             found[k] = self.code(missing if missing is not None else str(int(ids[k])))
         return found
 
-    def events(self) -> tuple[Events, float]:
-        """The events read, by start (the longer first, then file order), from the first one's start; and
-        that start on the host's clock (ns since the epoch). The chunks are let go column by column as
-        the table is made, so that memory holds about one copy of it."""
+    def _instant_reader(self) -> SpaceReader:
+        """Where the instant events kept go: rows of their own, this reader's strings, threads and metadata."""
+        if self._instants is None:
+            self._instants = SpaceReader(self.strings, self.threads, self.metadata_stats, blobs=self.blobs)
+            self._instants._codes = self._codes
+        return self._instants
+
+    def allocations(self, origin: float) -> Events:
+        """The allocators' instant events read (`ALLOCATION_EVENTS`), by time from `origin` (`events`')."""
+        return self._instant_reader().events(origin)[0]
+
+    def events(self, origin: float | None = None) -> tuple[Events, float]:
+        """The events read, by start (the longer first, then file order), from the first one's start (or
+        `origin`); and that start on the host's clock (ns since the epoch). The chunks are let go column
+        by column as the table is made, so that memory holds about one copy of it."""
         start = self._column(0, np.float64)
         duration = self._column(1, np.float64)
-        origin = float(start.min()) if len(start) else 0.0
+        if origin is None:
+            origin = float(start.min()) if len(start) else 0.0
         order = np.lexsort((-duration, start))  # stable: equal events keep the files' order
         start = start[order]
         start -= origin

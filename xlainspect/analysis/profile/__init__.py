@@ -47,6 +47,7 @@ from xlainspect.analysis.profile.compiles import (
     with_modules,
 )
 from xlainspect.analysis.profile.costs import dump_costs, embedded_modules, op_costs, op_time, per_module_run
+from xlainspect.analysis.profile.details import with_details
 from xlainspect.analysis.profile.model import (
     Autotuning,
     FunctionTime,
@@ -131,7 +132,7 @@ def profile(
     device["launch"] = (runs.first[runs.size > 1], runs.last[runs.size > 1])
     measure_steps(steps, events, said, marked, device, np.sort(ops.start_ns), tuning)
     tuned = {e.row for e in tuning}
-    return ProfileReport(
+    report = ProfileReport(
         [str(p) for p in trace.paths],
         steps,
         source,
@@ -152,6 +153,7 @@ def profile(
         step_function=function,
         step_named=step_function is not None,
     )
+    return with_details(report, trace)
 
 
 def said_events(events: Events) -> list[TraceEvent]:

@@ -226,6 +226,115 @@ class Autotuning:
     """(fusion tuned, kernels, seconds), most time first; `(unnamed)`: buffer checks and comparisons."""
 
 
+@dataclass(slots=True)
+class KernelStat:
+    """One distinct GPU kernel launch of an op of a compiled function (`analysis/profile/kernels.py`):
+    its resources as the trace's `kernel_details` says, its occupancy, tensor cores and time."""
+
+    kernel: str
+    function: str
+    module: str
+    op: str
+    """The HLO op it ran for: placed from the dump's thunk sequence for a CUDA graph's kernels, else
+    the event's `hlo_op` (a command buffer, `command_buffer_3`, where no dump placed it)."""
+    registers_per_thread: int
+    static_shared_bytes: int
+    dynamic_shared_bytes: int
+    block: list[int]
+    """[x, y, z] threads."""
+    grid: list[int]
+    """[x, y, z] blocks."""
+    occupancy: float
+    """Theoretical occupancy, a fraction: the trace's `occ_pct` / 100 (CUPTI's occupancy calculator)."""
+    tensor_cores: bool
+    """It runs on tensor cores (`kernels.tensor_cores`: by its name, else XLA's Triton GEMM fusions)."""
+    count: int
+    total_seconds: float
+    seconds_per_step: float | None
+    """Its time in steps over the steps its module ran in (None: no steps)."""
+    limited_by: list[str] = field(default_factory=list[str])
+    """What holds the occupancy below the SM's threads (`registers`, `shared_memory`, `block_size`,
+    `blocks`); empty at full occupancy or where the trace names no GPU of known limits."""
+    waves: float | None = None
+    """The grid's blocks over the blocks the GPU holds at once (its SMs x blocks resident an SM): under 1,
+    part of the GPU idles while it runs."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelSkipped:
+    """A `kernel_details` string that did not read, why, and on how many kernel executions."""
+
+    details: str
+    reason: str
+    count: int
+
+
+@dataclass(slots=True)
+class LiveAllocation:
+    """An allocation live at an allocator's peak: made in the trace and not freed by the peak."""
+
+    bytes: int
+    """What the allocator handed out (`allocation_bytes`)."""
+    requested_bytes: int
+    seconds: float
+    """When it was made, since the trace's first event."""
+    op: str | None = None
+    """The op the trace names for it (`tf_op`), where it names one."""
+    region: str | None = None
+    """The trace's `region_type`, where it says one."""
+
+
+@dataclass(slots=True)
+class AllocatorMemory:
+    """One allocator's memory over a trace, from its allocation events (`analysis/profile/allocators.py`)."""
+
+    name: str
+    peak_bytes_in_use: int
+    """The allocator's own peak since the process began (its `peak_bytes_in_use` stat, the largest the
+    trace holds; XProf's memory_profile `peakBytesUsageLifetime`): it may predate the trace."""
+    peak_bytes_in_trace: int
+    """The most in use (reserved + allocated) at any of the trace's events (XProf's `peakStats`)."""
+    peak_time_seconds: float
+    """When, since the trace's first event (the last event at that level)."""
+    peak_step: int | None
+    """The step it fell in (None: outside every step)."""
+    bytes_allocated: int
+    """At the peak: allocated (XProf's heap) and reserved (its stack) bytes, fragmentation (the
+    allocator's: 1 - the largest free chunk / the free bytes), and the capacity (in use + available)."""
+    bytes_reserved: int
+    fragmentation: float
+    capacity_bytes: int
+    events: int
+    """Its allocation and deallocation events in the trace."""
+    live: list[LiveAllocation]
+    """Allocations live at the peak, largest first."""
+    made_before_trace_bytes: int
+    """Of `bytes_allocated` at the peak, what no allocation of the trace accounts for (made before it)."""
+    timeline: list[tuple[float, int]] = field(default_factory=list[tuple[float, int]])
+    """(seconds, bytes in use) at each event, in time order."""
+
+
+@dataclass(slots=True)
+class SourceTime:
+    """Device time of the ops of one jax op_name, or of one line of the user's program
+    (`analysis/profile/by_source.py`)."""
+
+    name: str | None
+    """The op_name (`jit(train_step)/jvp()/conv_general_dilated`) or `file:line`; None: ops without one
+    (no HLO joined, or a command buffer's kernels not placed on an op)."""
+    ops: int
+    kernels: int
+    total_seconds: float
+    seconds_per_step: float | None
+    """The sum of its ops' `seconds_per_step` (each over the steps its module ran in)."""
+    share: float
+    """Of all the ops' time in the trace."""
+    flops: float | None
+    """In the trace: its ops' FLOPs per execution x executions, where the cost is known (None: of none)."""
+    text: str | None = None
+    """A source line's text, where its file is readable here."""
+
+
 StepSource = Literal["step markers", "executions", "none"]
 
 
@@ -269,3 +378,13 @@ class ProfileReport(Tabular):
     """`executions`: the function whose executions are the steps."""
     step_named: bool = field(default=False, repr=False)
     """`executions`: the function was named (`step_function`), not the one with the most device time."""
+    kernels: list[KernelStat] = field(default_factory=list[KernelStat])
+    """One row per op and distinct GPU kernel launch, most time first (`analysis/profile/kernels.py`)."""
+    kernels_skipped: list[KernelSkipped] = field(default_factory=list[KernelSkipped], repr=False)
+    """`kernel_details` strings that did not read."""
+    memory: list[AllocatorMemory] = field(default_factory=list[AllocatorMemory])
+    """Each allocator's memory over the trace, by name; none where the trace records no allocations."""
+    by_op_name: list[SourceTime] = field(default_factory=list[SourceTime], repr=False)
+    """The ops' time by jax op_name, most first."""
+    by_source: list[SourceTime] = field(default_factory=list[SourceTime], repr=False)
+    """The ops' time by the user's source line, most first."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from xlainspect.analysis.profile.model import CATEGORIES, ProfileNote
 from xlainspect.report.document import Block, Document, Lines, Table, record, records, table
 from xlainspect.report.views.cost import duration, readable
+from xlainspect.report.views.kernels import By, allocator_table, by_table, detail_blocks, details_data
 
 if TYPE_CHECKING:
     from xlainspect.analysis.profile import ProfileReport, StepSummary, StepTime, Unplaced
@@ -269,10 +270,12 @@ def profile_document(
     late: list[CompileEvent] | None = None,
     after: int = 0,
     phases: bool = False,
+    by: By | None = None,
 ) -> Document:
     """JSON: steps, functions, the `top` ops, placement, autotuning and every compile with its phases;
     tables: ops (cost columns only where a dump gave costs), steps, functions, compiles; `phases`: each
-    compile's time by phase instead. `late`: compiles after step `after`, each a failed gate."""
+    compile's time by phase instead; `by`: the ops' time by op_name or source line instead of the ops.
+    `late`: compiles after step `after`, each a failed gate."""
     ops: list[dict[str, object]] = [record(op) for op in report.ops[:top]]
     compiles = [record(c) for c in report.compiles]
     violations = [_late_message(c) for c in late or []]
@@ -293,6 +296,7 @@ def profile_document(
         "ops": ops,
         "compiles": compiles,
         "violations": violations,
+        **details_data(report),
     }
 
     def op_table(columns: tuple[str, ...]) -> Table:
@@ -314,8 +318,12 @@ def profile_document(
     summary = _profile_summary(report)
     headline = step_headline(report)
     first = [Lines(headline)] if headline else []
-    blocks = [*first, op_table(_PROFILE_OP_COMPACT), *summary, compile_table]
-    markdown = [*first, op_table(PROFILE_OP_COLUMNS), *summary, compile_table]
+    details = detail_blocks(report)
+    if by is not None:
+        return Document(data, [*first, by_table(report, by)], csv=by_table(report, by), notes=notes)
+    memory = [allocator_table(report)] if report.memory else []
+    blocks = [*first, op_table(_PROFILE_OP_COMPACT), *summary, *details, compile_table]
+    markdown = [*first, op_table(PROFILE_OP_COLUMNS), *summary, *details, *memory, compile_table]
     return Document(
         data,
         blocks,
