@@ -105,6 +105,10 @@ class Events:
         device = np.array([plane.startswith("/device") for plane, _ in self.threads] + [False], np.bool_)
         return device[self.thread]
 
+    def line_codes(self) -> Codes:
+        """Each thread's line (its display name, else its name) as a code of `strings`, by thread."""
+        return np.array([self.intern(line) for _, line in self.threads], np.int32)
+
     def named(self, names: set[str] | frozenset[str]) -> Mask:
         """Events whose name is one of `names`."""
         codes = [self.code(n) for n in names]
@@ -120,14 +124,7 @@ class Events:
 
     def ints(self, stat: str) -> tuple[Ints, Mask]:
         """`stat` where it is an integer: (values, where), the event's own value over its metadata's."""
-        values = np.array(self._per_metadata(stat, lambda v: _int64(v) if _is_int(v) else None, 0), np.int64)
-        where = np.array(self._per_metadata(stat, _is_int, False), np.bool_)
-        values, where = values[self.metadata], where[self.metadata]
-        column = self.own.get(stat)
-        if column is not None:
-            values[column.rows] = column.payloads
-            where[column.rows] = (column.kinds == INT) | (column.kinds == UINT)
-        return values, where
+        return self.ints_at(stat, np.arange(len(self)))
 
     def ints_at(self, stat: str, rows: Ints) -> tuple[Ints, Mask]:
         """`ints` of the events `rows` only (memory for them, not the trace)."""

@@ -252,7 +252,7 @@ def _decode_chunk(buffer: wire.Bytes, starts: Ints, ends: Ints, instants: Ints) 
     stat_start, stat_end = events.value.get(4, owner), events.end.get(4, owner)
     live = timed[owner]
     owner, stat_start, stat_end = owner[live], stat_start[live], stat_end[live]
-    order = np.lexsort((np.arange(len(owner)), owner))  # an event's stats in their order
+    order = np.argsort(owner, kind="stable")  # an event's stats in their order
     owner, stat_start, stat_end = owner[order], stat_start[order], stat_end[order]
     stats = wire.decode(buffer, stat_start, stat_end)
     kind = np.full(len(owner), EMPTY, np.int8)
@@ -295,10 +295,8 @@ class _Plane:
     metadata_names: Codes
     metadata_index: Codes
     stat_ids: Ints
-    """Sorted stat metadata ids, each one's name code, and whether the reader keeps its stats."""
+    """Sorted stat metadata ids, and each one's name code."""
     stat_names: Codes
-    stat_kept: npt.NDArray[np.bool_]
-    stat_name_text: dict[int, str]
     instants: Ints
     """The ids of the instant events kept (`ALLOCATION_EVENTS`)."""
 
@@ -362,14 +360,14 @@ class SpaceReader:
     def _plane(self, plane: Message) -> _Plane:
         names = {entry.key: entry.value.name for entry in plane.stat_metadata}
         self.plane_stats[plane.name] = _stats(plane.stats, names)
-        for entry in plane.event_metadata:
-            stats = _stats(entry.value.stats, names)
-            proto, program_id = stats.get("Hlo Proto"), stats.get("program_id")
-            if isinstance(proto, bytes) and isinstance(program_id, int):
-                self.hlo_protos[program_id] = (entry.value.name.rpartition("(")[0] or entry.value.name, proto)
         metadata = sorted((entry.key, entry.value) for entry in plane.event_metadata)
         first = len(self.metadata_stats)
-        self.metadata_stats += [_stats(value.stats, names) for _, value in metadata]
+        for _, value in metadata:
+            stats = _stats(value.stats, names)
+            self.metadata_stats.append(stats)
+            proto, program_id = stats.get("Hlo Proto"), stats.get("program_id")
+            if isinstance(proto, bytes) and isinstance(program_id, int):
+                self.hlo_protos[program_id] = (value.name.rpartition("(")[0] or value.name, proto)
         stat_ids = sorted(names)
         return _Plane(
             plane.name,
@@ -378,8 +376,6 @@ class SpaceReader:
             np.arange(first, first + len(metadata), dtype=np.int32),
             np.array(stat_ids, np.int64),
             np.array([self.code(names[k]) for k in stat_ids], np.int32),
-            np.array([not names[k].startswith("_") for k in stat_ids], np.bool_),
-            names,
             np.array([key for key, value in metadata if value.name in ALLOCATION_EVENTS], np.int64),
         )
 
@@ -433,7 +429,9 @@ class SpaceReader:
         refs = refs[~np.isin(refs, [stat for stat, _ in chunk.texts])]
         payload[refs] = self._stat_names(plane, payload[refs], "")
         names = self._stat_names(plane, chunk.stat_id, None)
-        kept = np.array([not self.strings[c].startswith("_") for c in range(len(self.strings))], np.bool_)[names]
+        distinct: list[int] = np.unique(names).tolist()
+        own = [c for c in distinct if self.strings[c].startswith("_")]  # TraceMe's: not kept
+        kept = ~np.isin(names, own)
         rows, names, kind, payload = chunk.stat_event[kept] + self._count, names[kept], kind[kept], payload[kept]
         order = np.argsort(names, kind="stable")  # an event's stats of one name keep their order
         bounds = np.flatnonzero(np.diff(names[order])) + 1
@@ -478,7 +476,17 @@ class SpaceReader:
         del order
         own = {self.strings[code]: self._own(rank, code) for code in sorted(self._stats)}
         events = Events(
-            start, duration, name, thread, metadata, self.strings, self.threads, self.metadata_stats, own, self.blobs
+            start,
+            duration,
+            name,
+            thread,
+            metadata,
+            self.strings,
+            self.threads,
+            self.metadata_stats,
+            own,
+            self.blobs,
+            self._codes,  # the strings' codes, for the table to go on interning
         )
         return events, origin
 

@@ -657,13 +657,8 @@ def _merged(starts: Floats, ends: Floats) -> list[Interval]:
 
 
 def _union(intervals: Iterable[Interval]) -> list[Interval]:
-    merged: list[Interval] = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
+    spans = list(intervals)
+    return _merged(np.array([a for a, _ in spans]), np.array([b for _, b in spans]))
 
 
 def _length(merged: list[Interval]) -> float:

@@ -82,7 +82,8 @@ def op_events(events: Events, rows: Ints) -> OpEvents:
     """The events of `rows` (those with `hlo_op` of compiled functions) as columns."""
     function = events.codes("hlo_module")[rows]
     program, has_program = events.ints_at("program_id", rows)
-    annotated = _recoded(events, events.codes("hlo_op")[rows], _op_of)
+    hlo_op = events.codes("hlo_op")[rows]
+    annotated = _recoded(events, hlo_op, _op_of)
     return OpEvents(
         rows,
         events.start_ns[rows],
@@ -93,8 +94,8 @@ def op_events(events: Events, rows: Ints) -> OpEvents:
         annotated.copy(),
         events.name[rows],
         _devices(events, rows),
-        _line_codes(events, rows),
-        events.codes("hlo_op")[rows],
+        events.line_codes()[events.thread[rows]],
+        hlo_op,
         (events.has("memcpy_details") | events.has("Memset_details"))[rows],
         has_program,
         or_none(events, "run_id", rows),
@@ -160,12 +161,6 @@ def _labels(events: Events, function: Codes, program: Ints, has_program: Mask) -
 def _op_of(hlo_op: str) -> str:
     """The op an annotation names: the last `::` segment of `hlo_op`."""
     return hlo_op.rpartition("::")[2]
-
-
-def _line_codes(events: Events, rows: Ints) -> Codes:
-    """The line (thread or stream) name of each of `rows`, as a code of the events' strings."""
-    lines = np.array([events.intern(line) for _, line in events.threads] + [-1], np.int32)
-    return lines[events.thread[rows]]
 
 
 def _recoded(events: Events, codes: Codes, change: Callable[[str], str]) -> Codes:

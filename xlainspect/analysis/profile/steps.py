@@ -64,8 +64,7 @@ def launch_times(events: Events, ops: OpEvents) -> Codes:
     known = (found[at] == correlation) & (correlation != NONE) if len(found) else np.zeros(len(ops), bool)
     launcher = host[first[at[known]]]
     ops.launched[known] = events.start_ns[launcher]
-    lines = np.array([events.intern(line_name) for _, line_name in events.threads], np.int32)
-    line[known] = lines[events.thread[launcher]]
+    line[known] = events.line_codes()[events.thread[launcher]]
     return line
 
 
@@ -101,7 +100,7 @@ def executions(events: Events, ops: OpEvents, launch_line: Codes) -> Executions:
     kind = np.where(ops.run != NONE, 0, 2)
     run, extra = ops.run.copy(), np.arange(len(ops), dtype=np.int64)
     host_start = _looked_up(run_ids, first_start, ops.run)
-    lines = np.array([events.intern(line) for _, line in events.threads], np.int32)[events.thread[host]]
+    lines = events.line_codes()[events.thread[host]]
     for line in np.unique(launch_line[(kind == 2) & (launch_line >= 0)]).tolist():
         mine = np.flatnonzero((kind == 2) & (launch_line == line))
         on_line, line_runs = host[lines == line], host_runs[lines == line]
