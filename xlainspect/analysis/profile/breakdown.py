@@ -175,6 +175,8 @@ class HostThread:
         execute = np.array([n.endswith(")") and " (" in n for n in names], np.bool_)
         codes = events.name[rows]
         self.dispatches = dispatch[codes] | (execute[codes] & calls)
+        self.labels = {code: dispatched(names[code], True) for code in np.unique(codes[self.dispatches]).tolist()}
+        """What each dispatch's name dispatches (`dispatched`): the dispatches' names are few."""
 
     def names(self, start: float, end: float, marker: TraceEvent | None) -> dict[str, list[Span]]:
         """Spans of the thread in [start, end) by what ran (`host_names`): inside the step's `marker` (left
@@ -187,7 +189,9 @@ class HostThread:
         codes: list[int] = self.events.name[self.rows[top]].tolist()
         names = [self.events.strings[c].removeprefix("$") for c in codes]
         spans = list(zip(self.starts[top].tolist(), self.ends[top].tolist()))
-        return host_names(names, spans, self.events.select(self.rows[window[self.dispatches[window]]]))
+        calls = window[self.dispatches[window]]
+        labels = [self.labels[c] for c in self.events.name[self.rows[calls]].tolist()]
+        return host_names(names, spans, list(zip(labels, self.starts[calls].tolist(), self.ends[calls].tolist())))
 
     def _top(self, window: Ints) -> Ints:
         """The outermost of `window`'s events, below any one frame that wraps them all (not a dispatch)."""
@@ -203,7 +207,11 @@ class HostThread:
         return level[top]
 
 
-def host_names(top: list[str], spans: list[Span], dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
+Dispatch = tuple[str, float, float]
+"""A dispatch on the host thread: what it dispatches (`dispatched`), its start and end."""
+
+
+def host_names(top: list[str], spans: list[Span], dispatches: list[Dispatch]) -> dict[str, list[Span]]:
     """Spans of the host thread by what ran: inside a jax dispatch `PjitFunction(f)`, the innermost
     one as `jit_f` (a jitted or eager jax function dispatched, and traced and compiled on a miss);
     elsewhere the outermost event of the step (`top`, with their `spans`: a Python function with the
@@ -216,40 +224,41 @@ def host_names(top: list[str], spans: list[Span], dispatches: list[TraceEvent]) 
     return {**_innermost(dispatches), **names}
 
 
-def dispatched(event: TraceEvent) -> str | None:
+def dispatched(name: str, calls: bool) -> str:
     """The compiled function a host event dispatches: `jit_f` for jax's `PjitFunction(f)`; `<module>` for
-    PjRt's `CommonPjRtLoadedExecutable::Execute (<module>)`, the event with the `run_id` stat, where jax's
-    own is not traced; None for any other event."""
-    if event.name.startswith(DISPATCH):
-        return "jit_" + event.name.removeprefix(DISPATCH).removesuffix(")")
-    if "run_id" in event.stats and event.name.endswith(")") and " (" in event.name:
-        return event.name.rpartition(" (")[2].removesuffix(")")
-    return None
+    PjRt's `CommonPjRtLoadedExecutable::Execute (<module>)`, the event (`calls`: with the `run_id` stat)
+    where jax's own is not traced; the event's name for any other event."""
+    if name.startswith(DISPATCH):
+        return "jit_" + name.removeprefix(DISPATCH).removesuffix(")")
+    if calls and name.endswith(")") and " (" in name:
+        return name.rpartition(" (")[2].removesuffix(")")
+    return name
 
 
-def _innermost(dispatches: list[TraceEvent]) -> dict[str, list[Span]]:
+def _innermost(dispatches: list[Dispatch]) -> dict[str, list[Span]]:
     """Spans of each dispatched function, nested dispatches cut out of their callers' (the innermost
     dispatch names an instant). `dispatches`: one thread's, by start, the enclosing first."""
     found: dict[str, list[Span]] = defaultdict(list)
-    stack: list[TraceEvent] = []
+    stack: list[Dispatch] = []
     at = 0.0
-    for event in dispatches:
-        while stack and stack[-1].end_ns <= event.start_ns:
+    for dispatch in dispatches:
+        while stack and stack[-1][2] <= dispatch[1]:
             at = _emit(found, stack.pop(), at, None)
         if stack:
-            _emit(found, stack[-1], at, event.start_ns)
-        stack.append(event)
-        at = event.start_ns
+            _emit(found, stack[-1], at, dispatch[1])
+        stack.append(dispatch)
+        at = dispatch[1]
     while stack:
         at = _emit(found, stack.pop(), at, None)
     return found
 
 
-def _emit(found: dict[str, list[Span]], event: TraceEvent, at: float, until: float | None) -> float:
-    """Add [at, until) (until None: the event's end) to the event's function; the new `at`."""
-    end = event.end_ns if until is None else until
+def _emit(found: dict[str, list[Span]], dispatch: Dispatch, at: float, until: float | None) -> float:
+    """Add [at, until) (until None: the dispatch's end) to its function; the new `at`."""
+    label, _, end = dispatch
+    end = end if until is None else until
     if end > at:
-        found[dispatched(event) or event.name].append((at, end))
+        found[label].append((at, end))
     return max(at, end)
 
 
@@ -268,21 +277,21 @@ def _segments(
             if b > start and a < end and b > a:
                 edges += [(max(a, start), 1, rank[label]), (min(b, end), -1, rank[label])]
     edges.sort()
-    active = [0] * len(order)
+    active: dict[int, int] = {}  # the ranks with a span over the piece: few at once
     pieces: list[tuple[float, float, str | None]] = []
     at = start
     for time, change, index in edges:
         if time > at:
-            pieces.append((at, time, _first(active, order)))
+            pieces.append((at, time, order[min(active)] if active else None))
             at = time
-        active[index] += change
+        count = active.get(index, 0) + change
+        if count:
+            active[index] = count
+        else:
+            del active[index]
     if end > at:
-        pieces.append((at, end, _first(active, order)))
+        pieces.append((at, end, order[min(active)] if active else None))
     return pieces
-
-
-def _first(active: list[int], order: list[str]) -> str | None:
-    return next((order[index] for index, count in enumerate(active) if count > 0), None)
 
 
 def measure_steps(
