@@ -151,3 +151,28 @@ def test_a_foreign_file_is_an_input_error(tmp_path):
     foreign.write_bytes(b"this is a text file, not a profile\n" * 20)
     with pytest.raises(XlaInspectError, match="not an XPlane profile"):
         read_trace(foreign)
+
+
+def test_a_long_walk_tells_what_it_passed_and_finds_the_same_events(monkeypatch):
+    """`wire.repeated` tells its caller of each `PASSED_BYTES` walked (the reader gives those pages back while
+    the line before decodes): the ranges it tells are consecutive, start at the message and end at or after
+    each told boundary, and the events found are the same as in one untold walk."""
+    [xspace] = find_trace_files(PROFILES / "profile_steps")
+    data = xspace.read_bytes()
+    plane_start, plane_end = max(
+        ((s, e) for n, _, s, e in wire.fields(data, 0, len(data)) if n == 1), key=lambda r: r[1] - r[0]
+    )
+    line_starts, line_ends, _ = wire.repeated(data, plane_start, plane_end, 3)
+    longest = int(np.argmax(line_ends - line_starts))
+    start, end = int(line_starts[longest]), int(line_ends[longest])
+    whole = wire.repeated(data, start, end, 4)
+    monkeypatch.setattr(wire, "PASSED_BYTES", 4096)
+    told: list[tuple[int, int]] = []
+    walked = wire.repeated(data, start, end, 4, lambda a, b: told.append((a, b)))
+    assert walked[0].tolist() == whole[0].tolist() and walked[1].tolist() == whole[1].tolist()
+    longest_field = int((whole[1] - whole[0]).max()) + 11  # key and length: at most 11 bytes
+    assert end - start > 100 * 4096
+    assert (end - start) // (4096 + longest_field) <= len(told) <= (end - start) // 4096
+    assert told[0][0] == start
+    assert all(b - a >= 4096 and b == c for (a, b), (c, _) in zip(told, told[1:]))
+    assert told[-1][1] <= end

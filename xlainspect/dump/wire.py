@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import mmap
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,18 +77,25 @@ def fields(data: Buffer, start: int, end: int) -> list[tuple[int, int, int, int]
     return found
 
 
-def repeated(data: Buffer, start: int, end: int, number: int) -> tuple[Ints, Ints, list[tuple[int, int]]]:
+def repeated(
+    data: Buffer, start: int, end: int, number: int, passed: Callable[[int, int], object] | None = None
+) -> tuple[Ints, Ints, list[tuple[int, int]]]:
     """The payload ranges (starts, ends) of every length-delimited field `number` of the message in
     `data[start:end]` (an `XLine`'s events), and the byte ranges of its other fields, keys included (to
     parse them as a message of their own). One pass in Python over the fields, the least a sequence of
-    length-prefixed messages allows: each one's place follows from the one before."""
+    length-prefixed messages allows: each one's place follows from the one before. `passed(a, b)` is
+    told of each `PASSED_BYTES` walked (a caller can let a file's pages go)."""
     wanted = (number << 3) | 2
     starts, ends = array("q"), array("q")  # machine ints: a list would hold an int object each
     others: list[tuple[int, int]] = []
     at = start
+    told, tell = start, start + PASSED_BYTES
     if end > len(data):
         raise WireError("a message runs past the end of the file")
     while at < end:
+        if at >= tell and passed is not None:
+            passed(told, at)
+            told, tell = at, at + PASSED_BYTES
         if data[at] == wanted and at + 1 < end:  # the usual case, inlined: a one-byte key, then the length
             length = data[at + 1]
             at += 2
@@ -103,6 +111,10 @@ def repeated(data: Buffer, start: int, end: int, number: int) -> tuple[Ints, Int
     if at != end:
         raise WireError("a field runs past the end of its message")
     return np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64), others
+
+
+PASSED_BYTES = 32 << 20
+"""Bytes `repeated` walks between two calls of its `passed`."""
 
 
 def _field_end(data: Buffer, at: int) -> int:

@@ -31,7 +31,7 @@ import contextlib
 import functools
 import importlib
 import mmap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -351,8 +351,7 @@ class SpaceReader:
             line_starts, line_ends, others = wire.repeated(data, start, end, 3)
             plane = self._plane(_parse("XPlane", data, others))
             named = named or bool(plane.name)
-            for line_start, line_end in zip(line_starts.tolist(), line_ends.tolist()):
-                self._line(data, buffer, plane, line_start, line_end)
+            self._lines(data, buffer, plane, list(zip(line_starts.tolist(), line_ends.tolist())))
         del buffer
         if not named:
             raise XlaInspectError(f"{path}: not an XPlane profile (no named planes)")
@@ -379,17 +378,40 @@ class SpaceReader:
             np.array([key for key, value in metadata if value.name in ALLOCATION_EVENTS], np.int64),
         )
 
-    def _line(self, data: bytes | mmap.mmap, buffer: wire.Bytes, plane: _Plane, start: int, end: int) -> None:
-        starts, ends, others = wire.repeated(data, start, end, 4)
-        line = _parse("XLine", data, others)
+    def _lines(self, data: bytes | mmap.mmap, buffer: wire.Bytes, plane: _Plane, lines: list[tuple[int, int]]) -> None:
+        """A plane's lines, each walked (`_walk`, Python's work) while the workers decode the one before."""
+        if not lines:
+            return
+        walked = _walk(data, *lines[0])
+        for following in lines[1:]:
+            ahead: list[_Walked] = []
+            self._line(data, buffer, plane, walked, lambda: ahead.append(_walk(data, *following)))  # noqa: B023
+            walked = ahead[0]
+        self._line(data, buffer, plane, walked, _nothing)
+
+    def _line(
+        self,
+        data: bytes | mmap.mmap,
+        buffer: wire.Bytes,
+        plane: _Plane,
+        walked: _Walked,
+        meanwhile: Callable[[], object],
+    ) -> None:
+        """A walked line's events decoded in chunks by the workers while this process runs `meanwhile()`."""
+        starts, ends, line = walked
         thread = len(self.threads)
         self.threads.append((plane.name, line.display_name or line.name))
         for first in range(0, len(starts), CHUNKS_AT_ONCE * CHUNK_EVENTS):
             group = range(first, min(first + CHUNKS_AT_ONCE * CHUNK_EVENTS, len(starts)), CHUNK_EVENTS)
             spans = [(starts[k : k + CHUNK_EVENTS], ends[k : k + CHUNK_EVENTS]) for k in group]
-            for chunk in map_shared(lambda span: _decode_chunk(buffer, *span, plane.instants), spans, 1):
+            decoded = map_shared(
+                lambda span: _decode_chunk(buffer, *span, plane.instants), spans, 1, meanwhile=meanwhile
+            )
+            meanwhile = _nothing
+            for chunk in decoded:
                 self._add(plane, thread, float(line.timestamp_ns), chunk)
             _give_back(data, int(spans[0][0][0]), int(spans[-1][1][-1]))
+        meanwhile()
 
     def _add(self, plane: _Plane, thread: int, base: float, chunk: _Chunk) -> None:
         instant = chunk.duration_ps == 0
@@ -509,6 +531,21 @@ class SpaceReader:
         kinds = np.concatenate([c[1] for c in chunks])[order]
         payloads = np.concatenate([c[2] for c in chunks])[order]
         return StatColumn(rows[last].astype(np.int32), kinds, payloads)
+
+
+_Walked = tuple[Ints, Ints, Message]
+"""A line walked: its events' byte ranges (starts, ends) and the line's own fields."""
+
+
+def _walk(data: bytes | mmap.mmap, start: int, end: int) -> _Walked:
+    """A line's events found (`wire.repeated`), the pages walked given back as it goes (the decode reads them
+    again from the system's cache): a line of GBs is not held whole while the one before it decodes."""
+    starts, ends, others = wire.repeated(data, start, end, 4, functools.partial(_give_back, data))
+    return starts, ends, _parse("XLine", data, others)
+
+
+def _nothing() -> None:
+    """Work done already."""
 
 
 def _give_back(data: bytes | mmap.mmap, start: int, end: int) -> None:
