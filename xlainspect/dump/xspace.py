@@ -31,7 +31,7 @@ import contextlib
 import functools
 import importlib
 import mmap
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -379,39 +379,28 @@ class SpaceReader:
         )
 
     def _lines(self, data: bytes | mmap.mmap, buffer: wire.Bytes, plane: _Plane, lines: list[tuple[int, int]]) -> None:
-        """A plane's lines, each walked (`_walk`, Python's work) while the workers decode the one before."""
-        if not lines:
-            return
-        walked = _walk(data, *lines[0])
-        for following in lines[1:]:
-            ahead: list[_Walked] = []
-            self._line(data, buffer, plane, walked, lambda: ahead.append(_walk(data, *following)))  # noqa: B023
-            walked = ahead[0]
-        self._line(data, buffer, plane, walked, _nothing)
-
-    def _line(
-        self,
-        data: bytes | mmap.mmap,
-        buffer: wire.Bytes,
-        plane: _Plane,
-        walked: _Walked,
-        meanwhile: Callable[[], object],
-    ) -> None:
-        """A walked line's events decoded in chunks by the workers while this process runs `meanwhile()`."""
-        starts, ends, line = walked
-        thread = len(self.threads)
-        self.threads.append((plane.name, line.display_name or line.name))
-        for first in range(0, len(starts), CHUNKS_AT_ONCE * CHUNK_EVENTS):
-            group = range(first, min(first + CHUNKS_AT_ONCE * CHUNK_EVENTS, len(starts)), CHUNK_EVENTS)
-            spans = [(starts[k : k + CHUNK_EVENTS], ends[k : k + CHUNK_EVENTS]) for k in group]
-            decoded = map_shared(
-                lambda span: _decode_chunk(buffer, *span, plane.instants), spans, 1, meanwhile=meanwhile
-            )
-            meanwhile = _nothing
-            for chunk in decoded:
-                self._add(plane, thread, float(line.timestamp_ns), chunk)
-            _give_back(data, int(spans[0][0][0]), int(spans[-1][1][-1]))
-        meanwhile()
+        """A plane's lines: each walked (`_walk`, Python's work, the lines shared among the processes), then
+        their events decoded `CHUNK_EVENTS` at a time by all processes, `CHUNKS_AT_ONCE` chunks before the
+        pages they read are given back."""
+        walked = map_shared(functools.partial(_walk, data), lines, 1, size=lambda line: line[1] - line[0])
+        chunks: list[tuple[int, float, Ints, Ints]] = []
+        for starts, ends, others in walked:
+            line = _parse("XLine", data, others)
+            thread, base = len(self.threads), float(line.timestamp_ns)
+            self.threads.append((plane.name, line.display_name or line.name))
+            chunks += [
+                (thread, base, starts[k : k + CHUNK_EVENTS], ends[k : k + CHUNK_EVENTS])
+                for k in range(0, len(starts), CHUNK_EVENTS)
+            ]
+        del walked
+        for first in range(0, len(chunks), CHUNKS_AT_ONCE):
+            group = chunks[first : first + CHUNKS_AT_ONCE]
+            for (thread, base, *_), chunk in zip(
+                group, map_shared(lambda c: _decode_chunk(buffer, c[2], c[3], plane.instants), group, 1)
+            ):
+                self._add(plane, thread, base, chunk)
+            for _, _, starts, ends in group:
+                _give_back(data, int(starts[0]), int(ends[-1]))
 
     def _add(self, plane: _Plane, thread: int, base: float, chunk: _Chunk) -> None:
         instant = chunk.duration_ps == 0
@@ -533,19 +522,11 @@ class SpaceReader:
         return StatColumn(rows[last].astype(np.int32), kinds, payloads)
 
 
-_Walked = tuple[Ints, Ints, Message]
-"""A line walked: its events' byte ranges (starts, ends) and the line's own fields."""
-
-
-def _walk(data: bytes | mmap.mmap, start: int, end: int) -> _Walked:
-    """A line's events found (`wire.repeated`), the pages walked given back as it goes (the decode reads them
-    again from the system's cache): a line of GBs is not held whole while the one before it decodes."""
-    starts, ends, others = wire.repeated(data, start, end, 4, functools.partial(_give_back, data))
-    return starts, ends, _parse("XLine", data, others)
-
-
-def _nothing() -> None:
-    """Work done already."""
+def _walk(data: bytes | mmap.mmap, line: tuple[int, int]) -> tuple[Ints, Ints, list[tuple[int, int]]]:
+    """A line's events found (`wire.repeated`: their byte ranges, and those of the line's own fields), the
+    pages walked given back as it goes (the decode reads them again from the system's cache): a line of GBs
+    is not held whole."""
+    return wire.repeated(data, *line, 4, functools.partial(_give_back, data))
 
 
 def _give_back(data: bytes | mmap.mmap, start: int, end: int) -> None:
