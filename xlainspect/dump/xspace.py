@@ -55,6 +55,7 @@ from xlainspect.dump.events import (
 )
 from xlainspect.dump.files import read_bytes
 from xlainspect.errors import XlaInspectError
+from xlainspect.settings import trim_freed_memory
 from xlainspect.workers import map_shared
 
 INSTALL_HINT = "reading profiles needs protobuf: pip install 'xlainspect[profile]' (or pip install protobuf)"
@@ -401,6 +402,7 @@ class SpaceReader:
                 self._add(plane, thread, base, chunk)
             for _, _, starts, ends in group:
                 _give_back(data, int(starts[0]), int(ends[-1]))
+            trim_freed_memory()
 
     def _add(self, plane: _Plane, thread: int, base: float, chunk: _Chunk) -> None:
         instant = chunk.duration_ps == 0
@@ -505,6 +507,7 @@ class SpaceReader:
         chunks = self._columns[k]
         found: npt.NDArray[Any] = np.concatenate(chunks) if chunks else np.zeros(0)
         chunks.clear()
+        trim_freed_memory()  # the chunks were the heap's: not held beside the next column
         return found.astype(dtype, copy=False)
 
     def _own(self, rank: Ints, code: int) -> StatColumn:
