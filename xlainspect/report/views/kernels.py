@@ -291,9 +291,9 @@ def memory_over_time_section(facts: DumpFacts) -> Section | None:
 
 def thinned(points: list[tuple[float, int]], buckets: int = MEMORY_BUCKETS) -> list[tuple[float, int]]:
     """`points` (in time order) cut to the lowest and highest of each of `buckets` equal spans of time,
-    in time order: at most twice `buckets` points; the highest point of all (the last of equal ones, as
-    the allocator's peak is) is kept exactly."""
-    if len(points) <= 2 * buckets:
+    in time order, and the first and last (the curve spans the run): at most twice `buckets` points and
+    two; the highest point of all (the last of equal ones, as the allocator's peak is) kept exactly."""
+    if len(points) <= 2 * buckets + 2:
         return points
     seconds = np.array([p[0] for p in points])
     used = np.array([p[1] for p in points])
@@ -301,7 +301,8 @@ def thinned(points: list[tuple[float, int]], buckets: int = MEMORY_BUCKETS) -> l
     bucket = np.minimum(((seconds - seconds[0]) / span * buckets).astype(np.int64), buckets - 1)
     order = np.lexsort((np.arange(len(points)), used, bucket))  # by bucket, then bytes, then time
     ends = np.flatnonzero(np.diff(bucket[order])) + 1
-    kept = np.unique(np.concatenate([order[np.r_[0, ends]], order[np.r_[ends - 1, len(order) - 1]]]))
+    lowest, highest = order[np.r_[0, ends]], order[np.r_[ends - 1, len(order) - 1]]
+    kept = np.unique(np.concatenate([[0, len(points) - 1], lowest, highest]))
     return [points[k] for k in kept.tolist()]
 
 
