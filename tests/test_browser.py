@@ -252,3 +252,20 @@ def test_the_first_screen_holds_the_step_the_user_waits_for(tmp_path, name):
     compiles = {"cnn_profile": 2, "mixer_profile": 6}[name]  # truth.json's backend compiles of jit_train_step
     assert recompiles is not None and f">jit_train_step: {compiles} compiles (" in recompiles[1]
     assert recompiles[1].count("<li>") == 2  # and the eager ops' line
+
+
+def test_gpu_report_draws_each_allocators_memory_and_the_kernel_and_source_sections(tmp_path):
+    """Issue 45: the H200 CNN run's page, opened: the kernels and source sections, and a memory curve per
+    allocator whose peak (bytes and time) is `profile --format json`'s peak in the trace."""
+    run = FIXTURES / "gpu_corpus" / "cnn_profile"
+    page = tmp_path / "report.html"
+    _cli("report", str(run / "dump"), "--profile", str(run / "trace"), "--html", str(page))
+    dom = _open(page, "report_gpu_memory.png")
+    for key in ("kernels", "source", "memory-over-time"):
+        assert f'<section id="{key}">' in dom, key
+    allocators = _json("profile", str(run / "trace"), "--dump", str(run / "dump"))["memory"]["allocators"]
+    peaks = _marks(dom, "circle", "memory")
+    first = next(a for a in allocators if a["name"] == "GPU_0_bfc")
+    assert int(peaks[0]["peak-bytes"]) == first["peak_bytes_in_trace"] == 252_540_160
+    assert float(peaks[0]["peak-seconds"]) == first["peak_time_seconds"]
+    assert [m["step"] for m in _marks(dom, "rect", "memory")] == ["0", "1", "2", "3", "4", "5"]

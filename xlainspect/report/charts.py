@@ -2,6 +2,8 @@
 
 * `step_breakdown_svg`: one horizontal bar per function, its step time split by op kind.
 * `compile_timeline_svg`: one lane per function, each compile a bar at its start, recompiles in red.
+* `step_bars_svg`: a column per step, its wall by category.
+* `memory_curve_svg`: an allocator's bytes in use over the run, the steps as bands, the peak marked.
 * the roofline is `cost_html.roofline_svg`.
 
 Every mark carries its numbers as `data-*` attributes (seconds, not pixels), which the browser test
@@ -15,6 +17,7 @@ import math
 from typing import TYPE_CHECKING
 
 from xlainspect.analysis.timing import CompileMark, FunctionTiming
+from xlainspect.report.units import byte_size
 from xlainspect.report.views.cost import duration
 
 if TYPE_CHECKING:
@@ -260,3 +263,56 @@ def _step_column(
         y = bottom - _STEP_PLOT + 6
         parts.append(f"<line class='cut' x1='{x:.1f}' y1='{y:.1f}' x2='{x + width:.1f}' y2='{y - 4:.1f}'/>")
     return parts
+
+
+MEMORY_STYLE = """.used{fill:none;stroke:#1f6feb;stroke-width:1.5}.peak{fill:#d1242f}.band{fill:#f0f0f0}
+.band.odd{fill:#e6ecf5}"""
+_MEMORY_PLOT, _MEMORY_TOP = 160, 20
+"""Height of the curve's area and the space above it (the peak's label)."""
+
+
+def memory_curve_svg(points: list[tuple[float, int]], peak: tuple[float, int], steps: list[StepTime]) -> str:
+    """Bytes in use over time as a step line (the level holds until the next event), from the first event
+    or step to the last, each step a band numbered under it, the peak a red dot with its bytes above it."""
+    start = min([points[0][0], *(s.start_seconds for s in steps)])
+    end = max([points[-1][0], *(s.start_seconds + s.wall_seconds for s in steps)])
+    scale = (_WIDTH - _LEFT_AXIS - 10) / ((end - start) or 1.0)
+    top = max(peak[1], 1)
+    bottom = _MEMORY_TOP + _MEMORY_PLOT
+
+    def x(seconds: float) -> float:
+        return _LEFT_AXIS + (seconds - start) * scale
+
+    def y(used: int) -> float:
+        return bottom - used / top * _MEMORY_PLOT
+
+    parts: list[str] = []
+    for step in steps:
+        left, right = x(step.start_seconds), x(step.start_seconds + step.wall_seconds)
+        parts.append(
+            f"<rect class='band{' odd' if step.number % 2 else ''}' x='{left:.1f}' y='{_MEMORY_TOP}' "
+            f"width='{max(right - left, 0.5):.1f}' height='{_MEMORY_PLOT}' data-step='{step.number}' "
+            f"data-start='{step.start_seconds!r}' data-wall-seconds='{step.wall_seconds!r}'><title>step "
+            f"{step.number}: {duration(step.wall_seconds)}</title></rect>"
+            f"<text class='label' x='{left + 2:.1f}' y='{bottom + 14}'>{step.number}</text>"
+        )
+    for share in (0.0, 0.5, 1.0):
+        parts.append(
+            f"<line class='grid' x1='{_LEFT_AXIS}' y1='{y(int(top * share)):.1f}' x2='{_WIDTH - 8}' "
+            f"y2='{y(int(top * share)):.1f}'/><text class='label' x='4' y='{y(int(top * share)) + 4:.1f}'>"
+            f"{byte_size(int(top * share)) if share else '0'}</text>"
+        )
+    line = [f"{x(points[0][0]):.1f},{y(points[0][1]):.1f}"]
+    for (_, before), (seconds, used) in zip(points, points[1:]):
+        line.append(f"{x(seconds):.1f},{y(before):.1f} {x(seconds):.1f},{y(used):.1f}")
+    parts.append(f"<polyline class='used' points='{' '.join(line)}' data-points='{len(points)}'/>")
+    tip = f"peak {byte_size(peak[1])} in use at {duration(peak[0])}"
+    parts.append(
+        f"<circle class='peak' cx='{x(peak[0]):.1f}' cy='{y(peak[1]):.1f}' r='4' data-peak-bytes='{peak[1]}' "
+        f"data-peak-seconds='{peak[0]!r}'><title>{html.escape(tip)}</title></circle>"
+        f"<text class='value' x='{min(x(peak[0]) + 6, _WIDTH - 200):.1f}' y='{_MEMORY_TOP - 6}'>"
+        f"{html.escape(tip)}</text>"
+        f"<text class='label' x='{_LEFT_AXIS}' y='{bottom + 30}'>seconds on the profile's clock "
+        f"({duration(start)} to {duration(end)}); bands: the steps</text>"
+    )
+    return _svg(bottom + 38, parts, "memory")

@@ -25,6 +25,7 @@ from xlainspect.report.sections import Finding, Section, rank
 from xlainspect.report.views.compiles import compiles_section, recompiles_section
 from xlainspect.report.views.graph import collectives_section, copies_section, fusions_section
 from xlainspect.report.views.hosts import hosts_section
+from xlainspect.report.views.kernels import kernels_section, memory_over_time_section, source_section
 from xlainspect.report.views.layouts import padding_section
 from xlainspect.report.views.memory import memory_section
 from xlainspect.report.views.profile_diff import compared_section
@@ -76,9 +77,12 @@ SECTION_BUILDERS: list[Callable[[DumpFacts], Section | None]] = [
     compared_section,
     hosts_section,
     roofline_section,
+    kernels_section,
+    source_section,
     compiles_section,
     recompiles_section,
     memory_section,
+    memory_over_time_section,
     padding_section,
     fusions_section,
     copies_section,

@@ -12,7 +12,15 @@ import html
 from typing import cast
 
 from xlainspect.analysis.timing import OpTiming
-from xlainspect.report.charts import CHART_STYLE, STEP_STYLE, compile_timeline_svg, step_bars_svg, step_breakdown_svg
+from xlainspect.report.charts import (
+    CHART_STYLE,
+    MEMORY_STYLE,
+    STEP_STYLE,
+    compile_timeline_svg,
+    memory_curve_svg,
+    step_bars_svg,
+    step_breakdown_svg,
+)
 from xlainspect.report.cost_html import ROOFLINE_STYLE, Point, roofline_svg
 from xlainspect.report.document import Table, cell_text, is_numeric, markdown_table
 from xlainspect.report.dump_report import DumpReport
@@ -23,6 +31,7 @@ from xlainspect.report.sections import (
     CompileTimeline,
     Finding,
     HostBars,
+    MemoryCurve,
     OpDetail,
     Roofline,
     Section,
@@ -41,6 +50,7 @@ ul.brief{margin:.3em 0;padding-left:1.4em}"""
     + ROOFLINE_STYLE
     + CHART_STYLE
     + STEP_STYLE
+    + MEMORY_STYLE
 )
 
 
@@ -183,6 +193,14 @@ def _chart_html(chart: object) -> str:
         return (
             "<div data-first='hosts'><h3>Median step per host (# waiting in collectives, = other device work, "
             f". idle)</h3><pre class='bars'>{html.escape(chr(10).join(chart.lines))}</pre></div>"
+        )
+    if isinstance(chart, MemoryCurve):
+        drawn = (
+            f", {len(chart.points):,} of its {chart.events:,} events drawn" if len(chart.points) < chart.events else ""
+        )
+        return (
+            f"<h3 data-allocator='{html.escape(chart.allocator)}'>{html.escape(chart.allocator)}: bytes in use over "
+            f"the run{drawn}</h3>" + memory_curve_svg(chart.points, chart.peak, chart.steps)
         )
     if isinstance(chart, CompileTimeline):
         return "<h3>Compile timeline</h3>" + compile_timeline_svg(chart.marks, chart.source)

@@ -5,6 +5,8 @@
 * The typical step (the one of median duration) alone, where the ops are wide enough to see.
 * The roofline of each module that has one (`--dump` and a chip): each op twice, at its roofline
   (blue, as `cost --html` draws it) and as measured (red: FLOPs over measured time per execution).
+* The kernels that leave SMs short of work or tensor cores unused (the report's kernel findings), each
+  allocator's bytes in use over the run (`charts.memory_curve_svg`) and device time by source line.
 Stdlib only.
 """
 
@@ -17,7 +19,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from xlainspect.report.charts import CHART_STYLE, MEMORY_STYLE, memory_curve_svg
 from xlainspect.report.cost_html import STYLE, Point, roofline_svg
+from xlainspect.report.page import table_html
+from xlainspect.report.views.cost import duration
+from xlainspect.report.views.kernels import by_table, kernel_findings, thinned
 from xlainspect.report.views.profile import step_source_text
 
 if TYPE_CHECKING:
@@ -26,7 +32,7 @@ if TYPE_CHECKING:
 
 _WIDTH, _LANE, _PAD = 1100, 22, 150
 
-TIMELINE_STYLE = """.band{fill:#f0f0f0}.band.odd{fill:#e6ecf5}.bar{fill:#1f6feb}.compile{fill:#d1242f}
+TIMELINE_STYLE = """.bar{fill:#1f6feb}.compile{fill:#d1242f}
 .mark{stroke:#d1242f;stroke-dasharray:4 3}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}td.l,th.l{text-align:left}"""
 
@@ -37,10 +43,13 @@ def write_profile_html(report: ProfileReport, path: str | Path) -> None:
         _timeline_section("Timeline: the whole trace", report, None),
         typical_step(report),
         _roofline_section(report),
+        _kernels_section(report),
+        *(_memory_section(report, k) for k in range(len(report.memory))),
+        _source_section(report),
     ]
     page = (
         f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>xlainspect profile</title>"
-        f"<style>{STYLE}\n{TIMELINE_STYLE}</style></head><body><h1>Profile</h1>"
+        f"<style>{STYLE}\n{TIMELINE_STYLE}\n{CHART_STYLE}\n{MEMORY_STYLE}</style></head><body><h1>Profile</h1>"
         f"<p>{html.escape(', '.join(report.paths))}: {len(report.steps)} steps "
         f"({html.escape(step_source_text(report))}), "
         f"{report.placed[1]:,} op events ({report.placed[0]:,} on an HLO op), {len(report.compiles)} compiles"
@@ -173,3 +182,37 @@ def _roofline_section(report: ProfileReport) -> str:
         f"<section><h2>Roofline: each op at its roofline (blue) and as measured (red)</h2>"
         f"{roofline_svg(report.chip, points)}</section>"
     )
+
+
+def _kernels_section(report: ProfileReport) -> str:
+    """The report's kernel findings (`views.kernels.kernel_findings`), each with its device time a step."""
+    found = kernel_findings(report)
+    if not found:
+        return ""
+    items = "".join(
+        f"<li><b>{html.escape(duration(f.cost))} a step</b>: {html.escape(f.text)}"
+        + (f" <span class='src'>{html.escape(f.source)}</span>" if f.source else "")
+        + "</li>"
+        for f in found
+    )
+    return f"<section id='kernels'><h2>Kernels that leave the GPU short of work</h2><ol>{items}</ol></section>"
+
+
+def _memory_section(report: ProfileReport, index: int) -> str:
+    """One allocator's bytes in use over the run, the steps as bands, the peak marked."""
+    allocator = report.memory[index]
+    points = thinned(allocator.timeline)
+    peak = (allocator.peak_time_seconds, allocator.peak_bytes_in_trace)
+    return (
+        f"<section><h2 data-allocator='{html.escape(allocator.name)}'>{html.escape(allocator.name)}: bytes in use "
+        f"over the run ({len(points):,} of its {allocator.events:,} events drawn)</h2>"
+        f"{memory_curve_svg(points, peak, report.steps)}</section>"
+    )
+
+
+def _source_section(report: ProfileReport) -> str:
+    """Device time by the user's source line, as `profile --by source` lists it."""
+    if not report.by_source:
+        return ""
+    found = by_table(report, "source")
+    return f"<section id='source'><h2>{html.escape(found.title or '')}</h2>{table_html(found, set())}</section>"

@@ -113,7 +113,22 @@ class HostBars:
     lines: list[str]
 
 
-Chart = StepBars | StepBreakdown | Roofline | CompileTimeline | HostBars
+@dataclass(slots=True)
+class MemoryCurve:
+    """Chart: one allocator's bytes in use over the run (`points`, thinned to a bounded number that keeps
+    every local extreme of its buckets, the peak exactly), the steps as bands, the peak marked."""
+
+    allocator: str
+    points: list[tuple[float, int]]
+    """(seconds since the trace's first event, bytes in use), in time order."""
+    peak: tuple[float, int]
+    """(seconds, bytes in use) of the most in use in the trace."""
+    events: int
+    """The allocator's events in the trace, of which `points` are drawn."""
+    steps: list[StepTime]
+
+
+Chart = StepBars | StepBreakdown | Roofline | CompileTimeline | HostBars | MemoryCurve
 """What the HTML page draws as SVG."""
 
 

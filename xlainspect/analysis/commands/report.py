@@ -81,6 +81,8 @@ class DumpFacts(Tabular):
     """The profile's hosts and devices, collectives' waits and the straggler (with a profile)."""
     compared: ProfilesCompared | None = None
     """The profile against a baseline's (`report --baseline`), as `diff A B` of two profiles compares them."""
+    profile: ProfileReport | None = None
+    """The profile itself (with a profile): its kernels, allocators' memory and time by source line."""
 
 
 def report_of(
@@ -141,7 +143,7 @@ def dump_facts(
     job = profiled.job if profiled is not None else None
     skipped += recompiles.skipped
     compared = compare_profiles(profile_report(baseline), profiled) if baseline and profiled is not None else None
-    return DumpFacts(dump, found.results, found.modules, recompiles.functions, times, skipped, job, compared)
+    return DumpFacts(dump, found.results, found.modules, recompiles.functions, times, skipped, job, compared, profiled)
 
 
 def _profiled(trace: str | Path | None, dump: Dump) -> ProfileReport | None:

@@ -36,6 +36,7 @@ from xlainspect.analysis.profile.breakdown import (
     summary,
     transfer_event,
 )
+from xlainspect.analysis.profile.by_source import user_files
 from xlainspect.analysis.profile.compiles import (
     COMPILE_EVENTS,
     LOWERING,
@@ -130,7 +131,8 @@ def profile(
         costs = {name: op_costs(m, chip) for name, m in embedded_modules(trace, labels, notes).items()}
     device = _device_spans(ops, costs, other)
     device["launch"] = (runs.first[runs.size > 1], runs.last[runs.size > 1])
-    measure_steps(steps, events, said, marked, device, np.sort(ops.start_ns), tuning)
+    files = user_files(row.source for rows in costs.values() for row in rows.values() if row.source)
+    measure_steps(steps, events, said, marked, device, np.sort(ops.start_ns), tuning, files)
     tuned = {e.row for e in tuning}
     report = ProfileReport(
         [str(p) for p in trace.paths],

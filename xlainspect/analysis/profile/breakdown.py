@@ -164,9 +164,11 @@ def _overlaps(a: Floats, b: Floats, starts: Floats, ends: Floats, ordered: bool)
 class HostThread:
     """The thread that runs the user's program, as rows of the trace's events."""
 
-    def __init__(self, events: Events, rows: Ints) -> None:
+    def __init__(self, events: Events, rows: Ints, files: dict[str, str] | None = None) -> None:
         self.events = events
         self.rows = rows
+        self.files = files or {}
+        """The user's files by base name (`by_source.user_files`): which Python frames are the user's."""
         self.starts = events.start_ns[rows]
         self.ends = events.end_ns[rows]
         names = events.strings
@@ -185,26 +187,44 @@ class HostThread:
         window: Ints = np.arange(bounds[0], bounds[1])
         window = window[self.rows[window] != (marker.row if marker is not None else -1)]
         inner = window[self.starts[window] < marker.end_ns] if marker is not None else window
-        top = np.concatenate([self._top(inner), self._top(window[len(inner) :])])
+        (top_in, user_in), (top_after, user_after) = self._top(inner), self._top(window[len(inner) :])
+        top = np.concatenate([top_in, top_after])
         codes: list[int] = self.events.name[self.rows[top]].tolist()
-        names = [self.events.strings[c].removeprefix("$") for c in codes]
+        users = [user_in] * len(top_in) + [user_after] * len(top_after)
+        names = [self._charged(self.events.strings[c], user) for c, user in zip(codes, users)]
         spans = list(zip(self.starts[top].tolist(), self.ends[top].tolist()))
         calls = window[self.dispatches[window]]
         labels = [self.labels[c] for c in self.events.name[self.rows[calls]].tolist()]
         return host_names(names, spans, list(zip(labels, self.starts[calls].tolist(), self.ends[calls].tolist())))
 
-    def _top(self, window: Ints) -> Ints:
-        """The outermost of `window`'s events, below any one frame that wraps them all (not a dispatch)."""
+    def _top(self, window: Ints) -> tuple[Ints, str | None]:
+        """The outermost of `window`'s events, below any one frame that wraps them all (not a dispatch),
+        and the innermost of those wrappers that is a frame of the user's (`_user`), None where none is."""
         level = window
         top = outermost_positions(self.starts[level], self.ends[level])
+        user: str | None = None
         while len(top) == 1 and not self.dispatches[level[top[0]]]:
             wrapper = level[top[0]]
             inside = window[(window != wrapper) & (self.ends[window] <= self.ends[wrapper])]
             if not len(inside):
                 break
+            user = self._user(self.events.strings[int(self.events.name[self.rows[wrapper]])]) or user
             level = inside
             top = outermost_positions(self.starts[level], self.ends[level])
-        return level[top]
+        return level[top], user
+
+    def _user(self, name: str) -> str | None:
+        """A Python frame's name without its `$` where it is a frame of the user's files, else None."""
+        file = name.removeprefix("$").partition(":")[0]
+        return name.removeprefix("$") if name.startswith("$") and file in self.files else None
+
+    def _charged(self, name: str, user: str | None) -> str:
+        """What a host event's time is charged to: a Python frame outside the user's files (jax's own,
+        an installed package's) to the user's frame around it in the step (`user`), where one is traced;
+        anything else to itself (`$` cut)."""
+        if user is not None and name.startswith("$") and self._user(name) is None:
+            return user
+        return name.removeprefix("$")
 
 
 Dispatch = tuple[str, float, float]
@@ -302,13 +322,15 @@ def measure_steps(
     device: dict[str, SpanColumns],
     kernel_starts: Floats,
     tuning: list[TraceEvent],
+    files: dict[str, str] | None = None,
 ) -> None:
     """Fill each step's busy time, breakdown, host names, bound, kernels and compiles. `device`: spans of
     the program's device activity by kind (op events of compiled functions, other device work outside
     compiles) and `launch`, each execution's device span; `kernel_starts`: the op events' starts, sorted;
     `marked`: the step markers (`steps.step_markers`); `tuning`: autotuning's device work; `events`: the
     trace's events that say what else ran (compiles, transfers), as objects (`table`: all, the host
-    thread's among them)."""
+    thread's among them); `files`: the user's files by base name, to charge the host's time in jax's frames
+    to the user's frame around them (`HostThread`)."""
     spans = dict(device)
     spans["autotune"] = _columns(tuning)
     compiling = [e for e in events if e.name in COMPILE_EVENTS]
@@ -317,7 +339,7 @@ def measure_steps(
     spans["input"] = _columns([e for e in host if transfer_event(e.name)])
     thread = _host_thread(host, marked)
     codes = [k for k, found in enumerate(table.threads) if found == thread]
-    names = HostThread(table, np.flatnonzero(np.isin(table.thread, codes)))
+    names = HostThread(table, np.flatnonzero(np.isin(table.thread, codes)), files)
     starts = np.array([s.start_seconds * 1e9 for s in steps])
     seconds, pieces = _cut_in_batches(starts, starts + np.array([s.wall_seconds * 1e9 for s in steps]), spans)
     for k, step in enumerate(steps):

@@ -24,7 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xlainspect.analysis.profile.model import KernelSkipped, KernelStat, OpTime
+from xlainspect.analysis.cost.custom_calls.dnn_convolution import RULE as CONVOLUTION_CALLS
+from xlainspect.analysis.cost.custom_calls.gemm import RULE as GEMM_CALLS
+from xlainspect.analysis.fusions import CONTRACTIONS
+from xlainspect.analysis.profile.model import CudaCoreContraction, KernelIdle, KernelSkipped, KernelStat, OpTime
 from xlainspect.analysis.profile.ops import OpEvents, grouped
 from xlainspect.dump.xplane import Trace
 
@@ -245,3 +248,61 @@ def tensor_cores(kernel: str, kind: str | None) -> bool:
     if _MMA.search(kernel):
         return True
     return kind in _TRITON_GEMM or kernel.startswith(("gemm_fusion", "triton_gemm"))
+
+
+LATENCY_WARPS = 16
+"""Warps an SM needs resident to hide arithmetic latency: its 4 warp schedulers each issue a warp's next
+dependent instruction ~4 cycles later, so "16 active warps per multiprocessor (4 cycles, 4 warp
+schedulers) are required to hide arithmetic instruction latencies" (CUDA C++ Programming Guide,
+"Multiprocessor Level", compute capability 7.x on; memory latency needs more). Under it the SM idles
+between a warp's instructions whatever the kernel does: what the occupancy calculator's figure is for."""
+
+
+def kernels_idle(kernels: list[KernelStat], device: tuple[SmLimits, int] | None) -> list[KernelIdle]:
+    """The launches that leave SMs short of work, most time first: fewer warps resident an SM than
+    `LATENCY_WARPS` (by the trace's occupancy and the SM's threads), or a grid of under one wave (its
+    blocks fill part of the GPU's SMs once); none where the trace names no GPU of known limits."""
+    if device is None:
+        return []
+    threads = device[0].threads
+    found: list[KernelIdle] = []
+    for kernel in kernels:
+        warps = kernel.occupancy * threads / WARP
+        low = warps < LATENCY_WARPS
+        short = kernel.waves is not None and kernel.waves < 1
+        if low or short:
+            found.append(KernelIdle(kernel, warps if low else None, kernel.waves if short else None))
+    return found
+
+
+def contraction(kind: str | None) -> bool:
+    """Whether an op of this kind (`OpTime.kind`) is a matmul or convolution, in XLA's vocabulary: the
+    `dot`/`convolution` opcodes (`fusions.CONTRACTIONS`), cuBLAS's and cuDNN's custom calls
+    (`__cublas$gemm`, `__cublas$lt$matmul...`, `__cudnn$conv...`: xla/service/gpu/cublas_cudnn.h, as the
+    cost rules name them), XLA's Triton GEMM fusions and its cuDNN fusions (`__cudnn$fusion`, a GEMM
+    fusion cuDNN runs: xla/service/gpu/ir_emission_utils.h `kCuDnnFusionKind`)."""
+    if kind is None:
+        return False
+    return (
+        kind in CONTRACTIONS
+        or kind in _TRITON_GEMM
+        or kind == "__cudnn$fusion"
+        or GEMM_CALLS.matches(kind)
+        or CONVOLUTION_CALLS.matches(kind)
+    )
+
+
+def cuda_core_contractions(ops: list[OpTime], kernels: list[KernelStat]) -> list[CudaCoreContraction]:
+    """The matmuls and convolutions (`contraction`) that ran kernels and none on tensor cores, most time
+    first: a cuDNN or cuBLAS call that picked a CUDA-core (FFMA) kernel, a dot left to a loop kernel."""
+    ran: dict[tuple[str, str], list[KernelStat]] = {}
+    for kernel in kernels:
+        ran.setdefault((kernel.module, kernel.op), []).append(kernel)
+    found = [
+        CudaCoreContraction(op, [k.kernel for k in ran[op.module, op.name]])
+        for op in ops
+        if contraction(op.kind)
+        and (op.module, op.name) in ran
+        and not any(k.tensor_cores for k in ran[op.module, op.name])
+    ]
+    return sorted(found, key=lambda c: -c.op.total_seconds)

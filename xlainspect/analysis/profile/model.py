@@ -261,6 +261,27 @@ class KernelStat:
 
 
 @dataclass(frozen=True, slots=True)
+class KernelIdle:
+    """A kernel launch that leaves the GPU's SMs short of work (`kernels.kernels_idle`): too few warps
+    resident an SM to hide latency, or a grid too small to fill the SMs once."""
+
+    kernel: KernelStat
+    resident_warps: float | None
+    """Warps an SM holds of it (its occupancy x the SM's threads / 32), where under `LATENCY_WARPS`."""
+    waves: float | None
+    """Its `waves`, where under one."""
+
+
+@dataclass(frozen=True, slots=True)
+class CudaCoreContraction:
+    """A matmul or convolution (`kernels.contraction`) none of whose kernels runs on tensor cores."""
+
+    op: OpTime
+    kernels: list[str]
+    """Its kernels' names, most time first."""
+
+
+@dataclass(frozen=True, slots=True)
 class KernelSkipped:
     """A `kernel_details` string that did not read, why, and on how many kernel executions."""
 
@@ -388,3 +409,7 @@ class ProfileReport(Tabular):
     """The ops' time by jax op_name, most first."""
     by_source: list[SourceTime] = field(default_factory=list[SourceTime], repr=False)
     """The ops' time by the user's source line, most first."""
+    kernels_idle: list[KernelIdle] = field(default_factory=list[KernelIdle], repr=False)
+    """Launches that leave SMs short of work (too few warps resident, under one wave), most time first."""
+    cuda_core_contractions: list[CudaCoreContraction] = field(default_factory=list[CudaCoreContraction], repr=False)
+    """Matmuls and convolutions none of whose kernels runs on tensor cores, most time first."""
