@@ -87,27 +87,28 @@ def repeated(
     told of each `PASSED_BYTES` walked (a caller can let a file's pages go)."""
     wanted = (number << 3) | 2
     starts, ends = array("q"), array("q")  # machine ints: a list would hold an int object each
+    start_at, end_at = starts.append, ends.append
     others: list[tuple[int, int]] = []
-    at = start
-    told, tell = start, start + PASSED_BYTES
     if end > len(data):
         raise WireError("a message runs past the end of the file")
+    at = start
     while at < end:
-        if at >= tell and passed is not None:
+        told, stop = at, min(end, at + PASSED_BYTES)
+        while at < stop:
+            if data[at] == wanted and at + 1 < end:  # the usual case, inlined: a one-byte key, then the length
+                length = data[at + 1]
+                at += 2
+                if length >= 0x80:
+                    length, at = varint(data, at - 1)
+                start_at(at)
+                at += length
+                end_at(at)
+                continue
+            after = _field_end(data, at)
+            others.append((at, after))
+            at = after
+        if passed is not None and at < end:
             passed(told, at)
-            told, tell = at, at + PASSED_BYTES
-        if data[at] == wanted and at + 1 < end:  # the usual case, inlined: a one-byte key, then the length
-            length = data[at + 1]
-            at += 2
-            if length >= 0x80:
-                length, at = varint(data, at - 1)
-            starts.append(at)
-            at += length
-            ends.append(at)
-            continue
-        after = _field_end(data, at)
-        others.append((at, after))
-        at = after
     if at != end:
         raise WireError("a field runs past the end of its message")
     return np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64), others
