@@ -65,8 +65,16 @@ kMemoryDeallocation: what a BFC allocator records when the profiler traces memor
 `allocator_name`, `bytes_allocated`, `peak_bytes_in_use`, `fragmentation`...), kept though they take no time."""
 CHUNK_EVENTS = 1 << 17
 """Events decoded at once: enough to keep numpy busy, few enough to bound the temporaries."""
+WALKED_ALONE_BYTES = 8 << 20
+"""A plane's lines of fewer bytes are walked in this process alone: a fork costs more than their walk
+(some 5 ns a byte), and a job's hosts are read in forked processes already."""
 CHUNKS_AT_ONCE = 8
 """Chunks handed to the workers at once, after which the file's pages they read are given back."""
+TRIMMED_BYTES = 64 << 20
+"""Temporaries freed after which the heap's free pages are given back (`settings.trim_freed_memory`): a
+large read's, not a small host's (each trim costs the next allocations their pages again)."""
+_EVENT_BYTES = 64
+"""About what an event's decode allocates (its columns, stats and the decode's temporaries)."""
 
 
 class ProfileDependencyError(XlaInspectError):
@@ -383,7 +391,14 @@ class SpaceReader:
         """A plane's lines: each walked (`_walk`, Python's work, the lines shared among the processes), then
         their events decoded `CHUNK_EVENTS` at a time by all processes, `CHUNKS_AT_ONCE` chunks before the
         pages they read are given back."""
-        walked = map_shared(functools.partial(_walk, data), lines, 1, size=lambda line: line[1] - line[0])
+        walked = map_shared(
+            functools.partial(_walk, data),
+            lines,
+            1,
+            size=lambda line: line[1] - line[0],
+            serial_below=len(lines) + 1,
+            serial_below_size=WALKED_ALONE_BYTES,  # a fork costs more than a small plane's walk
+        )
         chunks: list[tuple[int, float, Ints, Ints]] = []
         for starts, ends, others in walked:
             line = _parse("XLine", data, others)
@@ -397,12 +412,21 @@ class SpaceReader:
         for first in range(0, len(chunks), CHUNKS_AT_ONCE):
             group = chunks[first : first + CHUNKS_AT_ONCE]
             for (thread, base, *_), chunk in zip(
-                group, map_shared(lambda c: _decode_chunk(buffer, c[2], c[3], plane.instants), group, 1)
+                group,
+                map_shared(
+                    lambda c: _decode_chunk(buffer, c[2], c[3], plane.instants),
+                    group,
+                    1,
+                    size=lambda c: len(c[2]),
+                    serial_below=len(group) + 1,
+                    serial_below_size=CHUNK_EVENTS,  # small lines' chunks: a fork costs more than their decode
+                ),
             ):
                 self._add(plane, thread, base, chunk)
             for _, _, starts, ends in group:
                 _give_back(data, int(starts[0]), int(ends[-1]))
-            trim_freed_memory()
+            if sum(len(starts) for _, _, starts, _ in group) * _EVENT_BYTES >= TRIMMED_BYTES:
+                trim_freed_memory()  # a large read: its temporaries not left beside the next group's
 
     def _add(self, plane: _Plane, thread: int, base: float, chunk: _Chunk) -> None:
         instant = chunk.duration_ps == 0
@@ -506,8 +530,10 @@ class SpaceReader:
     def _column(self, k: int, dtype: type[np.float64] | type[np.int32]) -> npt.NDArray[Any]:
         chunks = self._columns[k]
         found: npt.NDArray[Any] = np.concatenate(chunks) if chunks else np.zeros(0)
+        large = sum(chunk.nbytes for chunk in chunks) >= TRIMMED_BYTES
         chunks.clear()
-        trim_freed_memory()  # the chunks were the heap's: not held beside the next column
+        if large:  # its chunks were the heap's: not held beside the next column
+            trim_freed_memory()
         return found.astype(dtype, copy=False)
 
     def _own(self, rank: Ints, code: int) -> StatColumn:
