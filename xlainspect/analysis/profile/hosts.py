@@ -237,18 +237,26 @@ def host_activity(
 
 def with_op_waits(report: ProfileReport, summary: HostSummary, waits: Waits) -> None:
     """Each collective op row of the host's profile gains its devices' wait for the last peer (in the
-    trace, every device's; a step, one device's over the steps its module ran in), so that its time less
-    the wait is its transfer."""
+    trace, every device's; a step, one device's over the steps its module ran in that count, as its
+    `seconds_per_step`: those without a compile, else every step), so that its time less the wait is its
+    transfer."""
+    clean = {s.number for s in summary.steps if not s.compiled}
     total: dict[tuple[str, str], float] = defaultdict(float)
     in_steps: dict[tuple[str, str], float] = defaultdict(float)
+    in_clean: dict[tuple[str, str], float] = defaultdict(float)
+    modules_clean: set[str] = set()
     for part in summary.parts:
         wait = waits[id(part)][1] / 1e9
         total[part.module, part.op] += wait
         in_steps[part.module, part.op] += wait if part.step is not None else 0.0
+        in_clean[part.module, part.op] += wait if part.step in clean else 0.0
+        if part.step in clean:
+            modules_clean.add(part.module)
     for op in report.ops:
         if (op.module, op.name) in total:
+            counted = in_clean if op.module in modules_clean else in_steps
             op.wait_seconds = total[op.module, op.name]
-            op.wait_seconds_per_step = in_steps[op.module, op.name] / op.steps / op.devices if op.steps else None
+            op.wait_seconds_per_step = counted[op.module, op.name] / op.steps / op.devices if op.steps else None
 
 
 def _kinds(report: ProfileReport) -> dict[tuple[str, str], str | None]:
