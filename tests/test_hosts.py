@@ -127,7 +127,7 @@ def test_a_host_whose_clock_is_off_by_a_second_is_aligned():
     traces = host_traces(JOB)
     summaries = [summarise_host(h, paths, None, None, None)[0] for h, paths in traces.items()]
     summaries[2] = _shifted(summaries[2], 1.0)
-    job = job_of(summaries, [], None, lambda host: ([], [], []))
+    job = job_of(summaries, [], None, lambda host: ([], [], [], []))
     assert job.clock.method == "collective ends"  # host_2 would leave each all-reduce before the others came
     assert job.clock.offsets["host_2"] == pytest.approx(-1.0, abs=0.01)
     assert job.straggler is not None and job.straggler.name == "host_1"
@@ -289,7 +289,7 @@ def test_a_waiting_hosts_op_rows_split_the_wait_from_the_transfer():
     extra input work: 87 ms of 126 ms a step)."""
     read = [summarise_host(h, p, None, None, None) for h, p in host_traces(JOB).items()]
     summaries = [summary for summary, _ in read]
-    job = job_of(summaries, [], None, lambda host: ([], [], []))
+    job = job_of(summaries, [], None, lambda host: ([], [], [], []))
     report = read[0][1]
     with_op_waits(report, summaries[0], collective_waits(summaries, job.clock.offsets))
     op = _all_reduce(report.ops)
@@ -397,3 +397,46 @@ def test_the_reports_first_screen_and_findings_charge_the_wait_to_the_straggler(
     html = page.read_text()
     screen = html.split("<section id='time'>", 1)[1].split("</section>", 1)[0]
     assert "data-first='hosts'" in screen and "host_1 |" in screen
+
+
+FRAMES = FIXTURES / "profiles" / "multihost_frames"
+
+
+def test_the_first_line_names_the_stragglers_frame(tmp_path):
+    """multihost_frames was traced with Python's frames: the first line, the straggler's text, the report's
+    first screen and its first finding name the user's frame of host_2's slow input work, `generate.py:<the
+    first line of load_batch> load_batch` as Python's code object gives it (truth.json), not numpy's
+    np.sort it spends the time in; host_2's work is about its extra input time by time.perf_counter."""
+    truth = _truth(FRAMES)
+    report = job_profile(host_traces(FRAMES))
+    job = report.job
+    assert job is not None and job.straggler is not None
+    found = job.straggler
+    assert found.name == truth["slow_host"] == "host_2"
+    assert found.frame == truth["slow_work_frame"] == "generate.py:2077 load_batch"
+    what, name, seconds = found.meanwhile[0]
+    assert (what, name) == ("host", "load_batch") and seconds == pytest.approx(_extra_input(FRAMES), rel=0.15)
+    text = runner.invoke(app, ["profile", str(FRAMES), "--top", "1"]).stdout.splitlines()
+    assert text[0].startswith(
+        f"job of 4 hosts: {duration(found.step_seconds)} a step (median of every host's steps without a "
+        f"compile); bound by the straggler's host work: host_2: {duration(seconds)} of host work a step "
+        f"(load_batch, in {truth['slow_work_frame']}) makes the other hosts wait {duration(found.wait_seconds)} "
+        "a step in all-reduce.3"
+    )
+    assert f"; most of it in {truth['slow_work_frame']}" in next(t for t in text if t.startswith("host_2 is the"))
+    markdown = tmp_path / "report.md"
+    dump = FIXTURES / "dumps" / "multihost_frames"
+    assert (
+        runner.invoke(app, ["report", str(dump), "--profile", str(FRAMES), "--markdown", str(markdown)]).exit_code == 0
+    )
+    summary = markdown.read_text().split("## Summary\n\n", 1)[1].splitlines()
+    assert summary[0].startswith("1. **") and f"(load_batch, in {truth['slow_work_frame']})" in summary[0]
+    data = json.loads(runner.invoke(app, ["profile", str(FRAMES), "--format", "json"]).stdout)
+    assert data["straggler"]["frame"] == truth["slow_work_frame"] and data["job_headline"] == text[0]
+
+
+def test_without_pythons_frames_no_frame_is_named():
+    """multihost_straggler was traced with the Python tracer off: its first line names the annotation
+    alone."""
+    found = job_profile(host_traces(JOB)).job.straggler
+    assert found is not None and found.name == "host_1" and found.frame is None
