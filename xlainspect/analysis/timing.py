@@ -5,8 +5,8 @@ time axis) are built from the rows below, never from `ModuleCost`/`OpCost`/`Prof
 directly, so a change of those results (per-execution counts, CUDA-graph attribution) is followed here.
 
 * Step time of a function: measured, the profile's mean device time of the function a step over the
-  steps it ran in (`FunctionTime.seconds_per_step`, its whole time where the trace has no steps), split
-  by its ops' kinds (each op's time in steps over those steps), the rest "other" (kernels not placed on
+  steps without a compile it ran in (`FunctionTime.seconds_per_step`, its whole time where the trace has
+  no steps), split by its ops' kinds (each op's time in steps over those steps), the rest "other" (kernels not placed on
   an op). Else the roofline estimate of its module compiled last (`ModuleCost.roofline_seconds`: every
   op at the chip's peak FLOP/s or HBM bandwidth, whichever is slower, as XLA's HloCostAnalysis counts
   FLOPs and bytes).
@@ -343,7 +343,7 @@ def measured(
 
 
 def _device_time(report: ProfileReport) -> dict[str, float]:
-    """Per function, the profile's mean device time a step over the steps it ran in
+    """Per function, the profile's mean device time a step over the steps without a compile it ran in
     (`ProfileReport.functions`: every kernel of the function, those not placed on an op included), its
     whole time without steps."""
     found: dict[str, float] = {}

@@ -71,6 +71,7 @@ from xlainspect.analysis.profile.steps import (
     launch_times,
     split_autotuning,
     spread,
+    steady_steps,
     step_at,
     step_index,
     step_markers,
@@ -133,6 +134,7 @@ def profile(
     device["launch"] = (runs.first[runs.size > 1], runs.last[runs.size > 1])
     files = user_files(row.source for rows in costs.values() for row in rows.values() if row.source)
     measure_steps(steps, events, said, marked, device, np.sort(ops.start_ns), tuning, files)
+    ops.steady = steady_steps(steps, ops)
     tuned = {e.row for e in tuning}
     report = ProfileReport(
         [str(p) for p in trace.paths],
@@ -214,14 +216,15 @@ def _op_times(
     ops: OpEvents, steps: list[StepTime], costs: dict[str, dict[str, OpCost]], launch_seconds: float
 ) -> list[OpTime]:
     """Each op's time, in all over every device, a step one device's (over the devices that ran it) over
-    the steps its module (the compiled function it is in) ran in; ranked by time lost in the run where a
-    roofline is known, else by measured time."""
+    the steps its module (the compiled function it is in) ran in that count (`steady_steps`); ranked by
+    time lost in the run where a roofline is known, else by measured time."""
     ran_in: dict[int, int] = {}
     for label in np.unique(ops.label).tolist():
-        ran_in[label] = len(np.unique(ops.step[(ops.label == label) & (ops.step >= 0)]))
-    busy = sum(s.busy_seconds for s in steps)
+        ran_in[label] = len(np.unique(ops.steady[(ops.label == label) & (ops.steady >= 0)]))
+    counted: list[int] = np.unique(ops.steady[ops.steady >= 0]).tolist()
+    busy = sum(steps[k].busy_seconds for k in counted)
     order, bounds, group = grouped([ops.label.astype(np.int64), ops.function.astype(np.int64), ops.op.astype(np.int64)])
-    sums, ran, devices = device_sums(ops.device, ops.duration_ns, np.where(ops.step >= 0, group, -1), len(bounds) - 1)
+    sums, ran, devices = device_sums(ops.device, ops.duration_ns, np.where(ops.steady >= 0, group, -1), len(bounds) - 1)
     rows: list[OpTime] = []
     for index, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
         mine = order[lo:hi]
@@ -229,7 +232,7 @@ def _op_times(
         key = (ops.text(int(ops.label[first])), ops.text(int(ops.function[first])), ops.text(int(ops.op[first])))
         cost = costs.get(key[0], {}).get(key[2])
         durations = ops.duration_ns[mine].tolist()
-        in_steps = (ops.step[mine] >= 0).tolist()
+        in_steps = (ops.steady[mine] >= 0).tolist()
         module_steps = ran_in[int(ops.label[first])]
         by_device = spread(sums[index], ran[index], devices, ops.strings, module_steps)
         rows.append(op_time(key, durations, in_steps, module_steps, by_device, busy, cost, launch_seconds))

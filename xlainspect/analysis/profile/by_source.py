@@ -2,7 +2,8 @@
 XProf's framework_op_stats shows by op_name (there, a CUDA graph's kernels are one `XlaModule` row), and
 per source line, which it has no table for. Each row sums its ops' rows, so the rows of either add up
 to the time of every op of the profile. `user_frame` says which source files are the user's program
-(the host's time is charged to the user's frames by it, `breakdown.HostThread`)."""
+(the host's time is charged to the user's frames by it, `breakdown.HostThread`, and the straggler's host work
+named by its user frame, `hosts.straggler`)."""
 
 from __future__ import annotations
 

@@ -130,8 +130,13 @@ def per_module_run(ops: list[OpTime]) -> list[OpTime]:
 
 
 def _over_executions(op: OpTime, ran: float) -> OpTime:
-    """`op` with its measured time per execution (`ran` executions in the trace) beside its cost."""
+    """`op` with its measured time per execution beside its cost: one device's time a step over its
+    executions a step (`ran` executions in the trace, in the share its kernels a step are of its kernels),
+    so that a compile's step, whose first runs are slower, is left out as in the figures a step; over
+    every execution in the trace where it ran in no step."""
     per_run = op.total_seconds / ran if ran else 0.0
+    if op.seconds_per_step is not None and op.kernels_per_step and ran:
+        per_run = op.seconds_per_step / (op.kernels_per_step * ran / op.kernels)
     moved, roofline = op.bytes_accessed, op.roofline_seconds
     efficiency = roofline / per_run if roofline is not None and per_run > 0 else None
     per_step = op.seconds_per_step

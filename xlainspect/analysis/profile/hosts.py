@@ -46,6 +46,7 @@ from xlainspect.analysis.chips import Chip
 from xlainspect.analysis.collectives import KINDS, collectives
 from xlainspect.analysis.profile import ProfileReport, profile
 from xlainspect.analysis.profile.breakdown import device_kind
+from xlainspect.analysis.profile.by_source import user_files
 from xlainspect.analysis.profile.costs import embedded_modules
 from xlainspect.analysis.profile.events import (
     dump_label,
@@ -211,10 +212,13 @@ def summarise_host(
     return found, report
 
 
-Activity = tuple[list[Interval], list[Interval], list[tuple[str, float, float]]]
+Named = list[tuple[str, float, float]]
+"""(name, start, end) of host events, on the host's clock."""
+Activity = tuple[list[Interval], list[Interval], Named, Named]
 """(when some device ran an op other than a collective, when a device moved data for no compiled
-function: input and output transfers), merged spans on the host's clock; and (name, start, end) of the
-outermost host events inside the step markers (the user's `load_batch`, jax's dispatch)."""
+function: input and output transfers), merged spans on the host's clock; the outermost host events
+inside the step markers (the user's `load_batch`, jax's dispatch); and the Python tracer's frames of the
+user's files inside them (`user_frames`; none with the tracer off), by start."""
 
 
 def host_activity(
@@ -232,23 +236,33 @@ def host_activity(
     work = _merged(origin + ops.start_ns[computing], origin + ops.start_ns[computing] + ops.duration_ns[computing])
     events = trace.events
     moved = events.select(np.flatnonzero(events.on_device() & ~events.has("hlo_module")))
-    return report, (work, _union(_span(e, origin) for e in moved), _annotations(events, origin))
+    files = user_files(op.source for op in report.ops if op.source is not None)
+    frames = user_frames(events, origin, files)
+    return report, (work, _union(_span(e, origin) for e in moved), _annotations(events, origin), frames)
 
 
 def with_op_waits(report: ProfileReport, summary: HostSummary, waits: Waits) -> None:
     """Each collective op row of the host's profile gains its devices' wait for the last peer (in the
-    trace, every device's; a step, one device's over the steps its module ran in), so that its time less
-    the wait is its transfer."""
+    trace, every device's; a step, one device's over the steps its module ran in that count, as its
+    `seconds_per_step`: those without a compile, else every step), so that its time less the wait is its
+    transfer."""
+    clean = {s.number for s in summary.steps if not s.compiled}
     total: dict[tuple[str, str], float] = defaultdict(float)
     in_steps: dict[tuple[str, str], float] = defaultdict(float)
+    in_clean: dict[tuple[str, str], float] = defaultdict(float)
+    modules_clean: set[str] = set()
     for part in summary.parts:
         wait = waits[id(part)][1] / 1e9
         total[part.module, part.op] += wait
         in_steps[part.module, part.op] += wait if part.step is not None else 0.0
+        in_clean[part.module, part.op] += wait if part.step in clean else 0.0
+        if part.step in clean:
+            modules_clean.add(part.module)
     for op in report.ops:
         if (op.module, op.name) in total:
+            counted = in_clean if op.module in modules_clean else in_steps
             op.wait_seconds = total[op.module, op.name]
-            op.wait_seconds_per_step = in_steps[op.module, op.name] / op.steps / op.devices if op.steps else None
+            op.wait_seconds_per_step = counted[op.module, op.name] / op.steps / op.devices if op.steps else None
 
 
 def _kinds(report: ProfileReport) -> dict[tuple[str, str], str | None]:
@@ -355,6 +369,26 @@ def _collective_parts(
         hidden = _overlap(compute, start, end)
         parts.append(CollectivePart(key[0], key[1], str(collective[k]), execution, device, number, start, end, hidden))
     return parts
+
+
+def user_frames(events: Events, origin: float, files: dict[str, str]) -> Named:
+    """The Python tracer's frames (`$file.py:12 f`: tsl's python_hooks.cc names a frame by its file's base
+    name, its first line and its function) of the user's `files` (`by_source.user_files`) that start
+    inside a step marker, on the markers' threads, by start."""
+    wanted = [k for k, name in enumerate(events.strings) if name[:1] == "$" and name[1:].partition(":")[0] in files]
+    markers = np.flatnonzero(events.has("step_num"))
+    if not wanted or not len(markers):
+        return []
+    marked: list[int] = np.unique(events.thread[markers]).tolist()
+    lines = {events.threads[k][1] for k in marked}
+    threads = [k for k, (_, line) in enumerate(events.threads) if line in lines]
+    rows = np.flatnonzero(np.isin(events.name, wanted) & np.isin(events.thread, threads))
+    spans = np.array(_merged(events.start_ns[markers], events.end_ns[markers]))
+    at = np.searchsorted(spans[:, 0], events.start_ns[rows], "right") - 1
+    inside = rows[(at >= 0) & (events.start_ns[rows] < spans[np.maximum(at, 0), 1])]
+    names: list[int] = events.name[inside].tolist()
+    starts, ends = events.start_ns[inside].tolist(), events.end_ns[inside].tolist()
+    return [(events.strings[n][1:], origin + a, origin + b) for n, a, b in zip(names, starts, ends)]
 
 
 def _annotations(events: Events, origin: float) -> list[tuple[str, float, float]]:
@@ -544,7 +578,10 @@ def straggler(
     found = Straggler(level, name, last, len(lateness), margins[slowest], threshold, others, step, waited_in)
     if stands_out and level == "host":
         late = next(s for s in summaries if s.host == slowest)
-        found.meanwhile = _meanwhile(late, activity(slowest), summaries, offsets, waits, compiled)
+        windows = _waited(late, summaries, offsets, waits, compiled)
+        done = activity(slowest)
+        found.meanwhile = _meanwhile(late, done, windows)
+        found.frame = _busiest_frame(done[3], windows)
     return found
 
 
@@ -597,16 +634,11 @@ def _others_wait(
     return (median(v / max(1, len(devices)) for v in per_step.values()) if per_step else 0.0), waited_in
 
 
-def _meanwhile(
-    late: HostSummary,
-    activity: Activity,
-    summaries: list[HostSummary],
-    offsets: dict[str, float],
-    waits: Waits,
-    compiled: set[int],
-) -> list[tuple[str, str, float]]:
-    """What the straggler ran, a step, while the others waited: from the others' median arrival at each
-    collective execution to its own (on its clock)."""
+def _waited(
+    late: HostSummary, summaries: list[HostSummary], offsets: dict[str, float], waits: Waits, compiled: set[int]
+) -> list[Interval]:
+    """When the others waited for the straggler, on its clock: from their median arrival at each collective
+    execution of a step without a compile to its own, merged."""
     others: dict[Execution, list[float]] = defaultdict(list)
     for summary in summaries:
         if summary is not late:
@@ -619,13 +651,17 @@ def _meanwhile(
             start = median(others[key]) - offsets[late.host] * 1e9
             if start < part.start_ns:
                 windows.append((start, part.start_ns))
-    windows = _union(windows)
+    return _union(windows)
+
+
+def _meanwhile(late: HostSummary, activity: Activity, windows: list[Interval]) -> list[tuple[str, str, float]]:
+    """What the straggler ran, a step, while the others waited (`windows`, `_waited`)."""
     steps = len({s.number for s in late.steps if not s.compiled}) or 1
 
     def within(spans: list[Interval]) -> float:
         return sum(_overlap(windows, *span) for span in spans) / 1e9 / steps
 
-    work, transfers, annotations = activity
+    work, transfers, annotations, _ = activity
     found = [("compile", "", within(late.compiles)), ("device", "", within(work)), ("input", "", within(transfers))]
     by_name: dict[str, list[Interval]] = defaultdict(list)
     for name, start, end in annotations:
@@ -634,6 +670,25 @@ def _meanwhile(
     covered = _union([*late.compiles, *work, *transfers, *(a[1:] for a in annotations)])
     found.append(("host", "(unannotated)", (_length(windows) - _covered(windows, covered)) / 1e9 / steps))
     return sorted((f for f in found if f[2] > 0), key=lambda f: -f[2])
+
+
+def _busiest_frame(frames: Named, windows: list[Interval]) -> str | None:
+    """The user's frame the straggler spent most of the others' wait in: each frame's time in `windows`
+    less that of the user's frames it called (the time of jax's and installed packages' frames goes to the
+    user's frame that called them: the first frame outside them, from the inside); None without frames."""
+    own = [_overlap(windows, start, end) for _, start, end in frames]
+    stack: list[int] = []
+    for k, (_, start, _) in enumerate(frames):  # by start: a frame's caller is the last one still open
+        while stack and frames[stack[-1]][2] <= start:
+            stack.pop()
+        if stack:
+            own[stack[-1]] -= _overlap(windows, start, frames[k][2])
+        stack.append(k)
+    charged: dict[str, float] = defaultdict(float)
+    for (name, _, _), seconds in zip(frames, own):
+        charged[name] += seconds
+    busiest = max(charged, key=charged.__getitem__, default=None)
+    return busiest if busiest is not None and charged[busiest] > 0 else None
 
 
 def _covered(windows: list[Interval], merged: list[Interval]) -> float:

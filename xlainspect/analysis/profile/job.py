@@ -170,6 +170,10 @@ class Straggler:
     own ops, not collectives), `input` (device transfers of no compiled function), `host` (an annotation
     inside its steps on its Python thread: the name; `(unannotated)`: none of these). They may overlap.
     The first is what bounds the job: the work that makes the others wait."""
+    frame: str | None = None
+    """The user's frame it spent most of that wait in (the Python tracer's `file.py:line function`: the
+    first frame outside jax and installed packages, from the inside, `by_source.user_frame`); None
+    without the Python tracer's frames or without a straggler."""
 
 
 @dataclass(slots=True)

@@ -124,7 +124,7 @@ def kernel_stats(trace: Trace, ops: OpEvents, op_rows: list[OpTime]) -> tuple[li
     limits = device_limits(trace)
     kinds = {(op.module, op.name): op.kind for op in op_rows}
     ran_in = {
-        label: len(np.unique(mine.step[(mine.label == label) & (mine.step >= 0)]))
+        label: len(np.unique(mine.steady[(mine.label == label) & (mine.steady >= 0)]))
         for label in np.unique(mine.label).tolist()
     }
     order, bounds, _ = grouped([mine.label, mine.function, mine.op, mine.name, details])
@@ -135,7 +135,8 @@ def kernel_stats(trace: Trace, ops: OpEvents, op_rows: list[OpTime]) -> tuple[li
         launch = launches[int(details[first])]
         module, op = mine.text(int(mine.label[first])), mine.text(int(mine.op[first])) if mine.op[first] >= 0 else ""
         name = mine.text(int(mine.name[first]))
-        in_steps = float(mine.duration_ns[group][mine.step[group] >= 0].sum()) / 1e9
+        counted = group[mine.steady[group] >= 0]
+        in_steps = float(mine.duration_ns[counted].sum()) / 1e9 / max(len(np.unique(mine.device[counted])), 1)
         steps = ran_in[int(mine.label[first])]
         rows.append(
             KernelStat(

@@ -104,8 +104,9 @@ class OpTime:
     total_seconds: float
     """All its kernels' time in the trace, summed over every device: seconds a run of the whole host."""
     seconds_per_step: float | None
-    """One device's time in it a step: its kernels' time in steps over the steps its module ran in, the
-    mean over the devices that ran it (`devices`), so no more than a step's wall."""
+    """One device's time in it a step: its kernels' time in the steps its module ran in that count
+    (`steps.steady_steps`: those without a compile) over those steps, the mean over the devices that ran
+    it (`devices`), so no more than a step's wall. The compiling step's runs are in `total_seconds` only."""
     seconds_per_step_median_device: float | None
     """The same, the median over those devices."""
     seconds_per_step_max_device: float | None
@@ -121,7 +122,8 @@ class OpTime:
     """Of the steps' device-busy time (the union of the devices' activity), the fraction one device spent
     in this op (the mean over the devices that ran it)."""
     steps: int = 0
-    """The steps its module ran in: the denominator of its `_per_step` figures."""
+    """The steps its module ran in that count (`steps.steady_steps`): the denominator of its `_per_step`
+    figures."""
     kernels_per_step: float | None = None
     """Kernel executions a step on one device (the mean over the devices that ran it), over the steps its
     module ran in (a loop body's ops: its trip count)."""
@@ -134,7 +136,9 @@ class OpTime:
     """Its module's runs in the trace times `executions_per_call` (a library call of several kernels is
     one execution)."""
     seconds_per_execution: float | None = None
-    """`total_seconds / executions_in_trace`: what the roofline time is compared with."""
+    """One device's time in one execution, over the steps that count (`seconds_per_step` over its
+    executions a step: a compile's step's slower first runs left out); `total_seconds /
+    executions_in_trace` where it ran in no step. What the roofline time is compared with."""
     flops: float | None = None
     """Per execution (`cost`'s `flops_per_execution`)."""
     bytes_accessed: int | None = None
@@ -156,8 +160,8 @@ class OpTime:
     """A collective's: of `total_seconds`, its devices' wait for the last peer to arrive (`analysis/profile/hosts.py`);
     the rest moved data. None for an op that is not a collective."""
     wait_seconds_per_step: float | None = None
-    """One device's wait a step (the mean over its devices), over the steps its module ran in: of
-    `seconds_per_step`."""
+    """One device's wait a step (the mean over its devices), over the steps its module ran in that count:
+    of `seconds_per_step`."""
     opcode: str | None = None
     shape: str | None = None
     """Its output shape without layout, from the dump (`cost`): with `function`, `op_name` and `opcode`,
@@ -175,11 +179,11 @@ class FunctionTime:
     seconds: float
     """Its kernels' seconds in the trace, summed over every device."""
     seconds_by_step: list[float]
-    """One device's seconds in it in each step (the mean over the devices that ran it), in step order;
-    empty without steps."""
+    """One device's seconds in it in each step (the mean over the devices that ran it), in step order, a
+    compile's step too; empty without steps."""
     seconds_per_step: float | None = None
-    """One device's seconds in it a step, over the steps it ran in: the mean over the devices that ran it
-    (None: no steps)."""
+    """One device's seconds in it a step, over the steps it ran in that count (`steps.steady_steps`: those
+    without a compile): the mean over the devices that ran it (None: no steps)."""
     seconds_per_step_median_device: float | None = None
     seconds_per_step_max_device: float | None = None
     """The slowest device's (`slowest_device`)."""
@@ -251,7 +255,8 @@ class KernelStat:
     count: int
     total_seconds: float
     seconds_per_step: float | None
-    """Its time in steps over the steps its module ran in (None: no steps)."""
+    """One device's time in it a step (the mean over the devices that ran it), over the steps its module
+    ran in that count (`steps.steady_steps`; None: no steps)."""
     limited_by: list[str] = field(default_factory=list[str])
     """What holds the occupancy below the SM's threads (`registers`, `shared_memory`, `block_size`,
     `blocks`); empty at full occupancy or where the trace names no GPU of known limits."""

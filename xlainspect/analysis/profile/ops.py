@@ -51,6 +51,9 @@ class OpEvents:
     """When the host launched it (NaN: unknown)."""
     step: Ints
     """The index of its step (-1: none)."""
+    steady: Ints
+    """The index of its step where figures a step count it (-1: not counted): a step without a compile,
+    as the summary's step is (`steady_steps`); where its module ran in none, any step it ran in."""
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -101,6 +104,7 @@ def op_events(events: Events, rows: Ints) -> OpEvents:
         or_none(events, "run_id", rows),
         events.strings,
         np.full(len(rows), np.nan),
+        np.full(len(rows), -1, np.int64),
         np.full(len(rows), -1, np.int64),
     )
 

@@ -243,22 +243,37 @@ def spread(ns: Floats, ran: Mask, devices: Codes, strings: list[str], over: int)
     return Spread(float(seconds.mean()), middle, most, strings[slowest], len(seconds))
 
 
+def steady_steps(steps: list[StepTime], ops: OpEvents) -> Ints:
+    """Each op event's step where figures a step count it (`OpEvents.steady`; -1: not counted): the steps
+    without a compile, as the summary's median step is of, so that the compiling step's first runs (a
+    first execution is slower: buffers, caches) do not make a step's op longer than the step; where its
+    module ran in none of those, every step it ran in."""
+    stepped = ops.step >= 0
+    if not len(steps):
+        return ops.step.copy()
+    compiled = np.array([s.compiles > 0 for s in steps], np.bool_)
+    clean = stepped & ~compiled[np.maximum(ops.step, 0)]
+    counted = clean | (stepped & ~np.isin(ops.label, np.unique(ops.label[clean])))
+    return np.where(counted, ops.step, -1)
+
+
 def function_times(ops: OpEvents, steps: list[StepTime]) -> list[FunctionTime]:
-    """Each function's device time: every device's in the trace; a step, one device's (the mean over the
-    devices that ran it in steps, and the median and max), over the steps it ran in."""
+    """Each function's device time: every device's in the trace; in each step and a step, one device's
+    (the mean over the devices that ran it in steps, and the median and max); a step over the steps it
+    ran in that count (`steady_steps`)."""
     order, bounds, _ = grouped([ops.function.astype(np.int64)])
     found: list[FunctionTime] = []
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         mine = order[lo:hi]
-        sums, ran, devices = device_sums(ops.device[mine], ops.duration_ns[mine], ops.step[mine], len(steps))
+        sums, ran, devices = device_sums(ops.device[mine], ops.duration_ns[mine], ops.steady[mine], len(steps))
         ran_devices: Mask = ran.sum(axis=0) > 0
+        used = max(int(ran_devices.sum()), 1)
         per_step = np.zeros(len(steps))
         counted = mine[ops.step[mine] >= 0]
-        np.add.at(per_step, ops.step[counted], ops.duration_ns[counted] / 1e9)
-        per_step /= max(int(ran_devices.sum()), 1)
-        ran_in = per_step > 0
-        ran_steps = per_step[ran_in].tolist()
-        by_device = spread(sums[ran_in].sum(axis=0), ran_devices, devices, ops.strings, len(ran_steps))
+        np.add.at(per_step, ops.step[counted], ops.duration_ns[counted] / 1e9 / used)
+        ran_in = ran.any(axis=1)
+        steady = int(ran_in.sum())
+        by_device = spread(sums[ran_in].sum(axis=0), ran_devices, devices, ops.strings, steady)
         found.append(
             FunctionTime(
                 ops.text(int(ops.function[mine[0]])),
@@ -266,7 +281,7 @@ def function_times(ops: OpEvents, steps: list[StepTime]) -> list[FunctionTime]:
                 len(mine),
                 sum(ops.duration_ns[mine].tolist()) / 1e9,
                 per_step.tolist(),
-                sum(ran_steps) / len(ran_steps) if ran_steps else None,
+                by_device.mean if by_device else None,
                 by_device.median if by_device else None,
                 by_device.max if by_device else None,
                 int(ran_devices.sum()) or len(np.unique(ops.device[mine])),

@@ -138,14 +138,16 @@ def job_headline(job: JobReport) -> str | None:
 
 
 def _held(found: Straggler) -> tuple[str, str] | None:
-    """(what holds the job, `host_1: 84.6 ms of host work a step (load_batch) makes the other hosts wait
-    89.5 ms a step in all-reduce.3; on host_1, <what to do>`): the most it ran while the others waited;
-    None where no host stands out."""
+    """(what holds the job, `host_2: 33.2 ms of host work a step (load_batch, in generate.py:2077
+    load_batch) makes the other hosts wait 33.6 ms a step in all-reduce.3; on host_2, <what to do>`): the
+    most it ran while the others waited, host work with the user's frame it ran in where the trace has
+    Python's frames; None where no host stands out."""
     if found.name is None or found.level != "host" or not found.meanwhile:
         return None
     what, name, seconds = found.meanwhile[0]
     words, advice = _HELD_BY[what]
-    ran = "" if what != "host" else f" {name}" if name.startswith("(") else f" ({name})"  # `(unannotated)`
+    label = name.removeprefix("(").removesuffix(")")  # `(unannotated)`
+    ran = "" if what != "host" else f" ({label}, in {found.frame})" if found.frame else f" ({label})"
     where = f" in {found.waited_in}" if found.waited_in else ""
     return words, (
         f"{found.name}: {duration(seconds)} of {words} a step{ran} makes the other hosts wait "
@@ -197,6 +199,7 @@ def straggler_text(job: JobReport) -> str:
         f"{found.steps} steps without a compile, {duration(found.margin_seconds)} after the next latest "
         f"(median); the others wait {duration(found.wait_seconds)} a step in their collectives"
         + (f". Meanwhile it ran: {_meanwhile(found)}" if found.meanwhile else "")
+        + (f"; most of it in {found.frame}" if found.frame else "")
         + f" {rule}."
     )
 

@@ -343,7 +343,7 @@ def _profile_summary(report: ProfileReport) -> list[Block]:
     )
     functions = table(
         "device time per function (its kernels, autotuning apart)"
-        + (f": seconds, every device's in the trace; {_A_STEP}" if several_devices(report) else ""),
+        + (f": seconds, every device's in the trace{_a_step(report)}" if several_devices(report) else _a_step(report)),
         [_timed(_function_row(f)) for f in report.functions],
         _device_columns(report, _FUNCTION_COLUMNS),
     )
@@ -369,10 +369,19 @@ def _profile_summary(report: ProfileReport) -> list[Block]:
     return blocks
 
 
+_STEADY = "over the steps without a compile it ran in (a compile's step is in total_seconds only)"
 _A_STEP = (
     "a step, one device's: the mean over the devices that ran it (seconds_per_step), the median and the "
-    "slowest device's, over the steps it ran in, a compile's step included"
+    f"slowest device's, {_STEADY}"
 )
+
+
+def _a_step(report: ProfileReport) -> str:
+    """What the figures a step are of: one device's where the host has several, over the steps without a
+    compile where some step compiled (`steps.steady_steps`); empty where neither needs saying."""
+    if several_devices(report):
+        return f"; {_A_STEP}"
+    return f"; a step: {_STEADY}" if any(step.compiles for step in report.steps) else ""
 
 
 def several_devices(report: ProfileReport) -> bool:
@@ -466,5 +475,6 @@ def _profile_title(report: ProfileReport) -> str:
         if any(op.lost_seconds is not None for op in report.ops)
         else "measured time in the trace"
     )
-    per_device = f"; {_A_STEP}; total_seconds every device's" if several_devices(report) else ""
-    return f"{len(report.steps)} steps ({step_source_text(report)}); {len(report.ops)} ops by {ranked}{per_device}"
+    per_device = "; total_seconds every device's" if several_devices(report) else ""
+    steps = f"{len(report.steps)} steps ({step_source_text(report)})"
+    return f"{steps}; {len(report.ops)} ops by {ranked}{_a_step(report)}{per_device}"

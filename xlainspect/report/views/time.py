@@ -207,7 +207,7 @@ def _time_intro(source: DumpFacts, peaks: dict[str, tuple[int, str]]) -> str:
         said = (
             f"Measured in the profile ({steps}): the step is its wall, the device's time in it above; a "
             "function's device time a step (the table) is one device's (the mean over the devices that ran "
-            "it), its kernels' over the steps it ran in."
+            "it), its kernels' over the steps without a compile it ran in."
         )
     elif t.functions:
         chip = t.chip.key if t.chip else "the chip"
