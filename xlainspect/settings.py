@@ -53,8 +53,6 @@ def own_process(workers: int | None = None) -> None:
 
 _M_MMAP_THRESHOLD = -3
 """mallopt(3)'s parameter: the size from which glibc maps a block on its own."""
-_M_TRIM_THRESHOLD = -1
-"""mallopt(3)'s parameter: the free bytes at the heap's top from which glibc gives them back at once."""
 
 
 _libc: ctypes.CDLL | None = None
@@ -73,7 +71,6 @@ def _give_back_freed_memory() -> None:
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(_M_MMAP_THRESHOLD, 16 << 20)
-        libc.mallopt(_M_TRIM_THRESHOLD, 64 << 20)  # fixing one fixes both: 128 KiB would trim at each free
         libc.malloc_trim  # noqa: B018  (glibc has it: checked here, called later)
     except (OSError, AttributeError):
         return

@@ -223,7 +223,7 @@ def _op_times(
         ran_in[label] = len(np.unique(ops.steady[(ops.label == label) & (ops.steady >= 0)]))
     counted: list[int] = np.unique(ops.steady[ops.steady >= 0]).tolist()
     busy = sum(steps[k].busy_seconds for k in counted)
-    order, bounds, group = grouped([ops.label.astype(np.int64), ops.function.astype(np.int64), ops.op.astype(np.int64)])
+    order, bounds, group = grouped([ops.label, ops.function, ops.op])
     sums, ran, devices = device_sums(ops.device, ops.duration_ns, np.where(ops.steady >= 0, group, -1), len(bounds) - 1)
     rows: list[OpTime] = []
     for index, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):

@@ -177,7 +177,8 @@ class HostThread:
         execute = np.array([n.endswith(")") and " (" in n for n in names], np.bool_)
         codes = events.name[rows]
         self.dispatches = dispatch[codes] | (execute[codes] & calls)
-        self.labels = {code: dispatched(names[code], True) for code in np.unique(codes[self.dispatches]).tolist()}
+        called: list[int] = np.unique(codes[self.dispatches]).tolist()
+        self.labels = {code: dispatched(names[code], True) for code in called}
         """What each dispatch's name dispatches (`dispatched`): the dispatches' names are few."""
 
     def names(self, start: float, end: float, marker: TraceEvent | None) -> dict[str, list[Span]]:

@@ -115,10 +115,10 @@ def grouped(keys: list[Ints | Codes | Mask]) -> tuple[Ints, Ints, Ints]:
     if not len(keys[0]):
         empty = np.zeros(0, np.int64)
         return empty, np.zeros(1, np.int64), empty
-    _, first, group = np.unique(_combined(keys), return_index=True, return_inverse=True)
+    first, group = _firsts(_combined(keys))
     rank = np.empty(len(first), np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    group = rank[np.asarray(group).ravel()]
+    group = rank[group]
     order = np.argsort(group, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=len(first)))])
     return order, bounds, group
@@ -132,8 +132,8 @@ def distinct_rows(keys: list[Ints | Codes | Mask]) -> tuple[list[list[int]], Int
     """The distinct rows of the columns `keys` (as lists of ints), and each row's index among them."""
     if not len(keys[0]):
         return [], np.zeros(0, np.int64)
-    _, first, back = np.unique(_combined(keys), return_index=True, return_inverse=True)
-    return np.stack([np.asarray(k, np.int64)[first] for k in keys], axis=1).tolist(), np.asarray(back).ravel()
+    first, back = _firsts(_combined(keys))
+    return np.stack([np.asarray(k, np.int64)[first] for k in keys], axis=1).tolist(), back
 
 
 def _combined(keys: list[Ints | Codes | Mask]) -> Ints:
@@ -141,9 +141,35 @@ def _combined(keys: list[Ints | Codes | Mask]) -> Ints:
     radix (a unique over one column of ints, not over rows of many)."""
     combined = np.zeros(len(keys[0]), np.int64)
     for key in keys:
-        distinct, rank = np.unique(key, return_inverse=True)
-        combined = combined * len(distinct) + np.asarray(rank).ravel()
+        count, rank = _dense_rank(key)
+        combined *= count
+        combined += rank
     return combined
+
+
+def _dense_rank(key: Ints | Codes | Mask) -> tuple[int, Ints]:
+    """How many distinct values `key` holds, and each row's rank among them (ascending): what
+    `np.unique(key, return_inverse=True)` gives. Codes (string codes, devices, flags) span few values: a
+    table of them ranks the rows without sorting them (a sort of millions of op events, and its int64
+    temporaries, were most of a large trace's peak memory)."""
+    values = key.view(np.uint8) if key.dtype == np.bool_ else key
+    low, high = int(values.min()), int(values.max())
+    if high - low > 2 * len(values):
+        distinct, rank = np.unique(values, return_inverse=True)
+        return len(distinct), np.asarray(rank, np.int64).ravel()
+    present = np.zeros(high - low + 1, np.bool_)
+    present[values - low] = True
+    ranks = np.cumsum(present) - 1
+    return int(ranks[-1]) + 1, ranks[values - low]
+
+
+def _firsts(combined: Ints) -> tuple[Ints, Ints]:
+    """The distinct values of `combined` in ascending order, as (the first row of each, each row's index
+    among them): `np.unique(combined, return_index=True, return_inverse=True)` without the values."""
+    count, rank = _dense_rank(combined)
+    first = np.full(count, len(combined), np.int64)
+    np.minimum.at(first, rank, np.arange(len(combined)))
+    return first, rank
 
 
 def or_none(events: Events, stat: str, rows: Ints) -> Ints:

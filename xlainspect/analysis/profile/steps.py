@@ -110,7 +110,7 @@ def executions(events: Events, ops: OpEvents, launch_line: Codes) -> Executions:
         kind[mine], run[mine], host_start[mine] = 1, line_runs[index[inside]], events.start_ns[around]
         extra[mine] = events.start_ns[around].view(np.int64)
     extra[kind == 0] = 0
-    order, bounds, group = grouped([ops.label.astype(np.int64), kind, run, extra])
+    order, bounds, group = grouped([ops.label, kind, run, extra])
     first_of = order[bounds[:-1]]
     return Executions(
         group,
@@ -261,7 +261,7 @@ def function_times(ops: OpEvents, steps: list[StepTime]) -> list[FunctionTime]:
     """Each function's device time: every device's in the trace; in each step and a step, one device's
     (the mean over the devices that ran it in steps, and the median and max); a step over the steps it
     ran in that count (`steady_steps`)."""
-    order, bounds, _ = grouped([ops.function.astype(np.int64)])
+    order, bounds, _ = grouped([ops.function])
     found: list[FunctionTime] = []
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         mine = order[lo:hi]
