@@ -4,7 +4,6 @@ lost worker one line and exit 2, with nothing on stdout."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -13,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, local_cluster
 from typer.testing import CliRunner
 
 from xlainspect import cluster, settings
@@ -25,43 +24,9 @@ JOB = FIXTURES / "profiles" / "multihost_straggler"
 runner = CliRunner()
 
 
-_CLUSTER = """
-import sys, distributed
-with distributed.LocalCluster(
-    n_workers=int(sys.argv[1]), threads_per_worker=1, processes=True, dashboard_address=":0", host="127.0.0.1"
-) as local:
-    print(local.scheduler_address, flush=True)
-    sys.stdin.read()
-"""
-
-
-@contextlib.contextmanager
-def _local_cluster(workers: int = 2, **env: str):
-    """A LocalCluster of `workers` worker processes, one thread each, run by a child process (so that no
-    process of it is this one's child: tests/test_workers.py counts those) until this block leaves; its
-    workers import this checkout's xlainspect and this module. Its scheduler's address."""
-    path = os.pathsep.join([str(REPO), str(REPO / "tests")])
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CLUSTER, str(workers)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONPATH": path, **env},
-    )
-    try:
-        assert child.stdout is not None and child.stdin is not None
-        yield child.stdout.readline().strip()
-        child.stdin.close()  # the child leaves its block: the cluster closes
-        child.wait(timeout=60)
-    finally:
-        child.kill()
-        child.wait()
-
-
 @pytest.fixture(scope="module")
 def scheduler():
-    with _local_cluster() as address:
+    with local_cluster() as address:
         yield address
 
 
@@ -145,7 +110,7 @@ class _KillOnExecute(distributed.WorkerPlugin):
 def test_a_lost_worker_is_one_line_and_no_answer():
     """Dask retries a task whose worker died on another worker; here every worker dies (allowed-failures
     0: the first death is final), so the scheduler gives the task up (KilledWorker)."""
-    with _local_cluster(DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="0") as address:
+    with local_cluster(DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="0") as address:
         with distributed.Client(address) as client:
             client.register_plugin(_KillOnExecute(), name="kill")
         code, out, err = _profile(str(JOB), "--scheduler", address)
@@ -175,7 +140,7 @@ def test_workers_of_another_xlainspect_are_refused(scheduler, monkeypatch):
 
 
 def test_a_scheduler_without_workers_is_one_line():
-    with _local_cluster(0) as address:
+    with local_cluster(0) as address:
         code, out, err = _profile(str(JOB), "--scheduler", address)
     assert (code, out) == (2, "")
     assert err == f"the Dask scheduler at {address} has no workers (start some: dask worker {address})\n"

@@ -257,7 +257,7 @@ def _unparsable(
     failed = [
         (skipped.path, skipped.reason.splitlines()[0].replace(str(skipped.path), _relative(root, skipped.path)))
         for skipped in parsed.skipped
-        if found[skipped.path][0] is None
+        if found[Path(skipped.path)][0] is None
     ]
     first = failed[0][1] if failed else None
     return _finding(root, "unparsable-modules", "error", [path for path, _ in failed], first_error=first)

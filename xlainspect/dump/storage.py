@@ -78,6 +78,18 @@ def local(path: str | os.PathLike[str], progress: Progress = silent) -> Path:
         return _mirror(fs, path, root, progress)
 
 
+def listed(url: str) -> list[str]:
+    """The names, below `url`, of every object under it, listed and none fetched: where a cluster's
+    workers fetch each host's own objects, the caller only needs their names. DumpError naming the URL
+    when it cannot be listed."""
+    fs, root = _filesystem(url)
+    root = root.rstrip("/")
+    with _named(url):
+        fs.invalidate_cache()  # as `_mirror`: a later call must see changes
+        found: list[str] = fs.find(root)
+    return sorted(_relative(name, root) for name in found if name != root)
+
+
 def _filesystem(url: str) -> tuple[FileSystem, str]:
     """The fsspec file system for `url` and the path within it; DumpError for an unknown protocol or a
     missing extra."""
