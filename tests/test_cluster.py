@@ -21,6 +21,7 @@ from xlainspect.cli.app import app
 distributed = pytest.importorskip("distributed")
 
 JOB = FIXTURES / "profiles" / "multihost_straggler"
+FLEET = FIXTURES / "dumps" / "fleet_divergence"
 runner = CliRunner()
 
 
@@ -38,9 +39,22 @@ def _settings_kept(monkeypatch):
         monkeypatch.setattr(settings, name, getattr(settings, name))
 
 
-def _profile(*arguments: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, ["--no-cache", "profile", *arguments, "--format", "json"])
+def _profile(*arguments: str, command: str = "profile") -> tuple[int, str, str]:
+    result = runner.invoke(app, ["--no-cache", command, *arguments, "--format", "json"])
     return result.exit_code, result.stdout, result.stderr
+
+
+def _counted(monkeypatch) -> list[int]:
+    """The items of each map on the cluster, as they are sent."""
+    calls: list[int] = []
+    real = cluster.map_on_cluster
+
+    def counted(address, function, items):
+        calls.append(len(items))
+        return real(address, function, items)
+
+    monkeypatch.setattr(cluster, "map_on_cluster", counted)
+    return calls
 
 
 def test_the_job_on_a_cluster_is_the_local_answer(scheduler):
@@ -52,14 +66,7 @@ def test_the_job_on_a_cluster_is_the_local_answer(scheduler):
 
 
 def test_the_scheduler_from_the_environment(scheduler, monkeypatch):
-    calls: list[int] = []
-    real = cluster.map_on_cluster
-
-    def counted(address, function, items):
-        calls.append(len(items))
-        return real(address, function, items)
-
-    monkeypatch.setattr(cluster, "map_on_cluster", counted)
+    calls = _counted(monkeypatch)
     result = runner.invoke(
         app, ["--no-cache", "profile", str(JOB), "--format", "json"], env={"XLAINSPECT_SCHEDULER": scheduler}
     )
@@ -77,6 +84,37 @@ def test_a_damaged_host_is_skipped_on_the_cluster_as_here(scheduler, tmp_path):
     assert local[0] == 0 and "host_2.xplane.pb" in local[2]
 
 
+@pytest.mark.parametrize(("command", "tasks"), [("count-recompiles", [4]), ("doctor", [4, 4])])
+def test_a_fleets_hosts_are_read_on_the_cluster_as_here(scheduler, monkeypatch, command, tasks):
+    """A task per host: doctor's every HLO file's edges and digest, then (both commands) the programs
+    the hosts compiled, compared by digest; host_2's other program is found as here."""
+    calls = _counted(monkeypatch)
+    local = _profile(str(FLEET), command=command)
+    on_cluster = _profile(str(FLEET), "--scheduler", scheduler, command=command)
+    assert on_cluster == local and local[0] == 0
+    assert calls == tasks
+    answer = json.loads(local[1])
+    if command == "count-recompiles":
+        found = [(d["compile"], d["odd_hosts"], d["line"]) for d in answer["host_disagreements"]]
+        assert found == [(1, ["host_2"], 14), (2, ["host_2"], 14)]
+    else:
+        [finding] = answer["findings"]
+        assert (finding["check"], finding["count"]) == ("host-programs", 2)
+        assert finding["examples"][1].startswith("host_2: jit_train_step compile 2 differs from host_0, host_1, host_3")
+
+
+@pytest.mark.parametrize("command", ["count-recompiles", "doctor"])
+def test_a_fleets_unreadable_program_is_named_on_the_cluster_as_here(scheduler, tmp_path, command):
+    fleet = shutil.copytree(FLEET, tmp_path / "fleet")
+    damaged = fleet / "host_3" / "module_0000.jit_train_step.before_optimizations.txt"
+    damaged.unlink()
+    damaged.symlink_to(tmp_path / "gone")  # listed, not readable
+    local = _profile(str(fleet), command=command)
+    on_cluster = _profile(str(fleet), "--scheduler", scheduler, command=command)
+    assert on_cluster == local and local[0] == 0
+    assert "host_3/module_0000.jit_train_step.before_optimizations.txt" in local[1]
+
+
 def test_profile_report_takes_a_scheduler(scheduler):
     from xlainspect.analysis.commands.profile import profile_report
 
@@ -90,10 +128,11 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_a_bad_address_is_one_line(monkeypatch):
+@pytest.mark.parametrize(("command", "where"), [("profile", JOB), ("count-recompiles", FLEET), ("doctor", FLEET)])
+def test_a_bad_address_is_one_line(monkeypatch, command, where):
     monkeypatch.setattr(cluster, "CONNECT_SECONDS", 1.0)
     address = f"tcp://127.0.0.1:{_closed_port()}"
-    code, out, err = _profile(str(JOB), "--scheduler", address)
+    code, out, err = _profile(str(where), "--scheduler", address, command=command)
     assert (code, out) == (2, "")
     assert err.startswith(f"cannot reach the Dask scheduler at {address}: ")
     assert len(err.strip().splitlines()) == 1
@@ -130,9 +169,10 @@ def test_a_local_run_never_imports_distributed():
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-def test_workers_of_another_xlainspect_are_refused(scheduler, monkeypatch):
+@pytest.mark.parametrize(("command", "where"), [("profile", JOB), ("count-recompiles", FLEET), ("doctor", FLEET)])
+def test_workers_of_another_xlainspect_are_refused(scheduler, monkeypatch, command, where):
     monkeypatch.setattr(cluster, "_version", lambda: "0.0.0-other")
-    code, out, err = _profile(str(JOB), "--scheduler", scheduler)
+    code, out, err = _profile(str(where), "--scheduler", scheduler, command=command)
     assert (code, out) == (2, "")
     assert err.startswith("the Dask worker tcp://127.0.0.1:") and err.rstrip().endswith(
         ", this is 0.0.0-other: install the same version on every worker"
