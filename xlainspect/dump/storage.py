@@ -12,8 +12,8 @@ The mirror keeps each object's generation (gcsfs), ETag (s3fs) or modification t
 without either) and size in a manifest: a later command fetches only objects whose version or size
 changed, and a changed object is rewritten, so the parse and answer caches, which key local files by
 size and mtime, see it change. On a Dask cluster (`profile --scheduler`) the command only lists a log
-dir (`listed`), and each worker mirrors its own host's objects (`local` of each object's URL). With the cache off (`XLAINSPECT_NO_CACHE=1`, `--no-cache`) the mirror
-is a temporary folder, removed at exit.
+dir (`listed`), and each worker mirrors its own host's objects (`local` of each object's URL). With
+the cache off (`XLAINSPECT_NO_CACHE=1`, `--no-cache`) the mirror is a temporary folder, removed at exit.
 
 fsspec, gcsfs and s3fs are the `remote` extra (`pip install 'xlainspect[remote]'`), imported only when
 a URL is given (asyncio too, for their batches): a run on local files never pays for them.
