@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,3 +168,37 @@ def pytest_xdist_make_scheduler(config, log):
             return module if module in ONE_WORKER else nodeid
 
     return Scheduling(config, log)
+
+
+_CLUSTER = """
+import sys, distributed
+with distributed.LocalCluster(
+    n_workers=int(sys.argv[1]), threads_per_worker=1, processes=True, dashboard_address=":0", host="127.0.0.1"
+) as local:
+    print(local.scheduler_address, flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def local_cluster(workers: int = 2, **env: str):
+    """A LocalCluster of `workers` worker processes, one thread each, run by a child process (so that no
+    process of it is this one's child: tests/test_workers.py counts those) until this block leaves; its
+    workers import this checkout's xlainspect and the tests' modules. Its scheduler's address."""
+    path = os.pathsep.join([str(REPO), str(REPO / "tests")])
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CLUSTER, str(workers)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONPATH": path, **env},
+    )
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        yield child.stdout.readline().strip()
+        child.stdin.close()  # the child leaves its block: the cluster closes
+        child.wait(timeout=60)
+    finally:
+        child.kill()
+        child.wait()

@@ -4,7 +4,6 @@ lost worker one line and exit 2, with nothing on stdout."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -13,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, local_cluster
 from typer.testing import CliRunner
 
 from xlainspect import cluster, settings
@@ -22,46 +21,13 @@ from xlainspect.cli.app import app
 distributed = pytest.importorskip("distributed")
 
 JOB = FIXTURES / "profiles" / "multihost_straggler"
+FLEET = FIXTURES / "dumps" / "fleet_divergence"
 runner = CliRunner()
-
-
-_CLUSTER = """
-import sys, distributed
-with distributed.LocalCluster(
-    n_workers=int(sys.argv[1]), threads_per_worker=1, processes=True, dashboard_address=":0", host="127.0.0.1"
-) as local:
-    print(local.scheduler_address, flush=True)
-    sys.stdin.read()
-"""
-
-
-@contextlib.contextmanager
-def _local_cluster(workers: int = 2, **env: str):
-    """A LocalCluster of `workers` worker processes, one thread each, run by a child process (so that no
-    process of it is this one's child: tests/test_workers.py counts those) until this block leaves; its
-    workers import this checkout's xlainspect and this module. Its scheduler's address."""
-    path = os.pathsep.join([str(REPO), str(REPO / "tests")])
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CLUSTER, str(workers)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONPATH": path, **env},
-    )
-    try:
-        assert child.stdout is not None and child.stdin is not None
-        yield child.stdout.readline().strip()
-        child.stdin.close()  # the child leaves its block: the cluster closes
-        child.wait(timeout=60)
-    finally:
-        child.kill()
-        child.wait()
 
 
 @pytest.fixture(scope="module")
 def scheduler():
-    with _local_cluster() as address:
+    with local_cluster() as address:
         yield address
 
 
@@ -73,9 +39,22 @@ def _settings_kept(monkeypatch):
         monkeypatch.setattr(settings, name, getattr(settings, name))
 
 
-def _profile(*arguments: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, ["--no-cache", "profile", *arguments, "--format", "json"])
+def _profile(*arguments: str, command: str = "profile") -> tuple[int, str, str]:
+    result = runner.invoke(app, ["--no-cache", command, *arguments, "--format", "json"])
     return result.exit_code, result.stdout, result.stderr
+
+
+def _counted(monkeypatch) -> list[int]:
+    """The items of each map on the cluster, as they are sent."""
+    calls: list[int] = []
+    real = cluster.map_on_cluster
+
+    def counted(address, function, items):
+        calls.append(len(items))
+        return real(address, function, items)
+
+    monkeypatch.setattr(cluster, "map_on_cluster", counted)
+    return calls
 
 
 def test_the_job_on_a_cluster_is_the_local_answer(scheduler):
@@ -87,14 +66,7 @@ def test_the_job_on_a_cluster_is_the_local_answer(scheduler):
 
 
 def test_the_scheduler_from_the_environment(scheduler, monkeypatch):
-    calls: list[int] = []
-    real = cluster.map_on_cluster
-
-    def counted(address, function, items):
-        calls.append(len(items))
-        return real(address, function, items)
-
-    monkeypatch.setattr(cluster, "map_on_cluster", counted)
+    calls = _counted(monkeypatch)
     result = runner.invoke(
         app, ["--no-cache", "profile", str(JOB), "--format", "json"], env={"XLAINSPECT_SCHEDULER": scheduler}
     )
@@ -112,6 +84,37 @@ def test_a_damaged_host_is_skipped_on_the_cluster_as_here(scheduler, tmp_path):
     assert local[0] == 0 and "host_2.xplane.pb" in local[2]
 
 
+@pytest.mark.parametrize(("command", "tasks"), [("count-recompiles", [4]), ("doctor", [4, 4])])
+def test_a_fleets_hosts_are_read_on_the_cluster_as_here(scheduler, monkeypatch, command, tasks):
+    """A task per host: doctor's every HLO file's edges and digest, then (both commands) the programs
+    the hosts compiled, compared by digest; host_2's other program is found as here."""
+    calls = _counted(monkeypatch)
+    local = _profile(str(FLEET), command=command)
+    on_cluster = _profile(str(FLEET), "--scheduler", scheduler, command=command)
+    assert on_cluster == local and local[0] == 0
+    assert calls == tasks
+    answer = json.loads(local[1])
+    if command == "count-recompiles":
+        found = [(d["compile"], d["odd_hosts"], d["line"]) for d in answer["host_disagreements"]]
+        assert found == [(1, ["host_2"], 14), (2, ["host_2"], 14)]
+    else:
+        [finding] = answer["findings"]
+        assert (finding["check"], finding["count"]) == ("host-programs", 2)
+        assert finding["examples"][1].startswith("host_2: jit_train_step compile 2 differs from host_0, host_1, host_3")
+
+
+@pytest.mark.parametrize("command", ["count-recompiles", "doctor"])
+def test_a_fleets_unreadable_program_is_named_on_the_cluster_as_here(scheduler, tmp_path, command):
+    fleet = shutil.copytree(FLEET, tmp_path / "fleet")
+    damaged = fleet / "host_3" / "module_0000.jit_train_step.before_optimizations.txt"
+    damaged.unlink()
+    damaged.symlink_to(tmp_path / "gone")  # listed, not readable
+    local = _profile(str(fleet), command=command)
+    on_cluster = _profile(str(fleet), "--scheduler", scheduler, command=command)
+    assert on_cluster == local and local[0] == 0
+    assert "host_3/module_0000.jit_train_step.before_optimizations.txt" in local[1]
+
+
 def test_profile_report_takes_a_scheduler(scheduler):
     from xlainspect.analysis.commands.profile import profile_report
 
@@ -125,10 +128,11 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_a_bad_address_is_one_line(monkeypatch):
+@pytest.mark.parametrize(("command", "where"), [("profile", JOB), ("count-recompiles", FLEET), ("doctor", FLEET)])
+def test_a_bad_address_is_one_line(monkeypatch, command, where):
     monkeypatch.setattr(cluster, "CONNECT_SECONDS", 1.0)
     address = f"tcp://127.0.0.1:{_closed_port()}"
-    code, out, err = _profile(str(JOB), "--scheduler", address)
+    code, out, err = _profile(str(where), "--scheduler", address, command=command)
     assert (code, out) == (2, "")
     assert err.startswith(f"cannot reach the Dask scheduler at {address}: ")
     assert len(err.strip().splitlines()) == 1
@@ -145,7 +149,7 @@ class _KillOnExecute(distributed.WorkerPlugin):
 def test_a_lost_worker_is_one_line_and_no_answer():
     """Dask retries a task whose worker died on another worker; here every worker dies (allowed-failures
     0: the first death is final), so the scheduler gives the task up (KilledWorker)."""
-    with _local_cluster(DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="0") as address:
+    with local_cluster(DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="0") as address:
         with distributed.Client(address) as client:
             client.register_plugin(_KillOnExecute(), name="kill")
         code, out, err = _profile(str(JOB), "--scheduler", address)
@@ -165,9 +169,10 @@ def test_a_local_run_never_imports_distributed():
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-def test_workers_of_another_xlainspect_are_refused(scheduler, monkeypatch):
+@pytest.mark.parametrize(("command", "where"), [("profile", JOB), ("count-recompiles", FLEET), ("doctor", FLEET)])
+def test_workers_of_another_xlainspect_are_refused(scheduler, monkeypatch, command, where):
     monkeypatch.setattr(cluster, "_version", lambda: "0.0.0-other")
-    code, out, err = _profile(str(JOB), "--scheduler", scheduler)
+    code, out, err = _profile(str(where), "--scheduler", scheduler, command=command)
     assert (code, out) == (2, "")
     assert err.startswith("the Dask worker tcp://127.0.0.1:") and err.rstrip().endswith(
         ", this is 0.0.0-other: install the same version on every worker"
@@ -175,7 +180,7 @@ def test_workers_of_another_xlainspect_are_refused(scheduler, monkeypatch):
 
 
 def test_a_scheduler_without_workers_is_one_line():
-    with _local_cluster(0) as address:
+    with local_cluster(0) as address:
         code, out, err = _profile(str(JOB), "--scheduler", address)
     assert (code, out) == (2, "")
     assert err == f"the Dask scheduler at {address} has no workers (start some: dask worker {address})\n"

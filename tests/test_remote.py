@@ -15,7 +15,7 @@ import sys
 import time
 
 import pytest
-from conftest import DUMPS, REPO
+from conftest import DUMPS, FIXTURES, REPO, local_cluster
 
 from xlainspect import diagnose
 from xlainspect.dump.storage import local
@@ -29,6 +29,7 @@ pytest.importorskip("s3fs")
 pytest.importorskip("moto")
 pytest.importorskip("gcp_storage_emulator")
 
+STRAGGLER = FIXTURES / "profiles" / "multihost_straggler"
 _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 
 
@@ -114,6 +115,7 @@ def uploaded(servers):
             fs.pipe("dumps/notes/README.txt", b"not a dump")
         s3 = fsspec.filesystem("s3", skip_instance_cache=True)
         s3.put(str(DUMPS / "fleet_divergence"), "dumps/fleet_divergence", recursive=True)
+        s3.put(str(STRAGGLER / "plugins"), "dumps/straggler/plugins", recursive=True)
         yield servers
     finally:
         for name, value in saved.items():
@@ -267,3 +269,24 @@ def test_memory_and_file_urls_read_as_the_local_dump(tmp_path, monkeypatch):
     local_findings = diagnose(DUMPS / "fleet_divergence").findings
     assert diagnose("memory:///pods/fleet").findings == local_findings
     assert diagnose(f"file://{DUMPS / 'fleet_divergence'}").findings == local_findings
+
+
+def test_the_workers_of_a_cluster_fetch_their_own_hosts_traces(uploaded, tmp_path):
+    """`profile s3://... --scheduler`: the command lists the log dir, each worker fetches its host's
+    trace into its own cache, and the answer is the local run's; the reports name the objects' URLs
+    where the local run names its mirror's files."""
+    pytest.importorskip("distributed")
+    mine, theirs = tmp_path / "caller", tmp_path / "workers"
+    with local_cluster(2, **uploaded, XLAINSPECT_CACHE_DIR=str(theirs)) as address:
+        on_cluster = _run(
+            uploaded, "profile", "s3://dumps/straggler", "--scheduler", address, "-f", "json", cache=str(mine)
+        )
+    here = _run(uploaded, "profile", "s3://dumps/straggler", "-f", "json", cache=str(tmp_path / "here"))
+    assert on_cluster.returncode == here.returncode == 0, on_cluster.stderr
+    answer, local_answer = json.loads(on_cluster.stdout), json.loads(here.stdout)
+    run = "s3://dumps/straggler/plugins/profile/2026_11_28_04_28_39"
+    assert answer.pop("paths") == [f"{run}/host_{k}.xplane.pb" for k in range(4)]
+    assert [p.rpartition("/")[2] for p in local_answer.pop("paths")] == [f"host_{k}.xplane.pb" for k in range(4)]
+    assert answer == local_answer and answer["straggler"]["name"] == "host_1"
+    assert not (mine / "remote").exists()  # nothing fetched by the command itself
+    assert sorted(p.name for p in theirs.rglob("*.xplane.pb")) == [f"host_{k}.xplane.pb" for k in range(4)]

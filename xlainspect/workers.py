@@ -14,6 +14,7 @@ a bare fork takes 3 ms.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pickle
 import signal
@@ -86,6 +87,31 @@ def map_hosts(function: Callable[[T], R], items: list[T], scheduler: str | None)
 
         return map_on_cluster(scheduler, function, items)
     return map_shared(function, items, 1)
+
+
+def map_groups(
+    function: Callable[[T], R], items: list[T], groups: list[str], scheduler: str | None, chunk: int = 1
+) -> list[R]:
+    """`[function(item) for item in items]` for work on many files of many hosts (`groups[k]`: item k's
+    host): with a `scheduler`, each host's items one task on that cluster (`map_hosts`; `function` a
+    top-level function), so that a worker reads one host's files and only the answers come back; else
+    `map_shared` here, `chunk` items a chunk."""
+    if scheduler is None:
+        return map_shared(function, items, chunk)
+    by_group: dict[str, list[int]] = {}
+    for k, group in enumerate(groups):
+        by_group.setdefault(group, []).append(k)
+    tasks = [[items[k] for k in ks] for ks in by_group.values()]
+    found = cast("list[R]", [None] * len(items))  # each filled below
+    for ks, answers in zip(by_group.values(), map_hosts(functools.partial(_each, function), tasks, scheduler)):
+        for k, answer in zip(ks, answers):
+            found[k] = answer
+    return found
+
+
+def _each(function: Callable[[T], R], items: list[T]) -> list[R]:
+    """`function` of each item: one task's work (a top-level function, so that a cluster can send it)."""
+    return [function(item) for item in items]
 
 
 def _here(function: Callable[[T], R], items: list[T], advance: Callable[[int], None]) -> list[R]:

@@ -26,13 +26,16 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from xlainspect.dump.directory import Dump
+from xlainspect.dump.files import read_bytes
 from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.errors import XlaInspectError
 from xlainspect.hlo.fastpath import canonical_names, program_lines
+from xlainspect.workers import map_groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,20 +61,50 @@ class HostDisagreement:
     odd_count: int = 0
 
 
-def host_disagreements(dump: Dump, skipped: list[SkippedFile] | None = None) -> list[HostDisagreement]:
+def host_disagreements(
+    dump: Dump, skipped: list[SkippedFile] | None = None, scheduler: str | None = None
+) -> list[HostDisagreement]:
     """Every function whose hosts disagree, in first-compile order: the hosts with another number of
     compiles, then, compile by compile, the hosts with another program. [] for a dump of one host, or
     of several runs (`load_dump([a, b])`: runs to compare, not the hosts of one job). A program that
     cannot be read is compared with none and added to `skipped`; without `skipped` (doctor, whose
-    unreadable-files finding names it) it is only left out."""
+    unreadable-files finding names it) it is only left out. With a `scheduler` (a Dask scheduler's
+    address) each host's programs are read and digested by one task on that cluster (`_digests`): the
+    answer is the same."""
     if dump.runs or len({m.host for m in dump.modules}) < 2:
         return []
+    functions = {name: hosts for name, modules in dump.functions().items() if len(hosts := _by_host(modules)) > 1}
+    digests = _digests(list(functions.values()), scheduler) if scheduler is not None else None
     found: list[HostDisagreement] = []
-    for function, modules in dump.functions().items():
-        hosts = _by_host(modules)
-        if len(hosts) > 1:
-            found += _count_disagreements(function, hosts) + _program_disagreements(function, hosts, skipped)
+    for function, hosts in functions.items():
+        found += _count_disagreements(function, hosts) + _program_disagreements(function, hosts, skipped, digests)
     return found
+
+
+Digests = dict[str, "bytes | SkippedFile"]
+"""Each compared program file's digest (`_program`), or why it could not be read, by its location."""
+
+
+def _digests(functions: list[dict[str, list[DumpModule]]], scheduler: str) -> Digests:
+    """The digest of every program file host_disagreements compares, each host's files read by one task
+    on the cluster at `scheduler`: only 16 bytes a file travel back, not the programs."""
+    wanted = [
+        (host, program.location)
+        for hosts in functions
+        for _, stage, compiled in _compared(hosts)
+        for host, module in compiled.items()
+        if (program := module.file("hlo", stage)) is not None
+    ]
+    locations = [location for _, location in wanted]
+    return dict(zip(locations, map_groups(program_digest, locations, [host for host, _ in wanted], scheduler)))
+
+
+def program_digest(location: str) -> bytes | SkippedFile:
+    """The digest of a program file as compared (`_program`), or why it cannot be read."""
+    try:
+        return _program(read_bytes(location))[0]
+    except XlaInspectError as error:
+        return SkippedFile.of(Path(location), error)
 
 
 def uncompared_programs(dump: Dump) -> list[DumpModule]:
@@ -112,16 +145,15 @@ def _count_disagreements(function: str, hosts: dict[str, list[DumpModule]]) -> l
 
 
 def _program_disagreements(
-    function: str, hosts: dict[str, list[DumpModule]], skipped: list[SkippedFile] | None
+    function: str, hosts: dict[str, list[DumpModule]], skipped: list[SkippedFile] | None, digests: Digests | None
 ) -> list[HostDisagreement]:
     """Compile by compile, the hosts whose program (metadata aside) is not the most hosts' one."""
     found: list[HostDisagreement] = []
-    for index in range(max(map(len, hosts.values()))):
-        compiled = {host: compiles[index] for host, compiles in hosts.items() if index < len(compiles)}
-        stage = _common_stage(compiled.values())
-        if stage is None:  # no stage every host dumped: nothing to compare the programs at
-            continue
-        groups = _by_program(compiled, stage, skipped)
+    for index, stage, compiled in _compared(hosts):
+        if digests is None:
+            groups = _by_program(compiled, stage, skipped)
+        else:
+            groups = _by_digest(compiled, stage, skipped, digests)
         if len(groups) < 2:
             continue
         (usual, usual_lines), *odds = sorted(groups, key=lambda g: len(g[0]), reverse=True)  # ties: host order
@@ -129,6 +161,16 @@ def _program_disagreements(
             number, usual_line, odd_line = _first_difference(usual_lines, odd_lines)
             found.append(HostDisagreement(function, index + 1, tuple(usual), tuple(odd), usual_line, odd_line, number))
     return found
+
+
+def _compared(hosts: dict[str, list[DumpModule]]) -> Iterator[tuple[int, str, dict[str, DumpModule]]]:
+    """Each compile index (0 = the first) whose programs are compared, the stage they are compared at,
+    and each host's compile."""
+    for index in range(max(map(len, hosts.values()))):
+        compiled = {host: compiles[index] for host, compiles in hosts.items() if index < len(compiles)}
+        stage = _common_stage(compiled.values())
+        if stage is not None:  # else no stage every host dumped: nothing to compare the programs at
+            yield index, stage, compiled
 
 
 def _common_stage(modules: Iterable[DumpModule]) -> str | None:
@@ -188,10 +230,40 @@ def _by_program(
 def _add_program(programs: dict[bytes, tuple[list[str], Program]], hosts: list[str], text: bytes) -> None:
     """`hosts` join the group of `text`'s program (metadata aside, names canonical), a new group where
     none has it."""
+    digest, program = _program(text)
+    programs.setdefault(digest, ([], program))[0].extend(hosts)
+
+
+def _program(text: bytes) -> tuple[bytes, Program]:
+    """A program's digest as compared (metadata and blank lines aside, names canonical) and its lines."""
     printed = program_lines(text)
     compared = [(number, line) for number, line in enumerate(canonical_names(printed), 1) if line.strip()]
-    digest = hashlib.blake2b(b"\n".join(line for _, line in compared), digest_size=16).digest()
-    programs.setdefault(digest, ([], (compared, printed)))[0].extend(hosts)
+    return hashlib.blake2b(b"\n".join(line for _, line in compared), digest_size=16).digest(), (compared, printed)
+
+
+def _by_digest(
+    compiled: dict[str, DumpModule], stage: str, skipped: list[SkippedFile] | None, digests: Digests
+) -> list[tuple[list[str], Program]]:
+    """`_by_program` of programs digested on a cluster: the hosts grouped by their program's digest,
+    in host order; where they differ, each group's program is read here (of its first host) for the
+    lines that differ."""
+    groups: dict[bytes, list[str]] = {}
+    for host, module in compiled.items():
+        program = module.file("hlo", stage)
+        found = digests[program.location] if program is not None else None
+        if isinstance(found, SkippedFile) and skipped is not None:
+            found.add_to(skipped)
+        if isinstance(found, bytes):
+            groups.setdefault(found, []).append(host)
+    if len(groups) < 2:
+        return [(hosts, ([], [])) for hosts in groups.values()]
+    return [(hosts, _program(_read_program(compiled[hosts[0]], stage))[1]) for hosts in groups.values()]
+
+
+def _read_program(module: DumpModule, stage: str) -> bytes:
+    program = module.file("hlo", stage)
+    assert program is not None, "a digested program has a file"
+    return module.read(program, keep=False)
 
 
 def _program_bytes(module: DumpModule, stage: str, skipped: list[SkippedFile] | None) -> bytes | None:

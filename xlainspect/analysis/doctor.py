@@ -28,7 +28,7 @@ from xlainspect.dump.scan import scan_dump
 from xlainspect.dump.textproto import int_field
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.progress import Progress, silent
-from xlainspect.workers import map_shared
+from xlainspect.workers import map_groups
 
 SEVERITIES = ("error", "warning", "info")
 _MAX_EXAMPLES = 3
@@ -84,14 +84,17 @@ class DumpHealth(Tabular):
 
 
 @remembered("path")
-def diagnose(path: str | Path, progress: Progress = silent) -> DumpHealth:
+def diagnose(path: str | Path, progress: Progress = silent, scheduler: str | None = None) -> DumpHealth:
     """Run every check on the dump under `path`; DumpError when there is no dump to look at.
-    `progress` hears of each check done (a fleet's dump takes seconds)."""
+    `progress` hears of each check done (a fleet's dump takes seconds). With a `scheduler` (a Dask
+    scheduler's address) the reads of every file of a fleet's hosts (each HLO file's edges and digest,
+    each compared program) are a task per host on that cluster; the answer is the same."""
     root = Path(path)
     if not root.is_dir():
         raise DumpError(f"{root}: not a directory (doctor reads a --xla_dump_to folder)")
     scanned = scan_dump(root)
     files = _sorted_out(scanned)
+    files.scheduler = scheduler
     try:
         dump = dump_of(root, scanned)
     except DumpError:
@@ -131,6 +134,8 @@ class _Files:
     """What `_dump_cap_reached` finds, asked once."""
     unknown: list[str] = field(default_factory=list[str])
     """Files named `module_*` of no kind XLA's dumper is known to write."""
+    scheduler: str | None = None
+    """Where the checks read a fleet's files: a Dask scheduler's address (a task per host), None: here."""
 
 
 def _sorted_out(scanned: list[DumpFile]) -> _Files:
@@ -182,7 +187,10 @@ def _texts(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     texts = [(m, f.location) for m in dump.modules if (f := m.hlo_file()) is not None]  # a Dump's modules all have one
     digested = {location for _, location in texts}
     wanted = [(f.location, f.location in digested) for f in files.hlo]
-    facts = dict(zip([path for path, _ in wanted], map_shared(_text_facts, wanted, _CHUNK_FILES)))
+    hosts = [f.host for f in files.hlo]
+    facts = dict(
+        zip([path for path, _ in wanted], map_groups(_text_facts, wanted, hosts, files.scheduler, _CHUNK_FILES))
+    )
     options = {f.location: ("unreadable", None) for f in files.debug_options if _unreadable(f.path)}
     return _damaged(root, facts | options) + _unparsable(root, texts, facts)
 
@@ -257,7 +265,7 @@ def _unparsable(
     failed = [
         (skipped.path, skipped.reason.splitlines()[0].replace(str(skipped.path), _relative(root, skipped.path)))
         for skipped in parsed.skipped
-        if found[skipped.path][0] is None
+        if found[Path(skipped.path)][0] is None
     ]
     first = failed[0][1] if failed else None
     return _finding(root, "unparsable-modules", "error", [path for path, _ in failed], first_error=first)
@@ -425,7 +433,7 @@ def _host_compile_counts(root: Path, dump: Dump, files: _Files) -> list[HealthFi
 
 def _host_programs(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     """Hosts that compiled another program for a function (analysis/divergence.py)."""
-    found = [d for d in host_disagreements(dump) if d.compile is not None]
+    found = [d for d in host_disagreements(dump, scheduler=files.scheduler) if d.compile is not None]
     if not found:
         return []
     return [HealthFinding("host-programs", "error", len(found), (), disagreements=tuple(found))]

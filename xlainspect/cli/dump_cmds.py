@@ -17,7 +17,17 @@ from xlainspect.analysis.commands.compiles import (
 )
 from xlainspect.analysis.recompiles import Budget
 from xlainspect.cli.app import commands_of
-from xlainspect.cli.options import EXIT_USAGE, DumpPath, FormatOpt, LogOpt, StrictOpt, readable, show, user_errors
+from xlainspect.cli.options import (
+    EXIT_USAGE,
+    DumpPath,
+    FormatOpt,
+    LogOpt,
+    SchedulerOpt,
+    StrictOpt,
+    readable,
+    show,
+    user_errors,
+)
 from xlainspect.cli.progress import progress_bars
 from xlainspect.cli.render import OutputFormat, note
 from xlainspect.errors import XlaInspectError
@@ -81,6 +91,7 @@ def count_recompiles_cmd(
             metavar="<path>",
         ),
     ] = None,
+    scheduler: SchedulerOpt = None,
     strict: StrictOpt = False,
 ) -> None:
     """Count compiles per function and explain every recompile (shape, dtype, layout, sharding, donation,
@@ -89,7 +100,9 @@ def count_recompiles_cmd(
         if update_baseline and baseline is None:
             raise XlaInspectError("--update-baseline needs --baseline FILE")
         budget = _budget(max_per_function, max_named, max_total, ignore_eager, None if update_baseline else baseline)
-        report = recompiles_report(path, budget, log=log, trace=profile, strict=strict, progress=progress)
+        report = recompiles_report(
+            path, budget, log=log, trace=profile, strict=strict, progress=progress, scheduler=scheduler
+        )
     if update_baseline and baseline is not None:  # (without --baseline it stopped above)
         write_baseline(baseline, report, ignore_eager)
         note(f"wrote {baseline}")

@@ -23,6 +23,7 @@ from xlainspect.cli.options import (
     user_errors,
 )
 from xlainspect.cli.render import OutputFormat, note
+from xlainspect.dump.storage import is_url
 from xlainspect.report.profile_html import write_profile_html
 from xlainspect.report.views.hosts import with_hosts
 from xlainspect.report.views.kernels import By
@@ -34,12 +35,11 @@ PROFILE_OPS_SHOWN = 20
 """Ops a table lists without `--top`."""
 
 TraceArg = Annotated[
-    Path,
+    str,
     typer.Argument(
         help="What jax.profiler.trace(log_dir) wrote: the log dir, a run folder or a *.xplane.pb file "
-        "(a path or a URL).",
+        "(a path or a URL; with --scheduler the workers fetch a URL's traces).",
         show_default=False,
-        parser=readable,
     ),
 ]
 
@@ -122,8 +122,9 @@ def profile(
     'xlainspect[profile]'."""
     with user_errors():
         figures = ChipChoice(chip, peak_flops, hbm_bandwidth, ici_bandwidth, launch_seconds)
+        where = trace if scheduler is not None and is_url(trace) else readable(trace)  # the workers fetch a URL
         report = profile_report(
-            trace, dump, figures, function=function, strict=strict, step_function=step_function, scheduler=scheduler
+            where, dump, figures, function=function, strict=strict, step_function=step_function, scheduler=scheduler
         )
         if html is not None:
             write_profile_html(report, html)

@@ -23,7 +23,8 @@ from xlainspect.workers import OWNED
 class SkippedFile:
     """A file a command left out, and why (never counted as zero)."""
 
-    path: Path
+    path: Path | str
+    """The file; an fsspec URL where a cluster's worker read it from a bucket (`profile --scheduler`)."""
     reason: str
 
     @classmethod

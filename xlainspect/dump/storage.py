@@ -11,8 +11,9 @@ another), and written under `<cache directory>/remote/<protocol>/<bucket>/<path>
 The mirror keeps each object's generation (gcsfs), ETag (s3fs) or modification time (file systems
 without either) and size in a manifest: a later command fetches only objects whose version or size
 changed, and a changed object is rewritten, so the parse and answer caches, which key local files by
-size and mtime, see it change. With the cache off (`XLAINSPECT_NO_CACHE=1`, `--no-cache`) the mirror
-is a temporary folder, removed at exit.
+size and mtime, see it change. On a Dask cluster (`profile --scheduler`) the command only lists a log
+dir (`listed`), and each worker mirrors its own host's objects (`local` of each object's URL). With
+the cache off (`XLAINSPECT_NO_CACHE=1`, `--no-cache`) the mirror is a temporary folder, removed at exit.
 
 fsspec, gcsfs and s3fs are the `remote` extra (`pip install 'xlainspect[remote]'`), imported only when
 a URL is given (asyncio too, for their batches): a run on local files never pays for them.
@@ -76,6 +77,18 @@ def local(path: str | os.PathLike[str], progress: Progress = silent) -> Path:
     fs, root = _filesystem(path)
     with _named(path):
         return _mirror(fs, path, root, progress)
+
+
+def listed(url: str) -> list[str]:
+    """The names, below `url`, of every object under it, listed and none fetched: where a cluster's
+    workers fetch each host's own objects, the caller only needs their names. DumpError naming the URL
+    when it cannot be listed."""
+    fs, root = _filesystem(url)
+    root = root.rstrip("/")
+    with _named(url):
+        fs.invalidate_cache()  # as `_mirror`: a later call must see changes
+        found: list[str] = fs.find(root)
+    return sorted(_relative(name, root) for name in found if name != root)
 
 
 def _filesystem(url: str) -> tuple[FileSystem, str]:

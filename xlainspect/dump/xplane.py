@@ -10,9 +10,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
+from typing import TypeVar
 
 from xlainspect.dump.events import Events, StatValue
+from xlainspect.dump.storage import listed
 from xlainspect.dump.xspace import SpaceReader, message_class
 from xlainspect.errors import XlaInspectError
 
@@ -56,15 +58,13 @@ def find_trace_files(path: str | Path) -> list[Path]:
         raise XlaInspectError(f"{path}: no such file or directory")
     found = _xspaces(path.rglob("*.xplane.pb*"))
     if not found:
-        raise XlaInspectError(
-            f"{path}: no *.xplane.pb file under it (jax.profiler.trace(log_dir) writes "
-            f"log_dir/plugins/profile/<run>/<host>.xplane.pb)"
-        )
+        raise XlaInspectError(f"{path}: no *.xplane.pb file under it {_WRITTEN}")
     newest = max(p.parent for p in found)
     return [p for p in found if p.parent == newest]
 
 
 _XSPACE_SUFFIXES = (".xplane.pb", ".xplane.pb.gz")
+_WRITTEN = "(jax.profiler.trace(log_dir) writes log_dir/plugins/profile/<run>/<host>.xplane.pb)"
 
 
 def host_traces(path: str | Path) -> dict[str, list[Path]]:
@@ -74,16 +74,38 @@ def host_traces(path: str | Path) -> dict[str, list[Path]]:
     profile/<run>/...`, a job whose hosts each traced to a folder of their own) is one host per folder,
     named by the folder, its newest run read."""
     path = Path(path)
-    if path.is_dir():
-        by_log_dir: dict[Path, list[Path]] = {}
-        for found in _xspaces(path.rglob("*.xplane.pb*")):
-            by_log_dir.setdefault(_log_dir(found, path), []).append(found)
-        if len(by_log_dir) > 1:
-            return {_host_name(log_dir, path): _newest_run(files) for log_dir, files in sorted(by_log_dir.items())}
+    if path.is_dir() and (found := _xspaces(path.rglob("*.xplane.pb*"))):
+        return _runs_by_host(path, found)
     return {_host_name(f, None): [f] for f in find_trace_files(path)}
 
 
-def _log_dir(xspace: Path, root: Path) -> Path:
+def url_host_traces(url: str) -> dict[str, list[str]]:
+    """`host_traces` of a log dir at an fsspec URL, from its listing alone: each host's objects' URLs,
+    none fetched (a cluster's workers fetch each host's own, `storage.local`)."""
+    if url.endswith(_XSPACE_SUFFIXES):
+        return {_host_name(PurePosixPath(url), None): [url]}
+    root = PurePosixPath("/")
+    found = [root / name for name in listed(url) if name.endswith(_XSPACE_SUFFIXES)]
+    if not found:
+        raise XlaInspectError(f"{url}: no *.xplane.pb file under it {_WRITTEN}")
+    return {host: [url.rstrip("/") + str(f) for f in files] for host, files in _runs_by_host(root, found).items()}
+
+
+Found = TypeVar("Found", bound=PurePath)
+
+
+def _runs_by_host(root: Found, found: list[Found]) -> dict[str, list[Found]]:
+    """The XSpace files found under a log dir, by host: one host per log dir where it holds several
+    (each its newest run), else one per file of the newest run."""
+    by_log_dir: dict[Found, list[Found]] = {}
+    for xspace in found:
+        by_log_dir.setdefault(_log_dir(xspace, root), []).append(xspace)
+    if len(by_log_dir) > 1:
+        return {_host_name(log_dir, root): _newest_run(files) for log_dir, files in sorted(by_log_dir.items())}
+    return {_host_name(f, None): [f] for f in _newest_run(found)}
+
+
+def _log_dir(xspace: Found, root: Found) -> Found:
     """The log dir `jax.profiler.trace` was given: above `plugins/profile/<run>/`, else the file's folder."""
     parts = xspace.relative_to(root).parts
     for k in range(len(parts) - 3, -1, -1):
@@ -92,7 +114,7 @@ def _log_dir(xspace: Path, root: Path) -> Path:
     return xspace.parent
 
 
-def _host_name(found: Path, root: Path | None) -> str:
+def _host_name(found: PurePath, root: PurePath | None) -> str:
     if root is not None:
         return found.relative_to(root).as_posix() or found.name
     for suffix in _XSPACE_SUFFIXES[::-1]:
@@ -101,7 +123,7 @@ def _host_name(found: Path, root: Path | None) -> str:
     return found.name
 
 
-def _newest_run(files: list[Path]) -> list[Path]:
+def _newest_run(files: list[Found]) -> list[Found]:
     newest = max(f.parent for f in files)
     return [f for f in files if f.parent == newest]
 

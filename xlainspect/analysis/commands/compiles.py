@@ -143,15 +143,18 @@ def recompiles_report(
     trace: Path | None = None,
     strict: bool = False,
     progress: Progress = silent,
+    scheduler: str | None = None,
 ) -> RecompileReport:
     """Compiles per function and why each recompile happened; `budget` makes it a gate (`violations`).
-    Raises NoMatchError for a per-name budget naming no function (a misspelt name would budget nothing)."""
+    Raises NoMatchError for a per-name budget naming no function (a misspelt name would budget nothing).
+    With a `scheduler` (a Dask scheduler's address) the hosts' programs of a fleet are read and compared
+    by a task per host on that cluster (`host_disagreements`); the answer is the same."""
     dump = load_dump(input_paths(path), strict=strict)
     times = _compile_times(dump, path, log)
     logged = times.by_module if times is not None else None
     with scoped_reads(_compiled_by_hosts(dump)):  # divergence compares what count-recompiles read of them
         found = count_recompiles(dump, progress("counting compiles", len(dump.modules)), logged)
-        disagreements = host_disagreements(dump, found.skipped)
+        disagreements = host_disagreements(dump, found.skipped, scheduler)
     rows, budget = found.functions, budget or Budget()
     if rows and all(row.unreadable == row.modules for row in rows):
         raise nothing_read([*dump.skipped, *found.skipped])

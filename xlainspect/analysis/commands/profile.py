@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from xlainspect.analysis.commands.cost import ChipChoice, chip_for
@@ -10,10 +11,10 @@ from xlainspect.analysis.profile.costs import unjoined_note
 from xlainspect.analysis.profile.hosts import job_profile
 from xlainspect.analysis.runner import remembered
 from xlainspect.dump.directory import load_dump
-from xlainspect.dump.xplane import host_traces
+from xlainspect.dump.storage import is_url
+from xlainspect.dump.xplane import host_traces, url_host_traces
 
 
-@remembered("trace", "dump", uses=("jax", "jaxlib", "google.protobuf"))
 def profile_report(
     trace: str | Path,
     dump: str | Path | None = None,
@@ -29,8 +30,40 @@ def profile_report(
     it to one function (one that matches nothing is an error); `step_function` names the function whose
     executions are the steps (without step markers, the one with the most device time). `scheduler`, a
     Dask scheduler's address (`tcp://host:8786`), runs each host's read of its trace as a task on that
-    cluster, whose workers read the files where they lie; the answer is the same."""
-    hosts = host_traces(trace)
+    cluster, whose workers read the files where they lie: a trace at a URL (`gs://`, `s3://`) is only
+    listed here, each worker fetches its host's files, and the report names the URLs; the answer is
+    otherwise the same."""
+    if scheduler is not None and is_url(trace):  # not remembered: only the workers see the objects
+        return _profile(url_host_traces(trace), dump, chip, function, strict, step_function, scheduler)
+    return _remembered_profile(
+        trace, dump, chip, function=function, strict=strict, step_function=step_function, scheduler=scheduler
+    )
+
+
+@remembered("trace", "dump", uses=("jax", "jaxlib", "google.protobuf"))
+def _remembered_profile(
+    trace: str | Path,
+    dump: str | Path | None,
+    chip: ChipChoice,
+    *,
+    function: str | None,
+    strict: bool,
+    step_function: str | None,
+    scheduler: str | None,
+) -> ProfileReport:
+    """`profile_report` of local files (URLs mirrored first, by `remembered`), remembered."""
+    return _profile(host_traces(trace), dump, chip, function, strict, step_function, scheduler)
+
+
+def _profile(
+    hosts: Mapping[str, Sequence[str | Path]],
+    dump: str | Path | None,
+    chip: ChipChoice,
+    function: str | None,
+    strict: bool,
+    step_function: str | None,
+    scheduler: str | None,
+) -> ProfileReport:
     if dump is None:
         return only_function(job_profile(hosts, None, chip_for(None, chip), step_function, scheduler), function)
     loaded = load_dump(dump, strict=strict)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import replace
+from pathlib import Path
 from statistics import median
 
 from xlainspect.analysis.chips import Chip
@@ -44,7 +45,7 @@ def unjoined_note(dump: Dump, where: str, labels: set[str], skipped: list[Skippe
     """Why no traced module has costs: the dump holds none of them (ids and names differ), or it holds
     them and their files did not read (named: those of `skipped` that are the traced modules' HLO)."""
     paths = {m.hlo_path() for m in traced_modules(dump, labels)}
-    unread = [s.path.name for s in skipped if s.path in paths]
+    unread = [Path(s.path).name for s in skipped if s.path in paths]
     if unread:
         return ProfileNote("dump_unreadable", where, ", ".join(unread))
     return ProfileNote("dump_not_joined", where)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import bisect
 import functools
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from statistics import median
 from typing import NamedTuple
@@ -72,6 +72,7 @@ from xlainspect.analysis.profile.ops import NONE, OpEvents, distinct_rows
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.events import Events, Floats, Ints, TraceEvent
 from xlainspect.dump.module import SkippedFile
+from xlainspect.dump.storage import local
 from xlainspect.dump.xplane import Trace, read_trace
 from xlainspect.errors import UsageError, XlaInspectError
 from xlainspect.hlo.model import Module
@@ -80,7 +81,7 @@ from xlainspect.workers import map_hosts
 
 
 def job_profile(
-    traces: dict[str, list[Path]],
+    traces: Mapping[str, Sequence[str | Path]],
     dump: Dump | None = None,
     chip: Chip | None = None,
     step_function: str | None = None,
@@ -91,7 +92,9 @@ def job_profile(
     where one stands out (what it runs is what the others wait for), else the first host's (`job.ops_host`
     says whose); its collective op rows gain their wait for the last peer. A host whose trace cannot be
     read is skipped (`job.skipped`); none readable is an error. With a `scheduler` (a Dask scheduler's
-    address) every read of a trace is a task on that cluster (`workers.map_hosts`): the answer is the same."""
+    address) every read of a trace is a task on that cluster (`workers.map_hosts`): the answer is the same.
+    A trace named by an fsspec URL is fetched by the process that reads it (`storage.local`): on a cluster
+    each worker fetches its own host's, and the paths reported are the URLs."""
     names = list(traces)
     dumps = host_dumps(dump, names)
     summarise = functools.partial(_summary_or_skipped, chip=chip, step_function=step_function)
@@ -129,10 +132,11 @@ def job_profile(
 
 
 class _HostTask(NamedTuple):
-    """One host's read: its name, XSpace files and dump, and whether its whole profile travels back."""
+    """One host's read: its name, XSpace files (paths or URLs) and dump, and whether its whole profile
+    travels back."""
 
     host: str
-    paths: list[Path]
+    paths: Sequence[str | Path]
     dump: Dump | None
     keep: bool
 
@@ -151,14 +155,18 @@ def _summary_or_skipped(
     """The host's summary, and its whole profile where `keep` (the first host's: the one shown unless a
     straggler stands out; the others' do not travel back from the workers). A damaged host's trace is
     named and skipped; the others are still read."""
-    paths = task.paths
+    shown = task.paths[0]
+    fetched: list[Path] = []
     try:
-        summary, report = summarise_host(task.host, paths, task.dump, chip, step_function)
+        fetched += [local(path) for path in task.paths]
+        summary, report = summarise_host(task.host, fetched, task.dump, chip, step_function)
+        summary.paths = [str(path) for path in task.paths]  # where the trace lies, not this worker's copy
         return summary, report if task.keep else None
     except UsageError:
         raise  # the command's error (a --step-function no host ran), not this file's
     except XlaInspectError as error:
-        return SkippedFile(paths[0], str(error).removeprefix(f"{paths[0]}: "))  # the path is said once
+        said = str(error).removeprefix(f"{fetched[0] if fetched else shown}: ")  # the path is said once
+        return SkippedFile(shown, said)
 
 
 def job_of(
@@ -222,12 +230,12 @@ user's files inside them (`user_frames`; none with the tracer off), by start."""
 
 
 def host_activity(
-    paths: list[Path], dump: Dump | None, chip: Chip | None, step_function: str | None
+    paths: Sequence[str | Path], dump: Dump | None, chip: Chip | None, step_function: str | None
 ) -> tuple[ProfileReport, Activity]:
     """A host's profile, its device work, transfers and host annotations: read again for the straggler
     only, so that no host's spans (as many as its kernels and Python calls) are held while every host is
-    summarised."""
-    trace = read_trace(paths)
+    summarised. URLs are fetched here, by the worker that reads them."""
+    trace = read_trace([local(path) for path in paths])
     report = profile(trace, dump, chip, step_function)
     origin = trace.origin_ns
     ops = report.op_events
