@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from xlainspect.dump import wire
 from xlainspect.dump.xplane import find_trace_files, read_trace
-from xlainspect.dump.xspace import message_class
+from xlainspect.dump.xspace import _kept_stats, message_class
 from xlainspect.errors import XlaInspectError
 
 PROFILES = REPO / "fixtures" / "profiles"
@@ -176,3 +176,24 @@ def test_a_long_walk_tells_what_it_passed_and_finds_the_same_events(monkeypatch)
     assert told[0][0] == start
     assert all(b - a >= 256 and b == c for (a, b), (c, _) in zip(told, told[1:]))
     assert told[-1][1] <= end
+
+
+def test_stats_are_kept_by_their_metadata_id_in_whichever_order_their_fields_come():
+    """`_kept_stats` drops the stats of the dropped metadata ids before decoding their values, reading each
+    one's first field; a stat whose fields come value first (a concatenation of two XStats is one XStat,
+    protobuf merges them) is decoded whole and kept or dropped by its id all the same."""
+    stat = message_class("XStat")
+    parts = [
+        stat(metadata_id=3, int64_value=7).SerializeToString(),  # kept
+        stat(metadata_id=9, int64_value=8).SerializeToString(),  # dropped
+        stat(int64_value=5).SerializeToString() + stat(metadata_id=4).SerializeToString(),  # kept, id last
+        stat(ref_value=2).SerializeToString() + stat(metadata_id=9).SerializeToString(),  # dropped, id last
+        stat(metadata_id=5, str_value="x").SerializeToString(),  # kept
+    ]
+    data = b"".join(parts)
+    ends = np.cumsum([len(p) for p in parts])
+    starts = ends - [len(p) for p in parts]
+    ids, kept = _kept_stats(np.frombuffer(data, np.uint8), starts, ends, np.array([9], np.int64))
+    assert ids.tolist() == [3, 4, 5] and kept.kept.tolist() == [0, 2, 4]
+    assert dict(zip(kept.owner[4].tolist(), kept.value[4].tolist())) == {0: 7, 1: 5}  # by round, not by stat
+    assert kept.owner[5].tolist() == [2] and bytes(data[kept.value[5][0] : kept.end[5][0]]) == b"x"

@@ -162,15 +162,19 @@ class Decoded:
     owner: dict[int, Ints]
     value: dict[int, Ints]
     end: dict[int, Ints]
+    stop: Ints
+    """Where each message's decoding stopped: its end, or after its first `rounds` fields."""
 
 
-def decode(buffer: Bytes, starts: Ints, ends: Ints) -> Decoded:
+def decode(buffer: Bytes, starts: Ints, ends: Ints, rounds: int | None = None) -> Decoded:
     """Every field of the messages `buffer[starts[i]:ends[i]]`, all messages at once (see the module's
-    docstring). Wire types 0, 1 and 2 (what XPlane's messages hold); any other is a WireError."""
+    docstring), or their first `rounds` fields. Wire types 0, 1 and 2 (what XPlane's messages hold); any
+    other is a WireError."""
     found: dict[int, list[tuple[Ints, Ints, Ints]]] = {}
     at = starts.copy()
     live = np.flatnonzero(at < ends)
-    while len(live):
+    while len(live) and (rounds is None or rounds > 0):
+        rounds = None if rounds is None else rounds - 1
         keys, after = _varints(buffer, at[live])
         numbers, kinds = keys >> 3, keys & 7
         value = np.zeros(len(live), np.int64)
@@ -197,6 +201,7 @@ def decode(buffer: Bytes, starts: Ints, ends: Ints) -> Decoded:
         {n: _joined([r[0] for r in rounds]) for n, rounds in found.items()},
         {n: _joined([r[1] for r in rounds]) for n, rounds in found.items()},
         {n: _joined([r[2] for r in rounds]) for n, rounds in found.items()},
+        at,
     )
 
 

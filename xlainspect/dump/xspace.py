@@ -247,11 +247,11 @@ class _Chunk:
         )
 
 
-def _decode_chunk(buffer: wire.Bytes, starts: Ints, ends: Ints, instants: Ints) -> _Chunk:
+def _decode_chunk(buffer: wire.Bytes, starts: Ints, ends: Ints, instants: Ints, dropped: Ints) -> _Chunk:
     """A chunk of XEvents: metadata_id (1), offset_ps (2), duration_ps (3), stats (4); the events that
-    take no time are dropped with their stats, but for those of the metadata ids `instants`. XStat:
-    metadata_id (1), then one value: double (2), uint64 (3), int64 (4), string (5), bytes (6), a reference
-    to a stat metadata's name (7)."""
+    take no time are dropped with their stats, but for those of the metadata ids `instants`; so are the
+    stats of the metadata ids `dropped` (`_kept_stats`). XStat: metadata_id (1), then one value: double
+    (2), uint64 (3), int64 (4), string (5), bytes (6), a reference to a stat metadata's name (7)."""
     events = wire.decode(buffer, starts, ends)
     count = len(starts)
     metadata_id, offset, duration = (_dense(events, n, count) for n in (1, 2, 3))
@@ -263,7 +263,8 @@ def _decode_chunk(buffer: wire.Bytes, starts: Ints, ends: Ints, instants: Ints) 
     owner, stat_start, stat_end = owner[live], stat_start[live], stat_end[live]
     order = np.argsort(owner, kind="stable")  # an event's stats in their order
     owner, stat_start, stat_end = owner[order], stat_start[order], stat_end[order]
-    stats = wire.decode(buffer, stat_start, stat_end)
+    stat_id, stats = _kept_stats(buffer, stat_start, stat_end, dropped)
+    owner = owner[stats.kept]
     kind = np.full(len(owner), EMPTY, np.int8)
     payload = np.zeros(len(owner), np.int64)
     texts: list[tuple[int, bytes]] = []
@@ -279,11 +280,41 @@ def _decode_chunk(buffer: wire.Bytes, starts: Ints, ends: Ints, instants: Ints) 
         offset[timed],
         duration[timed],
         kept[owner],
-        _dense(stats, 1, len(owner)),
+        stat_id,
         kind,
         payload,
         texts,
     )
+
+
+@dataclass
+class _KeptStats:
+    """The kept stats' fields (`wire.Decoded`, numbered as the kept ones) and which of all were kept."""
+
+    owner: dict[int, Ints]
+    value: dict[int, Ints]
+    end: dict[int, Ints]
+    kept: Ints
+
+
+def _kept_stats(buffer: wire.Bytes, starts: Ints, ends: Ints, dropped: Ints) -> tuple[Ints, _KeptStats]:
+    """The XStats in `buffer[starts:ends]` but those of the metadata ids `dropped` (TraceMe's own `_`
+    stats: as many as all the others on a CPU trace's XLA ops), their values not decoded: first each one's
+    first field (its metadata_id, as protobuf writes fields by number), then the rest of the others. A stat
+    whose first field is another is decoded whole. (The kept stats' metadata ids; their fields.)"""
+    first = wire.decode(buffer, starts, ends, rounds=1)
+    leading = np.zeros(len(starts), np.bool_)
+    leading[first.owner.get(1, np.zeros(0, np.int64))] = True
+    stat_id = _dense(first, 1, len(starts))
+    kept = np.flatnonzero(~(leading & np.isin(stat_id, dropped)))
+    rest = wire.decode(buffer, np.where(leading, first.stop, starts)[kept], ends[kept])
+    stat_id = stat_id[kept]
+    if 1 in rest.owner:  # stats whose metadata_id came later: those kept decoded whole again
+        stat_id[rest.owner[1]] = rest.value[1]
+        kept = kept[~np.isin(stat_id, dropped)]
+        rest = wire.decode(buffer, starts[kept], ends[kept])
+        stat_id = _dense(rest, 1, len(kept))
+    return stat_id, _KeptStats(rest.owner, rest.value, rest.end, kept)
 
 
 def _dense(decoded: wire.Decoded, number: int, count: int) -> Ints:
@@ -308,6 +339,8 @@ class _Plane:
     stat_names: Codes
     instants: Ints
     """The ids of the instant events kept (`ALLOCATION_EVENTS`)."""
+    dropped: Ints
+    """The ids of the stats not kept: TraceMe's own (`_`-named: flows, source lines, contexts)."""
 
 
 @dataclass
@@ -385,6 +418,7 @@ class SpaceReader:
             np.array(stat_ids, np.int64),
             np.array([self.code(names[k]) for k in stat_ids], np.int32),
             np.array([key for key, value in metadata if value.name in ALLOCATION_EVENTS], np.int64),
+            np.array([k for k in stat_ids if names[k].startswith("_")], np.int64),
         )
 
     def _lines(self, data: bytes | mmap.mmap, buffer: wire.Bytes, plane: _Plane, lines: list[tuple[int, int]]) -> None:
@@ -414,7 +448,7 @@ class SpaceReader:
             for (thread, base, *_), chunk in zip(
                 group,
                 map_shared(
-                    lambda c: _decode_chunk(buffer, c[2], c[3], plane.instants),
+                    lambda c: _decode_chunk(buffer, c[2], c[3], plane.instants, plane.dropped),
                     group,
                     1,
                     size=lambda c: len(c[2]),
@@ -466,10 +500,7 @@ class SpaceReader:
         refs = refs[~np.isin(refs, [stat for stat, _ in chunk.texts])]
         payload[refs] = self._stat_names(plane, payload[refs], "")
         names = self._stat_names(plane, chunk.stat_id, None)
-        distinct: list[int] = np.unique(names).tolist()
-        own = [c for c in distinct if self.strings[c].startswith("_")]  # TraceMe's: not kept
-        kept = ~np.isin(names, own)
-        rows, names, kind, payload = chunk.stat_event[kept] + self._count, names[kept], kind[kept], payload[kept]
+        rows = chunk.stat_event + self._count
         order = np.argsort(names, kind="stable")  # an event's stats of one name keep their order
         bounds = np.flatnonzero(np.diff(names[order])) + 1
         for mine in np.split(order, bounds) if len(order) else []:
