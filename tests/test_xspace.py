@@ -197,3 +197,11 @@ def test_stats_are_kept_by_their_metadata_id_in_whichever_order_their_fields_com
     assert ids.tolist() == [3, 4, 5] and kept.kept.tolist() == [0, 2, 4]
     assert dict(zip(kept.owner[4].tolist(), kept.value[4].tolist())) == {0: 7, 1: 5}  # by round, not by stat
     assert kept.owner[5].tolist() == [2] and bytes(data[kept.value[5][0] : kept.end[5][0]]) == b"x"
+
+
+def test_a_negative_length_is_a_wire_error_not_a_loop():
+    """A length-delimited field whose 10-byte varint length is negative as an int64 (a damaged file; the
+    test's bytes: key 0x22, field 4 of type 2, then -11 in two's complement, back to the key) would loop the decoder: an error."""
+    data = np.frombuffer(bytes([0x22, 0xF5, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01, 0, 0]), np.uint8)
+    with pytest.raises(wire.WireError, match="past the end"):
+        wire.decode(data, np.array([0]), np.array([len(data)]))

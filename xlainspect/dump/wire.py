@@ -173,36 +173,52 @@ def decode(buffer: Bytes, starts: Ints, ends: Ints, rounds: int | None = None) -
     found: dict[int, list[tuple[Ints, Ints, Ints]]] = {}
     at = starts.copy()
     live = np.flatnonzero(at < ends)
-    while len(live) and (rounds is None or rounds > 0):
-        rounds = None if rounds is None else rounds - 1
-        keys, after = _varints(buffer, at[live])
-        numbers, kinds = keys >> 3, keys & 7
-        value = np.zeros(len(live), np.int64)
-        end = after.copy()
-        scalar = kinds == 0
-        value[scalar], end[scalar] = _varints(buffer, after[scalar])
-        nested = kinds == 2
-        length, begin = _varints(buffer, after[nested])
-        value[nested], end[nested] = begin, begin + length
-        fixed = kinds == 1
-        if fixed.any():
-            value[fixed], end[fixed] = _fixed64(buffer, after[fixed]), after[fixed] + 8
-        if not np.all(scalar | nested | fixed):
-            raise WireError("a wire type XPlane has none of (a damaged or foreign file)")
-        counts = np.bincount(numbers) if len(numbers) and numbers.min() >= 0 else np.zeros(0, np.int64)
-        for number in np.flatnonzero(counts):
-            mine = numbers == number
-            found.setdefault(int(number), []).append((live[mine], value[mine], end[mine]))
+    done = 0
+    while len(live) and (rounds is None or done < rounds):
+        here = at[live]
+        numbers, value, end = _next_fields(buffer, here)
+        low, high = int(numbers.min()), int(numbers.max())
+        if low == high:  # the usual round: every message's next field is the same one
+            found.setdefault(low, []).append((live, value, end))
+        else:
+            for number in np.flatnonzero(np.bincount(numbers - low)) + low:
+                mine = numbers == number
+                found.setdefault(int(number), []).append((live[mine], value[mine], end[mine]))
         at[live] = end
-        if np.any(end > ends[live]):
+        if np.any(end > ends[live]) or np.any(end <= here):  # a length past the end, or negative
             raise WireError("a field runs past the end of its message")
         live = live[end < ends[live]]
+        done += 1
     return Decoded(
-        {n: _joined([r[0] for r in rounds]) for n, rounds in found.items()},
-        {n: _joined([r[1] for r in rounds]) for n, rounds in found.items()},
-        {n: _joined([r[2] for r in rounds]) for n, rounds in found.items()},
+        {n: _joined([r[0] for r in parts]) for n, parts in found.items()},
+        {n: _joined([r[1] for r in parts]) for n, parts in found.items()},
+        {n: _joined([r[2] for r in parts]) for n, parts in found.items()},
         at,
     )
+
+
+def _next_fields(buffer: Bytes, at: Ints) -> tuple[Ints, Ints, Ints]:
+    """The field at each of `at`: (its number; its value: a varint, a fixed64's 8 bytes as int64, a
+    length-delimited field's payload start; its end)."""
+    keys, after = _varints(buffer, at)
+    numbers, kinds = keys >> 3, keys & 7
+    kind = int(kinds[0])
+    if kind in (0, 2) and np.all(kinds == kind):  # one wire type (the usual round): no masks
+        value, end = _varints(buffer, after)
+        return (numbers, end, end + value) if kind == 2 else (numbers, value, end)
+    value = np.zeros(len(at), np.int64)
+    end = after.copy()
+    scalar = kinds == 0
+    value[scalar], end[scalar] = _varints(buffer, after[scalar])
+    nested = kinds == 2
+    length, begin = _varints(buffer, after[nested])
+    value[nested], end[nested] = begin, begin + length
+    fixed = kinds == 1
+    if fixed.any():
+        value[fixed], end[fixed] = _fixed64(buffer, after[fixed]), after[fixed] + 8
+    if not np.all(scalar | nested | fixed):
+        raise WireError("a wire type XPlane has none of (a damaged or foreign file)")
+    return numbers, value, end
 
 
 def _fixed64(buffer: Bytes, at: Ints) -> Ints:
