@@ -133,23 +133,33 @@ def _field_end(data: Buffer, at: int) -> int:
 
 def _varints(buffer: Bytes, at: Ints) -> tuple[Ints, Ints]:
     """The varints at positions `at` of `buffer`: (values as int64, two's complement for negatives;
-    positions after them). Byte by byte over the varints still going: most are one or two bytes."""
-    if len(at) and at.max() >= len(buffer):
-        raise WireError("a varint runs past the end of the message")
-    byte = buffer[at]
-    value = (byte & 0x7F).astype(np.uint64)
-    after = at + 1
-    going = np.flatnonzero(byte >= 0x80)
-    shift = 7
-    while len(going):
-        if shift >= 7 * _MAX_VARINT or after[going].max() >= len(buffer):
-            raise WireError("a varint runs past the end of the message")
-        byte = buffer[after[going]]
-        value[going] |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
-        after[going] += 1
-        going = going[byte >= 0x80]
-        shift += 7
-    return value.view(np.int64), after
+    positions after them). Byte by byte over the varints still going (most are one or two bytes), those
+    kept apart as compact arrays: a trace's offsets take 5 to 7 bytes. A varint past the buffer's end
+    (numpy's IndexError) or longer than 10 bytes is a WireError."""
+    try:
+        byte = buffer[at]
+        value = (byte & 0x7F).astype(np.uint64)
+        after = at + 1
+        going = np.flatnonzero(byte >= 0x80)
+        if not len(going):
+            return value.view(np.int64), after
+        position, part = after[going], np.zeros(len(going), np.uint64)
+        for shift in range(7, 7 * _MAX_VARINT, 7):
+            byte = buffer[position]
+            part |= (byte & 0x7F).astype(np.uint64) << np.uint64(shift)
+            position += 1
+            last = byte < 0x80
+            if last.all():
+                value[going] |= part
+                after[going] = position
+                return value.view(np.int64), after
+            if last.any():
+                value[going[last]] |= part[last]
+                after[going[last]] = position[last]
+                going, position, part = going[~last], position[~last], part[~last]
+    except IndexError:
+        pass
+    raise WireError("a varint runs past the end of the message")
 
 
 @dataclass
