@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from xlainspect.dump import wire
 from xlainspect.dump.xplane import find_trace_files, read_trace
-from xlainspect.dump.xspace import _kept_stats, message_class
+from xlainspect.dump.xspace import _by_start, _kept_stats, message_class
 from xlainspect.errors import XlaInspectError
 
 PROFILES = REPO / "fixtures" / "profiles"
@@ -205,3 +205,14 @@ def test_a_negative_length_is_a_wire_error_not_a_loop():
     data = np.frombuffer(bytes([0x22, 0xF5, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01, 0, 0]), np.uint8)
     with pytest.raises(wire.WireError, match="past the end"):
         wire.decode(data, np.array([0]), np.array([len(data)]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 4)), max_size=200))
+def test_events_are_ordered_as_lexsort_orders_them(events):
+    """`_by_start` (a stable sort by start, then the events that share a start sorted again) orders events
+    as `np.lexsort((-duration, start))` does: by start, the longer first, then the files' order; here with
+    many ties, which real traces have few of."""
+    start = np.array([float(s) for s, _ in events])
+    duration = np.array([float(d) for _, d in events])
+    assert _by_start(start, duration).tolist() == np.lexsort((-duration, start)).tolist()
