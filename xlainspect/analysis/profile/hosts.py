@@ -67,7 +67,7 @@ from xlainspect.analysis.profile.job import (
     Straggler,
     UnitRow,
 )
-from xlainspect.analysis.profile.model import IDLE_CAUSES, StepTime
+from xlainspect.analysis.profile.model import IDLE_CAUSES, OpTime, StepTime
 from xlainspect.analysis.profile.ops import NONE, OpEvents, distinct_rows
 from xlainspect.dump.directory import Dump
 from xlainspect.dump.events import Events, Floats, Ints, TraceEvent
@@ -128,6 +128,9 @@ def job_profile(
     job.ops_host = shown.host
     report.job = job
     with_op_waits(report, shown, collective_waits(summaries, job.clock.offsets))
+    found = job.straggler
+    if found is not None and found.name is not None and found.level == "device":  # one host: its ops shown
+        found.extra_work = extra_work(report.ops, found.name)
     return report
 
 
@@ -591,6 +594,24 @@ def straggler(
         found.meanwhile = _meanwhile(late, done, windows)
         found.frame = _busiest_frame(done[3], windows)
     return found
+
+
+def extra_work(ops: list[OpTime], device: str) -> tuple[str, float] | None:
+    """The op a device straggler spends the most time in a step beyond the median device, of the ops it is
+    the slowest device of (`OpTime.seconds_per_step_max_device` less `seconds_per_step_median_device`),
+    collectives left out (their extra time on it is moving data, not what the others wait for); with that
+    excess. SPMD gives every device the same program and shapes, so what one device runs longer is its own
+    control flow (a loop's trips, a conditional's branch) or data; None where no op takes it longer."""
+    excess = [
+        (op.seconds_per_step_max_device - op.seconds_per_step_median_device, op.name)
+        for op in ops
+        if op.slowest_device == device
+        and op.wait_seconds is None
+        and op.seconds_per_step_max_device is not None
+        and op.seconds_per_step_median_device is not None
+    ]
+    seconds, name = max(excess, default=(0.0, ""))
+    return (name, seconds) if seconds > 0 else None
 
 
 def _unit(summary: HostSummary, part: CollectivePart, level: str) -> str:

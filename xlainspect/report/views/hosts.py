@@ -65,8 +65,9 @@ def with_hosts(document: Document, report: ProfileReport) -> Document:
         return replace(document, data=data)
     blocks, own, first = hosts_blocks(job), step_headline(report), job_headline(job)
     after = 1 if own else 0  # the step the user waits for first
-    if first is not None:  # the job's step, then the shown host's own
-        lines = [first, *([f"{job.ops_host}'s own step: {own}"] if own else [])]
+    if first is not None:  # the job's step, then the shown host's own (one host's: the job's step)
+        shown = own and len(job.hosts) > 1
+        lines = [first, *([f"{job.ops_host}'s own step: {own}"] if shown else [])]
         blocks = [Lines("\n".join(lines)), *blocks]
 
     def placed(shown: list[Block]) -> list[Block]:
@@ -118,22 +119,31 @@ _HELD_BY = {
     ),
     "input": ("input transfers to its devices", "put its next batch on the device ahead of the step (prefetch)"),
     "compile": ("compiling", "find why it compiles with count-recompiles and compile once"),
-    "device": ("its own device work", "give it no more work than the others (balance the shards)"),
+    "device": ("own device work", "give it no more work than the others (balance the shards)"),
 }
 """What the straggler did while the others waited (`Straggler.meanwhile`'s kinds), and what to do first."""
 
 
 def job_headline(job: JobReport) -> str | None:
-    """The first line of a job whose hosts wait for one: the job's step, the straggler, what it ran while
-    the others waited and what they waited in; the job's bound is that work. None without a straggler host."""
+    """The first line of a job whose hosts (or one host's devices) wait for one: the job's step, the
+    straggler, what it ran while the others waited and what they waited in; the job's bound is that work.
+    None without a straggler."""
     found = job.straggler
     held = _held(found) if found is not None else None
     if found is None or held is None:
         return None
     bound, sentence = held
+    units, steps = (
+        (f"{len(job.hosts)} hosts", "every host's")
+        if found.level == "host"
+        else (
+            f"{len(job.devices)} devices on one host",
+            "the host's",
+        )
+    )
     return (
-        f"job of {len(job.hosts)} hosts: {duration(found.step_seconds)} a step (median of every host's steps "
-        f"without a compile); bound by the straggler's {bound}: {sentence}"
+        f"job of {units}: {duration(found.step_seconds)} a step (median of {steps} steps without a compile); "
+        f"bound by the straggler's {bound}: {sentence}"
     )
 
 
@@ -141,8 +151,10 @@ def _held(found: Straggler) -> tuple[str, str] | None:
     """(what holds the job, `host_2: 33.2 ms of host work a step (load_batch, in generate.py:2077
     load_batch) makes the other hosts wait 33.6 ms a step in all-reduce.3; on host_2, <what to do>`): the
     most it ran while the others waited, host work with the user's frame it ran in where the trace has
-    Python's frames; None where no host stands out."""
-    if found.name is None or found.level != "host" or not found.meanwhile:
+    Python's frames; a device's own work (`_held_by_device`); None where none stands out."""
+    if found.name is not None and found.level == "device":
+        return _held_by_device(found)
+    if found.name is None or not found.meanwhile:
         return None
     what, name, seconds = found.meanwhile[0]
     words, advice = _HELD_BY[what]
@@ -152,6 +164,22 @@ def _held(found: Straggler) -> tuple[str, str] | None:
     return words, (
         f"{found.name}: {duration(seconds)} of {words} a step{ran} makes the other hosts wait "
         f"{duration(found.wait_seconds)} a step{where}; on {found.name}, {advice}"
+    )
+
+
+def _held_by_device(found: Straggler) -> tuple[str, str]:
+    """(`own device work`, `device 2 finishes its work 10.8 ms a step after the next latest device
+    (ynn_fusion: 9.03 ms a step more than the median device) and makes the other devices wait 11.4 ms a
+    step in all-reduce.1; on device 2, <what to do>`): how much later it arrives at the collectives, the op
+    it spends longest in beyond the median device (`Straggler.extra_work`), the others' wait."""
+    words, advice = _HELD_BY["device"]
+    op = found.extra_work
+    extra = f" ({op[0]}: {duration(op[1])} a step more than the median device)" if op is not None else ""
+    where = f" in {found.waited_in}" if found.waited_in else ""
+    return words, (
+        f"{found.name} finishes its work {duration(found.margin_seconds)} a step after the next latest device"
+        f"{extra} and makes the other devices wait {duration(found.wait_seconds)} a step{where}; on "
+        f"{found.name}, {advice}"
     )
 
 
