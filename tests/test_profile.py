@@ -361,18 +361,11 @@ def test_a_dump_whose_traced_modules_do_not_read_says_so_not_that_they_differ(tm
 PROFILES = sorted(p for p in (FIXTURES / "profiles").iterdir() if p.is_dir()) + [
     FIXTURES / "gpu_corpus" / name / "trace" for name in ("cnn_profile", "mixer_profile")
 ]
-WHILE_ACROSS_THREADS = pytest.mark.xfail(
-    strict=True,
-    reason="a known bug, not fixed yet: on XLA:CPU a while op's event is on the PjRt client's thread and its "
-    "body's ops on an XLAEigen thread, so a function's sum of its device's op times counts the loop twice "
-    "(slow_device's device 2: 18.9 ms a step in a 16.8 ms step)",
-)
-"""slow_device's while loop: the function's per-device figure sums nested events of two threads."""
 
 
 @pytest.mark.parametrize(
     "folder",
-    [pytest.param(p, marks=WHILE_ACROSS_THREADS) if p.name == "slow_device" else p for p in PROFILES],
+    PROFILES,
     ids=lambda p: p.parts[-1] if p.name != "trace" else p.parts[-2],
 )
 def test_no_devices_op_takes_longer_a_step_than_the_step(folder):

@@ -257,6 +257,22 @@ def steady_steps(steps: list[StepTime], ops: OpEvents) -> Ints:
     return np.where(counted, ops.step, -1)
 
 
+def _uncovered_ns(ops: OpEvents, rows: Ints) -> Floats:
+    """Each of one function's op events' time that no earlier-starting event of its device covers: their
+    sum is the union of the device's spans of the function, its busy time. Events of one device overlap
+    where XLA:CPU records a while op on the PjRt client's thread and its body's ops on an XLAEigen thread
+    (both placed on the device), or where kernels of two streams run at once; a sum counted those twice."""
+    own = np.zeros(len(rows))
+    for device in np.unique(ops.device[rows]).tolist():
+        at = np.flatnonzero(ops.device[rows] == device)
+        at = at[np.argsort(ops.start_ns[rows[at]], kind="stable")]
+        start = ops.start_ns[rows[at]]
+        end = start + ops.duration_ns[rows[at]]
+        reach = np.concatenate([[-np.inf], np.maximum.accumulate(end)[:-1]])
+        own[at] = np.maximum(end - np.maximum(start, reach), 0.0)
+    return own
+
+
 def function_times(ops: OpEvents, steps: list[StepTime]) -> list[FunctionTime]:
     """Each function's device time: every device's in the trace; in each step and a step, one device's
     (the mean over the devices that ran it in steps, and the median and max); a step over the steps it
@@ -265,12 +281,13 @@ def function_times(ops: OpEvents, steps: list[StepTime]) -> list[FunctionTime]:
     found: list[FunctionTime] = []
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         mine = order[lo:hi]
-        sums, ran, devices = device_sums(ops.device[mine], ops.duration_ns[mine], ops.steady[mine], len(steps))
+        own = _uncovered_ns(ops, mine)
+        sums, ran, devices = device_sums(ops.device[mine], own, ops.steady[mine], len(steps))
         ran_devices: Mask = ran.sum(axis=0) > 0
         used = max(int(ran_devices.sum()), 1)
         per_step = np.zeros(len(steps))
-        counted = mine[ops.step[mine] >= 0]
-        np.add.at(per_step, ops.step[counted], ops.duration_ns[counted] / 1e9 / used)
+        counted = ops.step[mine] >= 0
+        np.add.at(per_step, ops.step[mine][counted], own[counted] / 1e9 / used)
         ran_in = ran.any(axis=1)
         steady = int(ran_in.sum())
         by_device = spread(sums[ran_in].sum(axis=0), ran_devices, devices, ops.strings, steady)
@@ -279,7 +296,7 @@ def function_times(ops: OpEvents, steps: list[StepTime]) -> list[FunctionTime]:
                 ops.text(int(ops.function[mine[0]])),
                 len(np.unique(ops.label[mine])),
                 len(mine),
-                sum(ops.duration_ns[mine].tolist()) / 1e9,
+                sum(own.tolist()) / 1e9,
                 per_step.tolist(),
                 by_device.mean if by_device else None,
                 by_device.median if by_device else None,

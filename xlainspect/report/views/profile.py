@@ -342,7 +342,7 @@ def _profile_summary(report: ProfileReport) -> list[Block]:
         (*STEP_COLUMNS, *CATEGORIES, "host_ran"),
     )
     functions = table(
-        "device time per function (its kernels, autotuning apart)"
+        "device time per function (the time a device is busy with its kernels, autotuning apart)"
         + (f": seconds, every device's in the trace{_a_step(report)}" if several_devices(report) else _a_step(report)),
         [_timed(_function_row(f)) for f in report.functions],
         _device_columns(report, _FUNCTION_COLUMNS),
