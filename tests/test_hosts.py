@@ -12,7 +12,7 @@ from pathlib import Path
 from statistics import mean, median
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, REPO
 from typer.testing import CliRunner
 
 from xlainspect.analysis.profile.hosts import collective_waits, job_of, job_profile, summarise_host, with_op_waits
@@ -474,12 +474,15 @@ def test_one_hosts_slow_device_is_the_straggler_by_the_hosts_rule(slow_device):
 
 def test_a_slow_devices_extra_work_is_its_op_beyond_the_median_device(slow_device):
     """The op device 2 spends the most time in beyond the median device is the loop body's matmul (its
-    op_name is the fori_loop's body), by the op rows' own per-device figures; collectives are left out."""
+    op_name is the fori_loop's body), by the op rows' own per-device figures; collectives are left out; its
+    source line is the body's matmul's line of fixtures/generate.py (its HLO metadata's)."""
     found = slow_device.job.straggler
     assert found.extra_work is not None
-    name, seconds = found.extra_work
+    name, seconds, source = found.extra_work
     op = next(op for op in slow_device.ops if op.name == name)
     assert op.op_name == "jit(local_step)/shard_map/while/body/dot_general" and op.slowest_device == "device 2"
+    line = int(source.rpartition(":")[2]) if source else 0
+    assert source == op.source and "h @ w" in (REPO / "fixtures" / "generate.py").read_text().splitlines()[line - 1]
     assert op.seconds_per_step_max_device is not None and op.seconds_per_step_median_device is not None
     assert seconds == op.seconds_per_step_max_device - op.seconds_per_step_median_device
     assert 0 < seconds < found.margin_seconds
@@ -490,20 +493,21 @@ def test_the_first_line_says_the_job_waits_on_the_slow_device(slow_device, tmp_p
     work holds the job and what the others wait in, not "device-bound"; no own-step line follows (one
     host's step is the job's); the report's first finding is the others' wait charged to device 2."""
     found = slow_device.job.straggler
-    name, seconds = found.extra_work
+    name, seconds, source = found.extra_work
     dump = FIXTURES / "dumps" / "slow_device"
     text = runner.invoke(app, ["profile", str(SLOW), "--dump", str(dump), "--top", "1"]).stdout.splitlines()
     assert text[0] == (
         f"job of 4 devices on one host: {duration(found.step_seconds)} a step (median of the host's steps "
         f"without a compile); bound by the straggler's own device work: device 2 finishes its work "
-        f"{duration(found.margin_seconds)} a step after the next latest device ({name}: {duration(seconds)} a "
+        f"{duration(found.margin_seconds)} a step after the next latest device ({name}, generate.py:"
+        f"{source.rpartition(':')[2]}: {duration(seconds)} a "
         f"step more than the median device) and makes the other devices wait {duration(found.wait_seconds)} a "
         f"step in {found.waited_in}; on device 2, give it no more work than the others (balance the shards)"
     )
     assert found.waited_in == "psum_invariant.7" and text[1].strip().startswith("vm device 0 |")
     assert not any("device-bound" in line or "own step" in line for line in text[:2])
     data = json.loads(runner.invoke(app, ["profile", str(SLOW), "--dump", str(dump), "--format", "json"]).stdout)
-    assert data["job_headline"] == text[0] and data["straggler"]["extra_work"] == [name, seconds]
+    assert data["job_headline"] == text[0] and data["straggler"]["extra_work"] == [name, seconds, source]
     markdown = tmp_path / "report.md"
     assert runner.invoke(app, ["report", str(dump), "--profile", str(SLOW), "--markdown", str(markdown)]).exit_code == 0
     report = markdown.read_text()

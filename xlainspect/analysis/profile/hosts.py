@@ -596,22 +596,23 @@ def straggler(
     return found
 
 
-def extra_work(ops: list[OpTime], device: str) -> tuple[str, float] | None:
+def extra_work(ops: list[OpTime], device: str) -> tuple[str, float, str | None] | None:
     """The op a device straggler spends the most time in a step beyond the median device, of the ops it is
     the slowest device of (`OpTime.seconds_per_step_max_device` less `seconds_per_step_median_device`),
     collectives left out (their extra time on it is moving data, not what the others wait for); with that
-    excess. SPMD gives every device the same program and shapes, so what one device runs longer is its own
-    control flow (a loop's trips, a conditional's branch) or data; None where no op takes it longer."""
+    excess and the op's source line (its HLO metadata's, where the dump or the trace's HLO gives it). SPMD
+    gives every device the same program and shapes, so what one device runs longer is its own control
+    flow (a loop's trips, a conditional's branch) or data; None where no op takes it longer."""
     excess = [
-        (op.seconds_per_step_max_device - op.seconds_per_step_median_device, op.name)
+        (op.seconds_per_step_max_device - op.seconds_per_step_median_device, op.name, op.source)
         for op in ops
         if op.slowest_device == device
         and op.wait_seconds is None
         and op.seconds_per_step_max_device is not None
         and op.seconds_per_step_median_device is not None
     ]
-    seconds, name = max(excess, default=(0.0, ""))
-    return (name, seconds) if seconds > 0 else None
+    seconds, name, source = max(excess, key=lambda found: found[0], default=(0.0, "", None))
+    return (name, seconds, source) if seconds > 0 else None
 
 
 def _unit(summary: HostSummary, part: CollectivePart, level: str) -> str:

@@ -174,10 +174,10 @@ class Straggler:
     """The user's frame it spent most of that wait in (the Python tracer's `file.py:line function`: the
     first frame outside jax and installed packages, from the inside, `by_source.user_frame`); None
     without the Python tracer's frames or without a straggler."""
-    extra_work: tuple[str, float] | None = None
+    extra_work: tuple[str, float, str | None] | None = None
     """A device straggler's (one host's devices wait for it): the op it spends the most time in a step
-    beyond the median device (`hosts.extra_work`), and that excess; None for a host straggler, or where
-    no op takes it longer than the median device."""
+    beyond the median device (`hosts.extra_work`), that excess and the op's source line; None for a host
+    straggler, or where no op takes it longer than the median device."""
 
 
 @dataclass(slots=True)

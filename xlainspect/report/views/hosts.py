@@ -4,6 +4,7 @@ the straggler sentence, the clocks' alignment, and each collective's wait, trans
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, cast
 
 from xlainspect.analysis.profile.job import DUMP_FALLBACK, DUMP_WHOLE, STRAGGLER_SHARE
@@ -169,12 +170,16 @@ def _held(found: Straggler) -> tuple[str, str] | None:
 
 def _held_by_device(found: Straggler) -> tuple[str, str]:
     """(`own device work`, `device 2 finishes its work 10.8 ms a step after the next latest device
-    (ynn_fusion: 9.03 ms a step more than the median device) and makes the other devices wait 11.4 ms a
-    step in all-reduce.1; on device 2, <what to do>`): how much later it arrives at the collectives, the op
-    it spends longest in beyond the median device (`Straggler.extra_work`), the others' wait."""
+    (ynn_fusion, generate.py:2813: 9.03 ms a step more than the median device) and makes the other
+    devices wait 11.4 ms a step in all-reduce.1; on device 2, <what to do>`): how much later it arrives at
+    the collectives, the op it spends longest in beyond the median device with its source line
+    (`Straggler.extra_work`), the others' wait."""
     words, advice = _HELD_BY["device"]
     op = found.extra_work
-    extra = f" ({op[0]}: {duration(op[1])} a step more than the median device)" if op is not None else ""
+    extra = ""
+    if op is not None:
+        at = f", {PurePosixPath(op[2]).name}" if op[2] else ""  # the file's base name, as a frame's is shown
+        extra = f" ({op[0]}{at}: {duration(op[1])} a step more than the median device)"
     where = f" in {found.waited_in}" if found.waited_in else ""
     return words, (
         f"{found.name} finishes its work {duration(found.margin_seconds)} a step after the next latest device"
