@@ -192,9 +192,25 @@ class Events:
             if not len(column.rows):
                 continue
             at = np.minimum(np.searchsorted(column.rows, rows.astype(np.int32)), len(column.rows) - 1)
-            for k in np.flatnonzero(column.rows[at] == rows).tolist():
-                found[k][name] = self._object(int(column.kinds[at[k]]), int(column.payloads[at[k]]))
+            hit = np.flatnonzero(column.rows[at] == rows)
+            for k, value in zip(hit.tolist(), self._objects(column.kinds[at[hit]], column.payloads[at[hit]])):
+                found[k][name] = value
         return found
+
+    def _objects(self, kinds: npt.NDArray[np.int8], payloads: Ints) -> list[StatValue]:
+        """`_object` of each, a column at once where all are of one kind (a stat's values nearly always are)."""
+        kind = int(kinds[0]) if len(kinds) else INT
+        if not np.all(kinds == kind):
+            return [self._object(k, p) for k, p in zip(kinds.tolist(), payloads.tolist())]
+        if kind == INT:
+            return payloads.tolist()
+        if kind == UINT:
+            return payloads.view(np.uint64).tolist()
+        if kind == FLOAT:
+            return payloads.view(np.float64).tolist()
+        if kind == TEXT:
+            return [self.strings[p] for p in payloads.tolist()]
+        return [self._object(kind, p) for p in payloads.tolist()]
 
     def _object(self, kind: int, payload: int) -> StatValue:
         if kind == INT:
