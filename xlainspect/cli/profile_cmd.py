@@ -122,14 +122,9 @@ def profile(
     'xlainspect[profile]'."""
     with user_errors():
         figures = ChipChoice(chip, peak_flops, hbm_bandwidth, ici_bandwidth, launch_seconds)
+        where = readable_here(trace, scheduler)  # a URL on a cluster: the workers fetch its traces
         report = profile_report(
-            readable_here(trace, scheduler),
-            dump,
-            figures,
-            function=function,
-            strict=strict,
-            step_function=step_function,
-            scheduler=scheduler,
+            where, dump, figures, function=function, strict=strict, step_function=step_function, scheduler=scheduler
         )
         if html is not None:
             write_profile_html(report, html)
