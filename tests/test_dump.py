@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import shutil
@@ -17,6 +18,7 @@ from xlainspect.dump.directory import load_dump
 from xlainspect.dump.files import read_bytes, read_first_line_and_tail, read_text
 from xlainspect.dump.headers import TAIL_BYTES, header_line, last_line
 from xlainspect.dump.names import classify, file_module_id
+from xlainspect.dump.scan import scan_dump, scan_listed
 from xlainspect.dump.selection import select_modules
 from xlainspect.errors import DumpError, XlaInspectError
 
@@ -409,3 +411,21 @@ def test_last_line_is_the_last_non_blank_one():
     assert last_line(b"  ROOT %t = f32[] add(%a, %b)\n}\n\n") == b"}"
     assert last_line(b"ENTRY %main {\n  ROOT %p = f32[] parameter(0)") == b"  ROOT %p = f32[] parameter(0)"
     assert last_line(b"\n \n") == b""
+
+
+def _below(files, prefix: str) -> list[tuple]:
+    return sorted(((f.location.removeprefix(prefix), *dataclasses.astuple(f)[1:]) for f in files), key=str)
+
+
+def test_a_listing_classifies_every_file_as_the_folder_scan_does(tmp_path):
+    """`scan_listed` (a bucket's listing, nothing fetched) finds what `scan_dump` finds in each fixture
+    dump, and in one written with --xla_dump_hlo_to_subfolder: the same files, hosts, kinds and
+    modules, per-module and process folders included."""
+    folder = tmp_path / "subfolders" / "host_0" / "module_0000.jit_f"
+    for name in ("module.mlir", "p_7/module_0000.jit_f.before_optimizations.txt", "p_7/more/module_0001.jit_g.txt"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("HloModule jit_f\n")
+    for root in [tmp_path / "subfolders", *sorted(p for p in DUMPS.iterdir() if p.is_dir())]:
+        names = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
+        listed = _below(scan_listed("s3://b/d", names), "s3://b/d/")
+        assert _below(scan_dump(root), f"{root}/") == listed, root.name

@@ -290,3 +290,37 @@ def test_the_workers_of_a_cluster_fetch_their_own_hosts_traces(uploaded, tmp_pat
     assert answer == local_answer and answer["straggler"]["name"] == "host_1"
     assert not (mine / "remote").exists()  # nothing fetched by the command itself
     assert sorted(p.name for p in theirs.rglob("*.xplane.pb")) == [f"host_{k}.xplane.pb" for k in range(4)]
+
+
+def _fetched(cache) -> list[str]:
+    """The dump files a cache mirrored one object at a time (`<host>/<name>.<digest>/<name>`), as
+    `<host>/<name>`."""
+    return sorted(f"{p.parent.parent.name}/{p.name}" for p in cache.rglob("module_*") if p.is_file())
+
+
+def test_the_workers_of_a_cluster_read_their_own_hosts_of_a_fleet(uploaded, tmp_path):
+    """`count-recompiles s3://... --scheduler`: the command lists the fleet's bucket and fetches only
+    the usual host's files, whose recompiles it explains, and the odd host's programs whose first
+    differing line it quotes; each worker fetches its hosts' programs into its own cache, and the
+    answer is the local run's, byte for byte."""
+    pytest.importorskip("distributed")
+    url, mine, theirs = "s3://dumps/fleet_divergence", tmp_path / "caller", tmp_path / "workers"
+    with local_cluster(2, **uploaded, XLAINSPECT_CACHE_DIR=str(theirs)) as address:
+        on_cluster = _run(uploaded, "count-recompiles", url, "--scheduler", address, "-f", "json", cache=str(mine))
+    here = _run(uploaded, "count-recompiles", url, "-f", "json", cache=str(tmp_path / "here"))
+    assert on_cluster.returncode == here.returncode == 0, on_cluster.stderr
+    assert on_cluster.stdout == here.stdout
+    assert [d["odd_hosts"] for d in json.loads(here.stdout)["host_disagreements"]] == [["host_2"], ["host_2"]]
+    programs = [
+        f"module_{m}.before_optimizations.txt"
+        for m in ("0000.jit_train_step", "0002.jit_evaluate", "0004.jit_train_step")
+    ]
+    usual = [f"module_{m}" for m in ("0000.jit_train_step.debug_options", "0004.jit_train_step.debug_options")]
+    usual += [
+        f"module_{m}.{s}.txt"
+        for m in ("0000.jit_train_step", "0002.jit_evaluate", "0004.jit_train_step")
+        for s in ("before_optimizations", "cpu_after_optimizations")
+    ]
+    odd = [f"host_2/{programs[0]}", f"host_2/{programs[2]}"]
+    assert _fetched(mine) == sorted([f"host_0/{name}" for name in usual] + odd)  # no mirror of host_1, host_3
+    assert _fetched(theirs) == [f"host_{k}/{name}" for k in range(4) for name in programs]

@@ -20,11 +20,13 @@ from xlainspect.cli.app import commands_of
 from xlainspect.cli.options import (
     EXIT_USAGE,
     DumpPath,
+    FleetPath,
     FormatOpt,
     LogOpt,
     SchedulerOpt,
     StrictOpt,
     readable,
+    readable_here,
     show,
     user_errors,
 )
@@ -72,7 +74,7 @@ UpdateBaselineOpt = Annotated[
 
 @commands.command("count-recompiles")
 def count_recompiles_cmd(
-    path: DumpPath,
+    path: FleetPath,
     fmt: FormatOpt = OutputFormat.table,
     max_per_function: MaxPerFunctionOpt = None,
     max_named: MaxNamedOpt = None,
@@ -96,12 +98,14 @@ def count_recompiles_cmd(
 ) -> None:
     """Count compiles per function and explain every recompile (shape, dtype, layout, sharding, donation,
     body, identical module, flags); with budgets it is a CI gate (exit 1 naming each function over it)."""
+    with user_errors():
+        where = readable_here(path, scheduler)
     with user_errors(), progress_bars() as progress:
         if update_baseline and baseline is None:
             raise XlaInspectError("--update-baseline needs --baseline FILE")
         budget = _budget(max_per_function, max_named, max_total, ignore_eager, None if update_baseline else baseline)
         report = recompiles_report(
-            path, budget, log=log, trace=profile, strict=strict, progress=progress, scheduler=scheduler
+            where, budget, log=log, trace=profile, strict=strict, progress=progress, scheduler=scheduler
         )
     if update_baseline and baseline is not None:  # (without --baseline it stopped above)
         write_baseline(baseline, report, ignore_eager)

@@ -39,6 +39,22 @@ def readable(value: str) -> Path:
         return local(value, progress)
 
 
+def readable_here(value: str, scheduler: str | None) -> str | Path:
+    """`readable`, but a URL read on a cluster (`--scheduler`) is left a URL: the command only lists
+    it, and the workers fetch their hosts' objects."""
+    return value if scheduler is not None and is_url(value) else readable(value)
+
+
+FleetPath = Annotated[
+    str,
+    typer.Argument(
+        help="A --xla_dump_to directory, or HLO text files (a path or a URL: gs://, s3://, ...; with "
+        "--scheduler the workers fetch a URL's per-host files).",
+        show_default=False,
+    ),
+]
+"""A dump whose per-host reads a cluster may do: `readable_here` it."""
+
 DumpPath = Annotated[
     Path,
     typer.Argument(

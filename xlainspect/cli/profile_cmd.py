@@ -18,12 +18,12 @@ from xlainspect.cli.options import (
     SchedulerOpt,
     StrictOpt,
     readable,
+    readable_here,
     rows_kept,
     show,
     user_errors,
 )
 from xlainspect.cli.render import OutputFormat, note
-from xlainspect.dump.storage import is_url
 from xlainspect.report.profile_html import write_profile_html
 from xlainspect.report.views.hosts import with_hosts
 from xlainspect.report.views.kernels import By
@@ -122,7 +122,7 @@ def profile(
     'xlainspect[profile]'."""
     with user_errors():
         figures = ChipChoice(chip, peak_flops, hbm_bandwidth, ici_bandwidth, launch_seconds)
-        where = trace if scheduler is not None and is_url(trace) else readable(trace)  # the workers fetch a URL
+        where = readable_here(trace, scheduler)  # a URL on a cluster: the workers fetch its traces
         report = profile_report(
             where, dump, figures, function=function, strict=strict, step_function=step_function, scheduler=scheduler
         )

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from xlainspect.dump.module import DumpModule, SkippedFile
 from xlainspect.dump.names import DumpFile, classify
-from xlainspect.dump.scan import scan_under
-from xlainspect.dump.storage import local
+from xlainspect.dump.scan import scan_listed, scan_under
+from xlainspect.dump.storage import listed, local
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.settings import kept_objects
 
@@ -47,6 +47,17 @@ def load_dump(path: str | Path | list[Path], *, strict: bool = False) -> Dump:
     path or an fsspec URL (read through its local mirror, `storage.local`)."""
     with kept_objects():  # a fleet's file records and modules live to the end of the run
         return _load_dump([local(p) for p in path] if isinstance(path, (list, tuple)) else [local(path)], strict)
+
+
+def listed_dump(url: str) -> Dump:
+    """The dump under `url` from its listing alone (`scan.scan_listed`): modules whose files are the
+    objects' URLs, none fetched. Where a cluster's workers read each host's files (`--scheduler`),
+    this process fetches only the few files it reads itself (`files.read_bytes`)."""
+    with kept_objects():
+        modules = [m for m in _group(scan_listed(url, listed(url))) if m.hlo_file()]
+    if not modules:
+        raise DumpError(f"{url}: no files that XLA's dumper or jax.profiler writes there")
+    return Dump(Path(url), modules)
 
 
 def load_module_of(path: Path) -> Dump:

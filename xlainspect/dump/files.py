@@ -11,6 +11,7 @@ import gzip
 import os
 from pathlib import Path
 
+from xlainspect.dump.storage import is_url, local
 from xlainspect.errors import DumpError, HloParseError, XlaInspectError
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -19,7 +20,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 def read_bytes(path: Path | str) -> bytes:
     """A file's bytes, decompressed when it is gzip; DumpError when missing or unreadable."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(_on_disk(path), os.O_RDONLY)
         try:
             data = _read_to_end(fd, os.fstat(fd).st_size)
         finally:
@@ -27,6 +28,13 @@ def read_bytes(path: Path | str) -> bytes:
         return gzip.decompress(data) if data[:2] == _GZIP_MAGIC else data
     except (OSError, EOFError) as error:
         raise _read_error(path, error) from None
+
+
+def _on_disk(path: Path | str) -> Path | str:
+    """The local file to open for `path`: itself, or the mirror of the one object a URL names, fetched
+    by this process (a cluster's worker reading its host's files of a dump only listed by the command,
+    `scan.scan_listed`)."""
+    return local(path) if is_url(path) else path
 
 
 def read_text(path: Path | str) -> str:
@@ -75,7 +83,7 @@ def read_edges(path: Path | str, tail_bytes: int) -> tuple[bytes, bytes, bytes |
     file of up to `_HEAD_BYTES` costs one read (most dumped modules are a few KB), a gzip file is read
     whole; None for a larger file."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(_on_disk(path), os.O_RDONLY)
         try:
             return _edges(fd, tail_bytes)
         finally:

@@ -26,6 +26,37 @@ def scan_under(root: Path, directory: Path) -> list[DumpFile]:
     return _scan(root, directory, set())
 
 
+def scan_listed(url: str, names: list[str]) -> list[DumpFile]:
+    """`scan_dump` of a bucket's listing (`storage.listed`: each object's name below `url`): the same
+    files, classified by name alone and located by their URLs, none fetched (a cluster's workers read
+    each host's own, `files.read_bytes`)."""
+    root = url.rstrip("/")
+    found = (_listed(f"{root}/{name}", name.split("/")) for name in names)
+    return [dump_file for dump_file in found if dump_file is not None]
+
+
+def _listed(location: str, parts: list[str]) -> DumpFile | None:
+    """The DumpFile `_scan` makes of the file at `parts` (its folders, then its name) below the root,
+    or None for one it skips: a folder's files have that folder's path as their host, a per-module
+    folder's its owner's, and a process folder in a per-module folder is a host of its own."""
+    *folders, name = parts
+    host, owner = "", None
+    for depth, folder in enumerate(folders, 1):
+        if owner is not None:  # a process's folder (--xla_dump_hlo_to_subfolder): its own host
+            host, owner = f"{owner}/{folder}" if owner else folder, None
+            continue
+        match = MODULE_FILE.match(folder)
+        module_folder = classified(match, location, host) if match else None
+        if module_folder is not None and module_folder.kind == "folder":
+            if depth == len(folders):
+                return in_folder(location, host, module_folder)
+            owner = host
+        else:
+            host = "/".join(folders[:depth])
+    match = MODULE_FILE.match(name)
+    return _module_file(match, location, host) if match else None
+
+
 def _scan(root: Path, directory: Path, seen: set[tuple[int, int]], host: str | None = None) -> list[DumpFile]:
     """Classify every file under `directory` in one pass per folder (os.scandir, no stat per file);
     its host is `host`, else its path relative to `root`."""

@@ -22,9 +22,10 @@ from xlainspect.analysis.recompiles import (
 from xlainspect.analysis.runner import Paths, analyse_each, input_paths, nothing_read, remembered
 from xlainspect.analysis.tabular import Tabular
 from xlainspect.capture import dump_folder, run_with_dump
-from xlainspect.dump.directory import Dump, load_dump
+from xlainspect.dump.directory import Dump, listed_dump, load_dump
 from xlainspect.dump.jaxlog import run_log
 from xlainspect.dump.module import DumpModule, SkippedFile, scoped_reads
+from xlainspect.dump.storage import is_url
 from xlainspect.dump.xplane import read_trace
 from xlainspect.errors import UsageError, XlaInspectError, literal
 from xlainspect.progress import Progress, silent
@@ -134,7 +135,6 @@ class RecompileReport(Tabular):
     are then not every host's (analysis/divergence.py)."""
 
 
-@remembered("path", "log", "trace")
 def recompiles_report(
     path: Paths,
     budget: Budget | None = None,
@@ -148,8 +148,43 @@ def recompiles_report(
     """Compiles per function and why each recompile happened; `budget` makes it a gate (`violations`).
     Raises NoMatchError for a per-name budget naming no function (a misspelt name would budget nothing).
     With a `scheduler` (a Dask scheduler's address) the hosts' programs of a fleet are read and compared
-    by a task per host on that cluster (`host_disagreements`); the answer is the same."""
+    by a task per host on that cluster (`host_disagreements`): a dump at a URL (`gs://`, `s3://`) is then
+    only listed here (`listed_dump`), each worker fetches its host's programs, and this process fetches
+    only the usual host's files that explain the recompiles; the answer is the same."""
+    if (
+        scheduler is not None and isinstance(path, str) and is_url(path)
+    ):  # not remembered: the workers read most objects
+        return _recompiles(listed_dump(path), path, budget, log, trace, progress, scheduler)
+    return _remembered_recompiles(
+        path, budget, log=log, trace=trace, strict=strict, progress=progress, scheduler=scheduler
+    )
+
+
+@remembered("path", "log", "trace")
+def _remembered_recompiles(
+    path: Paths,
+    budget: Budget | None,
+    *,
+    log: Path | None,
+    trace: Path | None,
+    strict: bool,
+    progress: Progress,
+    scheduler: str | None,
+) -> RecompileReport:
+    """`recompiles_report` of local files (URLs mirrored first, by `remembered`), remembered."""
     dump = load_dump(input_paths(path), strict=strict)
+    return _recompiles(dump, path, budget, log, trace, progress, scheduler)
+
+
+def _recompiles(
+    dump: Dump,
+    path: Paths,
+    budget: Budget | None,
+    log: Path | None,
+    trace: Path | None,
+    progress: Progress,
+    scheduler: str | None,
+) -> RecompileReport:
     times = _compile_times(dump, path, log)
     logged = times.by_module if times is not None else None
     with scoped_reads(_compiled_by_hosts(dump)):  # divergence compares what count-recompiles read of them
