@@ -324,3 +324,29 @@ def test_the_workers_of_a_cluster_read_their_own_hosts_of_a_fleet(uploaded, tmp_
     odd = [f"host_2/{programs[0]}", f"host_2/{programs[2]}"]
     assert _fetched(mine) == sorted([f"host_0/{name}" for name in usual] + odd)  # no mirror of host_1, host_3
     assert _fetched(theirs) == [f"host_{k}/{name}" for k in range(4) for name in programs]
+
+
+def test_the_workers_of_a_cluster_diagnose_their_own_hosts_of_a_fleet(uploaded, tmp_path):
+    """`doctor s3://... --scheduler`: the command lists the fleet's bucket and fetches only what it
+    reads itself (each host's debug_options, each distinct module text once to parse it, the programs
+    the host-programs finding quotes); each worker reads its hosts' HLO files, and the answer is the
+    local run's, its root the URL where the local run names its mirror."""
+    pytest.importorskip("distributed")
+    url, mine, theirs = "s3://dumps/fleet_divergence", tmp_path / "caller", tmp_path / "workers"
+    with local_cluster(2, **uploaded, XLAINSPECT_CACHE_DIR=str(theirs)) as address:
+        on_cluster = _run(uploaded, "doctor", url, "--scheduler", address, "-f", "json", cache=str(mine))
+    here = _run(uploaded, "doctor", url, "-f", "json", cache=str(tmp_path / "here"))
+    assert on_cluster.returncode == here.returncode == 0, on_cluster.stderr
+    answer, local_answer = json.loads(on_cluster.stdout), json.loads(here.stdout)
+    assert answer.pop("root") == url
+    assert local_answer.pop("root").startswith(str(tmp_path / "here" / "remote" / "s3" / "dumps" / "fleet_divergence"))
+    assert answer == local_answer
+    assert [f["check"] for f in answer["findings"]] == ["host-programs"] and answer["files"] == 84
+    texts = ("0000.jit_train_step", "0002.jit_evaluate", "0004.jit_train_step")
+    after = [f"module_{m}.cpu_after_optimizations.txt" for m in texts]
+    quoted = [f"module_{m}.before_optimizations.txt" for m in (texts[0], texts[2])]
+    options = [f"host_{k}/module_0000.jit_train_step.debug_options" for k in range(4)]
+    odd = [f"host_2/{name}" for name in (after[0], after[2], *quoted)]  # host_2's programs differ
+    assert _fetched(mine) == sorted([*options, *(f"host_0/{name}" for name in after + quoted), *odd])
+    programs = [f"module_{m}.{s}.txt" for m in texts for s in ("before_optimizations", "cpu_after_optimizations")]
+    assert _fetched(theirs) == [f"host_{k}/{name}" for k in range(4) for name in programs]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,12 +19,13 @@ from typing import Any
 from xlainspect.analysis.divergence import HostDisagreement, host_disagreements, uncompared_programs
 from xlainspect.analysis.runner import analyse_each, remembered
 from xlainspect.analysis.tabular import Tabular
-from xlainspect.dump.directory import Dump, dump_of
+from xlainspect.dump.directory import Dump, dump_of, listed_dump
 from xlainspect.dump.files import decode_text, read_bytes, read_edges, read_text
 from xlainspect.dump.headers import TAIL_BYTES, closes_computation, last_line
 from xlainspect.dump.module import DumpModule
-from xlainspect.dump.names import AFTER_STAGES, DumpFile, classify
-from xlainspect.dump.scan import scan_dump
+from xlainspect.dump.names import AFTER_STAGES, DumpFile
+from xlainspect.dump.scan import scan_dump, scan_listed
+from xlainspect.dump.storage import is_url, listed
 from xlainspect.dump.textproto import int_field
 from xlainspect.errors import DumpError, XlaInspectError
 from xlainspect.progress import Progress, silent
@@ -77,30 +78,50 @@ class HealthFinding:
 class DumpHealth(Tabular):
     """What `doctor` found about a dump: its size and each finding."""
 
-    root: Path
+    root: str | Path
+    """The dump folder, or the URL of a dump only listed (`diagnose` with a scheduler)."""
     modules: int
     files: int
     findings: tuple[HealthFinding, ...]
 
 
-@remembered("path")
 def diagnose(path: str | Path, progress: Progress = silent, scheduler: str | None = None) -> DumpHealth:
     """Run every check on the dump under `path`; DumpError when there is no dump to look at.
     `progress` hears of each check done (a fleet's dump takes seconds). With a `scheduler` (a Dask
     scheduler's address) the reads of every file of a fleet's hosts (each HLO file's edges and digest,
-    each compared program) are a task per host on that cluster; the answer is the same."""
+    each compared program) are a task per host on that cluster: a dump at a URL (`gs://`, `s3://`) is
+    then only listed here (`listed_dump`), each worker fetches its hosts' files, and this process
+    fetches only what it reads itself (each host's debug_options, each distinct module text it parses,
+    the programs a disagreement quotes); the answer is the same, its root the URL."""
+    if scheduler is not None and is_url(path):  # not remembered: the workers read most objects
+        scanned = scan_listed(path, listed(path))
+        return _diagnosed(path, scanned, lambda: listed_dump(path, scanned), progress, scheduler)
+    return _remembered_diagnosis(path, progress, scheduler)
+
+
+@remembered("path")
+def _remembered_diagnosis(path: str | Path, progress: Progress, scheduler: str | None) -> DumpHealth:
+    """`diagnose` of a local folder (a URL mirrored first, by `remembered`), remembered."""
     root = Path(path)
     if not root.is_dir():
         raise DumpError(f"{root}: not a directory (doctor reads a --xla_dump_to folder)")
     scanned = scan_dump(root)
+    return _diagnosed(root, scanned, lambda: dump_of(root, scanned), progress, scheduler)
+
+
+def _diagnosed(
+    root: _Root, scanned: list[DumpFile], grouped: Callable[[], Dump], progress: Progress, scheduler: str | None
+) -> DumpHealth:
+    """Every check on the files `scanned` under `root` (a folder, or a listed URL), whose modules
+    `grouped` makes (DumpError where there are none)."""
     files = _sorted_out(scanned)
     files.scheduler = scheduler
     try:
-        dump = dump_of(root, scanned)
+        dump = grouped()
     except DumpError:
         if not files.protos:
             raise
-        dump = Dump(root, [])  # protos only: the one finding that matters is that text dumps are off
+        dump = Dump(Path(root), [])  # protos only: the one finding that matters is that text dumps are off
     advance = progress("checking the dump", len(_CHECKS))
     findings: list[HealthFinding] = []
     for check in _CHECKS:
@@ -109,6 +130,9 @@ def diagnose(path: str | Path, progress: Progress = silent, scheduler: str | Non
     findings.sort(key=lambda f: (SEVERITIES.index(f.severity), f.check))
     return DumpHealth(root, len(dump.modules), len(files.all), tuple(findings))
 
+
+_Root = str | Path
+"""Where a dump's files are: a folder, or the URL of a bucket's folder only listed (`diagnose`)."""
 
 _ModuleKey = tuple[str, int | None, int | None]
 """(host, timestamp, module id): one compile of one process."""
@@ -127,9 +151,12 @@ class _Files:
     """HLO files written between passes (--xla_dump_hlo_pass_re)."""
     protos: dict[_ModuleKey, str]
     """(host, timestamp, module id) -> the last by path of its HLO protos."""
-    debug_options: list[DumpFile]
-    """One per host, the first by path: the dump cap is an XLA flag, the same in every debug_options a
+    debug_options: dict[str, str | None]
+    """One per host, the first by path -> its text (None where it cannot be read: the unreadable-files
+    finding names it), read once: the dump cap is an XLA flag, the same in every debug_options a
     process writes."""
+    in_folders: list[DumpFile]
+    """The files of jax's per-module folders (`module_0006.jit_f/module.mlir`)."""
     cap: tuple[int, Path] | None = None
     """What `_dump_cap_reached` finds, asked once."""
     unknown: list[str] = field(default_factory=list[str])
@@ -139,11 +166,14 @@ class _Files:
 
 
 def _sorted_out(scanned: list[DumpFile]) -> _Files:
-    files = _Files([], [], [], {}, [])
+    files = _Files([], [], [], {}, {}, [])
     debug_options: dict[str, DumpFile] = {}
     for found in scanned:
         kind = found.kind
-        if kind == "folder" or "module_" not in found.location.rpartition(os.sep)[2]:
+        if kind == "folder":
+            continue
+        if "module_" not in found.location.rpartition(os.sep)[2]:
+            files.in_folders.append(found)
             continue
         files.all.append(found)
         if kind == "unknown":
@@ -159,12 +189,12 @@ def _sorted_out(scanned: list[DumpFile]) -> _Files:
             first = debug_options.get(found.host)
             if first is None or found.location < first.location:
                 debug_options[found.host] = found
-    files.debug_options = list(debug_options.values())
+    files.debug_options = {f.location: _options_text(f.location) for f in debug_options.values()}
     files.cap = _dump_cap_reached(files)
     return files
 
 
-def _finding(root: Path, check: str, severity: str, paths: Sequence[str | Path], **found: Any) -> list[HealthFinding]:
+def _finding(root: _Root, check: str, severity: str, paths: Sequence[str | Path], **found: Any) -> list[HealthFinding]:
     """[] when no path shows the problem, else the one finding with the first paths as examples, and
     what else the check `found` (HealthFinding's fields)."""
     if not paths:
@@ -173,14 +203,14 @@ def _finding(root: Path, check: str, severity: str, paths: Sequence[str | Path],
     return [HealthFinding(check, severity, len(paths), examples, **found)]
 
 
-def _relative(root: Path, path: str | Path) -> str:
+def _relative(root: _Root, path: str | Path) -> str:
     try:
         return Path(path).relative_to(root).as_posix()
     except ValueError:
         return str(path)
 
 
-def _texts(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
+def _texts(root: _Root, dump: Dump, files: _Files) -> list[HealthFinding]:
     """unreadable-files, truncated-files and unparsable-modules, from one read of each HLO file: its
     first line and last bytes, and for a module's own text its content digest (a file of a few KB is
     read whole by that one read); and the debug_options read for the dump cap that cannot be read."""
@@ -191,7 +221,7 @@ def _texts(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     facts = dict(
         zip([path for path, _ in wanted], map_groups(_text_facts, wanted, hosts, files.scheduler, _CHUNK_FILES))
     )
-    options = {f.location: ("unreadable", None) for f in files.debug_options if _unreadable(f.path)}
+    options = {location: ("unreadable", None) for location, text in files.debug_options.items() if text is None}
     return _damaged(root, facts | options) + _unparsable(root, texts, facts)
 
 
@@ -199,7 +229,7 @@ _CHUNK_FILES = 4096
 """HLO files a process reads per chunk it takes (about 30 ms)."""
 
 
-def _damaged(root: Path, facts: dict[str, tuple[str | None, bytes | None]]) -> list[HealthFinding]:
+def _damaged(root: _Root, facts: dict[str, tuple[str | None, bytes | None]]) -> list[HealthFinding]:
     unreadable = sorted(path for path, (problem, _) in facts.items() if problem == "unreadable")
     truncated = sorted(path for path, (problem, _) in facts.items() if problem == "truncated")
     return _finding(root, "unreadable-files", "error", unreadable) + _finding(
@@ -243,7 +273,7 @@ def _text_problem(first: bytes, tail: bytes, path: str) -> str | None:
 
 
 def _unparsable(
-    root: Path, texts: list[tuple[DumpModule, str]], facts: dict[str, tuple[str | None, bytes | None]]
+    root: _Root, texts: list[tuple[DumpModule, str]], facts: dict[str, tuple[str | None, bytes | None]]
 ) -> list[HealthFinding]:
     """Modules whose HLO text is complete but does not parse (syntax from a newer XLA, a foreign or
     damaged file): every command skips them, so a count or a diff would silently leave them out.
@@ -301,7 +331,7 @@ def _cut_by_cap(dump: Dump, files: _Files) -> list[DumpModule]:
     return [m for m in _stranded(dump) if (m.module_id or 0) > last]
 
 
-def _missing_after(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
+def _missing_after(root: _Root, dump: Dump, files: _Files) -> list[HealthFinding]:
     cut = _cut_by_cap(dump, files)
     stranded = [  # a stranded module has its before_optimizations file by definition
         f.location for m in _stranded(dump) if m not in cut and (f := m.file("hlo", "before")) is not None
@@ -309,11 +339,11 @@ def _missing_after(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]
     return _finding(root, "missing-after-optimizations", "warning", stranded)
 
 
-def _unknown_files(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
+def _unknown_files(root: _Root, dump: Dump, files: _Files) -> list[HealthFinding]:
     return _finding(root, "unknown-files", "info", sorted(files.unknown))
 
 
-def _id_collisions(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
+def _id_collisions(root: _Root, dump: Dump, files: _Files) -> list[HealthFinding]:
     names: dict[_ModuleKey, set[str]] = defaultdict(set)
     first: dict[_ModuleKey, DumpModule] = {}
     for module in dump.modules:
@@ -329,7 +359,10 @@ def _id_collisions(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]
 def _dump_cap_reached(files: _Files) -> tuple[int, Path] | None:
     """(cap, the debug_options file that says so) when `xla_dump_max_hlo_modules` is set and the dump
     holds that many modules; None otherwise."""
-    found = [(int_field(_quiet_read(f.path), "xla_dump_max_hlo_modules"), f.path) for f in files.debug_options]
+    found = [
+        (int_field(text or "", "xla_dump_max_hlo_modules"), Path(location))
+        for location, text in files.debug_options.items()
+    ]
     caps = [(cap, path) for cap, path in found if cap is not None]
     if not caps:
         return None
@@ -342,7 +375,7 @@ def _staged_modules(files: _Files) -> int:
     return len({(f.host, f.timestamp, f.module_id) for f in files.all if f.stage is not None})
 
 
-def _dump_cap(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
+def _dump_cap(root: _Root, dump: Dump, files: _Files) -> list[HealthFinding]:
     if files.cap is None:
         return []
     cap, path = files.cap
@@ -354,44 +387,31 @@ def _dump_cap(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
     return [found]
 
 
-def _undumped_folders(root: Path, files: _Files) -> list[str]:
+def _undumped_folders(root: _Root, files: _Files) -> list[str]:
     """The per-module folders jax writes (`module_0006.jit_f/`, module.mlir) whose module has no HLO file: they
-    are written outside XLA's dump cap, so they count the compiles the cap left out."""
+    are written outside XLA's dump cap, so they count the compiles the cap left out. Found by their
+    files, as a bucket lists them (it has no folders)."""
     dumped = {(f.host, f.module_id) for f in files.all if f.stage is not None}
-    folders: list[str] = []
-    for path in sorted(root.rglob("module_*")):
-        host = path.parent.relative_to(root).as_posix()
-        folder = classify(path, "" if host == "." else host) if path.is_dir() else None
-        if folder is not None and folder.kind == "folder" and (folder.host, folder.module_id) not in dumped:
-            folders.append(_relative(root, path))
-    return folders
+    undumped = {Path(f.location).parent for f in files.in_folders if (f.host, f.module_id) not in dumped}
+    return [_relative(root, folder) for folder in sorted(undumped)]
 
 
-def _quiet_read(path: Path) -> str:
-    """A debug_options file's text; "" where it cannot be read (it names no cap: the unreadable-files
-    finding names the file, `_texts`)."""
+def _options_text(location: str) -> str | None:
+    """A debug_options file's text (a URL's object fetched alone, `files.read_bytes`); None where it
+    cannot be read (the unreadable-files finding names it, `_texts`)."""
     try:
-        return read_text(path)
+        return read_text(location)
     except XlaInspectError:
-        return ""
+        return None
 
 
-def _unreadable(path: Path) -> bool:
-    """Whether a debug_options file cannot be read as text (one per host: read again, it is small)."""
-    try:
-        read_text(path)
-    except XlaInspectError:  # the caller names the file in the unreadable-files finding
-        return True
-    return False
-
-
-def _per_pass(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
+def _per_pass(root: _Root, dump: Dump, files: _Files) -> list[HealthFinding]:
     passes = sorted(f.location for f in files.between)
     modules = len({(f.host, f.timestamp, f.module_id) for f in files.between})
     return _finding(root, "per-pass-files", "info", passes, modules=modules)
 
 
-def _mixed_platforms(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
+def _mixed_platforms(root: _Root, dump: Dump, files: _Files) -> list[HealthFinding]:
     by_platform: dict[str, DumpModule] = {}  # each platform's first module
     for module in dump.modules:
         if module.platform:
@@ -403,13 +423,13 @@ def _mixed_platforms(root: Path, dump: Dump, files: _Files) -> list[HealthFindin
     return [HealthFinding("mixed-platforms", "warning", len(dump.modules), examples, names=tuple(sorted(by_platform)))]
 
 
-def _protos_only(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
+def _protos_only(root: _Root, dump: Dump, files: _Files) -> list[HealthFinding]:
     with_text = {(f.host, f.timestamp, f.module_id) for f in files.hlo} if files.protos else set[_ModuleKey]()
     paths = sorted(path for key, path in files.protos.items() if key not in with_text)
     return _finding(root, "text-dumps-off", "warning", paths)
 
 
-def _host_compile_counts(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
+def _host_compile_counts(root: _Root, dump: Dump, files: _Files) -> list[HealthFinding]:
     """Hosts of one job compile the same functions the same number of times; a host that compiled a
     function more or less often than most hosts did saw other shapes or code, or lost compiles."""
     per_host: dict[str, Counter[str]] = defaultdict(Counter[str])
@@ -431,7 +451,7 @@ def _host_compile_counts(root: Path, dump: Dump, files: _Files) -> list[HealthFi
     return [HealthFinding("host-compile-counts", "warning", len(hosts), (), hosts=len(per_host), odd_counts=counts)]
 
 
-def _host_programs(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
+def _host_programs(root: _Root, dump: Dump, files: _Files) -> list[HealthFinding]:
     """Hosts that compiled another program for a function (analysis/divergence.py)."""
     found = [d for d in host_disagreements(dump, scheduler=files.scheduler) if d.compile is not None]
     if not found:
@@ -439,7 +459,7 @@ def _host_programs(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]
     return [HealthFinding("host-programs", "error", len(found), (), disagreements=tuple(found))]
 
 
-def _uncompared_programs(root: Path, dump: Dump, files: _Files) -> list[HealthFinding]:
+def _uncompared_programs(root: _Root, dump: Dump, files: _Files) -> list[HealthFinding]:
     """Compiles whose hosts' programs host-programs could not compare: no stage every host dumped."""
     paths = [path for m in uncompared_programs(dump) if (path := m.program_file()) is not None]
     return _finding(root, "host-programs-uncompared", "warning", [p.path for p in paths])

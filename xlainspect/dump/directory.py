@@ -49,12 +49,13 @@ def load_dump(path: str | Path | list[Path], *, strict: bool = False) -> Dump:
         return _load_dump([local(p) for p in path] if isinstance(path, (list, tuple)) else [local(path)], strict)
 
 
-def listed_dump(url: str) -> Dump:
-    """The dump under `url` from its listing alone (`scan.scan_listed`): modules whose files are the
-    objects' URLs, none fetched. Where a cluster's workers read each host's files (`--scheduler`),
-    this process fetches only the few files it reads itself (`files.read_bytes`)."""
+def listed_dump(url: str, files: list[DumpFile] | None = None) -> Dump:
+    """The dump under `url` from its listing alone (`scan.scan_listed`, or the `files` it found for a
+    caller that needs every file too): modules whose files are the objects' URLs, none fetched. Where a
+    cluster's workers read each host's files (`--scheduler`), this process fetches only the few files
+    it reads itself (`files.read_bytes`)."""
     with kept_objects():
-        modules = [m for m in _group(scan_listed(url, listed(url))) if m.hlo_file()]
+        modules = [m for m in _group(scan_listed(url, listed(url)) if files is None else files) if m.hlo_file()]
     if not modules:
         raise DumpError(f"{url}: no files that XLA's dumper or jax.profiler writes there")
     return Dump(Path(url), modules)

@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from xlainspect.cache import Cache, Codec, Key, fingerprint
 from xlainspect.dump.files import read_text
+from xlainspect.dump.storage import local
 from xlainspect.hlo.grammar import grammar_path, keep_tables
 from xlainspect.hlo.model import Module
 from xlainspect.hlo.parser import parse_hlo
@@ -49,9 +50,10 @@ def parse_file(path: str | Path, *, use_cache: bool | None = None, text: str | N
 
     `use_cache=None` follows the settings (`--no-cache`); `text` is the file's text where the caller
     read it already (it is not read again to be parsed). Raises what parse_hlo and read_text raise
-    (HloParseError, DumpError); a bad file is never cached.
+    (HloParseError, DumpError); a bad file is never cached. A URL's object (a module of a dump only
+    listed, `directory.listed_dump`) is fetched alone and parsed from its mirror (`storage.local`).
     """
-    path = Path(path)
+    path = local(path)
     cache = open_cache(use_cache)
     try:
         digest = cache.digest(path) if cache.enabled else None

@@ -145,7 +145,7 @@ class DumpModule:
         if dump_file is None:
             raise DumpError(f"module {self.label}: no HLO text file at stage {stage!r}")
         known = self.text(dump_file) if dump_file.location in self._read else None
-        modules = parse_file(dump_file.path, text=known)
+        modules = parse_file(dump_file.location, text=known)
         if not modules or not modules[0].computations:
             raise DumpError(f"{dump_file.path}: no computations (empty or truncated HLO file)")
         return modules[0]
