@@ -260,3 +260,15 @@ def test_a_file_of_blank_lines_is_empty(tmp_path):
     (tmp_path / AFTER).write_text("\n\n  \n")
     result = _run("count-recompiles", tmp_path)
     assert f"{AFTER}: empty file" in result.stderr
+
+
+def test_a_skipped_files_path_is_said_once(tmp_path):
+    """A file left out is named once on its line, then why: the reader's own message starts with the path
+    too (`X: binary file, ...`), which the line does not repeat."""
+    dump = tmp_path / "dump"
+    shutil.copytree(DUMPS / "ragged_batch", dump)
+    bad = sorted(dump.glob("*.cpu_after_optimizations.txt"))[0]
+    bad.write_bytes(b"\x00\x01 not text")
+    result = _run("count-recompiles", dump)
+    assert result.exit_code == 0
+    assert f"  skipped {bad}: binary file, not HLO text (a .pb proto dump?)" in result.stderr.splitlines()

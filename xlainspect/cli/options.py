@@ -154,7 +154,7 @@ def note_skipped(skipped: Sequence[SkippedFile], strict: bool = False) -> None:
         return
     note(f"skipped {len(skipped)} file(s) that could not be analysed:")
     for one in skipped:
-        reason = one.reason.replace("\n", "\n    ")
+        reason = one.reason.removeprefix(f"{one.path}: ").replace("\n", "\n    ")  # the path is said once
         note(f"  skipped {one.path}: {reason}")
     if strict:
         raise typer.Exit(EXIT_USAGE)
