@@ -298,17 +298,29 @@ def _fetched(cache) -> list[str]:
     return sorted(f"{p.parent.parent.name}/{p.name}" for p in cache.rglob("module_*") if p.is_file())
 
 
+FLEET_URL = "s3://dumps/fleet_divergence"
+
+
+def _fleet_on_cluster_and_here(uploaded, tmp_path, command: str):
+    """`command` on the fleet's bucket with a 2-worker LocalCluster (the command's cache `caller`, the
+    workers' `workers`) and without one (cache `here`), both exit 0: (on the cluster, here)."""
+    pytest.importorskip("distributed")
+    with local_cluster(2, **uploaded, XLAINSPECT_CACHE_DIR=str(tmp_path / "workers")) as address:
+        on_cluster = _run(
+            uploaded, command, FLEET_URL, "--scheduler", address, "-f", "json", cache=str(tmp_path / "caller")
+        )
+    here = _run(uploaded, command, FLEET_URL, "-f", "json", cache=str(tmp_path / "here"))
+    assert on_cluster.returncode == here.returncode == 0, on_cluster.stderr
+    return on_cluster, here
+
+
 def test_the_workers_of_a_cluster_read_their_own_hosts_of_a_fleet(uploaded, tmp_path):
     """`count-recompiles s3://... --scheduler`: the command lists the fleet's bucket and fetches only
     the usual host's files, whose recompiles it explains, and the odd host's programs whose first
     differing line it quotes; each worker fetches its hosts' programs into its own cache, and the
     answer is the local run's, byte for byte."""
-    pytest.importorskip("distributed")
-    url, mine, theirs = "s3://dumps/fleet_divergence", tmp_path / "caller", tmp_path / "workers"
-    with local_cluster(2, **uploaded, XLAINSPECT_CACHE_DIR=str(theirs)) as address:
-        on_cluster = _run(uploaded, "count-recompiles", url, "--scheduler", address, "-f", "json", cache=str(mine))
-    here = _run(uploaded, "count-recompiles", url, "-f", "json", cache=str(tmp_path / "here"))
-    assert on_cluster.returncode == here.returncode == 0, on_cluster.stderr
+    on_cluster, here = _fleet_on_cluster_and_here(uploaded, tmp_path, "count-recompiles")
+    mine, theirs = tmp_path / "caller", tmp_path / "workers"
     assert on_cluster.stdout == here.stdout
     assert [d["odd_hosts"] for d in json.loads(here.stdout)["host_disagreements"]] == [["host_2"], ["host_2"]]
     programs = [
@@ -331,12 +343,8 @@ def test_the_workers_of_a_cluster_diagnose_their_own_hosts_of_a_fleet(uploaded, 
     reads itself (each host's debug_options, each distinct module text once to parse it, the programs
     the host-programs finding quotes); each worker reads its hosts' HLO files, and the answer is the
     local run's, its root the URL where the local run names its mirror."""
-    pytest.importorskip("distributed")
-    url, mine, theirs = "s3://dumps/fleet_divergence", tmp_path / "caller", tmp_path / "workers"
-    with local_cluster(2, **uploaded, XLAINSPECT_CACHE_DIR=str(theirs)) as address:
-        on_cluster = _run(uploaded, "doctor", url, "--scheduler", address, "-f", "json", cache=str(mine))
-    here = _run(uploaded, "doctor", url, "-f", "json", cache=str(tmp_path / "here"))
-    assert on_cluster.returncode == here.returncode == 0, on_cluster.stderr
+    on_cluster, here = _fleet_on_cluster_and_here(uploaded, tmp_path, "doctor")
+    url, mine, theirs = FLEET_URL, tmp_path / "caller", tmp_path / "workers"
     answer, local_answer = json.loads(on_cluster.stdout), json.loads(here.stdout)
     assert answer.pop("root") == url
     assert local_answer.pop("root").startswith(str(tmp_path / "here" / "remote" / "s3" / "dumps" / "fleet_divergence"))

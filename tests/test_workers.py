@@ -242,3 +242,20 @@ def test_a_serial_caller_sizes_nothing(monkeypatch):
     """A library caller (one process) never pays for the sizes: a dump's modules would each be stat'ed."""
     monkeypatch.setattr(settings, "_parse_workers", 1)
     assert workers.map_shared(lambda n: -n, [1, 2, 3], 1, size=lambda n: 1 // 0) == [-1, -2, -3]
+
+
+def test_a_worker_maps_alone(two_processes):
+    """A forked worker's own maps run in it (`settings.work_alone`): its sibling holds the other core, so
+    a fork of its own (a job's host reading a large trace) would only share it. The worker is made to
+    do a chunk (this process's first waits for it) and reports the workers it may use: one."""
+    with _worker() as worker:
+
+        def workers_seen(n: int) -> tuple[bool, int]:
+            here = worker.here()
+            if here and n == 0:
+                worker.from_worker.wait_for(1)  # until the worker has done a chunk
+            return here, settings.parse_workers()
+
+        found = workers.map_shared(workers_seen, list(range(20)), 1)
+    assert {seen for here, seen in found if not here} == {1}  # the worker did one chunk at least
+    assert _no_children_left()

@@ -193,10 +193,10 @@ def test_stats_are_kept_by_their_metadata_id_in_whichever_order_their_fields_com
     data = b"".join(parts)
     ends = np.cumsum([len(p) for p in parts])
     starts = ends - [len(p) for p in parts]
-    ids, kept = _kept_stats(np.frombuffer(data, np.uint8), starts, ends, np.array([9], np.int64))
-    assert ids.tolist() == [3, 4, 5] and kept.kept.tolist() == [0, 2, 4]
-    assert dict(zip(kept.owner[4].tolist(), kept.value[4].tolist())) == {0: 7, 1: 5}  # by round, not by stat
-    assert kept.owner[5].tolist() == [2] and bytes(data[kept.value[5][0] : kept.end[5][0]]) == b"x"
+    which, ids, fields = _kept_stats(np.frombuffer(data, np.uint8), starts, ends, np.array([9], np.int64))
+    assert ids.tolist() == [3, 4, 5] and which.tolist() == [0, 2, 4]
+    assert dict(zip(fields.owner[4].tolist(), fields.value[4].tolist())) == {0: 7, 1: 5}  # by round, not by stat
+    assert fields.owner[5].tolist() == [2] and bytes(data[fields.value[5][0] : fields.end[5][0]]) == b"x"
 
 
 def test_a_negative_length_is_a_wire_error_not_a_loop():

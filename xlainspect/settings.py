@@ -51,6 +51,13 @@ def own_process(workers: int | None = None) -> None:
     _give_back_freed_memory()
 
 
+def work_alone() -> None:
+    """In a forked worker: what it maps runs in it alone. Its siblings hold the other cores already; a
+    fork of its own (a job's host reading a large trace, naming many steps) would only share them."""
+    global _parse_workers
+    _parse_workers = 1
+
+
 _M_MMAP_THRESHOLD = -3
 """mallopt(3)'s parameter: the size from which glibc maps a block on its own."""
 
@@ -65,7 +72,7 @@ def _give_back_freed_memory() -> None:
     columns, tens of MB each, then stay in the process once freed (400 MB of a 1 GB peak on a 167 MB
     trace). A fixed threshold of 16 MiB maps each larger block on its own and unmaps it when freed; the
     smaller ones (a chunk's columns, 1 MiB each) are reused from the heap rather than mapped afresh each
-    time (each new page a fault: 0.6 s of a 44 MB trace's read at a 1 MiB threshold), and `trim_freed_memory`
+    time (each new page a fault, in the system's time), and `trim_freed_memory`
     gives the heap's free pages back between a read's phases. Elsewhere than glibc: nothing."""
     global _libc
     try:

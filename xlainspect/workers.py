@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Generic, TypeVar, cast
 
-from xlainspect.settings import parse_workers, paused_gc
+from xlainspect.settings import parse_workers, paused_gc, work_alone
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -214,6 +214,7 @@ class Forked(Generic[R]):
         self._pid: int | None = os.fork()
         if self._pid == 0:
             os.close(read)
+            work_alone()
             _serve(produce, write)
         os.close(write)
         self._read = read

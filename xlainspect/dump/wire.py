@@ -191,9 +191,9 @@ def decode(buffer: Bytes, starts: Ints, ends: Ints, rounds: int | None = None) -
         if low == high:  # the usual round: every message's next field is the same one
             found.setdefault(low, []).append((live, value, end))
         else:
-            for number in np.flatnonzero(np.bincount(numbers - low)) + low:
+            for number in np.unique(numbers).tolist():  # not a bincount: a damaged key's number is huge
                 mine = numbers == number
-                found.setdefault(int(number), []).append((live[mine], value[mine], end[mine]))
+                found.setdefault(number, []).append((live[mine], value[mine], end[mine]))
         at[live] = end
         if np.any(end > ends[live]) or np.any(end <= here):  # a length past the end, or negative
             raise WireError("a field runs past the end of its message")

@@ -66,8 +66,7 @@ kMemoryDeallocation: what a BFC allocator records when the profiler traces memor
 CHUNK_EVENTS = 1 << 17
 """Events decoded at once: enough to keep numpy busy, few enough to bound the temporaries."""
 WALKED_ALONE_BYTES = 8 << 20
-"""A plane's lines of fewer bytes are walked in this process alone: a fork costs more than their walk
-(some 5 ns a byte), and a job's hosts are read in forked processes already."""
+"""A plane's lines of fewer bytes are walked in this process alone: a fork costs more than their walk."""
 CHUNKS_AT_ONCE = 8
 """Chunks handed to the workers at once, after which the file's pages they read are given back."""
 TRIMMED_BYTES = 64 << 20
@@ -263,8 +262,8 @@ def _decode_chunk(buffer: wire.Bytes, starts: Ints, ends: Ints, instants: Ints, 
     owner, stat_start, stat_end = owner[live], stat_start[live], stat_end[live]
     order = np.argsort(owner, kind="stable")  # an event's stats in their order
     owner, stat_start, stat_end = owner[order], stat_start[order], stat_end[order]
-    stat_id, stats = _kept_stats(buffer, stat_start, stat_end, dropped)
-    owner = owner[stats.kept]
+    kept_stats, stat_id, stats = _kept_stats(buffer, stat_start, stat_end, dropped)
+    owner = owner[kept_stats]
     kind = np.full(len(owner), EMPTY, np.int8)
     payload = np.zeros(len(owner), np.int64)
     texts: list[tuple[int, bytes]] = []
@@ -287,21 +286,12 @@ def _decode_chunk(buffer: wire.Bytes, starts: Ints, ends: Ints, instants: Ints, 
     )
 
 
-@dataclass
-class _KeptStats:
-    """The kept stats' fields (`wire.Decoded`, numbered as the kept ones) and which of all were kept."""
-
-    owner: dict[int, Ints]
-    value: dict[int, Ints]
-    end: dict[int, Ints]
-    kept: Ints
-
-
-def _kept_stats(buffer: wire.Bytes, starts: Ints, ends: Ints, dropped: Ints) -> tuple[Ints, _KeptStats]:
+def _kept_stats(buffer: wire.Bytes, starts: Ints, ends: Ints, dropped: Ints) -> tuple[Ints, Ints, wire.Decoded]:
     """The XStats in `buffer[starts:ends]` but those of the metadata ids `dropped` (TraceMe's own `_`
     stats: as many as all the others on a CPU trace's XLA ops), their values not decoded: first each one's
     first field (its metadata_id, as protobuf writes fields by number), then the rest of the others. A stat
-    whose first field is another is decoded whole. (The kept stats' metadata ids; their fields.)"""
+    whose first field is another is decoded whole. (Which of all were kept; their metadata ids; their
+    fields, numbered as the kept ones.)"""
     first = wire.decode(buffer, starts, ends, rounds=1)
     leading = np.zeros(len(starts), np.bool_)
     leading[first.owner.get(1, np.zeros(0, np.int64))] = True
@@ -314,7 +304,7 @@ def _kept_stats(buffer: wire.Bytes, starts: Ints, ends: Ints, dropped: Ints) -> 
         kept = kept[~np.isin(stat_id, dropped)]
         rest = wire.decode(buffer, starts[kept], ends[kept])
         stat_id = _dense(rest, 1, len(kept))
-    return stat_id, _KeptStats(rest.owner, rest.value, rest.end, kept)
+    return kept, stat_id, rest
 
 
 def _dense(decoded: wire.Decoded, number: int, count: int) -> Ints:
@@ -585,7 +575,7 @@ class SpaceReader:
 def _by_start(start: npt.NDArray[np.float64], duration: npt.NDArray[np.float64]) -> Ints:
     """The events' order by start, the longer first where starts are equal, then the files' order:
     `np.lexsort((-duration, start))`, as a stable sort by start (a line's events come by start: runs a
-    merge sort joins, 25 times faster than lexsort's two sorts) and the few that share a start sorted again."""
+    merge sort joins, where lexsort sorts twice over) and the few that share a start sorted again."""
     order = np.argsort(start, kind="stable")
     ordered = start[order]
     tied = np.flatnonzero(ordered[1:] == ordered[:-1])

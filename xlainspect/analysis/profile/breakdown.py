@@ -179,7 +179,7 @@ class HostThread:
         codes = events.name[rows]
         self.dispatches = dispatch[codes] | (execute[codes] & calls)
         called: list[int] = np.unique(codes[self.dispatches]).tolist()
-        self.labels = {code: dispatched(names[code], True) for code in called}
+        self.labels = {code: dispatched(names[code]) for code in called}
         """What each dispatch's name dispatches (`dispatched`): the dispatches' names are few."""
 
     def names(self, start: float, end: float, marker: TraceEvent | None) -> dict[str, list[Span]]:
@@ -246,15 +246,13 @@ def host_names(top: list[str], spans: list[Span], dispatches: list[Dispatch]) ->
     return {**_innermost(dispatches), **names}
 
 
-def dispatched(name: str, calls: bool) -> str:
-    """The compiled function a host event dispatches: `jit_f` for jax's `PjitFunction(f)`; `<module>` for
-    PjRt's `CommonPjRtLoadedExecutable::Execute (<module>)`, the event (`calls`: with the `run_id` stat)
-    where jax's own is not traced; the event's name for any other event."""
+def dispatched(name: str) -> str:
+    """The compiled function a host dispatch (`HostThread.dispatches`) runs: `jit_f` for jax's
+    `PjitFunction(f)`; `<module>` for PjRt's `CommonPjRtLoadedExecutable::Execute (<module>)`, the event
+    with the `run_id` stat, where jax's own is not traced."""
     if name.startswith(DISPATCH):
         return "jit_" + name.removeprefix(DISPATCH).removesuffix(")")
-    if calls and name.endswith(")") and " (" in name:
-        return name.rpartition(" (")[2].removesuffix(")")
-    return name
+    return name.rpartition(" (")[2].removesuffix(")")
 
 
 def _innermost(dispatches: list[Dispatch]) -> dict[str, list[Span]]:
